@@ -1,0 +1,50 @@
+// Allocators hand out device memory; a Buffer owns one allocation and frees it through its
+// allocator when the last Tensor that shares it goes away.
+//
+//   pf::Allocator* a = pf::CpuAllocator();          // 64-byte aligned host memory
+//   auto buf = pf::Buffer::Allocate(a, 1024);       // std::shared_ptr<Buffer>, or null when out of memory
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace pf {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual std::string Name() const = 0;
+  // Returns nullptr when the request cannot be met (never throws, never aborts).
+  virtual void* Allocate(size_t bytes) = 0;
+  virtual void Free(void* ptr, size_t bytes) = 0;
+  // Whether the host can read the memory directly (CPU and pinned memory).
+  virtual bool host_accessible() const { return true; }
+};
+
+// Process-wide host allocator: 64-byte aligned, thread-safe.
+Allocator* CpuAllocator();
+
+class Buffer {
+ public:
+  Buffer(Allocator* allocator, void* data, size_t bytes)
+      : allocator_(allocator), data_(data), bytes_(bytes) {}
+  ~Buffer() {
+    if (allocator_ != nullptr && data_ != nullptr) allocator_->Free(data_, bytes_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  static std::shared_ptr<Buffer> Allocate(Allocator* allocator, size_t bytes);
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Allocator* allocator() const { return allocator_; }
+
+ private:
+  Allocator* allocator_;
+  void* data_;
+  size_t bytes_;
+};
+
+}  // namespace pf

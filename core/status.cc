@@ -1,0 +1,42 @@
+#include "core/status.h"
+
+namespace pf {
+
+std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kCancelled: return "Cancelled";
+    case Code::kInvalidArgument: return "InvalidArgument";
+    case Code::kNotFound: return "NotFound";
+    case Code::kAlreadyExists: return "AlreadyExists";
+    case Code::kFailedPrecondition: return "FailedPrecondition";
+    case Code::kResourceExhausted: return "ResourceExhausted";
+    case Code::kOutOfRange: return "OutOfRange";
+    case Code::kUnimplemented: return "Unimplemented";
+    case Code::kInternal: return "Internal";
+    case Code::kAborted: return "Aborted";
+    case Code::kDeadlineExceeded: return "DeadlineExceeded";
+  }
+  return "Unknown";
+}
+
+Status::Status(Code code, std::string message) {
+  if (code != Code::kOk) state_ = std::make_shared<const State>(State{code, std::move(message)});
+}
+
+const std::string& Status::message() const {
+  static const std::string kEmpty;
+  return ok() ? kEmpty : state_->message;
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return fmt::format("{}: {}", CodeName(code()), message());
+}
+
+Status Status::WithSuffix(std::string_view suffix) const {
+  if (ok()) return *this;
+  return Status(code(), message() + std::string(suffix));
+}
+
+}  // namespace pf

@@ -1,0 +1,142 @@
+// Status and StatusOr: how internal code reports errors; pf::Error is what the public API throws.
+//
+//   pf::Status s = pf::errors::InvalidArgument("bad shape ", shape);
+//   if (!s.ok()) return s;
+//   pf::StatusOr<int> v = Parse(text);
+//   PF_ASSIGN_OR_RETURN(int n, Parse(text));
+//   pf::ThrowIfError(s);   // at the API boundary: throws pf::Error
+#pragma once
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace pf {
+
+enum class Code {
+  kOk = 0,
+  kCancelled,
+  kInvalidArgument,
+  kNotFound,
+  kAlreadyExists,
+  kFailedPrecondition,
+  kResourceExhausted,
+  kOutOfRange,
+  kUnimplemented,
+  kInternal,
+  kAborted,
+  kDeadlineExceeded,
+};
+
+std::string_view CodeName(Code code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Code code, std::string message);
+  static Status OK() { return Status(); }
+
+  bool ok() const { return state_ == nullptr; }
+  Code code() const { return ok() ? Code::kOk : state_->code; }
+  const std::string& message() const;
+  // "InvalidArgument: message", or "OK".
+  std::string ToString() const;
+  // Returns a copy with `suffix` appended to the message (used to attach node and device).
+  Status WithSuffix(std::string_view suffix) const;
+
+  bool operator==(const Status& o) const { return code() == o.code() && message() == o.message(); }
+
+ private:
+  struct State {
+    Code code;
+    std::string message;
+  };
+  std::shared_ptr<const State> state_;  // null when OK: keeps the OK path allocation-free
+};
+
+// Thrown by the public API; carries the Status code.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const Status& s) : std::runtime_error(s.ToString()), status_(s) {}
+  Code code() const { return status_.code(); }
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+inline void ThrowIfError(const Status& s) {
+  if (!s.ok()) throw Error(s);
+}
+
+template <typename T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit like absl::StatusOr
+  StatusOr(Status status) : status_(std::move(status)) {
+    if (status_.ok()) status_ = Status(Code::kInternal, "StatusOr built from an OK Status");
+  }
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T& operator*() { return *value_; }
+  const T& operator*() const { return *value_; }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  // Public-API helper: the value, or throws pf::Error.
+  T ValueOrThrow() && {
+    ThrowIfError(status_);
+    return std::move(*value_);
+  }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+namespace errors {
+#define PF_DEFINE_ERROR(Name)                                               \
+  template <typename... Args>                                               \
+  Status Name(Args&&... args) {                                             \
+    std::string msg;                                                        \
+    (fmt::format_to(std::back_inserter(msg), "{}", std::forward<Args>(args)), ...); \
+    return Status(Code::k##Name, std::move(msg));                           \
+  }
+PF_DEFINE_ERROR(Cancelled)
+PF_DEFINE_ERROR(InvalidArgument)
+PF_DEFINE_ERROR(NotFound)
+PF_DEFINE_ERROR(AlreadyExists)
+PF_DEFINE_ERROR(FailedPrecondition)
+PF_DEFINE_ERROR(ResourceExhausted)
+PF_DEFINE_ERROR(OutOfRange)
+PF_DEFINE_ERROR(Unimplemented)
+PF_DEFINE_ERROR(Internal)
+PF_DEFINE_ERROR(Aborted)
+#undef PF_DEFINE_ERROR
+}  // namespace errors
+
+}  // namespace pf
+
+#define PF_CONCAT_INNER(a, b) a##b
+#define PF_CONCAT(a, b) PF_CONCAT_INNER(a, b)
+
+#define PF_RETURN_IF_ERROR(expr)            \
+  do {                                      \
+    ::pf::Status pf_status_ = (expr);       \
+    if (!pf_status_.ok()) return pf_status_; \
+  } while (0)
+
+#define PF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                             \
+  if (!tmp.ok()) return tmp.status();            \
+  lhs = std::move(tmp).value()
+
+#define PF_ASSIGN_OR_RETURN(lhs, expr) \
+  PF_ASSIGN_OR_RETURN_IMPL(PF_CONCAT(pf_statusor_, __LINE__), lhs, expr)

@@ -1,0 +1,94 @@
+#include "core/tensor.h"
+
+#include <cassert>
+
+namespace pf {
+
+Tensor::Tensor(DType dtype, const Shape& shape) : Tensor(CpuAllocator(), dtype, shape) {
+  if (buffer_) std::memset(buffer_->data(), 0, buffer_->bytes());
+}
+
+Tensor::Tensor(Allocator* allocator, DType dtype, const Shape& shape)
+    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
+  assert(num_elements_ >= 0 && "Tensor needs a fully defined shape");
+  buffer_ = Buffer::Allocate(allocator, TotalBytes());
+}
+
+Tensor::Tensor(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer)
+    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()), buffer_(std::move(buffer)) {}
+
+std::vector<int64_t> Tensor::AsInt64Vector() const {
+  std::vector<int64_t> out(num_elements_);
+  if (dtype_ == DT_INT32) {
+    for (int64_t i = 0; i < num_elements_; ++i) out[i] = data<int32_t>()[i];
+  } else if (dtype_ == DT_INT64) {
+    for (int64_t i = 0; i < num_elements_; ++i) out[i] = data<int64_t>()[i];
+  }
+  return out;
+}
+
+StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
+  if (shape.num_elements() != num_elements_) {
+    return errors::InvalidArgument("Cannot reshape a tensor with ", num_elements_,
+                                   " elements to shape ", shape.ToString(), " (",
+                                   shape.num_elements(), " elements)");
+  }
+  return Tensor(dtype_, shape, buffer_);
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t(dtype_, shape_);
+  if (TotalBytes() > 0 && raw_data() != nullptr) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  return t;
+}
+
+bool Tensor::BitwiseEqual(const Tensor& o) const {
+  if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  if (TotalBytes() == 0) return true;
+  return std::memcmp(raw_data(), o.raw_data(), TotalBytes()) == 0;
+}
+
+namespace {
+
+template <typename T>
+void AppendValue(std::string* s, const Tensor& t, int64_t i) {
+  if constexpr (std::is_same_v<T, bool>) {
+    *s += t.data<bool>()[i] ? "true" : "false";
+  } else {
+    fmt::format_to(std::back_inserter(*s), "{}", t.data<T>()[i]);
+  }
+}
+
+}  // namespace
+
+std::string Tensor::DebugString(int max_entries) const {
+  std::string s = fmt::format("Tensor<{} {}>", DTypeName(dtype_), shape_.ToString());
+  if (!IsInitialized()) return s + " <uninitialized>";
+  if (!VisitDType(dtype_, [](auto) {})) return s;
+  s += ' ';
+  const int rank = shape_.rank();
+  // block[d]: elements spanned by one index of dim d-1, i.e. by one bracket pair at depth d.
+  std::vector<int64_t> block(rank, 1);
+  for (int d = rank - 1; d >= 0; --d) block[d] = (d + 1 < rank ? block[d + 1] : 1) * shape_.dim(d);
+  if (rank == 0) {
+    VisitDType(dtype_, [&](auto v) { AppendValue<decltype(v)>(&s, *this, 0); });
+    return s;
+  }
+  int64_t shown = std::min<int64_t>(num_elements_, max_entries);
+  for (int64_t i = 0; i < shown; ++i) {
+    for (int d = 0; d < rank; ++d) {
+      if (i % block[d] == 0) s += '[';
+    }
+    VisitDType(dtype_, [&](auto v) { AppendValue<decltype(v)>(&s, *this, i); });
+    int closed = 0;
+    for (int d = 0; d < rank; ++d) {
+      if ((i + 1) % block[d] == 0) ++closed;
+    }
+    s.append(closed, ']');
+    if (i + 1 < shown) s += ", ";
+  }
+  if (shown < num_elements_) s += "...";
+  return s;
+}
+
+}  // namespace pf

@@ -1,0 +1,92 @@
+// Tensor: a dtype, a shape and a reference-counted buffer. Copies share the buffer.
+//
+//   pf::Tensor t(pf::DT_FLOAT, {2, 3});                 // host memory, 64-byte aligned
+//   auto v = t.flat<float>();  v[0] = 1.f;               // std::span<float>
+//   pf::Tensor s = pf::Tensor::Scalar<int32_t>(7);
+//   pf::Tensor m = pf::Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+//   fmt::print("{}", t.DebugString());                   // Tensor<float [2,3]> [[1, 0, 0], ...]
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/dtype.h"
+#include "core/shape.h"
+
+namespace pf {
+
+class Tensor {
+ public:
+  Tensor() = default;  // uninitialised: no dtype, no buffer
+  // Allocates host memory (zero-filled) for a fully defined shape.
+  Tensor(DType dtype, const Shape& shape);
+  // Allocates from `allocator`; check `IsInitialized()` for out-of-memory.
+  Tensor(Allocator* allocator, DType dtype, const Shape& shape);
+  // Shares `buffer` (which must hold at least shape.num_elements() elements).
+  Tensor(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer);
+
+  template <typename T>
+  static Tensor Scalar(T v) {
+    Tensor t(DataTypeOf<T>(), Shape{});
+    t.flat<T>()[0] = v;
+    return t;
+  }
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values, const Shape& shape) {
+    Tensor t(DataTypeOf<T>(), shape);
+    std::span<T> dst = t.flat<T>();
+    for (size_t i = 0; i < dst.size() && i < values.size(); ++i) dst[i] = values[i];
+    return t;
+  }
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values) {
+    return FromVector<T>(values, Shape{static_cast<int64_t>(values.size())});
+  }
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return shape_.rank(); }
+  int64_t dim(int i) const { return shape_.dim(i); }
+  int64_t num_elements() const { return num_elements_; }
+  size_t TotalBytes() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
+  bool IsInitialized() const { return buffer_ != nullptr || (dtype_ != DT_INVALID && num_elements_ == 0); }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  bool SharesBufferWith(const Tensor& o) const { return buffer_ && buffer_ == o.buffer_; }
+
+  void* raw_data() const { return buffer_ ? buffer_->data() : nullptr; }
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(raw_data());
+  }
+  template <typename T>
+  std::span<T> flat() const {
+    return {data<T>(), static_cast<size_t>(num_elements_)};
+  }
+  template <typename T>
+  T scalar() const {
+    return data<T>()[0];
+  }
+  // Values as int64 (for int32/int64 shape-like tensors).
+  std::vector<int64_t> AsInt64Vector() const;
+  // Same buffer, new shape with the same number of elements.
+  StatusOr<Tensor> Reshaped(const Shape& shape) const;
+  // A deep copy in host memory.
+  Tensor Clone() const;
+  // True when dtype, shape and bytes match.
+  bool BitwiseEqual(const Tensor& o) const;
+
+  // "Tensor<float [2,3]> [[1, 2, 3], [4, 5, 6]]", eliding after `max_entries` values.
+  std::string DebugString(int max_entries = 20) const;
+
+ private:
+  DType dtype_ = DT_INVALID;
+  Shape shape_;
+  int64_t num_elements_ = 0;
+  std::shared_ptr<Buffer> buffer_;
+};
+
+}  // namespace pf

@@ -1,0 +1,51 @@
+// One process-wide pool serves both inter-op scheduling (executor nodes) and intra-op loops
+// (kernels), so the two never oversubscribe the cores.
+//
+//   pf::ThreadPool* pool = pf::ThreadPool::Default();      // hardware_concurrency threads
+//   pool->Schedule([] { ... });
+//   pool->ParallelFor(n, /*cost_per_unit=*/10, [&](int64_t begin, int64_t end) { ... });
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pf {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Sized by PF_NUM_THREADS, else std::thread::hardware_concurrency().
+  static ThreadPool* Default();
+
+  int num_threads() const { return static_cast<int>(threads_.size()); }
+  void Schedule(std::function<void()> fn);
+
+  // Splits [0, n) into shards and runs fn(begin, end) on them, the calling thread included.
+  // Shards are claimed through an atomic counter, so a caller that is itself a pool thread
+  // never waits on a shard nobody has started: nested calls cannot deadlock.
+  // `cost_per_unit` is a rough count of cycles per element; small loops run inline.
+  void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
+
+  // True on one of this pool's threads.
+  bool InPool() const;
+
+ private:
+  void WorkerLoop();
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+};
+
+}  // namespace pf

@@ -1,0 +1,30 @@
+#include "devices/device.h"
+
+namespace pf {
+
+VarState* ResourceMgr::LookupOrCreateVar(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = vars_[name];
+  if (!slot) slot = std::make_unique<VarState>();
+  return slot.get();
+}
+
+VarState* ResourceMgr::LookupVar(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> ResourceMgr::VarNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, v] : vars_) names.push_back(name);
+  return names;
+}
+
+Device::Device(std::string type, int id, std::string job, int replica, int task)
+    : name_(DeviceName::FullName(job, replica, task, type, id)) {
+  DeviceName::Parse(name_, &parsed_);
+}
+
+}  // namespace pf

@@ -1,0 +1,71 @@
+// Device: where kernels run. Each has a full TensorFlow-style name, a type used to find
+// kernels, an allocator, a resource manager (variables live there across Session::Run calls)
+// and the pool its kernels parallelise on.
+//
+//   std::unique_ptr<pf::Device> cpu = pf::NewCpuDevice(0);
+//   cpu->name() == "/job:localhost/replica:0/task:0/device:CPU:0";
+//   pf::Tensor t(cpu->GetAllocator(), pf::DT_FLOAT, {4});
+//
+// Optional parts and their defaults: Sync() (default: nothing to wait for), Description()
+// (default: empty), priority() (CPU 100, GPUs higher so soft placement prefers them).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/device_name.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace pf {
+
+inline constexpr char kDeviceCpu[] = "CPU";
+inline constexpr char kDeviceGpu[] = "GPU";
+
+// A variable's storage, owned by the device's ResourceMgr.
+struct VarState {
+  std::mutex mu;
+  Tensor value;  // uninitialised until the first Assign
+  bool initialized() const { return value.IsInitialized(); }
+};
+
+class ResourceMgr {
+ public:
+  VarState* LookupOrCreateVar(const std::string& name);
+  VarState* LookupVar(const std::string& name) const;  // nullptr when absent
+  std::vector<std::string> VarNames() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<VarState>> vars_;
+};
+
+class Device {
+ public:
+  Device(std::string type, int id, std::string job = "localhost", int replica = 0, int task = 0);
+  virtual ~Device() = default;
+
+  const std::string& name() const { return name_; }
+  const DeviceName& parsed_name() const { return parsed_; }
+  const std::string& device_type() const { return parsed_.type; }
+  virtual Allocator* GetAllocator() = 0;
+  virtual ThreadPool* intra_op_pool() { return ThreadPool::Default(); }
+  virtual Status Sync() { return Status::OK(); }
+  virtual std::string Description() const { return ""; }
+  virtual int priority() const = 0;
+  ResourceMgr* resource_mgr() { return &resources_; }
+
+ private:
+  std::string name_;
+  DeviceName parsed_;
+  ResourceMgr resources_;
+};
+
+std::unique_ptr<Device> NewCpuDevice(int id);
+
+}  // namespace pf

@@ -1,0 +1,299 @@
+#include "executor/executor.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "graph/scope.h"
+
+namespace pf {
+namespace {
+
+bool SequentialMode() {
+  static const bool sequential = [] {
+    const char* env = std::getenv("PF_EXECUTOR");
+    return env != nullptr && std::strcmp(env, "sequential") == 0;
+  }();
+  return sequential;
+}
+
+Status Annotate(const Status& s, const Node& node, const Device& device) {
+  return s.WithSuffix(fmt::format("\n\t [[{{{{node {}}}}} = {}[] on {}]]", node.name(), node.op(), device.name()));
+}
+
+}  // namespace
+
+struct Executor::Layout {
+  struct OutEdge {
+    int src_output;
+    int dst_item;  // -1: a fetch
+    int dst_slot;  // input slot of the destination, or fetch index
+  };
+  struct Item {
+    const Node* node;
+    Device* device;
+    OpKernel* kernel;
+    bool expensive;
+    bool static_shapes;  // every output shape known at build time
+    int input_base;
+    int num_inputs;
+    std::vector<VarState*> ref_inputs;  // empty when the node has none
+    std::vector<Shape> output_shapes;
+    std::vector<DType> output_dtypes;
+    std::vector<OutEdge> out_edges;
+    std::vector<int> out_control;
+    int initial_pending;
+  };
+  std::vector<Item> items;
+  std::vector<int> roots;
+  int num_slots = 0;
+  // For feed i: the input slots it fills and the fetch indices it answers directly.
+  std::vector<std::vector<int>> feed_slots;
+  std::vector<std::vector<int>> feed_fetches;
+  int num_fetches = 0;
+};
+
+struct Executor::Step {
+  explicit Step(const Layout& l) : pending(new std::atomic<int>[l.items.size()]), inputs(l.num_slots) {
+    for (size_t i = 0; i < l.items.size(); ++i) pending[i].store(l.items[i].initial_pending, std::memory_order_relaxed);
+  }
+  std::unique_ptr<std::atomic<int>[]> pending;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor>* fetches = nullptr;
+  int64_t step_id = 0;
+  std::atomic<int> outstanding{0};
+  std::atomic<bool> aborted{false};
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  Status status;
+
+  void Fail(Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (status.ok()) status = std::move(s);
+    aborted.store(true, std::memory_order_release);
+  }
+};
+
+Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
+Executor::~Executor() = default;
+int Executor::num_nodes() const { return static_cast<int>(layout_->items.size()); }
+
+StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, const KernelSource& kernels) {
+  auto layout = std::make_unique<Layout>();
+  std::unordered_map<const Node*, int> item_of;
+  for (size_t i = 0; i < spec.nodes.size(); ++i) item_of[spec.nodes[i]] = static_cast<int>(i);
+  std::map<Output, int> feed_index;
+  for (size_t i = 0; i < spec.feeds.size(); ++i) feed_index[spec.feeds[i]] = static_cast<int>(i);
+  layout->feed_slots.resize(spec.feeds.size());
+  layout->feed_fetches.resize(spec.feeds.size());
+  layout->items.resize(spec.nodes.size());
+
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const Node* n = spec.nodes[i];
+    Layout::Item& it = layout->items[i];
+    it.node = n;
+    auto dev = spec.device.find(n);
+    if (dev == spec.device.end()) return errors::Internal("Node '", n->name(), "' was not placed");
+    it.device = dev->second;
+    PF_ASSIGN_OR_RETURN(it.kernel, kernels(*n, it.device));
+    it.expensive = it.kernel->IsExpensive() && !SequentialMode();
+    it.input_base = layout->num_slots;
+    it.num_inputs = n->num_inputs();
+    layout->num_slots += it.num_inputs;
+    it.static_shapes = true;
+    for (int o = 0; o < n->num_outputs(); ++o) {
+      it.output_shapes.push_back(n->output_shape(o));
+      it.output_dtypes.push_back(n->output_dtype(o));
+      it.static_shapes = it.static_shapes && n->output_shape(o).IsFullyDefined();
+    }
+    it.initial_pending = 0;
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      const Output& src = n->input(k);
+      if (n->IsRefInput(k)) {
+        if (src.node->op() != "Variable") {
+          return errors::InvalidArgument("Input ", k, " of node '", n->name(), "' must be a variable reference, but comes from '",
+                                         src.node->name(), "' (", src.node->op(), ")");
+        }
+        it.ref_inputs.resize(n->num_inputs(), nullptr);
+        it.ref_inputs[k] = it.device->resource_mgr()->LookupOrCreateVar(src.node->name());
+      }
+      auto fed = feed_index.find(src);
+      if (fed != feed_index.end()) {
+        layout->feed_slots[fed->second].push_back(it.input_base + k);
+        continue;
+      }
+      if (!item_of.count(src.node)) {
+        return errors::Internal("Input '", src.name(), "' of node '", n->name(), "' is neither fed nor in the subgraph");
+      }
+      ++it.initial_pending;
+    }
+    for (const Node* c : n->control_inputs()) {
+      if (item_of.count(c)) ++it.initial_pending;
+    }
+  }
+  // Out-edges, restricted to the subgraph; data edges from fed outputs were cut above.
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const Node* n = spec.nodes[i];
+    for (const Edge& e : n->out_edges()) {
+      auto dst = item_of.find(e.dst);
+      if (dst == item_of.end()) continue;
+      if (e.IsControl()) {
+        layout->items[i].out_control.push_back(dst->second);
+      } else if (!feed_index.count(Output(e.src, e.src_output))) {
+        layout->items[i].out_edges.push_back({e.src_output, dst->second, layout->items[dst->second].input_base + e.dst_input});
+      }
+    }
+  }
+  layout->num_fetches = static_cast<int>(spec.fetches.size());
+  for (size_t f = 0; f < spec.fetches.size(); ++f) {
+    const Output& o = spec.fetches[f];
+    auto fed = feed_index.find(o);
+    if (fed != feed_index.end()) {
+      layout->feed_fetches[fed->second].push_back(static_cast<int>(f));
+      continue;
+    }
+    auto it = item_of.find(o.node);
+    if (it == item_of.end()) return errors::Internal("Fetch '", o.name(), "' is not in the subgraph");
+    layout->items[it->second].out_edges.push_back({o.index, -1, static_cast<int>(f)});
+  }
+  for (size_t i = 0; i < layout->items.size(); ++i) {
+    if (layout->items[i].initial_pending == 0) layout->roots.push_back(static_cast<int>(i));
+  }
+  return std::unique_ptr<Executor>(new Executor(std::move(layout)));
+}
+
+Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id) const {
+  const Layout& l = *layout_;
+  Step step(l);
+  step.step_id = step_id;
+  fetches->assign(l.num_fetches, Tensor());
+  step.fetches = fetches;
+  for (size_t f = 0; f < feeds.size() && f < l.feed_slots.size(); ++f) {
+    for (int slot : l.feed_slots[f]) step.inputs[slot] = feeds[f];
+    for (int fetch : l.feed_fetches[f]) (*fetches)[fetch] = feeds[f];
+  }
+  if (l.roots.empty()) return Status::OK();
+  step.outstanding.store(static_cast<int>(l.roots.size()));
+  // The caller runs cheap roots and one expensive root itself; the pool takes the rest.
+  int inline_root = -1;
+  for (int r : l.roots) {
+    if (inline_root < 0) {
+      inline_root = r;
+    } else if (l.items[r].expensive) {
+      ThreadPool::Default()->Schedule([this, &step, r] { Process(&step, r); });
+    } else {
+      // Cheap roots run on the caller, after the first.
+      Process(&step, r);
+    }
+  }
+  Process(&step, inline_root);
+  std::unique_lock<std::mutex> lock(step.mu);
+  step.done_cv.wait(lock, [&] { return step.done; });
+  return step.status;
+}
+
+Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const {
+  const Layout::Item& it = layout_->items[id];
+  const Node& n = *it.node;
+  Tensor* inputs = step->inputs.data() + it.input_base;
+  for (int k = 0; k < it.num_inputs; ++k) {
+    if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr)) continue;
+    const Node* src = n.input(k).node;
+    if (src->op() == "Variable") return errors::FailedPrecondition("Attempting to use uninitialized value ", src->name());
+    return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(), "') was never produced");
+  }
+  std::vector<Shape> runtime_shapes;
+  const Shape* shapes = it.output_shapes.data();
+  if (!it.static_shapes) {
+    std::vector<Shape> in_shapes(it.num_inputs);
+    std::vector<DType> in_dtypes(it.num_inputs);
+    std::vector<const Tensor*> in_values(it.num_inputs);
+    for (int k = 0; k < it.num_inputs; ++k) {
+      in_shapes[k] = inputs[k].shape();
+      in_dtypes[k] = inputs[k].dtype();
+      in_values[k] = &inputs[k];
+    }
+    PF_RETURN_IF_ERROR(RunShapeFn(n.op_def(), n.attrs(), std::move(in_shapes), std::move(in_dtypes), std::move(in_values),
+                                  n.num_outputs(), &runtime_shapes));
+    shapes = runtime_shapes.data();
+  }
+  outputs->resize(n.num_outputs());
+  OpKernelContext::Params p;
+  p.device = it.device;
+  p.allocator = it.device->GetAllocator();
+  p.intra_op_pool = it.device->intra_op_pool();
+  p.inputs = inputs;
+  p.ref_inputs = it.ref_inputs.empty() ? nullptr : it.ref_inputs.data();
+  p.num_inputs = it.num_inputs;
+  p.output_shapes = shapes;
+  p.outputs = outputs->data();
+  p.num_outputs = n.num_outputs();
+  p.output_dtypes = it.output_dtypes.data();
+  p.step_id = step->step_id;
+  OpKernelContext ctx(p);
+  return it.kernel->Compute(&ctx);
+}
+
+void Executor::Process(Step* step, int first) const {
+  const Layout& l = *layout_;
+  std::deque<int> inline_ready{first};
+  std::vector<Tensor> outputs;
+  std::vector<int> ready;
+  while (!inline_ready.empty()) {
+    const int id = inline_ready.front();
+    inline_ready.pop_front();
+    const Layout::Item& it = l.items[id];
+    ready.clear();
+    if (!step->aborted.load(std::memory_order_acquire)) {
+      Status s = RunNode(step, id, &outputs);
+      // Inputs die as soon as their last consumer has run.
+      for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
+      if (!s.ok()) {
+        step->Fail(Annotate(s, *it.node, *it.device));
+      } else {
+        for (const Layout::OutEdge& e : it.out_edges) {
+          if (e.dst_item < 0) {
+            (*step->fetches)[e.dst_slot] = outputs[e.src_output];
+            continue;
+          }
+          step->inputs[e.dst_slot] = outputs[e.src_output];
+          if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(e.dst_item);
+        }
+        for (int dst : it.out_control) {
+          if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(dst);
+        }
+      }
+      outputs.clear();
+    }
+    // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
+    // else is queued here and the rest go to the pool.
+    if (!ready.empty()) step->outstanding.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
+    int keep_expensive = -1;
+    for (int r : ready) {
+      if (!l.items[r].expensive) {
+        inline_ready.push_back(r);
+        continue;
+      }
+      if (keep_expensive >= 0) ThreadPool::Default()->Schedule([this, step, k = keep_expensive] { Process(step, k); });
+      keep_expensive = r;
+    }
+    if (keep_expensive >= 0) {
+      if (inline_ready.empty()) {
+        inline_ready.push_back(keep_expensive);
+      } else {
+        ThreadPool::Default()->Schedule([this, step, k = keep_expensive] { Process(step, k); });
+      }
+    }
+    if (step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(step->mu);
+      step->done = true;
+      step->done_cv.notify_all();
+    }
+  }
+}
+
+}  // namespace pf

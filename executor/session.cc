@@ -1,0 +1,220 @@
+#include "executor/session.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_set>
+
+#include "core/logging.h"
+#include "placer/placer.h"
+
+namespace pf {
+
+struct Session::Prepared {
+  std::unique_ptr<Executor> executor;
+};
+
+Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(std::move(options)) {
+  int cpus = 1;
+  if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end()) cpus = std::max(1, it->second);
+  for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i));
+  if (options_.log_device_placement) {
+    std::string text = "Device mapping:\n";
+    for (const Device* d : devices_.devices()) text += fmt::format("{} -> {}\n", d->name(), d->Description());
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+Session::~Session() = default;
+
+size_t Session::num_cached_signatures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+std::map<std::string, std::string> Session::DevicePlacement() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return placement_;
+}
+
+StatusOr<OpKernel*> Session::GetKernel(const Node& node, Device* device) {
+  // Called with mu_ held (from Prepare).
+  auto& slot = kernels_[{node.id(), device}];
+  if (!slot) {
+    PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(node, device->device_type()));
+  }
+  return slot.get();
+}
+
+namespace {
+
+Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
+  if (n == nullptr || g.FindNode(n->name()) != n) {
+    return errors::InvalidArgument(what, " '", n ? n->name() : std::string("<null>"), "' is not an element of this graph.");
+  }
+  return Status::OK();
+}
+
+// Nodes needed for the fetches and targets, not walking into fed tensors.
+std::vector<Node*> Prune(const std::vector<Output>& feeds, const std::vector<Output>& fetches,
+                         const std::vector<Operation>& targets) {
+  std::set<Output> fed(feeds.begin(), feeds.end());
+  std::unordered_set<const Node*> seen;
+  std::vector<Node*> stack, order;
+  auto visit = [&](Node* n) {
+    if (seen.insert(n).second) stack.push_back(n);
+  };
+  for (const Output& f : fetches) {
+    if (!fed.count(f)) visit(f.node);
+  }
+  for (const Operation& t : targets) visit(t.node);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (const Output& in : n->inputs()) {
+      if (!fed.count(in)) visit(in.node);
+    }
+    for (Node* c : n->control_inputs()) visit(c);
+  }
+  return order;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDict& feeds,
+                                                                   const std::vector<Output>& fetches,
+                                                                   const std::vector<Operation>& targets) {
+  std::string key;
+  for (const auto& [o, t] : feeds) fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
+  key += '|';
+  for (const Output& o : fetches) fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
+  key += '|';
+  for (const Operation& t : targets) fmt::format_to(std::back_inserter(key), "{},", t.node->id());
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+
+  std::vector<Output> feed_outputs;
+  for (const auto& [o, t] : feeds) feed_outputs.push_back(o);
+  ExecutorSpec spec;
+  spec.nodes = Prune(feed_outputs, fetches, targets);
+  spec.feeds = feed_outputs;
+  spec.fetches = fetches;
+  PlacerOptions popts;
+  popts.allow_soft_placement = options_.allow_soft_placement;
+  PF_ASSIGN_OR_RETURN(Placement placement, Place(spec.nodes, devices_, popts));
+  spec.device = placement.device;
+
+  if (options_.log_device_placement) {
+    std::string text;
+    std::map<std::string, int> per_device;
+    std::vector<const Node*> by_id(spec.nodes.begin(), spec.nodes.end());
+    std::sort(by_id.begin(), by_id.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    for (const Node* n : by_id) {
+      const Device* d = placement.device.at(n);
+      ++per_device[d->parsed_name().LocalName()];
+      if (!placement_.count(n->name())) text += PlacementLogLine(*n, *d) + "\n";
+    }
+    std::vector<std::string> counts;
+    for (const auto& [dev, count] : per_device) counts.push_back(fmt::format("{} nodes on {}", count, dev));
+    text += fmt::format("Placement summary: {}, 0 Send/Recv pairs, {} soft fallbacks\n", fmt::join(counts, ", "),
+                        placement.fallbacks.size());
+    for (const std::string& line : placement.fallbacks) text += line + "\n";
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
+
+  auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
+  auto prepared = std::make_shared<Prepared>();
+  PF_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(spec, kernels));
+  cache_[key] = prepared;
+  return std::shared_ptr<const Prepared>(prepared);
+}
+
+Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
+                              const std::vector<Operation>& targets, std::vector<Tensor>* outputs) {
+  std::vector<Tensor> feed_values;
+  feed_values.reserve(feeds.size());
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const auto& [o, t] = feeds[i];
+    PF_RETURN_IF_ERROR(CheckInGraph(graph_, o.node, "Feed tensor"));
+    if (o.index < 0 || o.index >= o.node->num_outputs()) {
+      return errors::InvalidArgument("Feed tensor '", o.name(), "' does not exist: node '", o.node->name(), "' has ",
+                                     o.node->num_outputs(), " outputs");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (feeds[j].first == o) return errors::InvalidArgument("Tensor '", o.name(), "' is fed more than once");
+    }
+    if (t.dtype() != o.dtype()) {
+      return errors::InvalidArgument("Cannot feed value of dtype ", DTypeName(t.dtype()), " for Tensor '", o.name(),
+                                     "' with dtype ", DTypeName(o.dtype()));
+    }
+    if (!t.IsInitialized()) return errors::InvalidArgument("Cannot feed an uninitialized tensor to '", o.name(), "'");
+    if (!t.shape().IsCompatibleWith(o.shape())) {
+      return errors::InvalidArgument("Cannot feed value of shape ", t.shape().ToString(), " for Tensor '", o.name(),
+                                     "', which has shape '", o.shape().ToString(), "'");
+    }
+    feed_values.push_back(t);
+  }
+  for (const Output& f : fetches) {
+    PF_RETURN_IF_ERROR(CheckInGraph(graph_, f.node, "Fetch argument"));
+    if (f.index < 0 || f.index >= f.node->num_outputs()) {
+      return errors::InvalidArgument("Fetch argument '", f.name(), "' does not exist: node '", f.node->name(), "' (",
+                                     f.node->op(), ") has ", f.node->num_outputs(), " outputs");
+    }
+  }
+  for (const Operation& t : targets) PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
+  PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
+  return prepared->executor->Run(feed_values, outputs, next_step_id_.fetch_add(1));
+}
+
+std::vector<Tensor> Session::Run(const FeedDict& feeds, const std::vector<Output>& fetches,
+                                 const std::vector<Operation>& targets) {
+  std::vector<Tensor> out;
+  ThrowIfError(RunWithStatus(feeds, fetches, targets, &out));
+  return out;
+}
+
+StatusOr<Output> Session::ResolveTensorName(const std::string& name) const {
+  std::string node_name = name;
+  int index = 0;
+  if (auto colon = name.rfind(':'); colon != std::string::npos) {
+    node_name = name.substr(0, colon);
+    try {
+      index = std::stoi(name.substr(colon + 1));
+    } catch (...) {
+      return errors::InvalidArgument("The name '", name, "' looks like a Tensor name, but its index is not a number");
+    }
+  }
+  Node* n = graph_.FindNode(node_name);
+  if (n == nullptr) {
+    return errors::NotFound("The name '", name, "' refers to a Tensor which does not exist. The operation, '",
+                            node_name, "', does not exist in the graph.");
+  }
+  if (index < 0 || index >= n->num_outputs()) {
+    return errors::NotFound("The name '", name, "' refers to a Tensor which does not exist. The operation, '",
+                            node_name, "', exists but only has ", n->num_outputs(), " outputs.");
+  }
+  return Output(n, index);
+}
+
+std::vector<Tensor> Session::RunNamed(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                      const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+  FeedDict feed_dict;
+  for (const auto& [name, t] : feeds) feed_dict.emplace_back(ResolveTensorName(name).ValueOrThrow(), t);
+  std::vector<Output> fetch_outputs;
+  for (const std::string& name : fetches) fetch_outputs.push_back(ResolveTensorName(name).ValueOrThrow());
+  std::vector<Operation> ops;
+  for (const std::string& name : targets) {
+    Node* n = graph_.FindNode(name);
+    if (n == nullptr) throw Error(errors::NotFound("The operation '", name, "' does not exist in the graph."));
+    ops.emplace_back(n);
+  }
+  return Run(feed_dict, fetch_outputs, ops);
+}
+
+}  // namespace pf

@@ -1,0 +1,81 @@
+// Session: runs a graph. Each distinct (feeds, fetches, targets) signature is pruned, placed
+// and turned into an executor once; later calls with the same signature reuse it. Variables
+// live in the devices' resource managers and persist across calls and signatures.
+//
+//   pf::SessionOptions opts;
+//   opts.log_device_placement = true;
+//   pf::Session sess(g, opts);
+//   sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
+//   std::vector<pf::Tensor> out = sess.Run({{x, batch}}, {loss});
+//   auto where = sess.DevicePlacement();   // node name -> full device name
+//
+// Run throws pf::Error; RunWithStatus returns the Status instead. Run is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "devices/device_set.h"
+#include "executor/executor.h"
+#include "graph/graph.h"
+
+namespace pf {
+
+struct SessionOptions {
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+  // Device counts by type: {"CPU": 2} creates /cpu:0 and /cpu:1.
+  std::map<std::string, int> device_count;
+};
+
+using FeedDict = std::vector<std::pair<Output, Tensor>>;
+
+class Session {
+ public:
+  explicit Session(Graph& graph, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  std::vector<Tensor> Run(const FeedDict& feeds, const std::vector<Output>& fetches,
+                          const std::vector<Operation>& targets = {});
+  std::vector<Tensor> Run(const std::vector<Output>& fetches) { return Run({}, fetches, {}); }
+  Status RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
+                       const std::vector<Operation>& targets, std::vector<Tensor>* outputs);
+  // By name: "x:0" or "x" (output 0) for feeds and fetches, "train_op" for targets.
+  std::vector<Tensor> RunNamed(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                               const std::vector<std::string>& fetches,
+                               const std::vector<std::string>& targets = {});
+
+  // Node name -> full device name, for every node placed so far.
+  std::map<std::string, std::string> DevicePlacement() const;
+  const DeviceSet& devices() const { return devices_; }
+  Graph& graph() const { return graph_; }
+  // Number of prepared (cached) signatures.
+  size_t num_cached_signatures() const;
+
+ private:
+  struct Prepared;
+  StatusOr<std::shared_ptr<const Prepared>> Prepare(const FeedDict& feeds, const std::vector<Output>& fetches,
+                                                    const std::vector<Operation>& targets);
+  StatusOr<OpKernel*> GetKernel(const Node& node, Device* device);
+  StatusOr<Output> ResolveTensorName(const std::string& name) const;
+
+  Graph& graph_;
+  SessionOptions options_;
+  DeviceSet devices_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Prepared>> cache_;
+  std::map<std::pair<int, const Device*>, std::unique_ptr<OpKernel>> kernels_;
+  std::map<std::string, std::string> placement_;
+  std::atomic<int64_t> next_step_id_{1};
+};
+
+}  // namespace pf

@@ -1,0 +1,100 @@
+#include "graph/graph.h"
+
+#include <fmt/ranges.h>
+
+#include "graph/op_registry.h"
+
+namespace pf {
+
+DType Output::dtype() const { return node->output_dtype(index); }
+const Shape& Output::shape() const { return node->output_shape(index); }
+std::string Output::name() const { return fmt::format("{}:{}", node->name(), index); }
+bool Output::operator<(const Output& o) const {
+  return node->id() != o.node->id() ? node->id() < o.node->id() : index < o.index;
+}
+
+const std::string& Operation::name() const { return node->name(); }
+
+const std::string& Node::op() const { return op_def_->name(); }
+DType Node::input_dtype(int i) const { return inputs_[i].dtype(); }
+bool Node::IsRefInput(int i) const {
+  int first = 0;
+  for (const ArgDef& arg : op_def_->inputs()) {
+    int n = arg.number_attr.empty() ? 1 : static_cast<int>(attr<int64_t>(arg.number_attr));
+    if (i < first + n) return arg.is_ref;
+    first += n;
+  }
+  return false;
+}
+
+bool Node::IsStateful() const { return op_def_->stateful(); }
+
+std::string Node::DebugString() const {
+  std::vector<std::string> ins;
+  for (const Output& o : inputs_) ins.push_back(o.name());
+  for (const Node* c : control_inputs_) ins.push_back("^" + c->name());
+  return fmt::format("{} ({}) inputs: [{}] device: {}", name_, op(), fmt::join(ins, ", "),
+                     assigned_device_.empty() ? requested_device_ : assigned_device_);
+}
+
+Node* Graph::AddNode(NodeSpec spec) {
+  auto node = std::make_unique<Node>();
+  Node* n = node.get();
+  n->id_ = static_cast<int>(nodes_.size());
+  n->name_ = std::move(spec.name);
+  n->op_def_ = spec.op_def;
+  n->attrs_ = std::move(spec.attrs);
+  n->inputs_ = std::move(spec.inputs);
+  n->output_dtypes_ = std::move(spec.output_dtypes);
+  n->output_shapes_ = std::move(spec.output_shapes);
+  n->requested_device_ = std::move(spec.requested_device);
+  n->colocation_ = std::move(spec.colocation);
+  name_counts_.try_emplace(n->name_, 0);
+  by_name_[n->name_] = n;
+  nodes_.push_back(std::move(node));
+  node_ptrs_.push_back(n);
+  for (int i = 0; i < n->num_inputs(); ++i) {
+    Output src = n->inputs_[i];
+    src.node->out_edges_.push_back(Edge{src.node, src.index, n, i});
+  }
+  for (Node* c : spec.control_inputs) AddControlEdge(c, n);
+  return n;
+}
+
+void Graph::AddControlEdge(Node* src, Node* dst) {
+  for (Node* c : dst->control_inputs_) {
+    if (c == src) return;
+  }
+  dst->control_inputs_.push_back(src);
+  src->out_edges_.push_back(Edge{src, -1, dst, -1});
+}
+
+Node* Graph::FindNode(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+bool Graph::IsNameUsed(std::string_view name) const { return name_counts_.count(std::string(name)) > 0; }
+
+std::string Graph::UniqueName(const std::string& base) {
+  auto it = name_counts_.find(base);
+  if (it == name_counts_.end()) {
+    name_counts_[base] = 0;
+    return base;
+  }
+  int& count = it->second;
+  std::string candidate;
+  do {
+    candidate = fmt::format("{}_{}", base, ++count);
+  } while (name_counts_.count(candidate) > 0);
+  name_counts_[candidate] = 0;
+  return candidate;
+}
+
+const std::vector<Output>& Graph::GetCollection(const std::string& key) const {
+  static const std::vector<Output> kEmpty;
+  auto it = collections_.find(key);
+  return it == collections_.end() ? kEmpty : it->second;
+}
+
+}  // namespace pf

@@ -1,0 +1,110 @@
+#include "graph/kernel.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+namespace pf {
+
+StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
+  Tensor& slot = p_.outputs[i];
+  if (slot.IsInitialized()) return &slot;
+  const Shape& shape = p_.output_shapes[i];
+  if (!shape.IsFullyDefined()) {
+    return errors::Internal("Cannot allocate output ", i, ": its shape ", shape.ToString(), " is not fully defined");
+  }
+  Allocator* allocator = p_.allocator != nullptr ? p_.allocator : CpuAllocator();
+  slot = Tensor(allocator, p_.output_dtypes[i], shape);
+  if (!slot.IsInitialized()) {
+    size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(p_.output_dtypes[i]);
+    slot = Tensor();
+    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.ToString(),
+                                     " and type ", DTypeName(p_.output_dtypes[i]), " (", bytes,
+                                     " bytes) on ", allocator->Name());
+  }
+  return &slot;
+}
+
+Status OpKernelContext::SetOutput(int i, Tensor t) {
+  if (t.dtype() != p_.output_dtypes[i] || t.shape() != p_.output_shapes[i]) {
+    return errors::Internal("Output ", i, " set to ", DTypeName(t.dtype()), " ", t.shape().ToString(),
+                            " but the shape function inferred ", DTypeName(p_.output_dtypes[i]), " ",
+                            p_.output_shapes[i].ToString());
+  }
+  p_.outputs[i] = std::move(t);
+  return Status::OK();
+}
+
+Status OpKernelContext::ForwardInput(int in, int out) {
+  PF_ASSIGN_OR_RETURN(Tensor t, input(in).Reshaped(p_.output_shapes[out]));
+  return SetOutput(out, std::move(t));
+}
+
+bool KernelDef::Matches(const AttrMap& attrs) const {
+  for (const auto& [attr, allowed] : constraints_) {
+    auto it = attrs.find(attr);
+    if (it == attrs.end() || !std::holds_alternative<DType>(it->second)) return false;
+    if (std::find(allowed.begin(), allowed.end(), std::get<DType>(it->second)) == allowed.end()) return false;
+  }
+  return true;
+}
+
+std::string KernelDef::DebugString() const {
+  std::string s = fmt::format("device='{}'", device_type_);
+  for (const auto& [attr, allowed] : constraints_) {
+    std::vector<std::string_view> names;
+    for (DType t : allowed) names.push_back(DTypeName(t));
+    s += fmt::format("; {} in [{}]", attr, fmt::join(names, ", "));
+  }
+  return s;
+}
+
+KernelRegistry* KernelRegistry::Global() {
+  static KernelRegistry* r = new KernelRegistry();
+  return r;
+}
+
+void KernelRegistry::Register(KernelDef def) {
+  std::string op = def.op();
+  kernels_.emplace(std::move(op), std::move(def));
+}
+
+const KernelDef* KernelRegistry::Find(std::string_view op, std::string_view device_type, const AttrMap& attrs) const {
+  const KernelDef* best = nullptr;
+  auto [begin, end] = kernels_.equal_range(op);
+  for (auto it = begin; it != end; ++it) {
+    const KernelDef& k = it->second;
+    if (k.device_type() != device_type || !k.Matches(attrs)) continue;
+    if (best == nullptr || k.priority() > best->priority()) best = &k;
+  }
+  return best;
+}
+
+std::vector<const KernelDef*> KernelRegistry::KernelsForOp(std::string_view op) const {
+  std::vector<const KernelDef*> out;
+  auto [begin, end] = kernels_.equal_range(op);
+  for (auto it = begin; it != end; ++it) out.push_back(&it->second);
+  return out;
+}
+
+Status KernelRegistry::NotFoundError(const Node& node, const std::vector<std::string>& device_types) const {
+  std::vector<std::string> type_attrs;
+  for (const auto& [name, value] : node.attrs()) {
+    if (std::holds_alternative<DType>(value)) type_attrs.push_back(fmt::format("{}={}", name, DTypeName(std::get<DType>(value))));
+  }
+  std::vector<std::string> registered;
+  for (const KernelDef* k : KernelsForOp(node.op())) registered.push_back("  " + k->DebugString());
+  return errors::NotFound("No OpKernel was registered to support Op '", node.op(), "' used by {{node ",
+                          node.name(), "}} with these attrs: [", fmt::join(type_attrs, ", "), "]\n",
+                          "Registered devices: [", fmt::join(device_types, ", "), "]\n",
+                          "Registered kernels:\n", registered.empty() ? "  <no registered kernels>" : fmt::format("{}", fmt::join(registered, "\n")));
+}
+
+StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node, std::string_view device_type) const {
+  const KernelDef* def = Find(node.op(), device_type, node.attrs());
+  if (def == nullptr) return NotFoundError(node, {std::string(device_type)});
+  return def->factory(node);
+}
+
+}  // namespace pf

@@ -1,0 +1,163 @@
+// Kernels: per (op, device type, dtype) implementations, found through the kernel registry.
+// Kernels never compute output shapes: the shape function did, the executor allocates outputs
+// on first use, the kernel fills them.
+//
+//   class NegOp : public pf::OpKernel {
+//    public:
+//     using OpKernel::OpKernel;
+//     pf::Status Compute(pf::OpKernelContext* ctx) override {
+//       PF_ASSIGN_OR_RETURN(pf::Tensor* out, ctx->AllocateOutput(0));
+//       ...
+//     }
+//   };
+//   PF_REGISTER_KERNEL(pf::KernelDef("Neg", "CPU").TypeConstraint("T", {pf::DT_FLOAT}), NegOp);
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace pf {
+
+class Device;
+struct VarState;
+class ThreadPool;
+
+class OpKernelContext;
+
+class OpKernel {
+ public:
+  explicit OpKernel(const Node& node) : node_(&node) {}
+  virtual ~OpKernel() = default;
+  virtual Status Compute(OpKernelContext* ctx) = 0;
+  // Cheap kernels run inline on the executor's thread; expensive ones may go to the pool.
+  virtual bool IsExpensive() const { return true; }
+
+  const Node& node() const { return *node_; }
+  const std::string& name() const { return node_->name(); }
+
+ private:
+  const Node* node_;
+};
+
+// Per-call state a kernel sees. Built by the executor.
+class OpKernelContext {
+ public:
+  struct Params {
+    Device* device = nullptr;
+    Allocator* allocator = nullptr;  // where outputs are allocated
+    ThreadPool* intra_op_pool = nullptr;
+    const Tensor* inputs = nullptr;      // num_inputs tensors
+    VarState* const* ref_inputs = nullptr;  // per input: the variable behind a ref input, or null
+    int num_inputs = 0;
+    const Shape* output_shapes = nullptr;  // inferred shapes, fully defined
+    Tensor* outputs = nullptr;             // num_outputs slots, filled by the kernel
+    int num_outputs = 0;
+    const DType* output_dtypes = nullptr;
+    int64_t step_id = 0;
+  };
+  explicit OpKernelContext(const Params& p) : p_(p) {}
+
+  Device* device() const { return p_.device; }
+  ThreadPool* intra_op_pool() const { return p_.intra_op_pool; }
+  int num_inputs() const { return p_.num_inputs; }
+  const Tensor& input(int i) const { return p_.inputs[i]; }
+  // The variable behind ref input i (Assign, AssignAdd, ...).
+  VarState* ref_input(int i) const { return p_.ref_inputs ? p_.ref_inputs[i] : nullptr; }
+  int num_outputs() const { return p_.num_outputs; }
+  const Shape& output_shape(int i) const { return p_.output_shapes[i]; }
+  DType output_dtype(int i) const { return p_.output_dtypes[i]; }
+  int64_t step_id() const { return p_.step_id; }
+
+  // Allocates output i with its inferred shape on this device.
+  StatusOr<Tensor*> AllocateOutput(int i);
+  // Sets output i to an existing tensor (forwarding, variables); its shape must match.
+  Status SetOutput(int i, Tensor t);
+  // Output i shares input `in`'s buffer with the inferred output shape (Identity, Reshape).
+  Status ForwardInput(int in, int out);
+
+  Tensor* mutable_output(int i) { return &p_.outputs[i]; }
+
+ private:
+  Params p_;
+};
+
+using KernelFactory = std::function<std::unique_ptr<OpKernel>(const Node&)>;
+
+class KernelDef {
+ public:
+  KernelDef(std::string op, std::string device_type) : op_(std::move(op)), device_type_(std::move(device_type)) {}
+  KernelDef& TypeConstraint(std::string attr, std::vector<DType> allowed) {
+    constraints_[std::move(attr)] = std::move(allowed);
+    return *this;
+  }
+  // The named argument stays in host memory on this device (shape-like int32 inputs on GPUs).
+  KernelDef& HostMemory(std::string arg) {
+    host_memory_args_.push_back(std::move(arg));
+    return *this;
+  }
+  KernelDef& Priority(int p) { priority_ = p; return *this; }
+
+  const std::string& op() const { return op_; }
+  const std::string& device_type() const { return device_type_; }
+  const std::map<std::string, std::vector<DType>>& constraints() const { return constraints_; }
+  const std::vector<std::string>& host_memory_args() const { return host_memory_args_; }
+  int priority() const { return priority_; }
+  // True when the node's type attrs satisfy every constraint.
+  bool Matches(const AttrMap& attrs) const;
+  std::string DebugString() const;  // "device='CPU'; T in [float, double]"
+
+  KernelFactory factory;
+
+ private:
+  std::string op_;
+  std::string device_type_;
+  std::map<std::string, std::vector<DType>> constraints_;
+  std::vector<std::string> host_memory_args_;
+  int priority_ = 0;
+};
+
+class KernelRegistry {
+ public:
+  static KernelRegistry* Global();
+  void Register(KernelDef def);
+  // The best matching kernel, or nullptr.
+  const KernelDef* Find(std::string_view op, std::string_view device_type, const AttrMap& attrs) const;
+  // The placer's one question: is there a kernel for this node on this device type?
+  bool Supports(const Node& node, std::string_view device_type) const {
+    return Find(node.op(), device_type, node.attrs()) != nullptr;
+  }
+  std::vector<const KernelDef*> KernelsForOp(std::string_view op) const;
+  // TensorFlow's text for a missing kernel:
+  // "No OpKernel was registered to support Op 'X' used by {{node n}} with these attrs: [T=int32]
+  //  Registered devices: [CPU]  Registered kernels: device='CPU'; T in [float]"
+  Status NotFoundError(const Node& node, const std::vector<std::string>& device_types) const;
+  // Creates the kernel for `node` on `device_type`.
+  StatusOr<std::unique_ptr<OpKernel>> Create(const Node& node, std::string_view device_type) const;
+
+ private:
+  std::multimap<std::string, KernelDef, std::less<>> kernels_;
+};
+
+struct KernelRegistrar {
+  KernelRegistrar(KernelDef def, KernelFactory factory) {
+    def.factory = std::move(factory);
+    KernelRegistry::Global()->Register(std::move(def));
+  }
+};
+
+}  // namespace pf
+
+// PF_REGISTER_KERNEL(def, KernelClass<Args...>): KernelClass is built from a `const Node&`.
+#define PF_REGISTER_KERNEL(def, ...)                                               \
+  static ::pf::KernelRegistrar PF_CONCAT(pf_kernel_registrar_, __COUNTER__)(      \
+      def, [](const ::pf::Node& n) -> std::unique_ptr<::pf::OpKernel> {             \
+        return std::make_unique<__VA_ARGS__>(n);                                    \
+      })

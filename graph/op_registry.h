@@ -1,0 +1,142 @@
+// Op schemas: inputs, outputs, attrs, type constraints, statefulness and a shape function.
+// Each op registers once, beside its kernel, with a static registrar:
+//
+//   PF_REGISTER_OP(pf::OpDef("MatMul")
+//                      .Input("a", "T").Input("b", "T").Output("product", "T")
+//                      .Attr("transpose_a", false).Attr("transpose_b", false)
+//                      .TypeAttr("T", {pf::DT_FLOAT, pf::DT_DOUBLE})
+//                      .SetShapeFn(MatMulShape));
+//
+// An argument's type is a type attr ("T") or a fixed dtype name ("int32"); a list argument
+// names its length attr: .InputList("values", "T", "N").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "graph/attr.h"
+
+namespace pf {
+
+class ShapeContext;
+using ShapeFn = std::function<Status(ShapeContext&)>;
+
+struct ArgDef {
+  std::string name;
+  std::string type;         // a type attr name ("T") or a fixed dtype ("int32")
+  std::string number_attr;  // non-empty for a list argument of that many tensors
+  bool is_ref = false;      // the input is a variable reference (colocated, not read)
+};
+
+class OpDef {
+ public:
+  explicit OpDef(std::string name) : name_(std::move(name)) {}
+
+  OpDef& Input(std::string name, std::string type);
+  OpDef& RefInput(std::string name, std::string type);
+  OpDef& InputList(std::string name, std::string type, std::string number_attr);
+  OpDef& Output(std::string name, std::string type);
+  OpDef& OutputList(std::string name, std::string type, std::string number_attr);
+  OpDef& Attr(std::string name, AttrValue default_value);
+  OpDef& RequiredAttr(std::string name);
+  // A dtype attr with its allowed values (empty: any computable dtype).
+  OpDef& TypeAttr(std::string name, std::vector<DType> allowed, std::optional<DType> default_value = {});
+  OpDef& SetStateful() { stateful_ = true; return *this; }
+  OpDef& SetShapeFn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }
+  // No gradient flows through this op (checked by the registry test; gradients come later).
+  OpDef& SetNotDifferentiable() { differentiable_ = false; return *this; }
+
+  const std::string& name() const { return name_; }
+  const std::vector<ArgDef>& inputs() const { return inputs_; }
+  const std::vector<ArgDef>& outputs() const { return outputs_; }
+  const std::map<std::string, std::optional<AttrValue>, std::less<>>& attrs() const { return attrs_; }
+  const std::map<std::string, std::vector<DType>, std::less<>>& type_attrs() const { return type_attrs_; }
+  bool stateful() const { return stateful_; }
+  bool differentiable() const { return differentiable_; }
+  const ShapeFn& shape_fn() const { return shape_fn_; }
+
+ private:
+  std::string name_;
+  std::vector<ArgDef> inputs_;
+  std::vector<ArgDef> outputs_;
+  std::map<std::string, std::optional<AttrValue>, std::less<>> attrs_;
+  std::map<std::string, std::vector<DType>, std::less<>> type_attrs_;
+  bool stateful_ = false;
+  bool differentiable_ = true;
+  ShapeFn shape_fn_;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry* Global();
+  void Register(OpDef def);
+  // nullptr when unknown.
+  const OpDef* Find(std::string_view name) const;
+  std::vector<std::string> ListOps() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<OpDef>, std::less<>> ops_;
+};
+
+// What a shape function sees: input shapes, input dtypes, input values where known (constant
+// inputs at graph-build time; every input at run time) and the node's attrs.
+class ShapeContext {
+ public:
+  ShapeContext(const OpDef& op, const AttrMap& attrs, std::vector<Shape> input_shapes,
+               std::vector<DType> input_dtypes, std::vector<const Tensor*> input_tensors, int num_outputs);
+
+  int num_inputs() const { return static_cast<int>(input_shapes_.size()); }
+  const Shape& input(int i) const { return input_shapes_[i]; }
+  DType input_dtype(int i) const { return input_dtypes_[i]; }
+  // nullptr when the value is not known.
+  const Tensor* input_tensor(int i) const { return input_tensors_[i]; }
+  const AttrMap& attrs() const { return attrs_; }
+  template <typename T>
+  const T& attr(std::string_view name) const {
+    return std::get<T>(attrs_.find(name)->second);
+  }
+
+  int num_outputs() const { return static_cast<int>(output_shapes_.size()); }
+  void set_output(int i, Shape s) { output_shapes_[i] = std::move(s); }
+  const Shape& output(int i) const { return output_shapes_[i]; }
+  std::vector<Shape>& output_shapes() { return output_shapes_; }
+
+  // Helpers shape functions share.
+  Status WithRank(int i, int rank) const;        // input i has `rank` (or unknown rank)
+  Status WithRankAtLeast(int i, int rank) const;
+  // A shape from a 1-D int tensor input (unknown dims where the value is not known).
+  StatusOr<Shape> ShapeFromInputTensor(int i, int rank_if_unknown = -1) const;
+  // Normalises a possibly negative axis into [0, rank).
+  StatusOr<int> CanonicalAxis(int64_t axis, int rank) const;
+
+ private:
+  const OpDef& op_;
+  const AttrMap& attrs_;
+  std::vector<Shape> input_shapes_;
+  std::vector<DType> input_dtypes_;
+  std::vector<const Tensor*> input_tensors_;
+  std::vector<Shape> output_shapes_;
+};
+
+// Common shape functions.
+Status UnchangedShape(ShapeContext& c);       // output 0 = input 0
+Status NoOutputsShape(ShapeContext& c);
+Status ScalarShape(ShapeContext& c);
+// NumPy broadcasting of input 0 and 1 into output 0.
+Status BroadcastBinaryShape(ShapeContext& c);
+StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+
+struct OpRegistrar {
+  explicit OpRegistrar(OpDef def) { OpRegistry::Global()->Register(std::move(def)); }
+};
+
+}  // namespace pf
+
+#define PF_REGISTER_OP(def) \
+  static ::pf::OpRegistrar PF_CONCAT(pf_op_registrar_, __COUNTER__)(def)

@@ -1,0 +1,161 @@
+// Ops that make values from shapes or convert them: Cast, Fill, ZerosLike, OnesLike, OneHot.
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+const std::vector<DType> kCastTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
+
+class CastOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    if (in.dtype() == ctx->output_dtype(0)) return ctx->ForwardInput(0, 0);
+    Status s;
+    VisitDType(in.dtype(), [&](auto src) {
+      using S = decltype(src);
+      VisitDType(ctx->output_dtype(0), [&](auto dst) {
+        using D = decltype(dst);
+        s = UnaryElementwise<S, D>(ctx, [](S v) { return static_cast<D>(v); });
+      });
+    });
+    return s;
+  }
+};
+
+PF_REGISTER_OP(OpDef("Cast")
+                   .Input("x", "SrcT")
+                   .Output("y", "DstT")
+                   .TypeAttr("SrcT", kCastTypes)
+                   .TypeAttr("DstT", kCastTypes)
+                   .SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("Cast", kDeviceCpu), CastOp);
+
+template <typename T>
+void FillWith(OpKernelContext* ctx, Tensor* out, T v) {
+  T* p = out->data<T>();
+  ParallelFor(ctx, out->num_elements(), 1, [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+}
+
+class FillOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    if (ctx->input(1).num_elements() != 1) {
+      return errors::InvalidArgument("value must be a scalar, got shape ", ctx->input(1).shape().ToString());
+    }
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    VisitDType(out->dtype(), [&](auto t) {
+      using T = decltype(t);
+      FillWith<T>(ctx, out, ctx->input(1).scalar<T>());
+    });
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("Fill")
+                   .Input("dims", "index_type")
+                   .Input("value", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kCastTypes)
+                   .TypeAttr("index_type", kIndexTypes, DT_INT32)
+                   .SetNotDifferentiable()
+                   .SetShapeFn([](ShapeContext& c) {
+                     PF_RETURN_IF_ERROR(c.WithRank(0, 1));
+                     PF_ASSIGN_OR_RETURN(Shape s, c.ShapeFromInputTensor(0));
+                     for (int64_t d : s.dims()) {
+                       if (d < -1) return errors::InvalidArgument("Fill dimensions must be >= 0, got ", s.ToString());
+                     }
+                     c.set_output(0, s);
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("Fill", kDeviceCpu).HostMemory("dims"), FillOp);
+
+template <int kValue>
+class ConstantLikeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    VisitDType(out->dtype(), [&](auto t) {
+      using T = decltype(t);
+      FillWith<T>(ctx, out, static_cast<T>(kValue));
+    });
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("ZerosLike").Input("x", "T").Output("y", "T").TypeAttr("T", kCastTypes).SetNotDifferentiable().SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceCpu), ConstantLikeOp<0>);
+PF_REGISTER_OP(OpDef("OnesLike").Input("x", "T").Output("y", "T").TypeAttr("T", kCastTypes).SetNotDifferentiable().SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceCpu), ConstantLikeOp<1>);
+
+template <typename Index>
+class OneHotOp : public OpKernel {
+ public:
+  explicit OneHotOp(const Node& n)
+      : OpKernel(n), on_(n.attr<float>("on_value")), off_(n.attr<float>("off_value")) {}
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    const Index* idx = ctx->input(0).template data<Index>();
+    const int64_t depth = out->dim(out->rank() - 1);
+    VisitDType(out->dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* y = out->data<T>();
+      ParallelFor(ctx, ctx->input(0).num_elements(), depth, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          T* row = y + i * depth;
+          std::fill(row, row + depth, static_cast<T>(off_));
+          // Out-of-range indices give an all-off row, as in TensorFlow.
+          if (idx[i] >= 0 && idx[i] < depth) row[idx[i]] = static_cast<T>(on_);
+        }
+      });
+    });
+    return Status::OK();
+  }
+
+ private:
+  float on_, off_;
+};
+
+PF_REGISTER_OP(OpDef("OneHot")
+                   .Input("indices", "TI")
+                   .Output("output", "T")
+                   .RequiredAttr("depth")
+                   .Attr("on_value", 1.f)
+                   .Attr("off_value", 0.f)
+                   .TypeAttr("T", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64}, DT_FLOAT)
+                   .TypeAttr("TI", kIndexTypes)
+                   .SetNotDifferentiable()
+                   .SetShapeFn([](ShapeContext& c) {
+                     int64_t depth = c.attr<int64_t>("depth");
+                     if (depth < 0) return errors::InvalidArgument("depth must be non-negative, got: ", depth);
+                     Shape s = c.input(0);
+                     if (!s.unknown_rank()) s.AddDim(depth);
+                     c.set_output(0, s);
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("OneHot", kDeviceCpu).TypeConstraint("TI", {DT_INT32}), OneHotOp<int32_t>);
+PF_REGISTER_KERNEL(KernelDef("OneHot", kDeviceCpu).TypeConstraint("TI", {DT_INT64}), OneHotOp<int64_t>);
+
+}  // namespace
+
+namespace ops {
+
+Output Cast(const Scope& s, Output x, DType dtype) { return NodeBuilder(s, "Cast").Input(x).Attr("DstT", dtype).Finalize(); }
+Output Fill(const Scope& s, Output dims, Output value) { return NodeBuilder(s, "Fill").Input(dims).Input(value).Finalize(); }
+Output ZerosLike(const Scope& s, Output x) { return NodeBuilder(s, "ZerosLike").Input(x).Finalize(); }
+Output OnesLike(const Scope& s, Output x) { return NodeBuilder(s, "OnesLike").Input(x).Finalize(); }
+Output OneHot(const Scope& s, Output indices, int depth, float on_value, float off_value) {
+  return NodeBuilder(s, "OneHot")
+      .Input(indices)
+      .Attr("depth", int64_t{depth})
+      .Attr("on_value", on_value)
+      .Attr("off_value", off_value)
+      .Finalize();
+}
+
+}  // namespace ops
+}  // namespace pf

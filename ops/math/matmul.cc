@@ -1,0 +1,112 @@
+// MatMul on OpenBLAS. OpenBLAS runs single-threaded; the rows of the output are split across
+// the intra-op pool instead, so inter-op and intra-op parallelism share the same threads.
+#include <cblas.h>
+
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+Status MatMulShape(ShapeContext& c) {
+  PF_RETURN_IF_ERROR(c.WithRank(0, 2));
+  PF_RETURN_IF_ERROR(c.WithRank(1, 2));
+  const Shape& a = c.input(0);
+  const Shape& b = c.input(1);
+  const bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
+  int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
+  int64_t ka = a.unknown_rank() ? -1 : a.dim(ta ? 0 : 1);
+  int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
+  int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.ToString(), ", In[1]: ", b.ToString(),
+                                   ta || tb ? fmt::format(" (transpose_a={}, transpose_b={})", ta, tb) : "");
+  }
+  c.set_output(0, Shape{m, n});
+  return Status::OK();
+}
+
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a, lda,
+              b, ldb, 0.f, c, ldc);
+}
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda,
+              b, ldb, 0.0, c, ldc);
+}
+
+void DisableBlasThreads() {
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+template <typename T>
+class MatMulOp : public OpKernel {
+ public:
+  explicit MatMulOp(const Node& n)
+      : OpKernel(n), ta_(n.attr<bool>("transpose_a")), tb_(n.attr<bool>("transpose_b")) {
+    DisableBlasThreads();
+  }
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const int64_t k = a.dim(ta_ ? 0 : 1);
+    if (k != b.dim(tb_ ? 1 : 0)) {
+      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(), ", In[1]: ",
+                                     b.shape().ToString());
+    }
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    const int64_t m = out->dim(0), n = out->dim(1);
+    if (m == 0 || n == 0) return Status::OK();
+    T* c = out->data<T>();
+    if (k == 0) {
+      std::fill(c, c + m * n, T(0));
+      return Status::OK();
+    }
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    const int64_t lda = a.dim(1), ldb = b.dim(1);
+    // Split the larger output dimension across the pool; each shard is one BLAS call.
+    const int64_t cost_per_row = 2 * n * k;
+    if (m >= n) {
+      ParallelFor(ctx, m, cost_per_row, [&](int64_t r0, int64_t r1) {
+        const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
+        Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, c + r0 * n, n);
+      });
+    } else {
+      ParallelFor(ctx, n, 2 * m * k, [&](int64_t c0, int64_t c1) {
+        const T* b0 = tb_ ? pb + c0 * ldb : pb + c0;
+        Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, c + c0, n);
+      });
+    }
+    return Status::OK();
+  }
+
+ private:
+  bool ta_, tb_;
+};
+
+PF_REGISTER_OP(OpDef("MatMul")
+                   .Input("a", "T")
+                   .Input("b", "T")
+                   .Output("product", "T")
+                   .Attr("transpose_a", false)
+                   .Attr("transpose_b", false)
+                   .TypeAttr("T", kRealTypes)
+                   .SetShapeFn(MatMulShape));
+PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MatMulOp<float>);
+PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MatMulOp<double>);
+
+}  // namespace
+
+namespace ops {
+Output MatMul(const Scope& s, Output a, Output b, bool transpose_a, bool transpose_b) {
+  return NodeBuilder(s, "MatMul").Input(a).Input(b).Attr("transpose_a", transpose_a).Attr("transpose_b", transpose_b).Finalize();
+}
+}  // namespace ops
+}  // namespace pf

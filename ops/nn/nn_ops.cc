@@ -1,0 +1,141 @@
+// Neural-network ops: BiasAdd, Relu, Sigmoid, Tanh, Softmax, LogSoftmax.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+template <typename T>
+class BiasAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    const int64_t c = bias.num_elements();
+    if (x.rank() == 0 || x.dim(x.rank() - 1) != c) {
+      return errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
+                                     bias.shape().ToString(), " vs. ", x.shape().ToString());
+    }
+    const T* px = x.data<T>();
+    const T* pb = bias.data<T>();
+    T* y = out->data<T>();
+    const int64_t rows = c == 0 ? 0 : x.num_elements() / c;
+    ParallelFor(ctx, rows, c, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        for (int64_t i = 0; i < c; ++i) y[r * c + i] = px[r * c + i] + pb[i];
+      }
+    });
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("BiasAdd")
+                   .Input("value", "T")
+                   .Input("bias", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kNumberTypes)
+                   .SetShapeFn([](ShapeContext& c) {
+                     PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 2));
+                     PF_RETURN_IF_ERROR(c.WithRank(1, 1));
+                     const Shape& x = c.input(0);
+                     const Shape& b = c.input(1);
+                     if (!x.unknown_rank() && !b.unknown_rank()) {
+                       int64_t last = x.dim(x.rank() - 1);
+                       if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
+                         return errors::InvalidArgument("Dimensions must be equal, but are ", last, " and ", b.dim(0));
+                       }
+                     }
+                     c.set_output(0, x);
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), BiasAddOp<float>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), BiasAddOp<double>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT32}), BiasAddOp<int32_t>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT64}), BiasAddOp<int64_t>);
+
+struct ReluF { template <typename T> T operator()(T x) const { return x > T(0) ? x : T(0); } };
+struct SigmoidF { template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct TanhF { template <typename T> T operator()(T x) const { return std::tanh(x); } };
+
+template <typename T, typename F, int kCost>
+class ActivationOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F(), kCost); }
+};
+
+#define PF_ACTIVATION(op, F, cost)                                                                              \
+  PF_REGISTER_OP(OpDef(op).Input("features", "T").Output("activations", "T").TypeAttr("T", kRealTypes).SetShapeFn(UnchangedShape)); \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), ActivationOp<float, F, cost>);   \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), ActivationOp<double, F, cost>)
+PF_ACTIVATION("Relu", ReluF, 1);
+PF_ACTIVATION("Sigmoid", SigmoidF, 15);
+PF_ACTIVATION("Tanh", TanhF, 15);
+
+// Softmax over the last axis, max-subtracted for stability.
+template <typename T, bool kLog>
+class SoftmaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0) return Status::OK();
+    const int64_t rows = x.num_elements() / c;
+    const T* px = x.data<T>();
+    T* y = out->data<T>();
+    ParallelFor(ctx, rows, c * 20, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = px + r * c;
+        T* yr = y + r * c;
+        T m = *std::max_element(xr, xr + c);
+        T sum = 0;
+        for (int64_t i = 0; i < c; ++i) {
+          yr[i] = std::exp(xr[i] - m);
+          sum += yr[i];
+        }
+        if constexpr (kLog) {
+          T log_sum = std::log(sum);
+          for (int64_t i = 0; i < c; ++i) yr[i] = xr[i] - m - log_sum;
+        } else {
+          T inv = T(1) / sum;
+          for (int64_t i = 0; i < c; ++i) yr[i] *= inv;
+        }
+      }
+    });
+    return Status::OK();
+  }
+};
+
+#define PF_SOFTMAX(op, log)                                                                                  \
+  PF_REGISTER_OP(OpDef(op).Input("logits", "T").Output("softmax", "T").TypeAttr("T", kRealTypes).SetShapeFn( \
+      [](ShapeContext& c) {                                                                                  \
+        PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));                                                         \
+        return UnchangedShape(c);                                                                            \
+      }));                                                                                                   \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SoftmaxOp<float, log>);      \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SoftmaxOp<double, log>)
+PF_SOFTMAX("Softmax", false);
+PF_SOFTMAX("LogSoftmax", true);
+
+Output Unary(const Scope& s, const char* op, Output x) { return NodeBuilder(s, op).Input(x).Finalize(); }
+
+}  // namespace
+
+namespace ops {
+
+Output BiasAdd(const Scope& s, Output value, Output bias) { return NodeBuilder(s, "BiasAdd").Input(value).Input(bias).Finalize(); }
+Output Relu(const Scope& s, Output x) { return Unary(s, "Relu", x); }
+Output Sigmoid(const Scope& s, Output x) { return Unary(s, "Sigmoid", x); }
+Output Tanh(const Scope& s, Output x) { return Unary(s, "Tanh", x); }
+Output Softmax(const Scope& s, Output logits) { return Unary(s, "Softmax", logits); }
+Output LogSoftmax(const Scope& s, Output logits) { return Unary(s, "LogSoftmax", logits); }
+
+}  // namespace ops
+}  // namespace pf

@@ -1,0 +1,88 @@
+// Op builders: one function per op; each adds a node through NodeBuilder (schema-checked,
+// shape-inferred, errors thrown as pf::Error at build time).
+//
+//   pf::Output x = pf::ops::Placeholder(root.WithOpName("x"), pf::DT_FLOAT, {-1, 600});
+//   pf::Output w = pf::ops::Const(root, pf::Tensor(pf::DT_FLOAT, {600, 10}));
+//   pf::Output y = pf::ops::Softmax(root, pf::ops::MatMul(root, x, w));
+//   pf::Output s = pf::ops::Sum(root, y, {1}, /*keep_dims=*/true);
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/scope.h"
+
+namespace pf::ops {
+
+// --- array ---
+Output Const(const Scope& s, const Tensor& value);
+Output Const(const Scope& s, float value);
+Output Const(const Scope& s, const std::vector<float>& values, const Shape& shape);
+Output ConstInt(const Scope& s, const std::vector<int32_t>& values);  // 1-D int32 (shapes, axes)
+Output ConstInt(const Scope& s, int32_t value);                       // int32 scalar
+Output Placeholder(const Scope& s, DType dtype, const Shape& shape = Shape::Unknown());
+Output Identity(const Scope& s, Output x);
+Operation NoOp(const Scope& s);
+Output StopGradient(const Scope& s, Output x);
+Output Reshape(const Scope& s, Output x, Output shape);
+Output Reshape(const Scope& s, Output x, const std::vector<int32_t>& shape);
+Output ExpandDims(const Scope& s, Output x, int axis);
+Output Squeeze(const Scope& s, Output x, const std::vector<int64_t>& axes = {});
+Output Transpose(const Scope& s, Output x, const std::vector<int32_t>& perm);
+Output Concat(const Scope& s, const std::vector<Output>& values, int axis);
+std::vector<Output> Split(const Scope& s, Output value, int axis, int num_split);
+Output Slice(const Scope& s, Output x, const std::vector<int32_t>& begin, const std::vector<int32_t>& size);
+Output Gather(const Scope& s, Output params, Output indices);  // along axis 0
+Output Cast(const Scope& s, Output x, DType dtype);
+Output Fill(const Scope& s, Output dims, Output value);
+Output ZerosLike(const Scope& s, Output x);
+Output OnesLike(const Scope& s, Output x);
+Output ShapeOf(const Scope& s, Output x, DType out_type = DT_INT32);  // TensorFlow's Shape op
+Output OneHot(const Scope& s, Output indices, int depth, float on_value = 1.f, float off_value = 0.f);
+
+// --- math ---
+Output Add(const Scope& s, Output a, Output b);
+Output Sub(const Scope& s, Output a, Output b);
+Output Mul(const Scope& s, Output a, Output b);
+Output Div(const Scope& s, Output a, Output b);
+Output Maximum(const Scope& s, Output a, Output b);
+Output Minimum(const Scope& s, Output a, Output b);
+Output Pow(const Scope& s, Output a, Output b);
+Output Neg(const Scope& s, Output x);
+Output Square(const Scope& s, Output x);
+Output Sqrt(const Scope& s, Output x);
+Output Rsqrt(const Scope& s, Output x);
+Output Exp(const Scope& s, Output x);
+Output Log(const Scope& s, Output x);
+Output Equal(const Scope& s, Output a, Output b);
+Output Less(const Scope& s, Output a, Output b);
+Output Greater(const Scope& s, Output a, Output b);
+Output MatMul(const Scope& s, Output a, Output b, bool transpose_a = false, bool transpose_b = false);
+Output AddN(const Scope& s, const std::vector<Output>& inputs);
+// Reductions over `axes` (empty: all axes); negative axes count from the end.
+Output Sum(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
+Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
+Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
+Output Min(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
+Output ArgMax(const Scope& s, Output x, int axis, DType output_type = DT_INT64);
+
+// --- nn ---
+Output BiasAdd(const Scope& s, Output value, Output bias);
+Output Relu(const Scope& s, Output x);
+Output Sigmoid(const Scope& s, Output x);
+Output Tanh(const Scope& s, Output x);
+Output Softmax(const Scope& s, Output logits);
+Output LogSoftmax(const Scope& s, Output logits);
+
+// --- random (seed = seed2 = 0: seeded from the graph seed if set, else nondeterministic) ---
+Output RandomUniform(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
+Output RandomNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
+Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
+
+// --- state (prefer pf::GetVariable, which builds these) ---
+Output Variable(const Scope& s, const Shape& shape, DType dtype);
+Output Assign(const Scope& s, Output ref, Output value, bool validate_shape = true);
+Output AssignAdd(const Scope& s, Output ref, Output value);
+Output AssignSub(const Scope& s, Output ref, Output value);
+
+}  // namespace pf::ops

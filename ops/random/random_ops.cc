@@ -1,0 +1,122 @@
+// RandomUniform, RandomNormal, TruncatedNormal on a counter-based Philox4x32-10 generator.
+// Element i of call c draws from counter (i, c, attempt): results do not depend on how the
+// loop is split across threads, and a GPU kernel can reproduce them.
+#include <cmath>
+#include <mutex>
+#include <random>
+
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+struct Philox4x32 {
+  static std::array<uint32_t, 4> Block(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
+    constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
+    for (int r = 0; r < 10; ++r) {
+      uint64_t p0 = uint64_t{kM0} * ctr[0];
+      uint64_t p1 = uint64_t{kM1} * ctr[2];
+      ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ key[0], static_cast<uint32_t>(p1),
+             static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<uint32_t>(p0)};
+      key[0] += kW0;
+      key[1] += kW1;
+    }
+    return ctr;
+  }
+};
+
+inline float ToUniform(uint32_t x) { return static_cast<float>(x >> 8) * (1.0f / 16777216.0f); }  // [0, 1)
+
+enum class Dist { kUniform, kNormal, kTruncatedNormal };
+
+template <typename T, Dist kDist>
+class RandomOp : public OpKernel {
+ public:
+  explicit RandomOp(const Node& n) : OpKernel(n) {
+    int64_t seed = n.attr<int64_t>("seed"), seed2 = n.attr<int64_t>("seed2");
+    if (seed == 0 && seed2 == 0) {
+      std::random_device rd;
+      seed = rd();
+      seed2 = rd();
+    }
+    key_ = {static_cast<uint32_t>(seed ^ (seed >> 32)), static_cast<uint32_t>(seed2 ^ (seed2 >> 32))};
+  }
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    uint32_t call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      call = calls_++;
+    }
+    T* y = out->data<T>();
+    ParallelFor(ctx, out->num_elements(), 60, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = static_cast<T>(Sample(static_cast<uint64_t>(i), call));
+    });
+    return Status::OK();
+  }
+
+ private:
+  float Sample(uint64_t i, uint32_t call) const {
+    for (uint32_t attempt = 0;; ++attempt) {
+      auto r = Philox4x32::Block({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), call, attempt}, key_);
+      if constexpr (kDist == Dist::kUniform) {
+        return ToUniform(r[0]);
+      } else {
+        // Box-Muller: two normals from the block; truncated normal keeps the first within 2 sigma.
+        for (int k = 0; k < 4; k += 2) {
+          float u1 = std::max(ToUniform(r[k]), 1e-7f), u2 = ToUniform(r[k + 1]);
+          float z = std::sqrt(-2.f * std::log(u1)) * std::cos(6.2831853071795864f * u2);
+          if (kDist == Dist::kNormal || std::fabs(z) <= 2.f) return z;
+        }
+      }
+    }
+  }
+
+  std::array<uint32_t, 2> key_;
+  std::mutex mu_;
+  uint32_t calls_ = 0;
+};
+
+#define PF_RANDOM_OP(op, dist)                                                                            \
+  PF_REGISTER_OP(OpDef(op)                                                                                \
+                     .Output("output", "dtype")                                                           \
+                     .RequiredAttr("shape")                                                               \
+                     .Attr("seed", int64_t{0})                                                            \
+                     .Attr("seed2", int64_t{0})                                                           \
+                     .TypeAttr("dtype", kRealTypes, DT_FLOAT)                                             \
+                     .SetStateful()                                                                       \
+                     .SetNotDifferentiable()                                                              \
+                     .SetShapeFn([](ShapeContext& c) {                                                    \
+                       c.set_output(0, c.attr<Shape>("shape"));                                           \
+                       return Status::OK();                                                               \
+                     }));                                                                                 \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("dtype", {DT_FLOAT}), RandomOp<float, dist>); \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("dtype", {DT_DOUBLE}), RandomOp<double, dist>)
+PF_RANDOM_OP("RandomUniform", Dist::kUniform);
+PF_RANDOM_OP("RandomNormal", Dist::kNormal);
+PF_RANDOM_OP("TruncatedNormal", Dist::kTruncatedNormal);
+
+// TensorFlow's get_seed: graph seed and op seed combine into (seed, seed2).
+std::pair<int64_t, int64_t> ResolveSeeds(const Scope& s, int64_t op_seed) {
+  constexpr int64_t kDefaultGraphSeed = 87654321;
+  Graph* g = s.graph();
+  if (g->has_seed()) return {g->seed(), op_seed != 0 ? op_seed : g->num_nodes()};
+  if (op_seed != 0) return {kDefaultGraphSeed, op_seed};
+  return {0, 0};
+}
+
+Output Random(const Scope& s, const char* op, const Shape& shape, DType dtype, int64_t seed) {
+  if (!shape.IsFullyDefined()) throw Error(errors::InvalidArgument(op, " needs a fully defined shape, got ", shape.ToString()));
+  auto [s1, s2] = ResolveSeeds(s, seed);
+  return NodeBuilder(s, op).Attr("shape", shape).Attr("dtype", dtype).Attr("seed", s1).Attr("seed2", s2).Finalize();
+}
+
+}  // namespace
+
+namespace ops {
+Output RandomUniform(const Scope& s, const Shape& shape, DType dtype, int64_t seed) { return Random(s, "RandomUniform", shape, dtype, seed); }
+Output RandomNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) { return Random(s, "RandomNormal", shape, dtype, seed); }
+Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) { return Random(s, "TruncatedNormal", shape, dtype, seed); }
+}  // namespace ops
+}  // namespace pf

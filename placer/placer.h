@@ -1,0 +1,41 @@
+// Placer: graph nodes + devices + kernel registry + options -> one device per node.
+// Pure: it reads the graph and returns a placement, leaving the graph untouched.
+//
+//   pf::PlacerOptions opts{.allow_soft_placement = true};
+//   PF_ASSIGN_OR_RETURN(pf::Placement p, pf::Place(nodes, devices, opts));
+//   p.device.at(node)->name();   // "/job:localhost/replica:0/task:0/device:CPU:0"
+//
+// Rules (TensorFlow's, see docs/placement.md): nodes linked by a reference input (a variable
+// and its Assign) or by ColocateWith form a group placed together; the group's requested
+// devices merge; candidates are the devices matching the merged request whose type has a
+// kernel for every member, best priority first. With soft placement a request that cannot be
+// met falls back (same type any id, then any type) and the fallback is logged.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "devices/device_set.h"
+#include "graph/graph.h"
+#include "graph/kernel.h"
+
+namespace pf {
+
+struct PlacerOptions {
+  bool allow_soft_placement = false;
+};
+
+struct Placement {
+  std::unordered_map<const Node*, Device*> device;
+  std::vector<std::string> fallbacks;  // one line per soft fallback
+};
+
+StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devices, const PlacerOptions& options,
+                          const KernelRegistry& registry = *KernelRegistry::Global());
+
+// One line per node in TensorFlow's log_device_placement format:
+// "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0"
+std::string PlacementLogLine(const Node& node, const Device& device);
+
+}  // namespace pf

@@ -1,0 +1,38 @@
+// Helpers shared by the tests: random tensors, naive references, tolerant comparison.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "executor/placeflow.h"
+
+namespace pf::testing {
+
+inline Tensor RandomTensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Tensor t(DT_FLOAT, shape);
+  for (float& v : t.flat<float>()) v = dist(rng);
+  return t;
+}
+
+// Largest absolute difference; tensors must have the same shape.
+inline double MaxAbsDiff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  double m = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    double x = a.dtype() == DT_DOUBLE ? a.data<double>()[i] : a.data<float>()[i];
+    double y = b.dtype() == DT_DOUBLE ? b.data<double>()[i] : b.data<float>()[i];
+    m = std::max(m, std::abs(x - y));
+  }
+  return m;
+}
+
+// Runs `fetch` with `feeds` on a fresh session over `g`.
+inline Tensor RunOne(Graph& g, Output fetch, const FeedDict& feeds = {}) {
+  Session sess(g);
+  return sess.Run(feeds, {fetch})[0];
+}
+
+}  // namespace pf::testing
