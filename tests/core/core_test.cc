@@ -1,0 +1,141 @@
+#include <atomic>
+
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+TEST_CASE("Status carries a code and message; OK is cheap", "[core]") {
+  Status ok;
+  CHECK(ok.ok());
+  CHECK(ok.ToString() == "OK");
+  Status s = errors::InvalidArgument("bad shape ", Shape{3, 4}, " at ", 7);
+  CHECK_FALSE(s.ok());
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.message() == "bad shape [3,4] at 7");
+  CHECK(s.ToString() == "InvalidArgument: bad shape [3,4] at 7");
+  CHECK(s.WithSuffix(" (node x)").message() == "bad shape [3,4] at 7 (node x)");
+  for (auto [st, code] : {std::pair{errors::NotFound("x"), Code::kNotFound},
+                          {errors::FailedPrecondition("x"), Code::kFailedPrecondition},
+                          {errors::ResourceExhausted("x"), Code::kResourceExhausted},
+                          {errors::Unimplemented("x"), Code::kUnimplemented},
+                          {errors::Internal("x"), Code::kInternal},
+                          {errors::Aborted("x"), Code::kAborted},
+                          {errors::Cancelled("x"), Code::kCancelled},
+                          {errors::OutOfRange("x"), Code::kOutOfRange}}) {
+    CHECK(st.code() == code);
+  }
+}
+
+TEST_CASE("StatusOr and pf::Error", "[core]") {
+  auto parse = [](int v) -> StatusOr<int> {
+    if (v < 0) return errors::OutOfRange("negative: ", v);
+    return v * 2;
+  };
+  auto twice = [&](int v) -> StatusOr<int> {
+    PF_ASSIGN_OR_RETURN(int x, parse(v));
+    return x + 1;
+  };
+  CHECK(*twice(3) == 7);
+  CHECK(twice(-1).status().code() == Code::kOutOfRange);
+  try {
+    twice(-2).ValueOrThrow();
+    FAIL("expected a throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kOutOfRange);
+    CHECK(std::string(e.what()) == "OutOfRange: negative: -2");
+  }
+}
+
+TEST_CASE("DType names and sizes", "[core]") {
+  CHECK(DTypeName(DT_FLOAT) == "float");
+  CHECK(DTypeName(DT_INT64) == "int64");
+  CHECK(DTypeName(DT_BFLOAT16) == "bfloat16");
+  CHECK(DTypeSize(DT_DOUBLE) == 8);
+  CHECK(DTypeSize(DT_HALF) == 2);
+  CHECK(DTypeSize(DT_BOOL) == 1);
+  CHECK(*ParseDType("float32") == DT_FLOAT);
+  CHECK_FALSE(ParseDType("complex64").ok());
+  static_assert(DataTypeOf<int32_t>() == DT_INT32);
+}
+
+TEST_CASE("Shape with unknown dims", "[core]") {
+  Shape s{-1, 600};
+  CHECK(s.rank() == 2);
+  CHECK_FALSE(s.IsFullyDefined());
+  CHECK(s.num_elements() == -1);
+  CHECK(s.ToString() == "[?,600]");
+  CHECK(Shape{}.ToString() == "[]");
+  CHECK(Shape{}.num_elements() == 1);
+  CHECK(Shape::Unknown().ToString() == "<unknown>");
+  CHECK(s.IsCompatibleWith(Shape{32, 600}));
+  CHECK_FALSE(s.IsCompatibleWith(Shape{32, 601}));
+  CHECK_FALSE(s.IsCompatibleWith(Shape{600}));
+  CHECK(s.IsCompatibleWith(Shape::Unknown()));
+  CHECK(s.MergeWith(Shape{32, -1}) == Shape{32, 600});
+  CHECK_FALSE(Shape::FromDims(std::vector<int64_t>{1, -2}).ok());
+  CHECK_FALSE(Shape::FromDims(std::vector<int64_t>(9, 1)).ok());
+  Shape t{2, 3};
+  t.InsertDim(0, 1);
+  CHECK(t == Shape{1, 2, 3});
+  t.RemoveDim(1);
+  CHECK(t == Shape{1, 3});
+}
+
+TEST_CASE("Tensor buffers are shared, aligned and printed", "[core]") {
+  Tensor t(DT_FLOAT, {2, 3});
+  CHECK(t.num_elements() == 6);
+  CHECK(t.TotalBytes() == 24);
+  CHECK(reinterpret_cast<uintptr_t>(t.raw_data()) % 64 == 0);
+  for (float v : t.flat<float>()) CHECK(v == 0.f);  // zero-filled
+  for (int i = 0; i < 6; ++i) t.flat<float>()[i] = static_cast<float>(i + 1);
+  CHECK(t.DebugString() == "Tensor<float [2,3]> [[1, 2, 3], [4, 5, 6]]");
+  Tensor copy = t;
+  CHECK(copy.SharesBufferWith(t));
+  CHECK(t.buffer().use_count() == 2);
+  Tensor deep = t.Clone();
+  CHECK_FALSE(deep.SharesBufferWith(t));
+  CHECK(deep.BitwiseEqual(t));
+  auto r = t.Reshaped({3, 2});
+  REQUIRE(r.ok());
+  CHECK(r->SharesBufferWith(t));
+  CHECK(r->shape() == Shape{3, 2});
+  CHECK_FALSE(t.Reshaped({4, 2}).ok());
+  CHECK(Tensor::Scalar<int32_t>(7).DebugString() == "Tensor<int32 []> 7");
+  CHECK(Tensor::FromVector<bool>({true, false}).DebugString() == "Tensor<bool [2]> [true, false]");
+  Tensor big(DT_INT32, {100});
+  CHECK(big.DebugString(3) == "Tensor<int32 [100]> [0, 0, 0...");
+  CHECK_FALSE(Tensor().IsInitialized());
+  CHECK(Tensor(DT_FLOAT, {0, 3}).IsInitialized());
+}
+
+TEST_CASE("Thread pool: ParallelFor covers every index once, nested calls finish", "[core]") {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(100000);
+  pool.ParallelFor(100000, 1000, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  });
+  for (auto& h : hits) REQUIRE(h.load() == 1);
+  // Every pool thread runs a ParallelFor at once: shards are claimed, never waited on blindly.
+  std::atomic<int64_t> total{0};
+  std::atomic<int> outer_done{0};
+  for (int t = 0; t < 6; ++t) {
+    pool.Schedule([&] {
+      pool.ParallelFor(1000, 100000, [&](int64_t b, int64_t e) { total += e - b; });
+      outer_done++;
+    });
+  }
+  while (outer_done.load() < 6) std::this_thread::yield();
+  CHECK(total.load() == 6000);
+  CHECK(ThreadPool::Default()->num_threads() >= 1);
+}
+
+TEST_CASE("Logging level follows SetLogLevel", "[core]") {
+  SetLogLevel("debug");
+  CHECK(Logger().level() == spdlog::level::debug);
+  SetLogLevel("warn");
+  CHECK(Logger().level() == spdlog::level::warn);
+}
+
+}  // namespace
+}  // namespace pf
