@@ -1,0 +1,244 @@
+// Math kernels against naive references (loops written independently of the kernels).
+#include <cmath>
+#include <functional>
+
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using testing::MaxAbsDiff;
+using testing::RandomTensor;
+using testing::RunOne;
+
+// Value of `t` at the output multi-index `idx` under NumPy broadcasting.
+double At(const Tensor& t, const std::vector<int64_t>& idx) {
+  int64_t off = 0;
+  const int shift = static_cast<int>(idx.size()) - t.rank();
+  for (int d = 0; d < t.rank(); ++d) off = off * t.dim(d) + (t.dim(d) == 1 ? 0 : idx[d + shift]);
+  return t.data<float>()[off];
+}
+
+Tensor NaiveBinary(const Tensor& a, const Tensor& b, const Shape& out_shape, const std::function<double(double, double)>& f) {
+  Tensor out(DT_FLOAT, out_shape);
+  std::vector<int64_t> idx(out_shape.rank(), 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    out.data<float>()[i] = static_cast<float>(f(At(a, idx), At(b, idx)));
+    for (int d = out_shape.rank() - 1; d >= 0; --d) {
+      if (++idx[d] < out_shape.dim(d)) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+TEST_CASE("Binary ops broadcast like NumPy", "[ops][math]") {
+  using BuildFn = Output (*)(const Scope&, Output, Output);
+  const std::vector<std::tuple<const char*, BuildFn, std::function<double(double, double)>>> cases = {
+      {"Add", ops::Add, [](double a, double b) { return a + b; }},
+      {"Sub", ops::Sub, [](double a, double b) { return a - b; }},
+      {"Mul", ops::Mul, [](double a, double b) { return a * b; }},
+      {"Div", ops::Div, [](double a, double b) { return a / b; }},
+      {"Maximum", ops::Maximum, [](double a, double b) { return std::max(a, b); }},
+      {"Minimum", ops::Minimum, [](double a, double b) { return std::min(a, b); }},
+      {"Pow", ops::Pow, [](double a, double b) { return std::pow(a, b); }},
+  };
+  const std::vector<std::tuple<Shape, Shape, Shape>> shapes = {
+      {{3, 4}, {3, 4}, {3, 4}},         {{3, 4}, {}, {3, 4}},         {{}, {3, 4}, {3, 4}},
+      {{3, 4}, {4}, {3, 4}},            {{3, 1}, {1, 4}, {3, 4}},     {{2, 3, 4}, {3, 1}, {2, 3, 4}},
+      {{2, 1, 4}, {1, 3, 1}, {2, 3, 4}}, {{5, 1, 1, 7}, {3, 1}, {5, 1, 3, 7}}, {{1}, {6}, {6}}};
+  for (const auto& [name, build, ref] : cases) {
+    for (const auto& [sa, sb, so] : shapes) {
+      INFO(name << " " << sa.ToString() << " " << sb.ToString());
+      Graph g;
+      Scope root = Scope::Root(&g);
+      // Positive operands keep Pow and Div finite.
+      Tensor a = RandomTensor(sa, 1, 0.5f, 2.f), b = RandomTensor(sb, 2, 0.5f, 2.f);
+      Output y = build(root, ops::Const(root, a), ops::Const(root, b));
+      CHECK(y.shape() == so);
+      Tensor got = RunOne(g, y);
+      CHECK(MaxAbsDiff(got, NaiveBinary(a, b, so, ref)) <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("Binary ops on large tensors use the parallel path correctly", "[ops][math]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Tensor a = RandomTensor({512, 1024}, 3), b = RandomTensor({1024}, 4);
+  Tensor got = RunOne(g, ops::Add(root, ops::Const(root, a), ops::Const(root, b)));
+  CHECK(MaxAbsDiff(got, NaiveBinary(a, b, {512, 1024}, [](double x, double y) { return x + y; })) == 0);
+}
+
+TEST_CASE("Integer arithmetic and comparisons", "[ops][math]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root, Tensor::FromVector<int32_t>({7, -8, 9, 10}));
+  Output b = ops::Const(root, Tensor::FromVector<int32_t>({2, 3, 9, 11}));
+  Session sess(g);
+  auto out = sess.Run({ops::Div(root, a, b), ops::Mul(root, a, b), ops::Equal(root, a, b), ops::Less(root, a, b),
+                       ops::Greater(root, a, b)});
+  CHECK(out[0].DebugString() == "Tensor<int32 [4]> [3, -2, 1, 0]");  // truncating, like C++ and TF
+  CHECK(out[1].DebugString() == "Tensor<int32 [4]> [14, -24, 81, 110]");
+  CHECK(out[2].DebugString() == "Tensor<bool [4]> [false, false, true, false]");
+  CHECK(out[3].DebugString() == "Tensor<bool [4]> [false, true, false, true]");
+  CHECK(out[4].DebugString() == "Tensor<bool [4]> [true, false, false, false]");
+  Output zero = ops::Const(root, Tensor::FromVector<int32_t>({1, 0, 1, 1}));
+  CHECK_THROWS_WITH(sess.Run({ops::Div(root, a, zero)}), Catch::Matchers::Contains("Integer division by zero"));
+}
+
+TEST_CASE("Unary ops", "[ops][math]") {
+  using BuildFn = Output (*)(const Scope&, Output);
+  const std::vector<std::tuple<const char*, BuildFn, double (*)(double)>> cases = {
+      {"Neg", ops::Neg, [](double x) { return -x; }},
+      {"Square", ops::Square, [](double x) { return x * x; }},
+      {"Sqrt", ops::Sqrt, [](double x) { return std::sqrt(x); }},
+      {"Rsqrt", ops::Rsqrt, [](double x) { return 1 / std::sqrt(x); }},
+      {"Exp", ops::Exp, [](double x) { return std::exp(x); }},
+      {"Log", ops::Log, [](double x) { return std::log(x); }},
+      {"Relu", ops::Relu, [](double x) { return x > 0 ? x : 0; }},
+      {"Sigmoid", ops::Sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {"Tanh", ops::Tanh, [](double x) { return std::tanh(x); }},
+  };
+  for (const auto& [name, build, ref] : cases) {
+    INFO(name);
+    Graph g;
+    Scope root = Scope::Root(&g);
+    bool positive = std::string(name) == "Sqrt" || std::string(name) == "Rsqrt" || std::string(name) == "Log";
+    Tensor x = RandomTensor({7, 33}, 5, positive ? 0.1f : -3.f, 3.f);
+    Tensor got = RunOne(g, build(root, ops::Const(root, x)));
+    Tensor want(DT_FLOAT, x.shape());
+    for (int64_t i = 0; i < x.num_elements(); ++i) want.data<float>()[i] = static_cast<float>(ref(x.data<float>()[i]));
+    CHECK(MaxAbsDiff(got, want) <= 1e-5);
+  }
+}
+
+Tensor NaiveMatMul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+  Tensor c(DT_DOUBLE, {m, n});
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        double x = ta ? a.data<float>()[p * a.dim(1) + i] : a.data<float>()[i * a.dim(1) + p];
+        double y = tb ? b.data<float>()[j * b.dim(1) + p] : b.data<float>()[p * b.dim(1) + j];
+        s += x * y;
+      }
+      c.data<double>()[i * n + j] = s;
+    }
+  }
+  return c;
+}
+
+TEST_CASE("MatMul: all transpose cases, small and parallel sizes", "[ops][math]") {
+  for (auto [m, k, n] : {std::tuple{3, 4, 5}, {1, 7, 1}, {300, 64, 20}, {20, 64, 300}, {0, 3, 4}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        INFO(m << "x" << k << "x" << n << " ta=" << ta << " tb=" << tb);
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Tensor a = RandomTensor(ta ? Shape{k, m} : Shape{m, k}, 11);
+        Tensor b = RandomTensor(tb ? Shape{n, k} : Shape{k, n}, 12);
+        Tensor got = RunOne(g, ops::MatMul(root, ops::Const(root, a), ops::Const(root, b), ta, tb));
+        Tensor want = NaiveMatMul(a, b, ta, tb);
+        REQUIRE(got.shape() == want.shape());
+        double err = 0;
+        for (int64_t i = 0; i < got.num_elements(); ++i) err = std::max(err, std::abs(got.data<float>()[i] - want.data<double>()[i]));
+        CHECK(err <= 1e-4);
+      }
+    }
+  }
+}
+
+TEST_CASE("MatMul in float64 and its runtime shape check", "[ops][math]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Tensor a = Tensor::FromVector<double>({1, 2, 3, 4}, {2, 2});
+  Tensor got = RunOne(g, ops::MatMul(root, ops::Const(root, a), ops::Const(root, a)));
+  CHECK(got.DebugString() == "Tensor<double [2,2]> [[7, 10], [15, 22]]");
+  Output x = ops::Placeholder(root, DT_FLOAT, {-1, -1});
+  Output y = ops::MatMul(root, x, ops::Const(root, Tensor(DT_FLOAT, {3, 2})));
+  Session sess(g);
+  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {3, 4})}}, {y}),
+                    Catch::Matchers::Contains("Matrix size-incompatible: In[0]: [3,4], In[1]: [3,2]"));
+}
+
+// Naive reduction over `axes` of a [2,3,4] tensor.
+Tensor NaiveReduce(const Tensor& x, const std::vector<int>& axes, bool keep, const std::string& kind) {
+  std::vector<bool> red(x.rank(), axes.empty());
+  for (int a : axes) red[a < 0 ? a + x.rank() : a] = true;
+  Shape out;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (!red[d]) out.AddDim(x.dim(d));
+    else if (keep) out.AddDim(1);
+  }
+  std::map<int64_t, std::vector<double>> groups;
+  std::vector<int64_t> idx(x.rank(), 0);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    int64_t key = 0;
+    for (int d = 0; d < x.rank(); ++d) key = key * x.dim(d) + (red[d] ? 0 : idx[d]);
+    groups[key].push_back(x.data<float>()[i]);
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      if (++idx[d] < x.dim(d)) break;
+      idx[d] = 0;
+    }
+  }
+  Tensor t(DT_FLOAT, out);
+  int64_t o = 0;
+  for (auto& [key, vals] : groups) {
+    double r = kind == "Max" ? -1e30 : kind == "Min" ? 1e30 : 0;
+    for (double v : vals) r = kind == "Max" ? std::max(r, v) : kind == "Min" ? std::min(r, v) : r + v;
+    if (kind == "Mean") r /= vals.size();
+    t.data<float>()[o++] = static_cast<float>(r);
+  }
+  return t;
+}
+
+TEST_CASE("Reductions over any axes, with keep_dims", "[ops][math]") {
+  using BuildFn = Output (*)(const Scope&, Output, const std::vector<int32_t>&, bool);
+  const std::vector<std::pair<std::string, BuildFn>> kinds = {{"Sum", ops::Sum}, {"Mean", ops::Mean}, {"Max", ops::Max}, {"Min", ops::Min}};
+  const std::vector<std::vector<int>> axes_list = {{}, {0}, {1}, {2}, {-1}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
+  Tensor x = RandomTensor({2, 3, 4}, 21);
+  for (const auto& [kind, build] : kinds) {
+    for (const auto& axes : axes_list) {
+      for (bool keep : {false, true}) {
+        INFO(kind << " axes=" << axes.size() << " keep=" << keep);
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Tensor got = RunOne(g, build(root, ops::Const(root, x), std::vector<int32_t>(axes.begin(), axes.end()), keep));
+        CHECK(MaxAbsDiff(got, NaiveReduce(x, axes, keep, kind)) <= 1e-5);
+      }
+    }
+  }
+  Graph g;
+  Scope root = Scope::Root(&g);
+  CHECK_THROWS_WITH(ops::Sum(root, ops::Const(root, x), {3}), Catch::Matchers::Contains("Invalid reduction dimension (3 for input with 3 dimension(s)"));
+}
+
+TEST_CASE("Large row and column sums match double-precision references", "[ops][math]") {
+  Tensor x = RandomTensor({64, 5000}, 31);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Session sess(g);
+  auto out = sess.Run({ops::Sum(root, ops::Const(root, x), {1}), ops::Sum(root, ops::Const(root, x), {0})});
+  CHECK(MaxAbsDiff(out[0], NaiveReduce(x, {1}, false, "Sum")) <= 1e-3);
+  CHECK(MaxAbsDiff(out[1], NaiveReduce(x, {0}, false, "Sum")) <= 1e-4);
+}
+
+TEST_CASE("ArgMax and AddN", "[ops][math]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Tensor x = Tensor::FromVector<float>({1, 9, 3, 7, 2, 8}, {2, 3});
+  Output c = ops::Const(root, x);
+  Session sess(g);
+  auto out = sess.Run({ops::ArgMax(root, c, 1), ops::ArgMax(root, c, 0, DT_INT32),
+                       ops::AddN(root, {c, c, ops::Neg(root, c)})});
+  CHECK(out[0].DebugString() == "Tensor<int64 [2]> [1, 2]");
+  CHECK(out[1].DebugString() == "Tensor<int32 [3]> [1, 0, 1]");
+  CHECK(out[2].BitwiseEqual(x));
+  CHECK_THROWS_WITH(ops::AddN(root, {c, ops::Const(root, Tensor(DT_FLOAT, {3, 2}))}),
+                    Catch::Matchers::Contains("Inputs to operation AddN must have the same size and shape"));
+}
+
+}  // namespace
+}  // namespace pf
