@@ -1,0 +1,278 @@
+// Session and executor behaviour: results, caching, pruning, errors users hit, parallelism.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <thread>
+#include <fstream>
+#include <unistd.h>
+
+#include "devices/device.h"
+#include "ops/op_util.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+// ---- test-only ops ----
+// TestMeet: blocks until `n` TestMeet kernels of the step are inside at once (or 20 s pass).
+// It can only succeed when the executor runs independent branches concurrently.
+struct Meeting {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+};
+Meeting* meeting = new Meeting();
+
+class TestMeetOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    std::unique_lock<std::mutex> lock(meeting->mu);
+    ++meeting->arrived;
+    meeting->cv.notify_all();
+    bool met = meeting->cv.wait_for(lock, std::chrono::seconds(20), [] { return meeting->arrived >= 2; });
+    if (!met) return errors::Aborted("branches did not run concurrently");
+    return ctx->ForwardInput(0, 0);
+  }
+};
+
+class TestFailOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext*) override { return errors::Internal("injected failure"); }
+};
+
+std::weak_ptr<Buffer>* source_buffer = new std::weak_ptr<Buffer>();
+class TestSourceOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    *source_buffer = out->buffer();
+    return Status::OK();
+  }
+};
+class TestExpiredOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    out->flat<bool>()[0] = source_buffer->expired();
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("TestMeet").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestMeet", "CPU"), TestMeetOp);
+PF_REGISTER_OP(OpDef("TestFail").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestFail", "CPU"), TestFailOp);
+PF_REGISTER_OP(OpDef("TestSource").Output("y", "float").SetStateful().SetShapeFn([](ShapeContext& c) {
+  c.set_output(0, Shape{1024});
+  return Status::OK();
+}));
+PF_REGISTER_KERNEL(KernelDef("TestSource", "CPU"), TestSourceOp);
+PF_REGISTER_OP(OpDef("TestExpired").Input("x", "float").Output("y", "bool").SetStateful().SetShapeFn(ScalarShape));
+PF_REGISTER_KERNEL(KernelDef("TestExpired", "CPU"), TestExpiredOp);
+
+TEST_CASE("Run returns fetches in order and reuses the prepared signature", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 2});
+  Output w = ops::Const(root, Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2}));
+  Output y = ops::MatMul(root, x, w);
+  Output s = ops::Sum(root, y);
+  Session sess(g);
+  Tensor batch = Tensor::FromVector<float>({1, 1, 0, 1}, {2, 2});
+  auto out = sess.Run({{x, batch}}, {s, y});
+  CHECK(out[0].DebugString() == "Tensor<float []> 17");
+  CHECK(out[1].DebugString() == "Tensor<float [2,2]> [[4, 6], [3, 4]]");
+  CHECK(sess.num_cached_signatures() == 1);
+  sess.Run({{x, batch}}, {s, y});
+  CHECK(sess.num_cached_signatures() == 1);
+  sess.Run({{x, batch}}, {y});
+  CHECK(sess.num_cached_signatures() == 2);
+  // Feeding an intermediate tensor cuts the graph above it: x need not be fed.
+  CHECK(sess.Run({{y, Tensor::FromVector<float>({1, 2}, {1, 2})}}, {s})[0].DebugString() == "Tensor<float []> 3");
+  // Fetching a fed tensor returns it.
+  CHECK(sess.Run({{x, batch}}, {x})[0].SharesBufferWith(batch));
+  // By name.
+  auto named = sess.RunNamed({{"x:0", batch}}, {"Sum"});
+  CHECK(named[0].DebugString() == "Tensor<float []> 17");
+  CHECK(sess.DevicePlacement().at("MatMul") == "/job:localhost/replica:0/task:0/device:CPU:0");
+}
+
+TEST_CASE("Errors users hit: feeds, fetches, uninitialised variables", "[executor][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 600});
+  Variable w = GetVariable(root.WithVariableScope("affine0"), "w", {600, 4});
+  Output y = ops::MatMul(root, x, w.value());
+  Session sess(g);
+  try {
+    sess.Run({y});
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kInvalidArgument);
+    CHECK_THAT(e.what(), Contains("You must feed a value for placeholder tensor 'x' with dtype float and shape [?,600]"));
+    CHECK_THAT(e.what(), Contains("{{node x}}"));
+  }
+  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {3, 5})}}, {y}),
+                    Contains("Cannot feed value of shape [3,5] for Tensor 'x:0', which has shape '[?,600]'"));
+  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_INT32, {3, 600})}}, {y}),
+                    Contains("Cannot feed value of dtype int32 for Tensor 'x:0' with dtype float"));
+  try {
+    sess.Run({{x, Tensor(DT_FLOAT, {3, 600})}}, {y});
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kFailedPrecondition);
+    CHECK_THAT(e.what(), Contains("Attempting to use uninitialized value affine0/w"));
+    CHECK_THAT(e.what(), Contains("{{node affine0/w/read}}"));
+    CHECK_THAT(e.what(), Contains("/job:localhost/replica:0/task:0/device:CPU:0"));
+  }
+  CHECK_THROWS_WITH(sess.RunNamed({}, {"nope:0"}),
+                    Contains("The name 'nope:0' refers to a Tensor which does not exist. The operation, 'nope', does not exist in the graph."));
+  CHECK_THROWS_WITH(sess.RunNamed({}, {"x:3"}), Contains("exists but only has 1 outputs"));
+  Graph other;
+  Output foreign = ops::Const(Scope::Root(&other).WithOpName("foreign"), 1.f);
+  CHECK_THROWS_WITH(sess.Run({foreign}), Contains("Fetch argument 'foreign' is not an element of this graph."));
+  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {1, 600})}, {x, Tensor(DT_FLOAT, {1, 600})}}, {y}), Contains("fed more than once"));
+  // After all these errors the session still works.
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  CHECK(sess.Run({{x, Tensor(DT_FLOAT, {3, 600})}}, {y})[0].shape() == Shape{3, 4});
+}
+
+TEST_CASE("A kernel failing mid-graph names its node and device and nothing hangs", "[executor][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root, Tensor(DT_FLOAT, {64, 64}));
+  // A long healthy branch beside the failing one.
+  Output chain = x;
+  for (int i = 0; i < 200; ++i) chain = ops::MatMul(root, chain, x);
+  Output bad = NodeBuilder(root.WithOpName("broken"), "TestFail").Input(ops::Neg(root, x)).Finalize();
+  Output after = ops::Neg(root, bad);
+  Session sess(g);
+  auto run = std::async(std::launch::async, [&] {
+    try {
+      sess.Run({chain, after});
+      return std::string("no error");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  });
+  REQUIRE(run.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  std::string msg = run.get();
+  CHECK_THAT(msg, Contains("injected failure"));
+  CHECK_THAT(msg, Contains("{{node broken}} = TestFail[] on /job:localhost/replica:0/task:0/device:CPU:0"));
+  // The next Run works.
+  CHECK(sess.Run({chain})[0].shape() == Shape{64, 64});
+}
+
+TEST_CASE("Independent branches run concurrently", "[executor]") {
+  meeting->arrived = 0;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root, Tensor(DT_FLOAT, {4}));
+  Output b1 = NodeBuilder(root, "TestMeet").Input(ops::Neg(root, a)).Finalize();
+  Output b2 = NodeBuilder(root, "TestMeet").Input(ops::Square(root, a)).Finalize();
+  Session sess(g);
+  auto out = sess.Run({ops::Add(root, b1, b2)});
+  CHECK(meeting->arrived == 2);
+  CHECK(out[0].shape() == Shape{4});
+}
+
+TEST_CASE("Tensors are freed as soon as their last consumer has run", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output src = NodeBuilder(root, "TestSource").Finalize();
+  Output neg = ops::Neg(root, src);
+  Output check = NodeBuilder(root, "TestExpired").Input(neg).Finalize();
+  Session sess(g);
+  CHECK(sess.Run({check})[0].scalar<bool>());
+  // Fetching the source keeps it alive until Run returns.
+  auto out = sess.Run({check, src});
+  CHECK_FALSE(out[0].scalar<bool>());
+}
+
+TEST_CASE("Control dependencies order effects; targets run without fetches", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable v = GetVariable(root, "counter", {}, init::Zeros());
+  Output one = ops::Const(root, 1.f);
+  Output inc = ops::AssignAdd(root, v.ref(), one);
+  // read_after sees the increment because of the control edge.
+  Output read_after = ops::Identity(root.WithControlDependencies({inc}), v.value());
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  sess.Run({}, {}, {inc});
+  sess.Run({}, {}, {inc});
+  CHECK(sess.Run({v.value()})[0].scalar<float>() == 2.f);
+  CHECK(sess.Run({read_after})[0].scalar<float>() == 3.f);
+}
+
+TEST_CASE("Concurrent Run calls from several threads give correct results", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, {-1, 8});
+  Variable w = GetVariable(root, "w", {8, 8}, init::RandomNormal(0, 1, 3));
+  Output y = ops::Sum(root, ops::Relu(root, ops::MatMul(root, x, w.value())), {1});
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  std::vector<Tensor> inputs, expected;
+  for (int i = 0; i < 8; ++i) {
+    inputs.push_back(testing::RandomTensor({16, 8}, 100 + i));
+    expected.push_back(sess.Run({{x, inputs.back()}}, {y})[0]);
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 50; ++r) {
+        int i = (t * 3 + r) % 8;
+        if (!sess.Run({{x, inputs[i]}}, {y})[0].BitwiseEqual(expected[i])) mismatches++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(mismatches.load() == 0);
+}
+
+TEST_CASE("Placement log in TensorFlow's format, once per placement", "[executor][placement]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithOpName("a"), 1.f);
+  Output b = ops::Neg(root.WithOpName("b"), a);
+  SessionOptions opts;
+  opts.log_device_placement = true;
+  // Capture stdout through a temporary file.
+  std::fflush(stdout);
+  char path[] = "/tmp/pf_placement_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(1);
+  dup2(fd, 1);
+  {
+    Session sess(g, opts);
+    sess.Run({b});
+    sess.Run({b});
+  }
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::remove(path);
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[0] == "Device mapping:");
+  CHECK_THAT(lines[1], Catch::Matchers::StartsWith("/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0"));
+  CHECK(lines[2] == "a: (Const): /job:localhost/replica:0/task:0/device:CPU:0");
+  CHECK(lines[3] == "b: (Neg): /job:localhost/replica:0/task:0/device:CPU:0");
+  CHECK(lines[4] == "Placement summary: 2 nodes on CPU:0, 0 Send/Recv pairs, 0 soft fallbacks");
+}
+
+}  // namespace
+}  // namespace pf
