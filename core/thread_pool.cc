@@ -36,6 +36,10 @@ ThreadPool* ThreadPool::Default() {
 bool ThreadPool::InPool() const { return current_pool == this; }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
+  if (threads_.empty()) {
+    fn();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(fn));
@@ -64,7 +68,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   constexpr int64_t kMinCyclesPerShard = 40'000;  // below this a wake-up costs more than it saves
   int64_t max_shards = std::max<int64_t>(1, n * std::max<int64_t>(cost_per_unit, 1) / kMinCyclesPerShard);
   int64_t shards = std::min<int64_t>({max_shards, static_cast<int64_t>(num_threads()) * 4, n});
-  if (shards <= 1 || num_threads() <= 1) {
+  if (shards <= 1 || num_threads() == 0) {
     fn(0, n);
     return;
   }

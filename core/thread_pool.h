@@ -18,6 +18,7 @@ namespace pf {
 
 class ThreadPool {
  public:
+  // `num_threads` may be 0: Schedule then runs work on the calling thread.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -66,6 +66,7 @@ class Device {
   ResourceMgr resources_;
 };
 
-std::unique_ptr<Device> NewCpuDevice(int id);
+// `pool` (default: the process-wide pool) runs the device's intra-op loops.
+std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool = nullptr);
 
 }  // namespace pf

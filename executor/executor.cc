@@ -49,6 +49,7 @@ struct Executor::Layout {
   };
   std::vector<Item> items;
   std::vector<int> roots;
+  ThreadPool* pool = nullptr;
   int num_slots = 0;
   // For feed i: the input slots it fills and the fetch indices it answers directly.
   std::vector<std::vector<int>> feed_slots;
@@ -84,6 +85,7 @@ int Executor::num_nodes() const { return static_cast<int>(layout_->items.size())
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, const KernelSource& kernels) {
   auto layout = std::make_unique<Layout>();
+  layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
   std::unordered_map<const Node*, int> item_of;
   for (size_t i = 0; i < spec.nodes.size(); ++i) item_of[spec.nodes[i]] = static_cast<int>(i);
   std::map<Output, int> feed_index;
@@ -100,7 +102,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
     if (dev == spec.device.end()) return errors::Internal("Node '", n->name(), "' was not placed");
     it.device = dev->second;
     PF_ASSIGN_OR_RETURN(it.kernel, kernels(*n, it.device));
-    it.expensive = it.kernel->IsExpensive() && !SequentialMode();
+    // With no pool threads (or PF_EXECUTOR=sequential) everything runs inline on the caller.
+    it.expensive = it.kernel->IsExpensive() && !SequentialMode() && layout->pool->num_threads() > 0;
     it.input_base = layout->num_slots;
     it.num_inputs = n->num_inputs();
     layout->num_slots += it.num_inputs;
@@ -184,7 +187,7 @@ Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetc
     if (inline_root < 0) {
       inline_root = r;
     } else if (l.items[r].expensive) {
-      ThreadPool::Default()->Schedule([this, &step, r] { Process(&step, r); });
+      l.pool->Schedule([this, &step, r] { Process(&step, r); });
     } else {
       // Cheap roots run on the caller, after the first.
       Process(&step, r);
@@ -278,14 +281,14 @@ void Executor::Process(Step* step, int first) const {
         inline_ready.push_back(r);
         continue;
       }
-      if (keep_expensive >= 0) ThreadPool::Default()->Schedule([this, step, k = keep_expensive] { Process(step, k); });
+      if (keep_expensive >= 0) l.pool->Schedule([this, step, k = keep_expensive] { Process(step, k); });
       keep_expensive = r;
     }
     if (keep_expensive >= 0) {
       if (inline_ready.empty()) {
         inline_ready.push_back(keep_expensive);
       } else {
-        ThreadPool::Default()->Schedule([this, step, k = keep_expensive] { Process(step, k); });
+        l.pool->Schedule([this, step, k = keep_expensive] { Process(step, k); });
       }
     }
     if (step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {

@@ -26,6 +26,7 @@ struct ExecutorSpec {
   std::unordered_map<const Node*, Device*> device;  // placement of every node
   std::vector<Output> feeds;                        // tensors supplied by the caller
   std::vector<Output> fetches;                      // tensors returned, in order
+  ThreadPool* pool = nullptr;                       // inter-op pool (default: ThreadPool::Default())
 };
 
 // Hands out the kernel for a node on a device (the session caches them so stateful kernels

@@ -16,9 +16,11 @@ struct Session::Prepared {
 };
 
 Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(std::move(options)) {
+  if (options_.num_threads > 0) own_pool_ = std::make_unique<ThreadPool>(options_.num_threads - 1);
+  pool_ = own_pool_ ? own_pool_.get() : ThreadPool::Default();
   int cpus = 1;
   if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end()) cpus = std::max(1, it->second);
-  for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i));
+  for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i, pool_));
   if (options_.log_device_placement) {
     std::string text = "Device mapping:\n";
     for (const Device* d : devices_.devices()) text += fmt::format("{} -> {}\n", d->name(), d->Description());
@@ -103,6 +105,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
   spec.nodes = Prune(feed_outputs, fetches, targets);
   spec.feeds = feed_outputs;
   spec.fetches = fetches;
+  spec.pool = pool_;
   PlacerOptions popts;
   popts.allow_soft_placement = options_.allow_soft_placement;
   PF_ASSIGN_OR_RETURN(Placement placement, Place(spec.nodes, devices_, popts));

@@ -33,6 +33,9 @@ struct SessionOptions {
   bool log_device_placement = false;
   // Device counts by type: {"CPU": 2} creates /cpu:0 and /cpu:1.
   std::map<std::string, int> device_count;
+  // Threads that work on a step, the calling thread included (inter- and intra-op share
+  // them). 0: the process-wide pool (PF_NUM_THREADS or one per core) plus the caller.
+  int num_threads = 0;
 };
 
 using FeedDict = std::vector<std::pair<Output, Tensor>>;
@@ -70,6 +73,8 @@ class Session {
 
   Graph& graph_;
   SessionOptions options_;
+  std::unique_ptr<ThreadPool> own_pool_;  // when options.num_threads > 0
+  ThreadPool* pool_;
   DeviceSet devices_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const Prepared>> cache_;

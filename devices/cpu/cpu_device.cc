@@ -8,16 +8,20 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(int id) : Device(kDeviceCpu, id) {}
+  CpuDevice(int id, ThreadPool* pool) : Device(kDeviceCpu, id), pool_(pool ? pool : ThreadPool::Default()) {}
   Allocator* GetAllocator() override { return CpuAllocator(); }
+  ThreadPool* intra_op_pool() override { return pool_; }
   int priority() const override { return 100; }
   std::string Description() const override {
     return fmt::format("device: {}, cores: {}", parsed_name().id, std::thread::hardware_concurrency());
   }
+
+ private:
+  ThreadPool* pool_;
 };
 
 }  // namespace
 
-std::unique_ptr<Device> NewCpuDevice(int id) { return std::make_unique<CpuDevice>(id); }
+std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool) { return std::make_unique<CpuDevice>(id, pool); }
 
 }  // namespace pf
