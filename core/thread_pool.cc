@@ -47,6 +47,18 @@ void ThreadPool::Schedule(std::function<void()> fn) {
   cv_.notify_one();
 }
 
+bool ThreadPool::TryRunOne() {
+  std::function<void()> fn;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return false;
+    fn = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  fn();
+  return true;
+}
+
 void ThreadPool::WorkerLoop() {
   current_pool = this;
   for (;;) {

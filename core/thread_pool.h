@@ -36,6 +36,10 @@ class ThreadPool {
   // `cost_per_unit` is a rough count of cycles per element; small loops run inline.
   void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
 
+  // Runs one queued task on the calling thread; false when the queue is empty. A thread
+  // waiting for work it handed to the pool calls this instead of sitting idle.
+  bool TryRunOne();
+
   // True on one of this pool's threads.
   bool InPool() const;
 

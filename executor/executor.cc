@@ -1,6 +1,7 @@
 #include "executor/executor.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -181,21 +182,24 @@ Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetc
   }
   if (l.roots.empty()) return Status::OK();
   step.outstanding.store(static_cast<int>(l.roots.size()));
-  // The caller runs cheap roots and one expensive root itself; the pool takes the rest.
-  int inline_root = -1;
+  // Cheap roots and one expensive root run here; other expensive roots go to the pool.
+  std::deque<int> here;
   for (int r : l.roots) {
-    if (inline_root < 0) {
-      inline_root = r;
-    } else if (l.items[r].expensive) {
-      l.pool->Schedule([this, &step, r] { Process(&step, r); });
+    if (l.items[r].expensive && !here.empty()) {
+      l.pool->Schedule([this, &step, r] { Process(&step, {r}); });
     } else {
-      // Cheap roots run on the caller, after the first.
-      Process(&step, r);
+      here.push_back(r);
     }
   }
-  Process(&step, inline_root);
+  Process(&step, std::move(here));
+  // While other threads finish the step, help with queued work instead of idling.
   std::unique_lock<std::mutex> lock(step.mu);
-  step.done_cv.wait(lock, [&] { return step.done; });
+  while (!step.done) {
+    lock.unlock();
+    bool ran = l.pool->TryRunOne();
+    lock.lock();
+    if (!ran && !step.done) step.done_cv.wait_for(lock, std::chrono::microseconds(200));
+  }
   return step.status;
 }
 
@@ -241,9 +245,8 @@ Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const
   return it.kernel->Compute(&ctx);
 }
 
-void Executor::Process(Step* step, int first) const {
+void Executor::Process(Step* step, std::deque<int> inline_ready) const {
   const Layout& l = *layout_;
-  std::deque<int> inline_ready{first};
   std::vector<Tensor> outputs;
   std::vector<int> ready;
   while (!inline_ready.empty()) {
@@ -281,14 +284,14 @@ void Executor::Process(Step* step, int first) const {
         inline_ready.push_back(r);
         continue;
       }
-      if (keep_expensive >= 0) l.pool->Schedule([this, step, k = keep_expensive] { Process(step, k); });
+      if (keep_expensive >= 0) l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
       keep_expensive = r;
     }
     if (keep_expensive >= 0) {
       if (inline_ready.empty()) {
         inline_ready.push_back(keep_expensive);
       } else {
-        l.pool->Schedule([this, step, k = keep_expensive] { Process(step, k); });
+        l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
       }
     }
     if (step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {

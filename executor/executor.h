@@ -10,6 +10,7 @@
 //   PF_RETURN_IF_ERROR(exec->Run({batch}, &out));
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -47,7 +48,8 @@ class Executor {
   struct Layout;
   struct Step;
   explicit Executor(std::unique_ptr<Layout> layout);
-  void Process(Step* step, int item) const;
+  // Runs `ready` and whatever it makes ready that should stay on this thread.
+  void Process(Step* step, std::deque<int> ready) const;
   Status RunNode(Step* step, int item, std::vector<Tensor>* outputs) const;
   std::unique_ptr<Layout> layout_;
 };

@@ -1,1 +1,148 @@
-int main(){}
+// pf-bench: prints one line per figure, "name key=value ...", each a median over repeats.
+//
+//   pf-bench                       # every figure
+//   pf-bench executor_chain session_run_overhead
+//
+// Figures: executor_chain (us per node, a chain of 10,000 tiny ops), executor_wide (speedup of
+// independent branches with 2 threads over 1), session_run_overhead (us per Run of a trivial
+// graph), mlp_seed000_forward (ms per forward pass at batch 2000), matmul_gflops (the BLAS
+// rate of the model's largest GEMM, for context).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tools/models.h"
+
+namespace {
+
+constexpr int kRepeats = 5;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median over kRepeats of the seconds one call of `fn` takes.
+double TimeMedian(const std::function<void()>& fn) {
+  std::vector<double> t;
+  for (int r = 0; r < kRepeats; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return Median(t);
+}
+
+void ExecutorChain() {
+  constexpr int kNodes = 10000;
+  pf::Graph g;
+  pf::Scope root = pf::Scope::Root(&g);
+  pf::Output x = pf::ops::Const(root, 1.f);
+  for (int i = 0; i < kNodes; ++i) x = pf::ops::Neg(root, x);
+  pf::Session sess(g);
+  sess.Run({x});  // prepare once
+  double s = TimeMedian([&] {
+    for (int i = 0; i < 10; ++i) sess.Run({x});
+  });
+  std::printf("executor_chain us_per_node=%.3f nodes=%d repeats=%d\n", s / 10 / kNodes * 1e6, kNodes, kRepeats);
+}
+
+void ExecutorWide() {
+  // 8 independent chains of 40 Tanh on 4096 floats: each op is too small to split itself, so
+  // only inter-op parallelism can speed the step up.
+  auto step_seconds = [](int threads) {
+    pf::Graph g;
+    pf::Scope root = pf::Scope::Root(&g);
+    std::vector<pf::Output> ends;
+    for (int b = 0; b < 8; ++b) {
+      pf::Output x = pf::ops::Const(root, pf::Tensor(pf::DT_FLOAT, {4096}));
+      for (int i = 0; i < 40; ++i) x = pf::ops::Tanh(root, x);
+      ends.push_back(x);
+    }
+    pf::Output sum = pf::ops::AddN(root, ends);
+    pf::SessionOptions opts;
+    opts.num_threads = threads;
+    pf::Session sess(g, opts);
+    sess.Run({sum});
+    return TimeMedian([&] {
+      for (int i = 0; i < 20; ++i) sess.Run({sum});
+    }) / 20;
+  };
+  double one = step_seconds(1), two = step_seconds(2);
+  std::printf("executor_wide speedup=%.2f ms_1thread=%.3f ms_2threads=%.3f branches=8 repeats=%d\n", one / two, one * 1e3,
+              two * 1e3, kRepeats);
+}
+
+void SessionRunOverhead() {
+  pf::Graph g;
+  pf::Scope root = pf::Scope::Root(&g);
+  pf::Output y = pf::ops::Neg(root, pf::ops::Const(root, 1.f));
+  pf::Session sess(g);
+  sess.Run({y});
+  constexpr int kRuns = 20000;
+  double s = TimeMedian([&] {
+    for (int i = 0; i < kRuns; ++i) sess.Run({y});
+  });
+  std::printf("session_run_overhead us_per_run=%.3f runs=%d repeats=%d\n", s / kRuns * 1e6, kRuns, kRepeats);
+}
+
+void MlpSeed000Forward() {
+  pf::Graph g;
+  pf::Scope root = pf::Scope::Root(&g);
+  pf::models::Model m = pf::models::BuildMlpSeed000(root, {});
+  pf::Session sess(g);
+  sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
+  pf::Tensor x, t;
+  pf::models::SeedBatch(2000, 1, &x, &t);
+  sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
+  double s = TimeMedian([&] {
+    for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
+  }) / 10;
+  const double flops = 2.0 * 2000 * (600 * 512 + 512 * 128 + 128 * 128 + 128);
+  std::printf("mlp_seed000_forward ms_per_step=%.3f batch=2000 gemm_gflop=%.3f effective_gflops=%.1f repeats=%d\n", s * 1e3,
+              flops / 1e9, flops / s / 1e9, kRepeats);
+}
+
+void MatMulRate() {
+  pf::Graph g;
+  pf::Scope root = pf::Scope::Root(&g);
+  pf::Output a = pf::ops::Const(root, pf::Tensor(pf::DT_FLOAT, {2000, 600}));
+  pf::Output b = pf::ops::Const(root, pf::Tensor(pf::DT_FLOAT, {600, 512}));
+  pf::Output c = pf::ops::MatMul(root, a, b);
+  pf::Session sess(g);
+  sess.Run({c});
+  double s = TimeMedian([&] {
+    for (int i = 0; i < 10; ++i) sess.Run({c});
+  }) / 10;
+  std::printf("matmul_gflops gflops=%.1f m=2000 k=600 n=512 repeats=%d\n", 2.0 * 2000 * 600 * 512 / s / 1e9, kRepeats);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::pair<std::string, std::function<void()>>> figures = {
+      {"executor_chain", ExecutorChain},           {"executor_wide", ExecutorWide},
+      {"session_run_overhead", SessionRunOverhead}, {"mlp_seed000_forward", MlpSeed000Forward},
+      {"matmul_gflops", MatMulRate}};
+  std::vector<std::string> wanted(argv + 1, argv + argc);
+  for (const std::string& w : wanted) {
+    bool known = std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });
+    if (!known) {
+      std::fprintf(stderr, "pf-bench: unknown figure '%s'; figures:", w.c_str());
+      for (const auto& f : figures) std::fprintf(stderr, " %s", f.first.c_str());
+      std::fprintf(stderr, "\n");
+      return 2;
+    }
+  }
+  for (const auto& [name, fn] : figures) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
+      fn();
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

@@ -1,6 +1,9 @@
-// MatMul on OpenBLAS. OpenBLAS runs single-threaded; the rows of the output are split across
-// the intra-op pool instead, so inter-op and intra-op parallelism share the same threads.
-#include <cblas.h>
+// MatMul: float32 on oneDNN's sgemm (JIT-compiled for the CPU it finds), float64 on a plain
+// blocked loop (used by gradient checks, not for speed). oneDNN runs single-threaded inside
+// each call; the output's rows (or columns) are split across the intra-op pool instead, so
+// inter-op and intra-op parallelism share the same threads and never oversubscribe the cores.
+#include <dnnl.h>
+#include <omp.h>
 
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -26,32 +29,36 @@ Status MatMulShape(ShapeContext& c) {
   return Status::OK();
 }
 
+// C[m,n] = op(A) op(B), row-major, with leading dimensions.
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
           int64_t ldb, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a, lda,
-              b, ldb, 0.f, c, ldc);
+  // oneDNN parallelises with OpenMP; this thread's share is already one shard of the pool.
+  thread_local bool single = (omp_set_num_threads(1), true);
+  (void)single;
+  dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
 }
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
           int64_t ldb, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda,
-              b, ldb, 0.0, c, ldc);
-}
-
-void DisableBlasThreads() {
-  static const bool done = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
+  for (int64_t i = 0; i < m; ++i) {
+    double* ci = c + i * ldc;
+    std::fill(ci, ci + n, 0.0);
+    for (int64_t p = 0; p < k; ++p) {
+      const double av = ta ? a[p * lda + i] : a[i * lda + p];
+      if (tb) {
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * b[j * ldb + p];
+      } else {
+        const double* bp = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * bp[j];
+      }
+    }
+  }
 }
 
 template <typename T>
 class MatMulOp : public OpKernel {
  public:
   explicit MatMulOp(const Node& n)
-      : OpKernel(n), ta_(n.attr<bool>("transpose_a")), tb_(n.attr<bool>("transpose_b")) {
-    DisableBlasThreads();
-  }
+      : OpKernel(n), ta_(n.attr<bool>("transpose_a")), tb_(n.attr<bool>("transpose_b")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
