@@ -13,12 +13,10 @@
 namespace pf {
 namespace {
 
+// Read when an executor is built (once per signature), so a process can switch modes.
 bool SequentialMode() {
-  static const bool sequential = [] {
-    const char* env = std::getenv("PF_EXECUTOR");
-    return env != nullptr && std::strcmp(env, "sequential") == 0;
-  }();
-  return sequential;
+  const char* env = std::getenv("PF_EXECUTOR");
+  return env != nullptr && std::strcmp(env, "sequential") == 0;
 }
 
 Status Annotate(const Status& s, const Node& node, const Device& device) {
@@ -87,6 +85,7 @@ int Executor::num_nodes() const { return static_cast<int>(layout_->items.size())
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, const KernelSource& kernels) {
   auto layout = std::make_unique<Layout>();
   layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
+  const bool sequential = SequentialMode();
   std::unordered_map<const Node*, int> item_of;
   for (size_t i = 0; i < spec.nodes.size(); ++i) item_of[spec.nodes[i]] = static_cast<int>(i);
   std::map<Output, int> feed_index;
@@ -104,7 +103,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
     it.device = dev->second;
     PF_ASSIGN_OR_RETURN(it.kernel, kernels(*n, it.device));
     // With no pool threads (or PF_EXECUTOR=sequential) everything runs inline on the caller.
-    it.expensive = it.kernel->IsExpensive() && !SequentialMode() && layout->pool->num_threads() > 0;
+    it.expensive = it.kernel->IsExpensive() && !sequential && layout->pool->num_threads() > 0;
     it.input_base = layout->num_slots;
     it.num_inputs = n->num_inputs();
     layout->num_slots += it.num_inputs;

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <future>
 #include <thread>
+#include <set>
 #include <fstream>
 #include <unistd.h>
 
@@ -272,6 +273,45 @@ TEST_CASE("Placement log in TensorFlow's format, once per placement", "[executor
   CHECK(lines[2] == "a: (Const): /job:localhost/replica:0/task:0/device:CPU:0");
   CHECK(lines[3] == "b: (Neg): /job:localhost/replica:0/task:0/device:CPU:0");
   CHECK(lines[4] == "Placement summary: 2 nodes on CPU:0, 0 Send/Recv pairs, 0 soft fallbacks");
+}
+
+}  // namespace
+}  // namespace pf
+
+namespace pf {
+namespace {
+
+std::mutex thread_ids_mu;
+std::set<std::thread::id>* thread_ids = new std::set<std::thread::id>();
+class TestThreadIdOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for a pool thread to pick up siblings
+    std::lock_guard<std::mutex> lock(thread_ids_mu);
+    thread_ids->insert(std::this_thread::get_id());
+    return ctx->ForwardInput(0, 0);
+  }
+};
+PF_REGISTER_OP(OpDef("TestThreadId").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestThreadId", "CPU"), TestThreadIdOp);
+
+TEST_CASE("PF_EXECUTOR=sequential runs every node on the calling thread", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root, Tensor(DT_FLOAT, {4}));
+  std::vector<Output> branches;
+  for (int i = 0; i < 6; ++i) branches.push_back(NodeBuilder(root, "TestThreadId").Input(ops::Neg(root, a)).Finalize());
+  Output sum = ops::AddN(root, branches);
+  thread_ids->clear();
+  setenv("PF_EXECUTOR", "sequential", 1);
+  {
+    Session sess(g);
+    CHECK(sess.Run({sum})[0].shape() == Shape{4});
+  }
+  unsetenv("PF_EXECUTOR");
+  REQUIRE(thread_ids->size() == 1);
+  CHECK(*thread_ids->begin() == std::this_thread::get_id());
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+// Placer rules on fake devices (no GPU needed).
+#include "graph/kernel.h"
+#include "placer/placer.h"
+#include "tests/testing/fake_devices.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+using testing::FakeDeviceSet;
+
+// Kernels for FAKE_GPU: MatMul, Neg, Identity, Variable and Assign float; no kernel for Exp.
+class NopKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext*) override { return Status::OK(); }
+};
+PF_REGISTER_KERNEL(KernelDef("MatMul", "FAKE_GPU").TypeConstraint("T", {DT_FLOAT}), NopKernel);
+PF_REGISTER_KERNEL(KernelDef("Neg", "FAKE_GPU").TypeConstraint("T", {DT_FLOAT}), NopKernel);
+PF_REGISTER_KERNEL(KernelDef("Const", "FAKE_GPU"), NopKernel);
+PF_REGISTER_KERNEL(KernelDef("Identity", "FAKE_GPU"), NopKernel);
+
+std::string Where(const Placement& p, Output o) { return p.device.at(o.node)->name(); }
+
+const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+const char* kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+const char* kGpu0 = "/job:localhost/replica:0/task:0/device:FAKE_GPU:0";
+const char* kGpu1 = "/job:localhost/replica:0/task:0/device:FAKE_GPU:1";
+
+TEST_CASE("Default placement prefers the highest-priority device with a kernel", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(2, 2);
+  REQUIRE(devices.devices().front()->name() == kGpu0);  // sorted despite out-of-order adds
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root, Tensor(DT_FLOAT, {2, 2}));
+  Output m = ops::MatMul(root, c, c);
+  Output e = ops::Exp(root, m);  // no FAKE_GPU kernel
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, m) == kGpu0);
+  CHECK(Where(*p, e) == kCpu0);
+  CHECK(p->fallbacks.empty());
+}
+
+TEST_CASE("Requested devices, partial specs and wildcards", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(2, 2);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root, Tensor(DT_FLOAT, {2, 2}));
+  Output on_cpu1 = ops::Neg(root.WithDevice("/cpu:1"), c);
+  Output on_gpu1 = ops::Neg(root.WithDevice("/device:FAKE_GPU:1"), c);
+  Output any_gpu = ops::Neg(root.WithDevice("/device:FAKE_GPU:*"), c);
+  Output job = ops::Neg(root.WithDevice("/job:localhost"), c);
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, on_cpu1) == kCpu1);
+  CHECK(Where(*p, on_gpu1) == kGpu1);
+  CHECK(Where(*p, any_gpu) == kGpu0);
+  CHECK(Where(*p, job) == kGpu0);
+}
+
+TEST_CASE("Unsatisfiable requests fail, or fall back with soft placement", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(1, 2);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root, Tensor(DT_FLOAT, {2, 2}));
+  Output far = ops::Neg(root.WithOpName("far").WithDevice("/device:FAKE_GPU:11"), c);
+  auto strict = Place(g.nodes(), devices, {});
+  REQUIRE_FALSE(strict.ok());
+  CHECK_THAT(strict.status().message(),
+             Contains("Cannot assign a device for operation far: Could not satisfy explicit device specification "
+                      "'/device:FAKE_GPU:11' because no devices matching that specification are registered in this "
+                      "process; available devices: " + std::string(kGpu0)));
+  auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
+  REQUIRE(soft.ok());
+  CHECK(Where(*soft, far) == kGpu0);  // same type, any id
+  REQUIRE(soft->fallbacks.size() == 1);
+  CHECK_THAT(soft->fallbacks[0], Contains("far (Neg) requested '/device:FAKE_GPU:11'"));
+
+  Graph g2;
+  Scope r2 = Scope::Root(&g2);
+  Output e = ops::Exp(r2.WithOpName("e").WithDevice("/device:FAKE_GPU:0"), ops::Const(r2, Tensor(DT_FLOAT, {2})));
+  auto no_kernel = Place(g2.nodes(), devices, {});
+  REQUIRE_FALSE(no_kernel.ok());
+  CHECK_THAT(no_kernel.status().message(), Contains("because no supported kernel for FAKE_GPU devices is available"));
+  CHECK_THAT(no_kernel.status().message(), Contains("e: Exp (requested '/device:FAKE_GPU:0', supported device types: [CPU])"));
+  auto soft2 = Place(g2.nodes(), devices, {.allow_soft_placement = true});
+  REQUIRE(soft2.ok());
+  CHECK(Where(*soft2, e) == kCpu0);
+}
+
+TEST_CASE("A variable and the ops that take it by reference are placed together", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(1, 1);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  // Assign has no FAKE_GPU kernel, so the whole group (variable, Assign, read) goes to the CPU.
+  Variable v = GetVariable(root, "v", {2}, init::Zeros());
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, v.ref()) == kCpu0);
+  CHECK(Where(*p, v.initializer().node) == kCpu0);
+  CHECK(Where(*p, v.value()) == kCpu0);
+  // Explicit colocation pulls a GPU-capable op to its partner.
+  Output w = ops::Neg(root.WithOpName("w").WithDevice("/cpu:0"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output friend_op = ops::Neg(root.ColocateWith(w), w);
+  auto q = Place(g.nodes(), devices, {});
+  REQUIRE(q.ok());
+  CHECK(Where(*q, friend_op) == kCpu0);
+}
+
+TEST_CASE("Ops without any kernel are reported in TensorFlow's words", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(1, 1);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  // Sqrt of int32 cannot even be built; Pow of int32 neither. Use a test-only op without kernels.
+  static OpRegistrar reg(OpDef("TestNoKernel").Output("y", "float").SetShapeFn(ScalarShape));
+  NodeBuilder(root.WithOpName("lonely"), "TestNoKernel").Finalize();
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == Code::kNotFound);
+  CHECK_THAT(p.status().message(), Contains("No OpKernel was registered to support Op 'TestNoKernel' used by {{node lonely}}"));
+  CHECK_THAT(p.status().message(), Contains("<no registered kernels>"));
+}
+
+TEST_CASE("A session on two CPU devices runs nodes where they were asked", "[placer][executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithDevice("/cpu:1"), Tensor::FromVector<float>({1, 2}));
+  Output b = ops::Square(root.WithOpName("sq").WithDevice("/cpu:1"), a);
+  Output c = ops::Neg(root.WithOpName("neg").WithDevice("/cpu:0"), b);
+  SessionOptions opts;
+  opts.device_count["CPU"] = 2;
+  Session sess(g, opts);
+  CHECK(sess.Run({c})[0].DebugString() == "Tensor<float [2]> [-1, -4]");
+  auto where = sess.DevicePlacement();
+  CHECK(where.at("sq") == kCpu1);
+  CHECK(where.at("neg") == kCpu0);
+  Session one(g);  // /cpu:1 does not exist here
+  CHECK_THROWS_WITH(one.Run({c}), Contains("Could not satisfy explicit device specification '/device:CPU:1'"));
+  SessionOptions soft;
+  soft.allow_soft_placement = true;
+  Session fallback(g, soft);
+  CHECK(fallback.Run({c})[0].DebugString() == "Tensor<float [2]> [-1, -4]");
+  CHECK(fallback.DevicePlacement().at("sq") == kCpu0);
+}
+
+}  // namespace
+}  // namespace pf

@@ -1,0 +1,28 @@
+// Fake devices for placer tests: any type, any id, a priority, host memory underneath.
+#pragma once
+
+#include "devices/device_set.h"
+
+namespace pf::testing {
+
+class FakeDevice : public Device {
+ public:
+  FakeDevice(std::string type, int id, int priority) : Device(std::move(type), id), priority_(priority) {}
+  Allocator* GetAllocator() override { return CpuAllocator(); }
+  int priority() const override { return priority_; }
+
+ private:
+  int priority_;
+};
+
+// `cpus` CPU devices and `gpus` devices of type FAKE_GPU (priority 200), added out of order.
+inline DeviceSet FakeDeviceSet(int cpus, int gpus) {
+  DeviceSet set;
+  for (int i = std::max(cpus, gpus) - 1; i >= 0; --i) {
+    if (i < gpus) set.Add(std::make_unique<FakeDevice>("FAKE_GPU", i, 200));
+    if (i < cpus) set.Add(std::make_unique<FakeDevice>("CPU", i, 100));
+  }
+  return set;
+}
+
+}  // namespace pf::testing

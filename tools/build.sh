@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   bash tools/build.sh train   # install missing packages, build (Release), run the main job
+#   bash tools/build.sh test    # install missing packages, build (Release), run the test suite
+# Extra arguments go to pf-train or ctest. BUILD_DIR (default: build) picks the build folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-train}"
+shift || true
+build_dir="${BUILD_DIR:-build}"
+
+packages=(g++ cmake ninja-build libfmt-dev libspdlog-dev catch2 libdnnl-dev zlib1g-dev dataset-fashion-mnist)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "placeflow needs these Debian packages: ${missing[*]}"
+    echo "run as root:  $cmd"
+    exit 1
+  fi
+  echo "installing: ${missing[*]}"
+  bash -c "$cmd"
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build_dir" -j "$(nproc)"
+
+case "$mode" in
+  train)
+    "$build_dir/tools/pf-train" --log-device-placement "$@"
+    ;;
+  test)
+    ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" "$@"
+    ;;
+  *)
+    echo "usage: bash tools/build.sh train|test [args]" >&2
+    exit 2
+    ;;
+esac
