@@ -25,7 +25,15 @@
 namespace pf {
 
 class ShapeContext;
+class Scope;
+class Node;
+struct Output;
 using ShapeFn = std::function<Status(ShapeContext&)>;
+// Builds the gradients of a node's inputs from the gradients of its outputs. grad_outputs
+// has one entry per output (zeros were filled in where nothing flowed back); grad_inputs gets
+// one entry per input, a null Output where no gradient flows. Nodes go under `scope`.
+using GradFn = std::function<Status(const Scope& scope, const Node& node, const std::vector<Output>& grad_outputs,
+                                    std::vector<Output>* grad_inputs)>;
 
 struct ArgDef {
   std::string name;
@@ -51,6 +59,7 @@ class OpDef {
   OpDef& SetShapeFn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }
   // No gradient flows through this op (checked by the registry test; gradients come later).
   OpDef& SetNotDifferentiable() { differentiable_ = false; return *this; }
+  OpDef& SetGradient(GradFn fn) { grad_fn_ = std::move(fn); return *this; }
 
   const std::string& name() const { return name_; }
   const std::vector<ArgDef>& inputs() const { return inputs_; }
@@ -60,6 +69,7 @@ class OpDef {
   bool stateful() const { return stateful_; }
   bool differentiable() const { return differentiable_; }
   const ShapeFn& shape_fn() const { return shape_fn_; }
+  const GradFn& grad_fn() const { return grad_fn_; }
 
  private:
   std::string name_;
@@ -70,6 +80,7 @@ class OpDef {
   bool stateful_ = false;
   bool differentiable_ = true;
   ShapeFn shape_fn_;
+  GradFn grad_fn_;
 };
 
 class OpRegistry {

@@ -1,4 +1,5 @@
 // Const, Placeholder, Identity, StopGradient, NoOp.
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -57,7 +58,15 @@ class IdentityOp : public OpKernel {
 
 const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16};
 
-PF_REGISTER_OP(OpDef("Identity").Input("input", "T").Output("output", "T").TypeAttr("T", kAllTypes).SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("Identity")
+                   .Input("input", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .SetGradient([](const Scope&, const Node&, const Grads& g, Grads* dx) {
+                     *dx = {g[0]};
+                     return Status::OK();
+                   })
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("Identity", kDeviceCpu), IdentityOp);
 PF_REGISTER_OP(OpDef("StopGradient")
                    .Input("input", "T")

@@ -2,6 +2,7 @@
 // serves every dtype of the same element size.
 #include <cstring>
 
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -9,6 +10,33 @@ namespace pf {
 namespace {
 
 const std::vector<DType> kAnyTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
+
+// ---- gradients ----
+PF_GRAD(TransposeGrad) {
+  const auto& perm = n.attr<std::vector<int64_t>>("perm");
+  std::vector<int32_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int32_t>(i);
+  *dx = {ops::Transpose(s, g[0], inverse)};
+  return Status::OK();
+}
+PF_GRAD(ConcatGradFn) {
+  Node* split = NodeBuilder(s, "ConcatGrad").Input(g[0]).InputList(n.inputs()).Attr("axis", n.attr<int64_t>("axis")).Finalize();
+  dx->clear();
+  for (int i = 0; i < split->num_outputs(); ++i) dx->emplace_back(split, i);
+  return Status::OK();
+}
+PF_GRAD(SplitGrad) {
+  *dx = {ops::Concat(s, g, static_cast<int>(n.attr<int64_t>("axis")))};
+  return Status::OK();
+}
+PF_GRAD(SliceGradFn) {
+  *dx = {NodeBuilder(s, "SliceGrad").Input(g[0]).Input(n.input(0)).Attr("begin", n.attr<std::vector<int64_t>>("begin")).Finalize()};
+  return Status::OK();
+}
+PF_GRAD(GatherGradFn) {
+  *dx = {NodeBuilder(s, "GatherGrad").Input(g[0]).Input(n.input(1)).Input(n.input(0)).Finalize(), Output()};
+  return Status::OK();
+}
 
 // ---- Transpose ----
 Status TransposeShape(ShapeContext& c) {
@@ -73,6 +101,7 @@ PF_REGISTER_OP(OpDef("Transpose")
                    .Output("y", "T")
                    .RequiredAttr("perm")
                    .TypeAttr("T", kAnyTypes)
+                   .SetGradient(TransposeGrad)
                    .SetShapeFn(TransposeShape));
 PF_REGISTER_KERNEL(KernelDef("Transpose", kDeviceCpu), TransposeOp);
 
@@ -156,6 +185,7 @@ PF_REGISTER_OP(OpDef("Concat")
                    .RequiredAttr("axis")
                    .RequiredAttr("N")
                    .TypeAttr("T", kAnyTypes)
+                   .SetGradient(ConcatGradFn)
                    .SetShapeFn(ConcatShape));
 PF_REGISTER_KERNEL(KernelDef("Concat", kDeviceCpu), ConcatOp);
 
@@ -211,6 +241,7 @@ PF_REGISTER_OP(OpDef("Split")
                    .RequiredAttr("axis")
                    .RequiredAttr("num_split")
                    .TypeAttr("T", kAnyTypes)
+                   .SetGradient(SplitGrad)
                    .SetShapeFn(SplitShape));
 PF_REGISTER_KERNEL(KernelDef("Split", kDeviceCpu), SplitOp);
 
@@ -284,6 +315,7 @@ PF_REGISTER_OP(OpDef("Slice")
                    .RequiredAttr("begin")
                    .RequiredAttr("size")
                    .TypeAttr("T", kAnyTypes)
+                   .SetGradient(SliceGradFn)
                    .SetShapeFn(SliceShape));
 PF_REGISTER_KERNEL(KernelDef("Slice", kDeviceCpu), SliceOp);
 
@@ -330,6 +362,7 @@ PF_REGISTER_OP(OpDef("Gather")
                    .Output("output", "Tparams")
                    .TypeAttr("Tparams", kAnyTypes)
                    .TypeAttr("Tindices", kIndexTypes)
+                   .SetGradient(GatherGradFn)
                    .SetShapeFn(GatherShape));
 PF_REGISTER_KERNEL(KernelDef("Gather", kDeviceCpu).TypeConstraint("Tindices", {DT_INT32}), GatherOp<int32_t>);
 PF_REGISTER_KERNEL(KernelDef("Gather", kDeviceCpu).TypeConstraint("Tindices", {DT_INT64}), GatherOp<int64_t>);

@@ -1,4 +1,5 @@
 // Ops that make values from shapes or convert them: Cast, Fill, ZerosLike, OnesLike, OneHot.
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -30,6 +31,12 @@ PF_REGISTER_OP(OpDef("Cast")
                    .Output("y", "DstT")
                    .TypeAttr("SrcT", kCastTypes)
                    .TypeAttr("DstT", kCastTypes)
+                   .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
+                     // Only real-to-real casts carry a gradient.
+                     const DType src = n.attr<DType>("SrcT");
+                     *dx = {IsReal(src) && IsReal(n.attr<DType>("DstT")) ? ops::Cast(s, g[0], src) : Output()};
+                     return Status::OK();
+                   })
                    .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("Cast", kDeviceCpu), CastOp);
 

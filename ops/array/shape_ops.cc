@@ -1,4 +1,5 @@
 // Ops that only change the view of a buffer: Reshape, ExpandDims, Squeeze; and Shape itself.
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -13,6 +14,14 @@ class ForwardOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override { return ctx->ForwardInput(0, 0); }
   bool IsExpensive() const override { return false; }
 };
+
+// Reshape, ExpandDims, Squeeze: the gradient takes the input's shape back.
+PF_GRAD(ReshapeGrad) {
+  Grads out(n.num_inputs());
+  out[0] = ops::Reshape(s, g[0], ops::ShapeOf(s, n.input(0)));
+  *dx = out;
+  return Status::OK();
+}
 
 Status ReshapeShape(ShapeContext& c) {
   PF_ASSIGN_OR_RETURN(Shape target, c.ShapeFromInputTensor(1));
@@ -54,6 +63,7 @@ PF_REGISTER_OP(OpDef("Reshape")
                    .Output("output", "T")
                    .TypeAttr("T", kAnyTypes)
                    .TypeAttr("Tshape", kIndexTypes, DT_INT32)
+                   .SetGradient(ReshapeGrad)
                    .SetShapeFn(ReshapeShape));
 PF_REGISTER_KERNEL(KernelDef("Reshape", kDeviceCpu).HostMemory("shape"), ForwardOp);
 
@@ -62,6 +72,7 @@ PF_REGISTER_OP(OpDef("ExpandDims")
                    .Output("output", "T")
                    .Attr("axis", int64_t{0})
                    .TypeAttr("T", kAnyTypes)
+                   .SetGradient(ReshapeGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      Shape in = c.input(0);
                      if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
@@ -77,6 +88,7 @@ PF_REGISTER_OP(OpDef("Squeeze")
                    .Output("output", "T")
                    .Attr("squeeze_dims", std::vector<int64_t>{})
                    .TypeAttr("T", kAnyTypes)
+                   .SetGradient(ReshapeGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      const Shape& in = c.input(0);
                      if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -59,6 +60,74 @@ struct RsqrtF { template <typename T> T operator()(T a) const { return T(1) / st
 struct ExpF { template <typename T> T operator()(T a) const { return std::exp(a); } };
 struct LogF { template <typename T> T operator()(T a) const { return std::log(a); } };
 
+// ---- gradients ----
+PF_GRAD(AddGrad) {
+  *dx = {SumToShapeOf(s, g[0], n.input(0)), SumToShapeOf(s, g[0], n.input(1))};
+  return Status::OK();
+}
+PF_GRAD(SubGrad) {
+  *dx = {SumToShapeOf(s, g[0], n.input(0)), SumToShapeOf(s, ops::Neg(s, g[0]), n.input(1))};
+  return Status::OK();
+}
+PF_GRAD(MulGrad) {
+  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], n.input(1)), n.input(0)), SumToShapeOf(s, ops::Mul(s, g[0], n.input(0)), n.input(1))};
+  return Status::OK();
+}
+PF_GRAD(DivGrad) {
+  // d(x/y)/dy = -x/y^2 = -out/y.
+  *dx = {SumToShapeOf(s, ops::Div(s, g[0], n.input(1)), n.input(0)),
+         SumToShapeOf(s, ops::Neg(s, ops::Mul(s, g[0], ops::Div(s, Out(n), n.input(1)))), n.input(1))};
+  return Status::OK();
+}
+// Maximum/Minimum: the gradient goes to the input that won (ties to x, as TensorFlow).
+Status SelectGrad(const Scope& s, const Node& n, const Grads& g, Grads* dx, bool max) {
+  const Output x = n.input(0), y = n.input(1);
+  const DType t = x.dtype();
+  Output y_wins = ops::Cast(s, max ? ops::Greater(s, y, x) : ops::Less(s, y, x), t);
+  Output x_wins = ops::Sub(s, ScalarOf(s, 1, t), y_wins);
+  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], x_wins), x), SumToShapeOf(s, ops::Mul(s, g[0], y_wins), y)};
+  return Status::OK();
+}
+PF_GRAD(MaximumGrad) { return SelectGrad(s, n, g, dx, true); }
+PF_GRAD(MinimumGrad) { return SelectGrad(s, n, g, dx, false); }
+PF_GRAD(PowGrad) {
+  // dx = g * y * x^(y-1); dy = g * x^y * log(x), taken as 0 where x <= 0.
+  const Output x = n.input(0), y = n.input(1);
+  const DType t = x.dtype();
+  Output gx = ops::Mul(s, g[0], ops::Mul(s, y, ops::Pow(s, x, ops::Sub(s, y, ScalarOf(s, 1, t)))));
+  Output positive = ops::Cast(s, ops::Greater(s, x, ScalarOf(s, 0, t)), t);
+  Output safe_log = ops::Mul(s, ops::Log(s, ops::Maximum(s, x, ScalarOf(s, 1e-30, t))), positive);
+  Output gy = ops::Mul(s, g[0], ops::Mul(s, Out(n), safe_log));
+  *dx = {SumToShapeOf(s, gx, x), SumToShapeOf(s, gy, y)};
+  return Status::OK();
+}
+PF_GRAD(NegGrad) {
+  *dx = {ops::Neg(s, g[0])};
+  return Status::OK();
+}
+PF_GRAD(SquareGrad) {
+  *dx = {ops::Mul(s, g[0], ops::Mul(s, ScalarOf(s, 2, n.input(0).dtype()), n.input(0)))};
+  return Status::OK();
+}
+PF_GRAD(SqrtGrad) {
+  *dx = {ops::Div(s, ops::Mul(s, g[0], ScalarOf(s, 0.5, n.input(0).dtype())), Out(n))};
+  return Status::OK();
+}
+PF_GRAD(RsqrtGrad) {
+  // d(x^-1/2) = -1/2 x^-3/2 = -1/2 y^3
+  Output y = Out(n);
+  *dx = {ops::Mul(s, g[0], ops::Mul(s, ScalarOf(s, -0.5, y.dtype()), ops::Mul(s, y, ops::Square(s, y))))};
+  return Status::OK();
+}
+PF_GRAD(ExpGrad) {
+  *dx = {ops::Mul(s, g[0], Out(n))};
+  return Status::OK();
+}
+PF_GRAD(LogGrad) {
+  *dx = {ops::Div(s, g[0], n.input(0))};
+  return Status::OK();
+}
+
 OpDef BinaryDef(const char* name, const std::vector<DType>& types) {
   return OpDef(name).Input("x", "T").Input("y", "T").Output("z", "T").TypeAttr("T", types).SetShapeFn(BroadcastBinaryShape);
 }
@@ -86,21 +155,21 @@ KernelDef Cpu(const char* op, DType t) { return KernelDef(op, kDeviceCpu).TypeCo
   PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>);           \
   PF_REGISTER_KERNEL(Cpu(op, DT_DOUBLE), Kernel<double, F>)
 
-PF_REGISTER_OP(BinaryDef("Add", kNumberTypes));
+PF_REGISTER_OP(BinaryDef("Add", kNumberTypes).SetGradient(AddGrad));
 PF_CWISE_NUMBER_KERNELS("Add", BinaryOp, AddF);
-PF_REGISTER_OP(BinaryDef("Sub", kNumberTypes));
+PF_REGISTER_OP(BinaryDef("Sub", kNumberTypes).SetGradient(SubGrad));
 PF_CWISE_NUMBER_KERNELS("Sub", BinaryOp, SubF);
-PF_REGISTER_OP(BinaryDef("Mul", kNumberTypes));
+PF_REGISTER_OP(BinaryDef("Mul", kNumberTypes).SetGradient(MulGrad));
 PF_CWISE_NUMBER_KERNELS("Mul", BinaryOp, MulF);
-PF_REGISTER_OP(BinaryDef("Div", kNumberTypes));
+PF_REGISTER_OP(BinaryDef("Div", kNumberTypes).SetGradient(DivGrad));
 PF_CWISE_REAL_KERNELS("Div", BinaryOp, DivF);
 PF_REGISTER_KERNEL(Cpu("Div", DT_INT32), IntDivOp<int32_t>);
 PF_REGISTER_KERNEL(Cpu("Div", DT_INT64), IntDivOp<int64_t>);
-PF_REGISTER_OP(BinaryDef("Maximum", kNumberTypes));
+PF_REGISTER_OP(BinaryDef("Maximum", kNumberTypes).SetGradient(MaximumGrad));
 PF_CWISE_NUMBER_KERNELS("Maximum", BinaryOp, MaxF);
-PF_REGISTER_OP(BinaryDef("Minimum", kNumberTypes));
+PF_REGISTER_OP(BinaryDef("Minimum", kNumberTypes).SetGradient(MinimumGrad));
 PF_CWISE_NUMBER_KERNELS("Minimum", BinaryOp, MinF);
-PF_REGISTER_OP(BinaryDef("Pow", kRealTypes));
+PF_REGISTER_OP(BinaryDef("Pow", kRealTypes).SetGradient(PowGrad));
 PF_REGISTER_KERNEL(Cpu("Pow", DT_FLOAT), BinaryOp<float, PowF, 20>);
 PF_REGISTER_KERNEL(Cpu("Pow", DT_DOUBLE), BinaryOp<double, PowF, 20>);
 
@@ -111,18 +180,18 @@ PF_CWISE_NUMBER_KERNELS("Less", CompareOp, LessF);
 PF_REGISTER_OP(CompareDef("Greater"));
 PF_CWISE_NUMBER_KERNELS("Greater", CompareOp, GreaterF);
 
-PF_REGISTER_OP(UnaryDef("Neg", kNumberTypes));
+PF_REGISTER_OP(UnaryDef("Neg", kNumberTypes).SetGradient(NegGrad));
 PF_CWISE_NUMBER_KERNELS("Neg", UnaryOp, NegF);
-PF_REGISTER_OP(UnaryDef("Square", kNumberTypes));
+PF_REGISTER_OP(UnaryDef("Square", kNumberTypes).SetGradient(SquareGrad));
 PF_CWISE_NUMBER_KERNELS("Square", UnaryOp, SquareF);
-PF_REGISTER_OP(UnaryDef("Sqrt", kRealTypes));
+PF_REGISTER_OP(UnaryDef("Sqrt", kRealTypes).SetGradient(SqrtGrad));
 PF_CWISE_REAL_KERNELS("Sqrt", UnaryOp, SqrtF);
-PF_REGISTER_OP(UnaryDef("Rsqrt", kRealTypes));
+PF_REGISTER_OP(UnaryDef("Rsqrt", kRealTypes).SetGradient(RsqrtGrad));
 PF_CWISE_REAL_KERNELS("Rsqrt", UnaryOp, RsqrtF);
-PF_REGISTER_OP(UnaryDef("Exp", kRealTypes));
+PF_REGISTER_OP(UnaryDef("Exp", kRealTypes).SetGradient(ExpGrad));
 PF_REGISTER_KERNEL(Cpu("Exp", DT_FLOAT), UnaryOp<float, ExpF, 10>);
 PF_REGISTER_KERNEL(Cpu("Exp", DT_DOUBLE), UnaryOp<double, ExpF, 10>);
-PF_REGISTER_OP(UnaryDef("Log", kRealTypes));
+PF_REGISTER_OP(UnaryDef("Log", kRealTypes).SetGradient(LogGrad));
 PF_REGISTER_KERNEL(Cpu("Log", DT_FLOAT), UnaryOp<float, LogF, 10>);
 PF_REGISTER_KERNEL(Cpu("Log", DT_DOUBLE), UnaryOp<double, LogF, 10>);
 

@@ -5,6 +5,7 @@
 #include <dnnl.h>
 #include <omp.h>
 
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -98,6 +99,17 @@ class MatMulOp : public OpKernel {
   bool ta_, tb_;
 };
 
+// TensorFlow's _MatMulGrad: for C = op(A) op(B), dA and dB in the same transposed forms.
+PF_GRAD(MatMulGrad) {
+  const bool ta = n.attr<bool>("transpose_a"), tb = n.attr<bool>("transpose_b");
+  const Output a = n.input(0), b = n.input(1);
+  if (!ta && !tb) *dx = {ops::MatMul(s, g[0], b, false, true), ops::MatMul(s, a, g[0], true, false)};
+  else if (!ta && tb) *dx = {ops::MatMul(s, g[0], b, false, false), ops::MatMul(s, g[0], a, true, false)};
+  else if (ta && !tb) *dx = {ops::MatMul(s, b, g[0], false, true), ops::MatMul(s, a, g[0], false, false)};
+  else *dx = {ops::MatMul(s, b, g[0], true, true), ops::MatMul(s, g[0], a, true, true)};
+  return Status::OK();
+}
+
 PF_REGISTER_OP(OpDef("MatMul")
                    .Input("a", "T")
                    .Input("b", "T")
@@ -105,6 +117,7 @@ PF_REGISTER_OP(OpDef("MatMul")
                    .Attr("transpose_a", false)
                    .Attr("transpose_b", false)
                    .TypeAttr("T", kRealTypes)
+                   .SetGradient(MatMulGrad)
                    .SetShapeFn(MatMulShape));
 PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MatMulOp<float>);
 PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MatMulOp<double>);

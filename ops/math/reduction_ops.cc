@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/grad_util.h"
+#include "ops/math/reduce_impl.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -34,21 +36,7 @@ Status ReduceShape(ShapeContext& c) {
   return Status::OK();
 }
 
-struct SumR {
-  template <typename T> static T Init() { return T(0); }
-  template <typename T> static T Combine(T a, T b) { return a + b; }
-};
-struct MaxR {
-  template <typename T> static T Init() { return std::numeric_limits<T>::lowest(); }
-  template <typename T> static T Combine(T a, T b) { return a > b ? a : b; }
-};
-struct MinR {
-  template <typename T> static T Init() { return std::numeric_limits<T>::max(); }
-  template <typename T> static T Combine(T a, T b) { return a < b ? a : b; }
-};
-
-// Reduce over the middle of [outer, reduce, inner], the layout left after merging
-// neighbouring dims; other patterns go through a general strided walk.
+// Reductions over `axes` of the input; Mean divides by the count afterwards.
 template <typename T, typename R, bool kMean>
 class ReduceOp : public OpKernel {
  public:
@@ -57,28 +45,9 @@ class ReduceOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(auto reduced, ReducedDims(axes_, in.rank()));
-    // Merge neighbouring dims with the same reduced flag.
-    std::vector<int64_t> dims;
-    std::vector<bool> red;
-    for (int d = 0; d < in.rank(); ++d) {
-      if (in.dim(d) == 1) continue;
-      if (!red.empty() && red.back() == reduced[d]) dims.back() *= in.dim(d);
-      else { dims.push_back(in.dim(d)); red.push_back(reduced[d]); }
-    }
-    const T* x = in.data<T>();
-    T* y = out->data<T>();
-    const int64_t count = out->num_elements() == 0 ? 0 : in.num_elements() / out->num_elements();
-    int64_t outer = 1, reduce = 1, inner = 1;
-    size_t i = 0;
-    if (i < red.size() && !red[i]) outer = dims[i++];
-    if (i < red.size() && red[i]) reduce = dims[i++];
-    if (i < red.size() && !red[i]) inner = dims[i++];
-    if (i == red.size()) {
-      ReduceOuterInner(ctx, x, y, outer, reduce, inner);
-    } else {
-      ReduceGeneral(in, reduced, x, y);
-    }
+    Reduce<T, R>(ctx, in, reduced, out);
     if constexpr (kMean) {
+      const int64_t count = out->num_elements() == 0 ? 0 : in.num_elements() / out->num_elements();
       if (count > 0) {
         for (T& v : out->flat<T>()) v = v / static_cast<T>(count);
       }
@@ -87,66 +56,27 @@ class ReduceOp : public OpKernel {
   }
 
  private:
-  void ReduceOuterInner(OpKernelContext* ctx, const T* x, T* y, int64_t outer, int64_t reduce, int64_t inner) {
-    if (inner == 1) {
-      ParallelFor(ctx, outer, reduce, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-          const T* row = x + o * reduce;
-          // Eight partial accumulators so the compiler can vectorise without reassociating.
-          T acc[8];
-          std::fill(acc, acc + 8, R::template Init<T>());
-          int64_t r = 0;
-          for (; r + 8 <= reduce; r += 8) {
-            for (int l = 0; l < 8; ++l) acc[l] = R::Combine(acc[l], row[r + l]);
-          }
-          for (; r < reduce; ++r) acc[0] = R::Combine(acc[0], row[r]);
-          T v = acc[0];
-          for (int l = 1; l < 8; ++l) v = R::Combine(v, acc[l]);
-          y[o] = v;
-        }
-      });
-      return;
-    }
-    // Parallel over (outer, inner-block) pairs; each accumulates `reduce` rows of its block.
-    const int64_t kBlock = 256;
-    const int64_t blocks = (inner + kBlock - 1) / kBlock;
-    ParallelFor(ctx, outer * blocks, reduce * std::min(inner, kBlock), [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t o = t / blocks, i0 = (t % blocks) * kBlock, i1 = std::min(inner, i0 + kBlock);
-        T* yo = y + o * inner;
-        for (int64_t i = i0; i < i1; ++i) yo[i] = R::template Init<T>();
-        for (int64_t r = 0; r < reduce; ++r) {
-          const T* row = x + (o * reduce + r) * inner;
-          for (int64_t i = i0; i < i1; ++i) yo[i] = R::Combine(yo[i], row[i]);
-        }
-      }
-    });
-  }
-
-  void ReduceGeneral(const Tensor& in, const std::vector<bool>& reduced, const T* x, T* y) {
-    const int rank = in.rank();
-    // Output strides per input dim (0 on reduced dims).
-    std::vector<int64_t> ostride(rank, 0);
-    int64_t s = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      if (!reduced[d]) { ostride[d] = s; s *= in.dim(d); }
-    }
-    const int64_t nout = s;
-    std::fill(y, y + nout, R::template Init<T>());
-    std::vector<int64_t> idx(rank, 0);
-    for (int64_t i = 0; i < in.num_elements(); ++i) {
-      int64_t o = 0;
-      for (int d = 0; d < rank; ++d) o += idx[d] * ostride[d];
-      y[o] = R::Combine(y[o], x[i]);
-      for (int d = rank - 1; d >= 0; --d) {
-        if (++idx[d] < in.dim(d)) break;
-        idx[d] = 0;
-      }
-    }
-  }
-
   std::vector<int64_t> axes_;
 };
+
+PF_GRAD(SumGrad) {
+  *dx = {ReduceGrad(s, g[0], n.input(0), n.attr<std::vector<int64_t>>("axes"), false)};
+  return Status::OK();
+}
+PF_GRAD(MeanGrad) {
+  *dx = {ReduceGrad(s, g[0], n.input(0), n.attr<std::vector<int64_t>>("axes"), true)};
+  return Status::OK();
+}
+// Max/Min: the gradient is shared among the elements equal to the result.
+PF_GRAD(MaxMinGrad) {
+  const auto& axes = n.attr<std::vector<int64_t>>("axes");
+  const Output x = n.input(0);
+  Output hit = ops::Cast(s, ops::Equal(s, x, ReduceGrad(s, Out(n), x, axes, false)), x.dtype());
+  std::vector<int32_t> axes32(axes.begin(), axes.end());
+  Output count = ReduceGrad(s, ops::Sum(s, hit, axes32), x, axes, false);
+  *dx = {ops::Div(s, ops::Mul(s, ReduceGrad(s, g[0], x, axes, false), hit), count)};
+  return Status::OK();
+}
 
 OpDef ReduceDef(const char* name) {
   return OpDef(name)
@@ -164,13 +94,13 @@ OpDef ReduceDef(const char* name) {
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}), ReduceOp<int32_t, R, mean>); \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}), ReduceOp<int64_t, R, mean>)
 
-PF_REGISTER_OP(ReduceDef("Sum"));
+PF_REGISTER_OP(ReduceDef("Sum").SetGradient(SumGrad));
 PF_REDUCE_KERNELS("Sum", SumR, false);
-PF_REGISTER_OP(ReduceDef("Mean"));
+PF_REGISTER_OP(ReduceDef("Mean").SetGradient(MeanGrad));
 PF_REDUCE_KERNELS("Mean", SumR, true);
-PF_REGISTER_OP(ReduceDef("Max"));
+PF_REGISTER_OP(ReduceDef("Max").SetGradient(MaxMinGrad));
 PF_REDUCE_KERNELS("Max", MaxR, false);
-PF_REGISTER_OP(ReduceDef("Min"));
+PF_REGISTER_OP(ReduceDef("Min").SetGradient(MaxMinGrad));
 PF_REDUCE_KERNELS("Min", MinR, false);
 
 // ---- ArgMax ----
@@ -256,6 +186,10 @@ PF_REGISTER_OP(OpDef("AddN")
                    .Output("sum", "T")
                    .RequiredAttr("N")
                    .TypeAttr("T", kNumberTypes)
+                   .SetGradient([](const Scope&, const Node& n, const Grads& g, Grads* dx) {
+                     dx->assign(n.num_inputs(), g[0]);
+                     return Status::OK();
+                   })
                    .SetShapeFn([](ShapeContext& c) {
                      Shape s = Shape::Unknown();
                      for (int i = 0; i < c.num_inputs(); ++i) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/grad_util.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -34,11 +35,17 @@ class BiasAddOp : public OpKernel {
   }
 };
 
+PF_GRAD(BiasAddGrad) {
+  *dx = {g[0], NodeBuilder(s, "BiasAddGrad").Input(g[0]).Finalize()};
+  return Status::OK();
+}
+
 PF_REGISTER_OP(OpDef("BiasAdd")
                    .Input("value", "T")
                    .Input("bias", "T")
                    .Output("output", "T")
                    .TypeAttr("T", kNumberTypes)
+                   .SetGradient(BiasAddGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 2));
                      PF_RETURN_IF_ERROR(c.WithRank(1, 1));
@@ -58,9 +65,9 @@ PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_DOUB
 PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT32}), BiasAddOp<int32_t>);
 PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT64}), BiasAddOp<int64_t>);
 
-struct ReluF { template <typename T> T operator()(T x) const { return x > T(0) ? x : T(0); } };
-struct SigmoidF { template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
-struct TanhF { template <typename T> T operator()(T x) const { return std::tanh(x); } };
+struct ReluFn { template <typename T> T operator()(T x) const { return x > T(0) ? x : T(0); } };
+struct SigmoidFn { template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct TanhFn { template <typename T> T operator()(T x) const { return std::tanh(x); } };
 
 template <typename T, typename F, int kCost>
 class ActivationOp : public OpKernel {
@@ -69,13 +76,24 @@ class ActivationOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F(), kCost); }
 };
 
+// Activation gradients from the forward output: ReluGrad, SigmoidGrad, TanhGrad(g, y).
+template <const char* kGradOp>
+Status ActivationGrad(const Scope& s, const Node& n, const Grads& g, Grads* dx) {
+  *dx = {NodeBuilder(s, kGradOp).Input(g[0]).Input(Out(n)).Finalize()};
+  return Status::OK();
+}
+constexpr char kReluGrad[] = "ReluGrad";
+constexpr char kSigmoidGrad[] = "SigmoidGrad";
+constexpr char kTanhGrad[] = "TanhGrad";
+
 #define PF_ACTIVATION(op, F, cost)                                                                              \
-  PF_REGISTER_OP(OpDef(op).Input("features", "T").Output("activations", "T").TypeAttr("T", kRealTypes).SetShapeFn(UnchangedShape)); \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), ActivationOp<float, F, cost>);   \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), ActivationOp<double, F, cost>)
-PF_ACTIVATION("Relu", ReluF, 1);
-PF_ACTIVATION("Sigmoid", SigmoidF, 15);
-PF_ACTIVATION("Tanh", TanhF, 15);
+  PF_REGISTER_OP(OpDef(op).Input("features", "T").Output("activations", "T").TypeAttr("T", kRealTypes)          \
+                     .SetGradient(ActivationGrad<k##F##Grad>).SetShapeFn(UnchangedShape));                       \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), ActivationOp<float, F##Fn, cost>);   \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), ActivationOp<double, F##Fn, cost>)
+PF_ACTIVATION("Relu", Relu, 1);
+PF_ACTIVATION("Sigmoid", Sigmoid, 15);
+PF_ACTIVATION("Tanh", Tanh, 15);
 
 // Softmax over the last axis, max-subtracted for stability.
 template <typename T, bool kLog>
@@ -113,16 +131,29 @@ class SoftmaxOp : public OpKernel {
   }
 };
 
+// softmax: dx = (g - sum(g * y, -1)) * y;  log_softmax: dx = g - exp(y) * sum(g, -1).
+PF_GRAD(SoftmaxGrad) {
+  Output y = Out(n);
+  Output dot = ops::Sum(s, ops::Mul(s, g[0], y), {-1}, true);
+  *dx = {ops::Mul(s, ops::Sub(s, g[0], dot), y)};
+  return Status::OK();
+}
+PF_GRAD(LogSoftmaxGrad) {
+  *dx = {ops::Sub(s, g[0], ops::Mul(s, ops::Exp(s, Out(n)), ops::Sum(s, g[0], {-1}, true)))};
+  return Status::OK();
+}
+
 #define PF_SOFTMAX(op, log)                                                                                  \
-  PF_REGISTER_OP(OpDef(op).Input("logits", "T").Output("softmax", "T").TypeAttr("T", kRealTypes).SetShapeFn( \
+  PF_REGISTER_OP(OpDef(#op).Input("logits", "T").Output("softmax", "T").TypeAttr("T", kRealTypes).SetGradient(   \
+      op##Grad).SetShapeFn(                                                                                     \
       [](ShapeContext& c) {                                                                                  \
         PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));                                                         \
         return UnchangedShape(c);                                                                            \
       }));                                                                                                   \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SoftmaxOp<float, log>);      \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SoftmaxOp<double, log>)
-PF_SOFTMAX("Softmax", false);
-PF_SOFTMAX("LogSoftmax", true);
+  PF_REGISTER_KERNEL(KernelDef(#op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SoftmaxOp<float, log>);     \
+  PF_REGISTER_KERNEL(KernelDef(#op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SoftmaxOp<double, log>)
+PF_SOFTMAX(Softmax, false);
+PF_SOFTMAX(LogSoftmax, true);
 
 Output Unary(const Scope& s, const char* op, Output x) { return NodeBuilder(s, op).Input(x).Finalize(); }
 

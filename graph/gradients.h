@@ -1,0 +1,30 @@
+// Symbolic gradients, TensorFlow's algorithm: the ops between xs and ys are visited from
+// ys backwards once all their consumers' gradients are in; several paths are summed with
+// AddN; StopGradient and non-differentiable ops cut paths.
+//
+//   std::vector<pf::Output> dw = pf::Gradients(root, {loss}, {w.value()});
+//   // nodes named gradients/<op>_grad/..., colocated with their forward op
+#pragma once
+
+#include <vector>
+
+#include "graph/scope.h"
+
+namespace pf {
+
+struct GradientOptions {
+  // Gradient nodes share a device with the op they differentiate (towers stay on their device).
+  bool colocate_gradients_with_ops = true;
+};
+
+// d(sum of ys)/d(xs). grad_ys (one per y; default ones) weight the ys. Throws pf::Error:
+// "Cannot compute the partial derivative for node 'z' as it's unreachable from the output
+// node(s)." for an x that does not reach any y, "No gradient defined for op: X" for a
+// differentiable op without a gradient function.
+std::vector<Output> Gradients(const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
+                              const std::vector<Output>& grad_ys = {}, const GradientOptions& options = {});
+StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector<Output>& ys,
+                                           const std::vector<Output>& xs, const std::vector<Output>& grad_ys = {},
+                                           const GradientOptions& options = {});
+
+}  // namespace pf
