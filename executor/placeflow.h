@@ -31,4 +31,5 @@
 #include "graph/scope.h"
 #include "graph/variables.h"
 #include "ops/ops.h"
+#include "ops/train/train.h"
 #include "placer/placer.h"

@@ -51,7 +51,7 @@ StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector
     }
   }
   for (const Output& x : xs) {
-    if (!between.count(x.node)) {
+    if (!between.count(x.node) && !options.null_for_unreachable) {
       return errors::InvalidArgument("Cannot compute the partial derivative for node '", x.node->name(),
                                      "' as it's unreachable from the output node(s).");
     }
@@ -113,6 +113,10 @@ StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector
   }
   std::vector<Output> result;
   for (const Output& x : xs) {
+    if (!between.count(x.node)) {
+      result.emplace_back();
+      continue;
+    }
     auto it = grads.find(x);
     if (it == grads.end() || it->second.empty()) {
       // Reachable only through paths that carry no gradient (StopGradient, integer ops).

@@ -15,6 +15,9 @@ namespace pf {
 struct GradientOptions {
   // Gradient nodes share a device with the op they differentiate (towers stay on their device).
   bool colocate_gradients_with_ops = true;
+  // An x that no y depends on gets a null Output instead of an error (tf.gradients returns
+  // None there; optimizers use this for variables the loss does not touch).
+  bool null_for_unreachable = false;
 };
 
 // d(sum of ys)/d(xs). grad_ys (one per y; default ones) weight the ys. Throws pf::Error:

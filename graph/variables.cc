@@ -112,6 +112,7 @@ Variable GetVariable(const Scope& scope, const std::string& name, const Shape& s
   // Variables ignore name scopes and control dependencies but keep the device scope.
   Scope vroot = Scope::Root(g).WithExactNameScope(full);
   if (!scope.device().IsEmpty()) vroot = vroot.WithDevice(scope.device_string());
+  for (Node* c : scope.colocation()) vroot = vroot.ColocateWith(c);
   Variable v;
   v.name_ = full;
   v.trainable_ = trainable;

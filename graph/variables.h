@@ -60,7 +60,8 @@ class Variable {
   bool trainable_ = true;
 };
 
-// Creates or reuses "<variable scope>/<name>" according to the scope's Reuse mode. Throws
+// Creates or reuses "<variable scope>/<name>" according to the scope's Reuse mode. The new
+// variable takes the scope's device and colocation (name scopes and control deps do not apply). Throws
 // pf::Error with TensorFlow's messages for an existing name without reuse, a missing name
 // with reuse, or a shape or dtype that differs from the existing variable. The default
 // initializer is GlorotUniform for floats and zeros otherwise.

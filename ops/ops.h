@@ -7,6 +7,7 @@
 //   pf::Output s = pf::ops::Sum(root, y, {1}, /*keep_dims=*/true);
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -74,6 +75,12 @@ Output Sigmoid(const Scope& s, Output x);
 Output Tanh(const Scope& s, Output x);
 Output Softmax(const Scope& s, Output logits);
 Output LogSoftmax(const Scope& s, Output logits);
+// Losses: fused and stable. The softmax ones return (per-example loss, d loss / d logits).
+std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels);
+std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels);
+Output SigmoidCrossEntropyWithLogits(const Scope& s, Output logits, Output labels);  // elementwise
+Output MeanSquaredError(const Scope& s, Output predictions, Output labels);         // scalar, broadcasting
+Output L2Loss(const Scope& s, Output t);                                             // sum(t^2) / 2
 
 // --- random (seed = seed2 = 0: seeded from the graph seed if set, else nondeterministic) ---
 Output RandomUniform(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);

@@ -1,0 +1,256 @@
+// Fused, numerically stable losses with their own gradients: SoftmaxCrossEntropyWithLogits,
+// SparseSoftmaxCrossEntropyWithLogits, SigmoidCrossEntropyWithLogits, MeanSquaredError and
+// L2Loss. The softmax losses return (per-example loss, d loss / d logits) like TensorFlow,
+// so the gradient is one multiply; everything is computed from max-subtracted logits.
+#include <cmath>
+
+#include "ops/grad_util.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+// loss_r = logsumexp(x_r) - sum_c p_rc x_rc; backprop_r = softmax(x_r) - p_r.
+template <typename T, typename LabelFn>
+void SoftmaxXent(OpKernelContext* ctx, const Tensor& logits, LabelFn label, Tensor* loss, Tensor* backprop) {
+  const int64_t c = logits.dim(1), rows = logits.dim(0);
+  const T* x = logits.data<T>();
+  ParallelFor(ctx, rows, c * 20, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * c;
+      T* br = backprop->data<T>() + r * c;
+      T m = xr[0];
+      for (int64_t i = 1; i < c; ++i) m = std::max(m, xr[i]);
+      T sum = 0;
+      for (int64_t i = 0; i < c; ++i) sum += std::exp(xr[i] - m);
+      const T log_sum = std::log(sum);
+      T l = 0;
+      for (int64_t i = 0; i < c; ++i) {
+        const T p = label(r, i);
+        const T log_softmax = xr[i] - m - log_sum;
+        if (p != T(0)) l -= p * log_softmax;
+        br[i] = std::exp(log_softmax) - p;
+      }
+      loss->data<T>()[r] = l;
+    }
+  });
+}
+
+template <typename T>
+class SoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    if (logits.shape() != labels.shape()) {
+      return errors::InvalidArgument("logits and labels must be same size: logits_size=", logits.shape().ToString(),
+                                     " labels_size=", labels.shape().ToString());
+    }
+    PF_ASSIGN_OR_RETURN(Tensor* loss, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor* backprop, ctx->AllocateOutput(1));
+    const T* p = labels.data<T>();
+    const int64_t c = logits.dim(1);
+    SoftmaxXent<T>(ctx, logits, [&](int64_t r, int64_t i) { return p[r * c + i]; }, loss, backprop);
+    return Status::OK();
+  }
+};
+
+template <typename T, typename Index>
+class SparseSoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    if (labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
+      return errors::InvalidArgument("logits and labels must have the same first dimension, got logits shape ",
+                                     logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
+    }
+    const int64_t c = logits.dim(1);
+    const Index* y = labels.data<Index>();
+    for (int64_t r = 0; r < labels.num_elements(); ++r) {
+      if (y[r] < 0 || y[r] >= c) {
+        return errors::InvalidArgument("Received a label value of ", y[r], " which is outside the valid range of [0, ", c, ").");
+      }
+    }
+    PF_ASSIGN_OR_RETURN(Tensor* loss, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor* backprop, ctx->AllocateOutput(1));
+    SoftmaxXent<T>(ctx, logits, [&](int64_t r, int64_t i) { return i == y[r] ? T(1) : T(0); }, loss, backprop);
+    return Status::OK();
+  }
+};
+
+Status XentShape(ShapeContext& c) {
+  PF_RETURN_IF_ERROR(c.WithRank(0, 2));
+  const Shape& s = c.input(0);
+  c.set_output(0, s.unknown_rank() ? Shape{-1} : Shape{s.dim(0)});
+  c.set_output(1, s.unknown_rank() ? Shape{-1, -1} : s);
+  return Status::OK();
+}
+
+// d loss / d logits = g[:, None] * backprop (the second output is not differentiated).
+PF_GRAD(XentGrad) {
+  *dx = {ops::Mul(s, ops::ExpandDims(s, g[0], 1), Out(n, 1)), Output()};
+  return Status::OK();
+}
+
+PF_REGISTER_OP(OpDef("SoftmaxCrossEntropyWithLogits")
+                   .Input("features", "T")
+                   .Input("labels", "T")
+                   .Output("loss", "T")
+                   .Output("backprop", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .SetGradient(XentGrad)
+                   .SetShapeFn(XentShape));
+PF_REGISTER_KERNEL(KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SoftmaxXentOp<float>);
+PF_REGISTER_KERNEL(KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SoftmaxXentOp<double>);
+
+PF_REGISTER_OP(OpDef("SparseSoftmaxCrossEntropyWithLogits")
+                   .Input("features", "T")
+                   .Input("labels", "Tlabels")
+                   .Output("loss", "T")
+                   .Output("backprop", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("Tlabels", kIndexTypes)
+                   .SetGradient(XentGrad)
+                   .SetShapeFn(XentShape));
+#define PF_SPARSE_XENT(T, I)                                                                                    \
+  PF_REGISTER_KERNEL(KernelDef("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu)                               \
+                         .TypeConstraint("T", {DataTypeOf<T>()})                                                \
+                         .TypeConstraint("Tlabels", {DataTypeOf<I>()}),                                         \
+                     SparseSoftmaxXentOp<T, I>)
+PF_SPARSE_XENT(float, int32_t);
+PF_SPARSE_XENT(float, int64_t);
+PF_SPARSE_XENT(double, int32_t);
+PF_SPARSE_XENT(double, int64_t);
+
+// max(x, 0) - x z + log(1 + exp(-|x|)): no overflow for any x.
+template <typename T>
+class SigmoidXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    if (ctx->input(0).shape() != ctx->input(1).shape()) {
+      return errors::InvalidArgument("logits and labels must have the same shape (", ctx->input(0).shape().ToString(),
+                                     " vs ", ctx->input(1).shape().ToString(), ")");
+    }
+    return BinaryElementwise<T, T>(ctx, [](T x, T z) { return std::max(x, T(0)) - x * z + std::log1p(std::exp(-std::abs(x))); }, 20);
+  }
+};
+
+PF_REGISTER_OP(OpDef("SigmoidCrossEntropyWithLogits")
+                   .Input("logits", "T")
+                   .Input("labels", "T")
+                   .Output("loss", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
+                     const Output x = n.input(0), z = n.input(1);
+                     *dx = {ops::Mul(s, g[0], ops::Sub(s, ops::Sigmoid(s, x), z)), ops::Mul(s, g[0], ops::Neg(s, x))};
+                     return Status::OK();
+                   })
+                   .SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SigmoidXentOp<float>);
+PF_REGISTER_KERNEL(KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SigmoidXentOp<double>);
+
+// mean((p - l)^2) over the broadcast shape, in one pass.
+template <typename T>
+class MseOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(ctx->input(0).shape(), ctx->input(1).shape()));
+    // Reuse the broadcasting kernel into a scratch output, then reduce in double.
+    Tensor diff2(DataTypeOf<T>(), full);
+    OpKernelContext::Params p;
+    const Tensor in[2] = {ctx->input(0), ctx->input(1)};
+    p.inputs = in;
+    p.num_inputs = 2;
+    p.output_shapes = &full;
+    p.outputs = &diff2;
+    p.num_outputs = 1;
+    const DType dt = DataTypeOf<T>();
+    p.output_dtypes = &dt;
+    p.intra_op_pool = ctx->intra_op_pool();
+    OpKernelContext sub(p);
+    Status s = BinaryElementwise<T, T>(&sub, [](T a, T b) { return (a - b) * (a - b); });
+    if (!s.ok()) return s;
+    double sum = 0;
+    for (T v : diff2.flat<T>()) sum += v;
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    out->flat<T>()[0] = full.num_elements() > 0 ? static_cast<T>(sum / full.num_elements()) : T(0);
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("MeanSquaredError")
+                   .Input("predictions", "T")
+                   .Input("labels", "T")
+                   .Output("loss", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
+                     // d/dp = 2 (p - l) g / count over the broadcast shape, summed back to each input.
+                     const Output p = n.input(0), l = n.input(1);
+                     Output diff = ops::Sub(s, p, l);
+                     Output count = ops::Cast(s, ops::Sum(s, ops::OnesLike(s, diff)), p.dtype());
+                     Output scaled = ops::Mul(s, diff, ops::Div(s, ops::Mul(s, g[0], ScalarOf(s, 2, p.dtype())), count));
+                     *dx = {SumToShapeOf(s, scaled, p), ops::Neg(s, SumToShapeOf(s, scaled, l))};
+                     return Status::OK();
+                   })
+                   .SetShapeFn([](ShapeContext& c) {
+                     StatusOr<Shape> full = BroadcastShapes(c.input(0), c.input(1));
+                     if (!full.ok()) return full.status();
+                     c.set_output(0, Shape{});
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredError", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MseOp<float>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredError", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MseOp<double>);
+
+template <typename T>
+class L2LossOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    double sum = 0;
+    for (T v : ctx->input(0).flat<T>()) sum += static_cast<double>(v) * v;
+    out->flat<T>()[0] = static_cast<T>(sum / 2);
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("L2Loss")
+                   .Input("t", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
+                     *dx = {ops::Mul(s, n.input(0), g[0])};
+                     return Status::OK();
+                   })
+                   .SetShapeFn(ScalarShape));
+PF_REGISTER_KERNEL(KernelDef("L2Loss", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), L2LossOp<float>);
+PF_REGISTER_KERNEL(KernelDef("L2Loss", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), L2LossOp<double>);
+
+}  // namespace
+
+namespace ops {
+
+std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels) {
+  Node* n = NodeBuilder(s, "SoftmaxCrossEntropyWithLogits").Input(logits).Input(labels).Finalize();
+  return {Output(n, 0), Output(n, 1)};
+}
+std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels) {
+  Node* n = NodeBuilder(s, "SparseSoftmaxCrossEntropyWithLogits").Input(logits).Input(labels).Finalize();
+  return {Output(n, 0), Output(n, 1)};
+}
+Output SigmoidCrossEntropyWithLogits(const Scope& s, Output logits, Output labels) {
+  return NodeBuilder(s, "SigmoidCrossEntropyWithLogits").Input(logits).Input(labels).Finalize();
+}
+Output MeanSquaredError(const Scope& s, Output predictions, Output labels) {
+  return NodeBuilder(s, "MeanSquaredError").Input(predictions).Input(labels).Finalize();
+}
+Output L2Loss(const Scope& s, Output t) { return NodeBuilder(s, "L2Loss").Input(t).Finalize(); }
+
+}  // namespace ops
+}  // namespace pf
