@@ -184,11 +184,9 @@ Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<
   Scope s = scope.NewSubScope("ExponentialMovingAverage");
   std::vector<Operation> updates;
   for (const Variable& v : vars) {
-    // The shadow starts at the variable's initial value: read it after the variable's initializer.
-    Variable var = v;
-    Initializer from_var = [var](const Scope& is, const Shape&, DType) {
-      return ops::Identity(is.WithControlDependencies({var.initializer()}), var.ref());
-    };
+    // The shadow starts at the variable's initial value: the output of the variable's initializer.
+    Output initial(v.initializer().node, 0);
+    Initializer from_var = [initial](const Scope& is, const Shape&, DType) { return ops::Identity(is, initial); };
     Scope at = Scope::Root(scope.graph()).ColocateWith(v.ref());
     Variable shadow = GetVariable(at, v.name() + "/ExponentialMovingAverage", v.shape(), from_var, v.dtype(), false);
     shadows_.emplace_back(v.name(), shadow);
