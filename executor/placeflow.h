@@ -22,6 +22,7 @@
 #include "devices/device_set.h"
 #include "executor/executor.h"
 #include "executor/gradient_checker.h"
+#include "executor/saver.h"
 #include "executor/session.h"
 #include "graph/export.h"
 #include "graph/gradients.h"

@@ -13,6 +13,7 @@ namespace pf {
 
 struct Session::Prepared {
   std::unique_ptr<Executor> executor;
+  std::vector<bool> copy_fetch;  // fetches that may share a buffer with a variable
 };
 
 Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(std::move(options)) {
@@ -57,6 +58,16 @@ Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
     return errors::InvalidArgument(what, " '", n ? n->name() : std::string("<null>"), "' is not an element of this graph.");
   }
   return Status::OK();
+}
+
+// True when `o` may be a view of a variable's buffer (which later steps update in place): a
+// variable or an update op, seen through ops that forward their input's buffer.
+bool MayAliasVariable(const Output& o) {
+  const Node* n = o.node;
+  const std::string& op = n->op();
+  if (op == "Variable" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" || op.rfind("Apply", 0) == 0) return true;
+  static const std::set<std::string> forwarding = {"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze", "Cast"};
+  return forwarding.count(op) && n->num_inputs() > 0 && MayAliasVariable(n->input(0));
 }
 
 // Nodes needed for the fetches and targets, not walking into fed tensors.
@@ -133,6 +144,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
 
   auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
   auto prepared = std::make_shared<Prepared>();
+  for (const Output& f : fetches) prepared->copy_fetch.push_back(MayAliasVariable(f));
   PF_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(spec, kernels));
   cache_[key] = prepared;
   return std::shared_ptr<const Prepared>(prepared);
@@ -172,7 +184,13 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   }
   for (const Operation& t : targets) PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
-  return prepared->executor->Run(feed_values, outputs, next_step_id_.fetch_add(1));
+  PF_RETURN_IF_ERROR(prepared->executor->Run(feed_values, outputs, next_step_id_.fetch_add(1)));
+  // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
+  // step updates in place.
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    if (prepared->copy_fetch[i] && (*outputs)[i].IsInitialized()) (*outputs)[i] = (*outputs)[i].Clone();
+  }
+  return Status::OK();
 }
 
 std::vector<Tensor> Session::Run(const FeedDict& feeds, const std::vector<Output>& fetches,

@@ -316,3 +316,24 @@ TEST_CASE("PF_EXECUTOR=sequential runs every node on the calling thread", "[exec
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Fetched variable values are snapshots, not views of the variable", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable v = GetVariable(root, "v", {2}, init::Constant(1));
+  Output inc = ops::AssignAdd(root, v.ref(), ops::Const(root, Tensor::FromVector<float>({1, 1})));
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  Tensor before = sess.Run({v.value()})[0];
+  Tensor from_update = sess.Run({inc})[0];
+  sess.Run({}, {}, {inc});
+  CHECK(before.DebugString() == "Tensor<float [2]> [1, 1]");
+  CHECK(from_update.DebugString() == "Tensor<float [2]> [2, 2]");
+  CHECK(sess.Run({v.value()})[0].DebugString() == "Tensor<float [2]> [3, 3]");
+}
+
+}  // namespace
+}  // namespace pf

@@ -1,0 +1,272 @@
+#include "executor/saver.h"
+
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/ranges.h>
+
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+const std::map<DType, std::string>& DTypeCodes() {
+  static const std::map<DType, std::string> codes = {{DT_FLOAT, "F32"}, {DT_DOUBLE, "F64"}, {DT_INT32, "I32"},
+                                                     {DT_INT64, "I64"}, {DT_BOOL, "BOOL"},  {DT_HALF, "F16"},
+                                                     {DT_BFLOAT16, "BF16"}};
+  return codes;
+}
+
+// Just enough JSON for a safetensors header: objects, arrays, strings and integers.
+class HeaderParser {
+ public:
+  struct Entry {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    std::vector<int64_t> offsets;
+  };
+  explicit HeaderParser(std::string_view text) : s_(text) {}
+
+  Status Parse(std::map<std::string, Entry>* out) {
+    PF_RETURN_IF_ERROR(Expect('{'));
+    if (Peek() == '}') return Expect('}');
+    for (;;) {
+      std::string name;
+      PF_RETURN_IF_ERROR(String(&name));
+      PF_RETURN_IF_ERROR(Expect(':'));
+      if (name == "__metadata__") {
+        PF_RETURN_IF_ERROR(SkipStringMap());
+      } else {
+        Entry e;
+        PF_RETURN_IF_ERROR(ParseEntry(&e));
+        if (out->count(name)) return Error("duplicate tensor '" + name + "'");
+        (*out)[name] = std::move(e);
+      }
+      SkipSpace();
+      if (Peek() == ',') { ++pos_; continue; }
+      return Expect('}');
+    }
+  }
+
+ private:
+  Status ParseEntry(Entry* e) {
+    PF_RETURN_IF_ERROR(Expect('{'));
+    for (;;) {
+      std::string key;
+      PF_RETURN_IF_ERROR(String(&key));
+      PF_RETURN_IF_ERROR(Expect(':'));
+      if (key == "dtype") PF_RETURN_IF_ERROR(String(&e->dtype));
+      else if (key == "shape") PF_RETURN_IF_ERROR(IntArray(&e->shape));
+      else if (key == "data_offsets") PF_RETURN_IF_ERROR(IntArray(&e->offsets));
+      else return Error("unexpected key '" + key + "'");
+      SkipSpace();
+      if (Peek() == ',') { ++pos_; continue; }
+      return Expect('}');
+    }
+  }
+  Status SkipStringMap() {
+    PF_RETURN_IF_ERROR(Expect('{'));
+    if (Peek() == '}') return Expect('}');
+    for (;;) {
+      std::string k, v;
+      PF_RETURN_IF_ERROR(String(&k));
+      PF_RETURN_IF_ERROR(Expect(':'));
+      PF_RETURN_IF_ERROR(String(&v));
+      SkipSpace();
+      if (Peek() == ',') { ++pos_; continue; }
+      return Expect('}');
+    }
+  }
+  Status IntArray(std::vector<int64_t>* out) {
+    PF_RETURN_IF_ERROR(Expect('['));
+    if (Peek() == ']') return Expect(']');
+    for (;;) {
+      SkipSpace();
+      size_t start = pos_;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      if (start == pos_ || pos_ - start > 18) return Error("expected a non-negative integer");
+      out->push_back(std::stoll(std::string(s_.substr(start, pos_ - start))));
+      SkipSpace();
+      if (Peek() == ',') { ++pos_; continue; }
+      return Expect(']');
+    }
+  }
+  Status String(std::string* out) {
+    PF_RETURN_IF_ERROR(Expect('"'));
+    out->clear();
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      if (s_[pos_] == '\\') {
+        if (++pos_ >= s_.size()) break;
+        char c = s_[pos_];
+        if (c == 'u') return Error("\\u escapes are not supported in tensor names");
+        out->push_back(c == 'n' ? '\n' : c == 't' ? '\t' : c);
+      } else {
+        out->push_back(s_[pos_]);
+      }
+      ++pos_;
+    }
+    return Expect('"');
+  }
+  void SkipSpace() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  char Peek() {
+    SkipSpace();
+    return pos_ < s_.size() ? s_[pos_] : '\0';
+  }
+  Status Expect(char c) {
+    if (Peek() != c) return Error(fmt::format("expected '{}' at byte {}", c, pos_));
+    ++pos_;
+    return Status::OK();
+  }
+  Status Error(const std::string& what) const { return errors::InvalidArgument("bad safetensors header: ", what); }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status WriteSafetensors(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+  std::string header = "{\"__metadata__\":{\"format\":\"placeflow\"}";
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    auto code = DTypeCodes().find(t.dtype());
+    if (code == DTypeCodes().end()) return errors::InvalidArgument("Cannot save dtype ", DTypeName(t.dtype()));
+    std::vector<std::string> dims;
+    for (int64_t d : t.shape().dims()) dims.push_back(std::to_string(d));
+    header += fmt::format(",\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", Escape(name), code->second,
+                          fmt::join(dims, ","), offset, offset + t.TotalBytes());
+    offset += t.TotalBytes();
+  }
+  header += "}";
+  while (header.size() % 8 != 0) header += ' ';
+  // Write to a temporary file and rename, so a crash never leaves a half-written checkpoint.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return errors::NotFound("Cannot open '", tmp, "' for writing");
+    uint64_t n = header.size();
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(n >> (8 * i));
+    f.write(reinterpret_cast<const char*>(le), 8);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    for (const auto& [name, t] : tensors) f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.TotalBytes()));
+    if (!f) return errors::Internal("Write to '", tmp, "' failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return errors::Internal("Cannot rename '", tmp, "' to '", path, "': ", ec.message());
+  return Status::OK();
+}
+
+StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return errors::NotFound("Checkpoint '", path, "' not found");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto bad = [&](const std::string& why) { return errors::InvalidArgument("Corrupt checkpoint '", path, "': ", why); };
+  if (bytes.size() < 8) return bad(fmt::format("{} bytes is shorter than the 8-byte header length", bytes.size()));
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
+  if (n > bytes.size() - 8) return bad(fmt::format("header length {} exceeds the file size {}", n, bytes.size()));
+  std::map<std::string, HeaderParser::Entry> entries;
+  Status parsed = HeaderParser(std::string_view(bytes).substr(8, n)).Parse(&entries);
+  if (!parsed.ok()) return bad(parsed.message());
+  const uint64_t data_size = bytes.size() - 8 - n;
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, e] : entries) {
+    DType t = DT_INVALID;
+    for (const auto& [d, code] : DTypeCodes()) {
+      if (code == e.dtype) t = d;
+    }
+    if (t == DT_INVALID) return bad("tensor '" + name + "' has unknown dtype '" + e.dtype + "'");
+    if (e.offsets.size() != 2 || e.offsets[0] > e.offsets[1]) return bad("tensor '" + name + "' has bad data_offsets");
+    auto shape = Shape::FromDims(e.shape);
+    if (!shape.ok()) return bad("tensor '" + name + "': " + shape.status().message());
+    const uint64_t want = static_cast<uint64_t>(shape->num_elements()) * DTypeSize(t);
+    if (static_cast<uint64_t>(e.offsets[1] - e.offsets[0]) != want) {
+      return bad(fmt::format("tensor '{}' of shape {} needs {} bytes but its range holds {}", name, shape->ToString(), want,
+                             e.offsets[1] - e.offsets[0]));
+    }
+    if (static_cast<uint64_t>(e.offsets[1]) > data_size) {
+      return bad(fmt::format("tensor '{}' ends at byte {} but the file has {} data bytes (truncated?)", name, e.offsets[1], data_size));
+    }
+    Tensor tensor(t, *shape);
+    if (want > 0) std::memcpy(tensor.raw_data(), bytes.data() + 8 + n + e.offsets[0], want);
+    out[name] = tensor;
+  }
+  return out;
+}
+
+Saver::Saver(Graph* graph, std::vector<Variable> vars, int max_to_keep) : vars_(std::move(vars)), max_to_keep_(max_to_keep) {
+  if (vars_.empty()) vars_ = GlobalVariables(graph);
+  Scope root = Scope::Root(graph).NewSubScope("save");
+  for (const Variable& v : vars_) {
+    Scope at = root.ColocateWith(v.ref());
+    Output value = ops::Placeholder(at.WithOpName("restore_value"), v.dtype(), v.shape());
+    restore_values_.push_back(value);
+    restore_ops_.push_back(ops::Assign(at.WithOpName("restore"), v.ref(), value));
+  }
+}
+
+std::string Saver::Save(Session& session, const std::string& prefix, int64_t global_step) {
+  std::vector<Output> reads;
+  for (const Variable& v : vars_) reads.push_back(v.value());
+  std::vector<Tensor> values = session.Run(reads);
+  std::map<std::string, Tensor> tensors;
+  for (size_t i = 0; i < vars_.size(); ++i) tensors[vars_[i].name()] = values[i];
+  const std::string path = global_step >= 0 ? fmt::format("{}-{}.safetensors", prefix, global_step) : prefix + ".safetensors";
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  ThrowIfError(WriteSafetensors(path, tensors));
+  kept_.erase(std::remove(kept_.begin(), kept_.end(), path), kept_.end());
+  kept_.push_back(path);
+  while (max_to_keep_ > 0 && static_cast<int>(kept_.size()) > max_to_keep_) {
+    std::filesystem::remove(kept_.front());
+    kept_.pop_front();
+  }
+  std::ofstream index((dir.empty() ? std::filesystem::path(".") : dir) / "checkpoint", std::ios::trunc);
+  for (const std::string& p : kept_) index << std::filesystem::path(p).filename().string() << "\n";
+  return path;
+}
+
+std::string Saver::LatestCheckpoint(const std::string& dir) {
+  std::ifstream index(std::filesystem::path(dir) / "checkpoint");
+  std::string line, last;
+  while (std::getline(index, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last.empty() ? "" : (std::filesystem::path(dir) / last).string();
+}
+
+void Saver::Restore(Session& session, const std::string& path) {
+  std::map<std::string, Tensor> tensors = ReadSafetensors(path).ValueOrThrow();
+  // Check everything before assigning anything.
+  FeedDict feeds;
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    const Variable& v = vars_[i];
+    auto it = tensors.find(v.name());
+    if (it == tensors.end()) throw Error(errors::NotFound("Key ", v.name(), " not found in checkpoint '", path, "'"));
+    if (it->second.dtype() != v.dtype() || it->second.shape() != v.shape()) {
+      throw Error(errors::InvalidArgument("Checkpoint '", path, "' holds ", v.name(), " as ", DTypeName(it->second.dtype()), " ",
+                                          it->second.shape().ToString(), " but the variable is ", DTypeName(v.dtype()), " ",
+                                          v.shape().ToString()));
+    }
+    feeds.emplace_back(restore_values_[i], it->second);
+  }
+  session.Run(feeds, {}, restore_ops_);
+}
+
+}  // namespace pf
