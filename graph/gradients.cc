@@ -101,6 +101,18 @@ StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector
           return errors::Internal("Gradient of ", n->op(), " returned ", in_grads.size(), " gradients for ",
                                   n->num_inputs(), " inputs");
         }
+        if (options.gate_gradients) {
+          std::vector<Operation> all;
+          for (const Output& g : in_grads) {
+            if (g.node != nullptr) all.emplace_back(g.node);
+          }
+          if (all.size() > 1) {
+            Scope gate = op_scope.NewSubScope("tuple").WithControlDependencies(all);
+            for (Output& g : in_grads) {
+              if (g.node != nullptr) g = ops::Identity(gate.WithOpName("control_dependency"), g);
+            }
+          }
+        }
       }
     }
     for (int k = 0; k < n->num_inputs(); ++k) {

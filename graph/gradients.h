@@ -18,6 +18,10 @@ struct GradientOptions {
   // An x that no y depends on gets a null Output instead of an error (tf.gradients returns
   // None there; optimizers use this for variables the loss does not touch).
   bool null_for_unreachable = false;
+  // TensorFlow's GATE_OP: an op's input gradients are released together, once all of them
+  // are computed. Optimizers turn this on: an update that overwrites a variable in place must
+  // not run before every gradient that reads the variable (e.g. MatMul's other input) is done.
+  bool gate_gradients = false;
 };
 
 // d(sum of ys)/d(xs). grad_ys (one per y; default ones) weight the ys. Throws pf::Error:

@@ -7,21 +7,35 @@ namespace {
 
 Initializer WeightInit(const ModelOptions& o, int64_t salt) {
   if (o.init == "seed") return init::TruncatedNormal(0, 1, o.seed * 1000 + salt);
+  if (o.init != "glorot") throw Error(errors::InvalidArgument("Unknown --init '", o.init, "': use glorot or seed"));
   return init::GlorotUniform(o.seed * 1000 + salt);
 }
 
-// relu(x @ w + b) with variables "<scope>/w" and "<scope>/b".
-Output Dense(const Scope& root, const std::string& name, Output x, int64_t units, const ModelOptions& o, int64_t salt,
-             bool relu, const Shape& bias_shape) {
+struct Dense {
+  Variable w, b;
+  Output Apply(const Scope& s, Output x, bool relu, const Variable& w_use, const Variable& b_use) const {
+    Output y = b_use.shape().rank() == 0 ? ops::Add(s, ops::MatMul(s, x, w_use.value()), b_use.value())
+                                         : ops::BiasAdd(s, ops::MatMul(s, x, w_use.value()), b_use.value());
+    return relu ? ops::Relu(s, y) : y;
+  }
+};
+
+Dense MakeDense(const Scope& root, const std::string& name, int64_t in, int64_t units, const ModelOptions& o, int64_t salt,
+                const Shape& bias_shape) {
   Scope vs = root.WithVariableScope(name);
-  Variable w = GetVariable(vs, "w", {x.shape().dim(1), units}, WeightInit(o, salt));
-  Variable b = GetVariable(vs, "b", bias_shape, init::Zeros());
-  Output y = bias_shape.rank() == 0 ? ops::Add(vs, ops::MatMul(vs, x, w.value()), b.value())
-                                    : ops::BiasAdd(vs, ops::MatMul(vs, x, w.value()), b.value());
-  return relu ? ops::Relu(vs, y) : y;
+  return {GetVariable(vs, "w", {in, units}, WeightInit(o, salt)), GetVariable(vs, "b", bias_shape, init::Zeros())};
 }
 
 }  // namespace
+
+std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name, train::Hyper lr) {
+  if (name == "sgd") return std::make_unique<train::GradientDescent>(lr);
+  if (name == "momentum") return std::make_unique<train::Momentum>(lr, 0.9);
+  if (name == "adam") return std::make_unique<train::Adam>(lr);
+  if (name == "rmsprop") return std::make_unique<train::RMSProp>(lr);
+  if (name == "adagrad") return std::make_unique<train::AdaGrad>(lr);
+  throw Error(errors::InvalidArgument("Unknown optimizer '", name, "': use sgd, momentum, adam, rmsprop or adagrad"));
+}
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& o) {
   Model m;
@@ -29,11 +43,18 @@ Model BuildMlpSeed000(const Scope& root, const ModelOptions& o) {
   m.input = ops::Placeholder(root.WithOpName("input"), DT_FLOAT, {-1, 600});
   m.target = ops::Placeholder(root.WithOpName("target"), DT_FLOAT, {-1, 600});
   Output h = m.input;
-  const int64_t dims[] = {512, 128, 128};
-  for (int i = 0; i < 3; ++i) h = Dense(root, "affine" + std::to_string(i), h, dims[i], o, i, /*relu=*/true, Shape{});
-  m.output = Dense(root, "affine_last", h, 1, o, 9, /*relu=*/false, Shape{});
-  m.loss = ops::Mean(root.WithOpName("loss"), ops::Square(root, ops::Sub(root, m.output, m.target)));
+  const int64_t dims[] = {600, 512, 128, 128};
+  for (int i = 0; i < 3; ++i) {
+    Dense d = MakeDense(root, "affine" + std::to_string(i), dims[i], dims[i + 1], o, i, Shape{});
+    h = d.Apply(root, h, /*relu=*/true, d.w, d.b);
+  }
+  Dense last = MakeDense(root, "affine_last", 128, 1, o, 9, Shape{});
+  m.output = last.Apply(root, h, /*relu=*/false, last.w, last.b);
+  m.loss = ops::MeanSquaredError(root.WithOpName("loss"), m.output, m.target);
   root.graph()->AddToCollection(kLosses, m.loss);
+  m.global_step = train::GetOrCreateGlobalStep(root);
+  auto opt = MakeOptimizer(o.optimizer, o.learning_rate > 0 ? o.learning_rate : 0.01);
+  m.train_op = opt->Minimize(root, m.loss, &m.global_step);
   return m;
 }
 
@@ -43,19 +64,29 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   m.classifier = true;
   m.input = ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
   m.target = ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
-  Output h = Dense(root, "layer1", m.input, 500, o, 1, /*relu=*/true, Shape{500});
-  m.output = Dense(root, "layer2", h, 10, o, 2, /*relu=*/false, Shape{10});
-  // Cross-entropy from log-softmax (numerically stable) and one-hot labels.
-  Output onehot = ops::OneHot(root, m.target, 10);
-  Output xent = ops::Neg(root, ops::Sum(root, ops::Mul(root, onehot, ops::LogSoftmax(root, m.output)), {1}));
-  Output data_loss = ops::Mean(root.WithOpName("cross_entropy_mean"), xent);
-  Output l2 = ops::Const(root, static_cast<float>(o.l2));
-  Output reg = ops::Mul(root, l2,
-                        ops::Add(root, ops::Sum(root, ops::Square(root, FindVariable(root.graph(), "layer1/w").value())),
-                                 ops::Sum(root, ops::Square(root, FindVariable(root.graph(), "layer2/w").value()))));
-  m.loss = ops::Add(root.WithOpName("loss"), data_loss, reg);
-  root.graph()->AddToCollection(kLosses, m.loss);
-  Output correct = ops::Equal(root, ops::ArgMax(root, m.output, 1, DT_INT32), m.target);
+  Dense l1 = MakeDense(root, "layer1", 784, 500, o, 1, Shape{500});
+  Dense l2 = MakeDense(root, "layer2", 500, 10, o, 2, Shape{10});
+  m.output = l2.Apply(root, l1.Apply(root, m.input, true, l1.w, l1.b), false, l2.w, l2.b);
+  Output xent = ops::Mean(root.WithOpName("cross_entropy_mean"),
+                          ops::SparseSoftmaxCrossEntropyWithLogits(root, m.output, m.target).first);
+  // tf.contrib.layers.l2_regularizer(scale)(w) = scale * sum(w^2) / 2, collected in "losses".
+  Output scale = ops::Const(root.WithOpName("regularization_rate"), static_cast<float>(o.l2));
+  for (const Variable& w : {l1.w, l2.w}) root.graph()->AddToCollection(kLosses, ops::Mul(root, scale, ops::L2Loss(root, w.value())));
+  std::vector<Output> losses = root.graph()->GetCollection(kLosses);
+  losses.push_back(xent);
+  m.loss = ops::AddN(root.WithOpName("loss"), losses);
+  m.global_step = train::GetOrCreateGlobalStep(root);
+  const double base = o.learning_rate > 0 ? o.learning_rate : (o.optimizer == "sgd" ? 0.8 : 0.001);
+  Output lr = train::ExponentialDecay(root, base, m.global_step, static_cast<double>(o.steps_per_epoch), 0.99, true);
+  auto opt = MakeOptimizer(o.optimizer, lr);
+  Operation step = opt->Minimize(root, m.loss, &m.global_step);
+  // Moving averages of the trainable variables, updated after each step; accuracy uses them.
+  train::ExponentialMovingAverage ema(o.moving_average_decay, &m.global_step);
+  Operation average = ema.Apply(root.WithControlDependencies({step}), TrainableVariables(root.graph()));
+  m.train_op = ops::NoOp(root.WithOpName("train").WithControlDependencies({step, average}));
+  Output avg_logits = l2.Apply(root, l1.Apply(root, m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false,
+                               ema.Average(l2.w), ema.Average(l2.b));
+  Output correct = ops::Equal(root, ops::ArgMax(root, avg_logits, 1, DT_INT32), m.target);
   m.accuracy = ops::Mean(root.WithOpName("accuracy"), ops::Cast(root, correct, DT_FLOAT));
   return m;
 }

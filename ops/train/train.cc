@@ -20,6 +20,7 @@ std::vector<GradAndVar> Optimizer::ComputeGradients(const Scope& scope, Output l
   for (const Variable& v : vars) xs.push_back(v.value());
   GradientOptions options;
   options.null_for_unreachable = true;
+  options.gate_gradients = true;
   std::vector<Output> grads = Gradients(scope, {loss}, xs, {}, options);
   std::vector<GradAndVar> out;
   for (size_t i = 0; i < vars.size(); ++i) out.emplace_back(grads[i], vars[i]);

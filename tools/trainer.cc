@@ -1,0 +1,160 @@
+#include "tools/trainer.h"
+
+#include <chrono>
+#include <numeric>
+#include <random>
+
+namespace pf::trainer {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+BatchPrefetcher::BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed, int64_t first_step)
+    : data_(data), batch_(batch), steps_per_epoch_(std::max<int64_t>(1, data.size() / batch)), seed_(seed), next_step_(first_step) {
+  worker_ = std::thread([this] {
+    for (;;) {
+      Tensor images, labels;
+      int64_t step;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !ready_; });
+        if (stop_) return;
+        step = next_step_;
+      }
+      Produce(step, &images, &labels);
+      std::lock_guard<std::mutex> lock(mu_);
+      images_ = std::move(images);
+      labels_ = std::move(labels);
+      ready_ = true;
+      cv_.notify_all();
+    }
+  });
+}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void BatchPrefetcher::Produce(int64_t step, Tensor* images, Tensor* labels) {
+  const int64_t epoch = step / steps_per_epoch_;
+  if (epoch != order_epoch_) {
+    order_.resize(data_.size());
+    std::iota(order_.begin(), order_.end(), 0);
+    std::mt19937_64 rng(seed_ * 1000003 + static_cast<uint64_t>(epoch));
+    std::shuffle(order_.begin(), order_.end(), rng);
+    order_epoch_ = epoch;
+  }
+  data::Gather(data_, order_, (step % steps_per_epoch_) * batch_, batch_, images, labels);
+}
+
+void BatchPrefetcher::Next(Tensor* images, Tensor* labels) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return ready_; });
+  *images = std::move(images_);
+  *labels = std::move(labels_);
+  ready_ = false;
+  ++next_step_;
+  cv_.notify_all();
+}
+
+Trainer::Trainer(const models::Model& model, Session& session, Options options)
+    : m_(model), sess_(session), o_(std::move(options)) {
+  if (!o_.checkpoint_dir.empty()) saver_.emplace(&session.graph(), std::vector<Variable>{}, 3);
+}
+
+int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
+
+void Trainer::MaybeRestore() {
+  if (!o_.restore || !saver_) return;
+  std::string latest = Saver::LatestCheckpoint(o_.checkpoint_dir);
+  if (latest.empty()) {
+    std::fprintf(o_.out, "no checkpoint in %s: starting fresh\n", o_.checkpoint_dir.c_str());
+    return;
+  }
+  saver_->Restore(sess_, latest);
+  std::fprintf(o_.out, "restored %s (global_step=%lld)\n", latest.c_str(), static_cast<long long>(global_step()));
+}
+
+void Trainer::MaybeSave() {
+  if (!saver_) return;
+  std::string path = saver_->Save(sess_, o_.checkpoint_dir + "/model", global_step());
+  std::fprintf(o_.out, "saved %s\n", path.c_str());
+}
+
+double Trainer::Run(const data::Dataset* train, const data::Dataset* test) {
+  MaybeRestore();
+  double result = m_.classifier ? RunClassifier(*train, *test) : RunRegression();
+  std::fflush(o_.out);
+  return result;
+}
+
+double Trainer::RunRegression() {
+  const int64_t batch = o_.batch > 0 ? o_.batch : 2000;
+  Tensor x, t;
+  models::SeedBatch(batch, static_cast<uint32_t>(o_.seed), &x, &t);  // the article trains on one fixed batch
+  const int64_t first = global_step();
+  const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, o_.steps / 10);
+  auto window = std::chrono::steady_clock::now();
+  double loss = 0;
+  for (int64_t step = first + 1; step <= o_.steps; ++step) {
+    loss = sess_.Run({{m_.input, x}, {m_.target, t}}, {m_.loss}, {m_.train_op})[0].scalar<float>();
+    if (step % every == 0 || step == o_.steps) {
+      const int64_t n = step % every == 0 ? every : step % every;
+      const double dt = Seconds(window);
+      std::fprintf(o_.out, "step %lld/%lld loss=%.6g step_ms=%.3f examples/s=%.0f\n", static_cast<long long>(step),
+                   static_cast<long long>(o_.steps), loss, 1e3 * dt / n, n * batch / dt);
+      std::fflush(o_.out);
+      window = std::chrono::steady_clock::now();
+    }
+  }
+  MaybeSave();
+  return loss;
+}
+
+double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& test) {
+  const int64_t batch = o_.batch > 0 ? o_.batch : 100;
+  const int64_t first = global_step();
+  BatchPrefetcher batches(train, batch, o_.seed, first);
+  const int64_t per_epoch = batches.steps_per_epoch();
+  const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, per_epoch / 5);
+  double accuracy = 0;
+  auto start = std::chrono::steady_clock::now();
+  double loss_sum = 0;
+  int64_t loss_count = 0;
+  for (int64_t step = first; step < o_.epochs * per_epoch; ++step) {
+    Tensor x, y;
+    batches.Next(&x, &y);
+    loss_sum += sess_.Run({{m_.input, x}, {m_.target, y}}, {m_.loss}, {m_.train_op})[0].scalar<float>();
+    ++loss_count;
+    const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
+    if (in_epoch % every == 0 && in_epoch != per_epoch) {
+      std::fprintf(o_.out, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n", static_cast<long long>(epoch),
+                   static_cast<long long>(in_epoch), static_cast<long long>(per_epoch), loss_sum / loss_count,
+                   loss_count * batch / Seconds(start));
+      std::fflush(o_.out);
+    }
+    if (in_epoch == per_epoch) {
+      const double train_s = Seconds(start);
+      accuracy = sess_.Run({{m_.input, test.images}, {m_.target, test.labels}}, {m_.accuracy})[0].scalar<float>();
+      std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n", static_cast<long long>(epoch),
+                   loss_sum / std::max<int64_t>(1, loss_count), accuracy, loss_count * batch / train_s);
+      std::fflush(o_.out);
+      MaybeSave();
+      start = std::chrono::steady_clock::now();
+      loss_sum = 0;
+      loss_count = 0;
+    }
+  }
+  return accuracy;
+}
+
+}  // namespace pf::trainer
