@@ -76,7 +76,8 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   losses.push_back(xent);
   m.loss = ops::AddN(root.WithOpName("loss"), losses);
   m.global_step = train::GetOrCreateGlobalStep(root);
-  const double base = o.learning_rate > 0 ? o.learning_rate : (o.optimizer == "sgd" ? 0.8 : 0.001);
+  // The seed article's 0.8 diverges on Fashion-MNIST with this initialiser; 0.3 trains both data sets.
+  const double base = o.learning_rate > 0 ? o.learning_rate : (o.optimizer == "sgd" ? 0.3 : 0.001);
   Output lr = train::ExponentialDecay(root, base, m.global_step, static_cast<double>(o.steps_per_epoch), 0.99, true);
   auto opt = MakeOptimizer(o.optimizer, lr);
   Operation step = opt->Minimize(root, m.loss, &m.global_step);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops/grad_util.h"
+#include "ops/math/reduce_impl.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -184,18 +185,105 @@ class MseOp : public OpKernel {
   }
 };
 
+// d mean((p - l)^2) / d input `kWrt` (0: predictions, 1: labels) = +-2 g (p - l) / count over
+// the broadcast shape, summed back to that input's shape. One pass over the broadcast shape
+// for the common layouts (same shapes, or p [N, 1] against l [N, C]); general shapes go
+// through a broadcast temporary and a reduction.
+template <typename T, int kWrt>
+class MseGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& p = ctx->input(1);
+    const Tensor& l = ctx->input(2);
+    PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    const int64_t count = full.num_elements();
+    const T scale = (kWrt == 0 ? T(2) : T(-2)) * g.data<T>()[0] / static_cast<T>(std::max<int64_t>(count, 1));
+    const T* pp = p.data<T>();
+    const T* lp = l.data<T>();
+    T* o = out->data<T>();
+    if (p.shape() == l.shape()) {
+      ParallelFor(ctx, count, 2, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = scale * (pp[i] - lp[i]);
+      });
+      return Status::OK();
+    }
+    const Tensor& narrow = kWrt == 0 ? p : l;  // the input whose gradient this is
+    const Tensor& other = kWrt == 0 ? l : p;
+    if (narrow.rank() == 2 && other.rank() == 2 && narrow.dim(1) == 1 && narrow.dim(0) == other.dim(0)) {
+      const int64_t rows = other.dim(0), cols = other.dim(1);
+      const T* n = narrow.data<T>();
+      const T* w = other.data<T>();
+      ParallelFor(ctx, rows, cols, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          T acc = 0;
+          for (int64_t c = 0; c < cols; ++c) acc += kWrt == 0 ? n[r] - w[r * cols + c] : w[r * cols + c] - n[r];
+          o[r] = scale * acc;
+        }
+      });
+      return Status::OK();
+    }
+    // General broadcasting: materialise scale * (p - l) over the broadcast shape, then reduce.
+    Tensor diff(DataTypeOf<T>(), full);
+    const Tensor in[2] = {p, l};
+    const DType dt = DataTypeOf<T>();
+    OpKernelContext::Params params;
+    params.inputs = in;
+    params.num_inputs = 2;
+    params.output_shapes = &full;
+    params.outputs = &diff;
+    params.num_outputs = 1;
+    params.output_dtypes = &dt;
+    params.intra_op_pool = ctx->intra_op_pool();
+    OpKernelContext sub(params);
+    Status s = BinaryElementwise<T, T>(&sub, [scale](T a, T b) { return scale * (a - b); });
+    if (!s.ok()) return s;
+    const int shift = full.rank() - narrow.rank();
+    std::vector<bool> reduced(full.rank(), false);
+    for (int d = 0; d < full.rank(); ++d) reduced[d] = d < shift || (narrow.dim(d - shift) == 1 && full.dim(d) != 1);
+    Reduce<T, SumR>(ctx, diff, reduced, out);  // the sign is already in `scale`
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("MeanSquaredErrorGrad")
+                   .Input("grad", "T")
+                   .Input("predictions", "T")
+                   .Input("labels", "T")
+                   .Output("output", "T")
+                   .Attr("wrt", int64_t{0})
+                   .TypeAttr("T", kRealTypes)
+                   .SetShapeFn([](ShapeContext& c) {
+                     c.set_output(0, c.input(1 + static_cast<int>(c.attr<int64_t>("wrt"))));
+                     return Status::OK();
+                   }));
+template <typename T>
+class MseGradDispatch : public OpKernel {
+ public:
+  explicit MseGradDispatch(const Node& n)
+      : OpKernel(n), impl_(n.attr<int64_t>("wrt") == 0 ? std::unique_ptr<OpKernel>(new MseGradOp<T, 0>(n))
+                                                         : std::unique_ptr<OpKernel>(new MseGradOp<T, 1>(n))) {}
+  Status Compute(OpKernelContext* ctx) override { return impl_->Compute(ctx); }
+
+ private:
+  std::unique_ptr<OpKernel> impl_;
+};
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MseGradDispatch<float>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MseGradDispatch<double>);
+
 PF_REGISTER_OP(OpDef("MeanSquaredError")
                    .Input("predictions", "T")
                    .Input("labels", "T")
                    .Output("loss", "T")
                    .TypeAttr("T", kRealTypes)
                    .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
-                     // d/dp = 2 (p - l) g / count over the broadcast shape, summed back to each input.
-                     const Output p = n.input(0), l = n.input(1);
-                     Output diff = ops::Sub(s, p, l);
-                     Output count = ops::Cast(s, ops::Sum(s, ops::OnesLike(s, diff)), p.dtype());
-                     Output scaled = ops::Mul(s, diff, ops::Div(s, ops::Mul(s, g[0], ScalarOf(s, 2, p.dtype())), count));
-                     *dx = {SumToShapeOf(s, scaled, p), ops::Neg(s, SumToShapeOf(s, scaled, l))};
+                     dx->clear();
+                     for (int64_t wrt : {0, 1}) {
+                       dx->push_back(NodeBuilder(s, "MeanSquaredErrorGrad").Input(g[0]).Input(n.input(0)).Input(n.input(1))
+                                         .Attr("wrt", wrt).Finalize());
+                     }
                      return Status::OK();
                    })
                    .SetShapeFn([](ShapeContext& c) {

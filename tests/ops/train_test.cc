@@ -80,6 +80,9 @@ TEST_CASE("Sigmoid cross-entropy, MSE and L2 loss", "[train][losses]") {
   CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) { return ops::SigmoidCrossEntropyWithLogits(s, v, ops::Const(s, zd)); }) < 1e-6);
   CHECK(GradErr({3, 1}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 4}, 2))); }) < 1e-6);
   CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, ops::Const(s, Rand({3, 1}, 2)), v); }) < 1e-6);
+  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 4}, 3))); }) < 1e-6);
+  CHECK(GradErr({3, 1}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, ops::Const(s, Rand({3, 4}, 2)), v); }) < 1e-6);
+  CHECK(GradErr({2, 1, 4}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 1}, 2))); }) < 1e-6);
   CHECK(GradErr({3, 4}, [](const Scope& s, Output v) { return ops::L2Loss(s, v); }) < 1e-6);
 }
 
