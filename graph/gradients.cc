@@ -102,14 +102,17 @@ StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector
                                   n->num_inputs(), " inputs");
         }
         if (options.gate_gradients) {
+          // Only gradients that flow on are gated: gating the others would force their computation.
           std::vector<Operation> all;
-          for (const Output& g : in_grads) {
-            if (g.node != nullptr) all.emplace_back(g.node);
+          for (int k = 0; k < n->num_inputs(); ++k) {
+            if (in_grads[k].node != nullptr && between.count(n->input(k).node)) all.emplace_back(in_grads[k].node);
           }
           if (all.size() > 1) {
             Scope gate = op_scope.NewSubScope("tuple").WithControlDependencies(all);
-            for (Output& g : in_grads) {
-              if (g.node != nullptr) g = ops::Identity(gate.WithOpName("control_dependency"), g);
+            for (int k = 0; k < n->num_inputs(); ++k) {
+              if (in_grads[k].node != nullptr && between.count(n->input(k).node)) {
+                in_grads[k] = ops::Identity(gate.WithOpName("control_dependency"), in_grads[k]);
+              }
             }
           }
         }

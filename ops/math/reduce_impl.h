@@ -23,26 +23,46 @@ struct MinR {
   template <typename T> static T Combine(T a, T b) { return a < b ? a : b; }
 };
 
+// Combines row[0, n) with eight partial accumulators so the compiler can vectorise without
+// reassociating across the whole row.
+template <typename T, typename R>
+inline T ReduceRow(const T* row, int64_t n) {
+  T acc[8];
+  std::fill(acc, acc + 8, R::template Init<T>());
+  int64_t r = 0;
+  for (; r + 8 <= n; r += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] = R::Combine(acc[l], row[r + l]);
+  }
+  for (; r < n; ++r) acc[0] = R::Combine(acc[0], row[r]);
+  T v = acc[0];
+  for (int l = 1; l < 8; ++l) v = R::Combine(v, acc[l]);
+  return v;
+}
+
 namespace reduce_internal {
 
 template <typename T, typename R>
 void OuterInner(OpKernelContext* ctx, const T* x, T* y, int64_t outer, int64_t reduce, int64_t inner) {
+  const int threads = IntraOpPool(ctx)->num_threads() + 1;
+  if (inner == 1 && outer < threads && reduce >= 65536) {
+    // Few long rows: each row is cut into fixed chunks reduced in parallel, then combined in
+    // chunk order (the result does not depend on the thread count).
+    constexpr int64_t kChunk = 16384;
+    const int64_t chunks = (reduce + kChunk - 1) / kChunk;
+    std::vector<T> partial(outer * chunks);
+    ParallelFor(ctx, outer * chunks, kChunk, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t o = t / chunks, c = t % chunks;
+        const int64_t begin = c * kChunk, n = std::min(kChunk, reduce - begin);
+        partial[t] = ReduceRow<T, R>(x + o * reduce + begin, n);
+      }
+    });
+    for (int64_t o = 0; o < outer; ++o) y[o] = ReduceRow<T, R>(partial.data() + o * chunks, chunks);
+    return;
+  }
   if (inner == 1) {
     ParallelFor(ctx, outer, reduce, [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) {
-        const T* row = x + o * reduce;
-        // Eight partial accumulators so the compiler can vectorise without reassociating.
-        T acc[8];
-        std::fill(acc, acc + 8, R::template Init<T>());
-        int64_t r = 0;
-        for (; r + 8 <= reduce; r += 8) {
-          for (int l = 0; l < 8; ++l) acc[l] = R::Combine(acc[l], row[r + l]);
-        }
-        for (; r < reduce; ++r) acc[0] = R::Combine(acc[0], row[r]);
-        T v = acc[0];
-        for (int l = 1; l < 8; ++l) v = R::Combine(v, acc[l]);
-        y[o] = v;
-      }
+      for (int64_t o = b; o < e; ++o) y[o] = ReduceRow<T, R>(x + o * reduce, reduce);
     });
     return;
   }

@@ -155,32 +155,73 @@ PF_REGISTER_OP(OpDef("SigmoidCrossEntropyWithLogits")
 PF_REGISTER_KERNEL(KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SigmoidXentOp<float>);
 PF_REGISTER_KERNEL(KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SigmoidXentOp<double>);
 
-// mean((p - l)^2) over the broadcast shape, in one pass.
+// mean((p - l)^2) over the broadcast shape. The common layouts (same shapes; [N, 1] against
+// [N, C]) take one parallel pass with per-chunk partial sums in double; other broadcasts go
+// through a temporary.
 template <typename T>
 class MseOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(ctx->input(0).shape(), ctx->input(1).shape()));
-    // Reuse the broadcasting kernel into a scratch output, then reduce in double.
-    Tensor diff2(DataTypeOf<T>(), full);
-    OpKernelContext::Params p;
-    const Tensor in[2] = {ctx->input(0), ctx->input(1)};
-    p.inputs = in;
-    p.num_inputs = 2;
-    p.output_shapes = &full;
-    p.outputs = &diff2;
-    p.num_outputs = 1;
-    const DType dt = DataTypeOf<T>();
-    p.output_dtypes = &dt;
-    p.intra_op_pool = ctx->intra_op_pool();
-    OpKernelContext sub(p);
-    Status s = BinaryElementwise<T, T>(&sub, [](T a, T b) { return (a - b) * (a - b); });
-    if (!s.ok()) return s;
+    const Tensor& p = ctx->input(0);
+    const Tensor& l = ctx->input(1);
+    PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
+    const int64_t count = full.num_elements();
     double sum = 0;
-    for (T v : diff2.flat<T>()) sum += v;
+    const bool column = p.rank() == 2 && l.rank() == 2 && p.dim(0) == l.dim(0) && (p.dim(1) == 1 || l.dim(1) == 1);
+    if (p.shape() == l.shape() || column) {
+      // Rows of `cols` elements; `narrow` broadcasts one value per row when the shapes differ.
+      const bool same = p.shape() == l.shape();
+      const int64_t cols = same ? std::max<int64_t>(1, std::min<int64_t>(count, 4096)) : full.dim(1);
+      const int64_t rows = cols == 0 ? 0 : (count + cols - 1) / cols;
+      const T* pp = p.data<T>();
+      const T* lp = l.data<T>();
+      std::vector<double> partial(rows, 0.0);
+      const bool p_column = !same && p.dim(1) == 1;
+      ParallelFor(ctx, rows, cols * 2, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t begin = r * cols, n = std::min(count, begin + cols) - begin;
+          // Eight partial sums per row so the loop vectorises; rows combine in double.
+          T acc[8] = {};
+          const T* wide = (same || p_column ? lp : pp) + begin;
+          const T* other = same ? pp + begin : nullptr;
+          const T c = same ? T(0) : (p_column ? pp[r] : lp[r]);
+          int64_t i = 0;
+          for (; i + 8 <= n; i += 8) {
+            for (int k = 0; k < 8; ++k) {
+              const T d = (other ? other[i + k] : c) - wide[i + k];
+              acc[k] += d * d;
+            }
+          }
+          double row = 0;
+          for (; i < n; ++i) {
+            const T d = (other ? other[i] : c) - wide[i];
+            row += d * d;
+          }
+          for (T a : acc) row += a;
+          partial[r] = row;
+        }
+      });
+      for (double v : partial) sum += v;
+    } else {
+      Tensor diff2(ctx->output_dtype(0), full);
+      const Tensor in[2] = {p, l};
+      const DType dt = DataTypeOf<T>();
+      OpKernelContext::Params params;
+      params.inputs = in;
+      params.num_inputs = 2;
+      params.output_shapes = &full;
+      params.outputs = &diff2;
+      params.num_outputs = 1;
+      params.output_dtypes = &dt;
+      params.intra_op_pool = ctx->intra_op_pool();
+      OpKernelContext sub(params);
+      Status st = BinaryElementwise<T, T>(&sub, [](T a, T b) { return (a - b) * (a - b); });
+      if (!st.ok()) return st;
+      for (T v : diff2.flat<T>()) sum += v;
+    }
     PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
-    out->flat<T>()[0] = full.num_elements() > 0 ? static_cast<T>(sum / full.num_elements()) : T(0);
+    out->flat<T>()[0] = count > 0 ? static_cast<T>(sum / count) : T(0);
     return Status::OK();
   }
 };
@@ -218,8 +259,9 @@ class MseGradOp : public OpKernel {
       const T* w = other.data<T>();
       ParallelFor(ctx, rows, cols, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
-          T acc = 0;
-          for (int64_t c = 0; c < cols; ++c) acc += kWrt == 0 ? n[r] - w[r * cols + c] : w[r * cols + c] - n[r];
+          // sum_c (p - l) over the row, with the narrow input's value repeated `cols` times.
+          const T wide_sum = ReduceRow<T, SumR>(w + r * cols, cols);
+          const T acc = kWrt == 0 ? static_cast<T>(cols) * n[r] - wide_sum : wide_sum - static_cast<T>(cols) * n[r];
           o[r] = scale * acc;
         }
       });

@@ -37,7 +37,7 @@ TEST_CASE("mnist_mlp learns Fashion-MNIST far above chance", "[training]") {
   double acc = trainer::Trainer(r.m, *r.sess, to).Run(&train, &test);
   std::fclose(sink);
   // Chance is 0.10. Measured 0.8695 with these seeds; a hidden layer whose gradient is broken
-  // leaves random features under a trained softmax layer, which stays below 0.84 in 3 epochs.
+  // leaves random features under a trained softmax layer: measured 0.8319 after 3 epochs.
   CHECK(acc > 0.85);
 }
 
