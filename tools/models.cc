@@ -69,9 +69,7 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   m.output = l2.Apply(root, l1.Apply(root, m.input, true, l1.w, l1.b), false, l2.w, l2.b);
   Output xent = ops::Mean(root.WithOpName("cross_entropy_mean"),
                           ops::SparseSoftmaxCrossEntropyWithLogits(root, m.output, m.target).first);
-  // tf.contrib.layers.l2_regularizer(scale)(w) = scale * sum(w^2) / 2, collected in "losses".
-  Output scale = ops::Const(root.WithOpName("regularization_rate"), static_cast<float>(o.l2));
-  for (const Variable& w : {l1.w, l2.w}) root.graph()->AddToCollection(kLosses, ops::Mul(root, scale, ops::L2Loss(root, w.value())));
+  train::L2Regularization(root, {l1.w, l2.w}, o.l2);  // into the "losses" collection
   std::vector<Output> losses = root.graph()->GetCollection(kLosses);
   losses.push_back(xent);
   m.loss = ops::AddN(root.WithOpName("loss"), losses);
@@ -87,8 +85,7 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   m.train_op = ops::NoOp(root.WithOpName("train").WithControlDependencies({step, average}));
   Output avg_logits = l2.Apply(root, l1.Apply(root, m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false,
                                ema.Average(l2.w), ema.Average(l2.b));
-  Output correct = ops::Equal(root, ops::ArgMax(root, avg_logits, 1, DT_INT32), m.target);
-  m.accuracy = ops::Mean(root.WithOpName("accuracy"), ops::Cast(root, correct, DT_FLOAT));
+  m.accuracy = train::Accuracy(root, avg_logits, m.target);
   return m;
 }
 

@@ -181,6 +181,23 @@ std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope, cons
   return {clipped, norm};
 }
 
+Output L2Regularization(const Scope& scope, const std::vector<Variable>& weights, double scale) {
+  if (weights.empty()) throw Error(errors::InvalidArgument("L2Regularization: no weights"));
+  Scope s = scope.NewSubScope("l2_regularizer");
+  std::vector<Output> terms;
+  for (const Variable& w : weights) terms.push_back(ops::L2Loss(s, w.value()));
+  Output sum = terms.size() == 1 ? terms[0] : ops::AddN(s, terms);
+  Output term = ops::Mul(s.WithOpName("value"), ScalarOf(s, scale, sum.dtype()), sum);
+  scope.graph()->AddToCollection(kLosses, term);
+  return term;
+}
+
+Output Accuracy(const Scope& scope, Output logits, Output labels) {
+  Scope s = scope.NewSubScope("accuracy");
+  Output predicted = ops::ArgMax(s, logits, 1, labels.dtype());
+  return ops::Mean(s.WithOpName("value"), ops::Cast(s, ops::Equal(s, predicted, labels), logits.dtype()));
+}
+
 Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<Variable>& vars) {
   Scope s = scope.NewSubScope("ExponentialMovingAverage");
   std::vector<Operation> updates;

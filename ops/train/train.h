@@ -140,6 +140,12 @@ Output PiecewiseConstant(const Scope& scope, const Variable& global_step, const 
 std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& grads,
                                                        double clip_norm);
 
+// scale * sum of L2Loss(w) over `weights`, added to the "losses" collection (what
+// tf.contrib.layers.l2_regularizer contributes per weight). Returns the term.
+Output L2Regularization(const Scope& scope, const std::vector<Variable>& weights, double scale);
+// Fraction of rows whose arg-max logit equals the int label.
+Output Accuracy(const Scope& scope, Output logits, Output labels);
+
 // tf.train.ExponentialMovingAverage: shadow = decay * shadow + (1 - decay) * var, with
 // decay = min(decay, (1 + n) / (10 + n)) when num_updates (e.g. the global step) is given.
 class ExponentialMovingAverage {
