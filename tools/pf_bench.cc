@@ -133,9 +133,6 @@ void MlpSeed000Step() {
   pf::Tensor x, t;
   pf::models::SeedBatch(2000, 1, &x, &t);
   for (int i = 0; i < 3; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
-  double step = TimeMedian([&] {
-    for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
-  }) / 10;
   // The same step's GEMMs alone: forward x.W for 4 layers, dW = a^T.g for 4, dA = g.W^T for 3.
   pf::Graph gg;
   pf::Scope r = pf::Scope::Root(&gg);
@@ -151,14 +148,22 @@ void MlpSeed000Step() {
   pf::SessionOptions so;
   so.num_threads = 0;
   pf::Session gs(gg, so);
-  // One GEMM after another, as in the step (each uses the whole pool).
-  std::vector<pf::Output> chain;
+  // One GEMM after another, as in the step (each uses the whole pool). Step and GEMM timings
+  // alternate within each repeat so both see the same machine noise.
   gs.Run(gemms);
-  double gemm = TimeMedian([&] {
+  std::vector<double> steps, gemm_times;
+  for (int r = 0; r < kRepeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
+    auto t1 = std::chrono::steady_clock::now();
     for (int i = 0; i < 10; ++i) {
       for (const pf::Output& o : gemms) gs.Run({o});
     }
-  }) / 10;
+    auto t2 = std::chrono::steady_clock::now();
+    steps.push_back(std::chrono::duration<double>(t1 - t0).count() / 10);
+    gemm_times.push_back(std::chrono::duration<double>(t2 - t1).count() / 10);
+  }
+  const double step = Median(steps), gemm = Median(gemm_times);
   const double flops = 2.0 * 2000 * (2 * (600 * 512 + 512 * 128 + 128 * 128 + 128) + 512 * 128 + 128 * 128 + 128);
   std::printf("mlp_seed000_step ms_per_step=%.3f gemm_only_ms=%.3f ratio_to_gemm=%.2f gemm_gflop=%.3f gemm_gflops=%.1f batch=2000 repeats=%d\n",
               step * 1e3, gemm * 1e3, step / gemm, flops / 1e9, flops / gemm / 1e9, kRepeats);
