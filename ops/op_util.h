@@ -104,6 +104,27 @@ Status BinaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
   return Status::OK();
 }
 
+// f(a, b) over the broadcast shape `full` into a fresh host tensor, for kernels that need a
+// broadcast temporary (the general paths of the fused MSE loss and its gradient).
+template <typename T, typename F>
+StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const Tensor& b, const Shape& full, F f) {
+  Tensor out(DataTypeOf<T>(), full);
+  const Tensor in[2] = {a, b};
+  const DType dt = DataTypeOf<T>();
+  OpKernelContext::Params params;
+  params.inputs = in;
+  params.num_inputs = 2;
+  params.output_shapes = &full;
+  params.outputs = &out;
+  params.num_outputs = 1;
+  params.output_dtypes = &dt;
+  params.intra_op_pool = ctx->intra_op_pool();
+  OpKernelContext sub(params);
+  Status s = BinaryElementwise<T, T>(&sub, f);
+  if (!s.ok()) return s;
+  return out;
+}
+
 // Dtype lists used by registrations.
 inline const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE};
 inline const std::vector<DType> kNumberTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -93,14 +94,25 @@ void SessionRunOverhead() {
   std::printf("session_run_overhead us_per_run=%.3f runs=%d repeats=%d\n", s / kRuns * 1e6, kRuns, kRepeats);
 }
 
-void MlpSeed000Forward() {
+// The seed MLP, initialised, with its batch of 2000.
+struct SeedModel {
   pf::Graph g;
-  pf::Scope root = pf::Scope::Root(&g);
-  pf::models::Model m = pf::models::BuildMlpSeed000(root, {});
-  pf::Session sess(g);
-  sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
+  pf::models::Model m;
+  std::unique_ptr<pf::Session> sess;
   pf::Tensor x, t;
-  pf::models::SeedBatch(2000, 1, &x, &t);
+  SeedModel() {
+    pf::Scope root = pf::Scope::Root(&g);
+    m = pf::models::BuildMlpSeed000(root, {});
+    sess = std::make_unique<pf::Session>(g);
+    sess->Run({}, {}, {pf::GlobalVariablesInitializer(root)});
+    pf::models::SeedBatch(2000, 1, &x, &t);
+  }
+};
+
+void MlpSeed000Forward() {
+  SeedModel s0;
+  auto& [g, m, sess_ptr, x, t] = s0;
+  pf::Session& sess = *sess_ptr;
   sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
   double s = TimeMedian([&] {
     for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
@@ -125,13 +137,9 @@ void MatMulRate() {
 }
 
 void MlpSeed000Step() {
-  pf::Graph g;
-  pf::Scope root = pf::Scope::Root(&g);
-  pf::models::Model m = pf::models::BuildMlpSeed000(root, {});
-  pf::Session sess(g);
-  sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
-  pf::Tensor x, t;
-  pf::models::SeedBatch(2000, 1, &x, &t);
+  SeedModel s0;
+  auto& [g, m, sess_ptr, x, t] = s0;
+  pf::Session& sess = *sess_ptr;
   for (int i = 0; i < 3; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
   // The same step's GEMMs alone: forward x.W for 4 layers, dW = a^T.g for 4, dA = g.W^T for 3.
   pf::Graph gg;

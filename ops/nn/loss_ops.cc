@@ -204,20 +204,7 @@ class MseOp : public OpKernel {
       });
       for (double v : partial) sum += v;
     } else {
-      Tensor diff2(ctx->output_dtype(0), full);
-      const Tensor in[2] = {p, l};
-      const DType dt = DataTypeOf<T>();
-      OpKernelContext::Params params;
-      params.inputs = in;
-      params.num_inputs = 2;
-      params.output_shapes = &full;
-      params.outputs = &diff2;
-      params.num_outputs = 1;
-      params.output_dtypes = &dt;
-      params.intra_op_pool = ctx->intra_op_pool();
-      OpKernelContext sub(params);
-      Status st = BinaryElementwise<T, T>(&sub, [](T a, T b) { return (a - b) * (a - b); });
-      if (!st.ok()) return st;
+      PF_ASSIGN_OR_RETURN(Tensor diff2, (BroadcastTemporary<T>(ctx, p, l, full, [](T a, T b) { return (a - b) * (a - b); })));
       for (T v : diff2.flat<T>()) sum += v;
     }
     PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
@@ -268,20 +255,7 @@ class MseGradOp : public OpKernel {
       return Status::OK();
     }
     // General broadcasting: materialise scale * (p - l) over the broadcast shape, then reduce.
-    Tensor diff(DataTypeOf<T>(), full);
-    const Tensor in[2] = {p, l};
-    const DType dt = DataTypeOf<T>();
-    OpKernelContext::Params params;
-    params.inputs = in;
-    params.num_inputs = 2;
-    params.output_shapes = &full;
-    params.outputs = &diff;
-    params.num_outputs = 1;
-    params.output_dtypes = &dt;
-    params.intra_op_pool = ctx->intra_op_pool();
-    OpKernelContext sub(params);
-    Status s = BinaryElementwise<T, T>(&sub, [scale](T a, T b) { return scale * (a - b); });
-    if (!s.ok()) return s;
+    PF_ASSIGN_OR_RETURN(Tensor diff, (BroadcastTemporary<T>(ctx, p, l, full, [scale](T a, T b) { return scale * (a - b); })));
     const int shift = full.rank() - narrow.rank();
     std::vector<bool> reduced(full.rank(), false);
     for (int d = 0; d < full.rank(); ++d) reduced[d] = d < shift || (narrow.dim(d - shift) == 1 && full.dim(d) != 1);

@@ -79,11 +79,7 @@ TEST_CASE("Every op has a gradient function or is declared not differentiable", 
 constexpr double kTol = 1e-6;  // float64 with delta 1e-6
 
 Tensor Rand(const Shape& s, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(DT_DOUBLE, s);
-  for (double& v : t.flat<double>()) v = u(rng);
-  return t;
+  return testing::RandomDoubleTensor(s, seed, lo, hi);
 }
 
 // Builds y from a double placeholder x of `x_shape` and checks dy/dx.

@@ -9,11 +9,7 @@ namespace {
 using Catch::Matchers::Contains;
 
 Tensor Rand(const Shape& s, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  Tensor t(DT_DOUBLE, s);
-  for (double& v : t.flat<double>()) v = u(rng);
-  return t;
+  return testing::RandomDoubleTensor(s, seed, lo, hi);
 }
 
 double GradErr(const Shape& shape, const std::function<Output(const Scope&, Output)>& build) {

@@ -17,6 +17,14 @@ inline Tensor RandomTensor(const Shape& shape, uint32_t seed, float lo = -1.f, f
   return t;
 }
 
+inline Tensor RandomDoubleTensor(const Shape& shape, uint32_t seed, double lo = -1, double hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Tensor t(DT_DOUBLE, shape);
+  for (double& v : t.flat<double>()) v = dist(rng);
+  return t;
+}
+
 // Largest absolute difference; tensors must have the same shape.
 inline double MaxAbsDiff(const Tensor& a, const Tensor& b) {
   REQUIRE(a.shape() == b.shape());
