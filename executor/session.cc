@@ -119,6 +119,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
   spec.pool = pool_;
   PlacerOptions popts;
   popts.allow_soft_placement = options_.allow_soft_placement;
+  popts.strict_placement = options_.strict_placement;
   PF_ASSIGN_OR_RETURN(Placement placement, Place(spec.nodes, devices_, popts));
   spec.device = placement.device;
 

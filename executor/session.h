@@ -31,6 +31,8 @@ namespace pf {
 struct SessionOptions {
   bool allow_soft_placement = false;
   bool log_device_placement = false;
+  // Soft-placement fallbacks become errors (as without allow_soft_placement).
+  bool strict_placement = false;
   // Device counts by type: {"CPU": 2} creates /cpu:0 and /cpu:1.
   std::map<std::string, int> device_count;
   // Threads that work on a step, the calling thread included (inter- and intra-op share

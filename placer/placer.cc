@@ -41,6 +41,44 @@ std::string DebugGroup(const std::vector<const Node*>& members, const DeviceSet&
   return s;
 }
 
+// A node that chose freely (no request, alone in its group) may move to where its data is
+// used or made, as TensorFlow's placer does:
+//  - a generator (no inputs, one output, one consumer) follows its consumer, so a constant
+//    feeding a GPU op is made on that GPU instead of being copied there;
+//  - a metadata op (Shape, Size, Rank) stays with its input: it needs only the input's shape.
+void ApplyHeuristics(const std::vector<Node*>& nodes, const std::unordered_map<const Node*, int>& index, UnionFind& uf,
+                     const KernelRegistry& registry, Placement* placement) {
+  std::vector<int> group_size(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) ++group_size[uf.Find(static_cast<int>(i))];
+  auto free_choice = [&](const Node* n) {
+    return n->requested_device().empty() && n->assigned_device().empty() && group_size[uf.Find(index.at(n))] == 1;
+  };
+  auto move_to = [&](const Node* n, Device* d) {
+    if (d != placement->device[n] && registry.Supports(*n, d->device_type())) placement->device[n] = d;
+  };
+  for (const Node* n : nodes) {
+    if (!free_choice(n)) continue;
+    if (n->num_inputs() == 0 && n->control_inputs().empty() && n->num_outputs() == 1 && !n->IsStateful()) {
+      const Node* consumer = nullptr;
+      int consumers = 0;
+      for (const Edge& e : n->out_edges()) {
+        if (index.count(e.dst)) {
+          ++consumers;
+          consumer = e.dst;
+        }
+      }
+      if (consumers == 1) move_to(n, placement->device[consumer]);
+    }
+  }
+  for (const Node* n : nodes) {
+    const std::string& op = n->op();
+    if (free_choice(n) && (op == "Shape" || op == "Size" || op == "Rank") && n->num_inputs() == 1 &&
+        index.count(n->input(0).node)) {
+      move_to(n, placement->device[n->input(0).node]);
+    }
+  }
+}
+
 }  // namespace
 
 std::string PlacementLogLine(const Node& node, const Device& device) {
@@ -115,7 +153,7 @@ StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devi
     std::vector<Device*> found = candidates(spec);
     if (found.empty()) {
       const std::string where = first_requester ? first_requester->name() : members[0]->name();
-      if (!options.allow_soft_placement) {
+      if (!options.allow_soft_placement || options.strict_placement) {
         std::string reason = devices.Matching(spec).empty()
                                  ? fmt::format("no devices matching that specification are registered in this process; available devices: {}", devices.NamesForError())
                                  : fmt::format("no supported kernel for {} devices is available", spec.has_type ? spec.type : std::string("the requested"));
@@ -143,6 +181,7 @@ StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devi
     }
     for (const Node* n : members) placement.device[n] = found[0];
   }
+  ApplyHeuristics(nodes, index, uf, registry, &placement);
   return placement;
 }
 

@@ -9,7 +9,9 @@
 // and its Assign) or by ColocateWith form a group placed together; the group's requested
 // devices merge; candidates are the devices matching the merged request whose type has a
 // kernel for every member, best priority first. With soft placement a request that cannot be
-// met falls back (same type any id, then any type) and the fallback is logged.
+// met falls back (same type any id, then any type) and the fallback is logged. Then a node
+// that chose freely follows its data: a generator (no inputs, one output, one consumer) moves
+// to its consumer's device, a Shape/Size/Rank to its input's device.
 #pragma once
 
 #include <string>
@@ -24,6 +26,8 @@ namespace pf {
 
 struct PlacerOptions {
   bool allow_soft_placement = false;
+  // Fallbacks are errors even with allow_soft_placement.
+  bool strict_placement = false;
 };
 
 struct Placement {

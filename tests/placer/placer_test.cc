@@ -147,3 +147,43 @@ TEST_CASE("A session on two CPU devices runs nodes where they were asked", "[pla
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Heuristics: generators follow their consumer, metadata ops stay with their input", "[placer]") {
+  DeviceSet devices = testing::FakeDeviceSet(2, 1);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output gen = ops::Const(root.WithOpName("gen"), Tensor(DT_FLOAT, {2}));  // FAKE_GPU has a Const kernel
+  Output e = ops::Exp(root.WithOpName("e"), gen);                          // CPU only
+  Output on_cpu1 = ops::Neg(root.WithOpName("n1").WithDevice("/cpu:1"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output shape = ops::ShapeOf(root.WithOpName("shape"), on_cpu1);
+  // A generator with two consumers, and one with an explicit device, stay where they chose.
+  Output shared = ops::Const(root.WithOpName("shared"), Tensor(DT_FLOAT, {2}));
+  ops::Exp(root, shared);
+  ops::Neg(root, shared);
+  Output pinned = ops::Const(root.WithOpName("pinned").WithDevice("/device:FAKE_GPU:0"), Tensor(DT_FLOAT, {2}));
+  ops::Exp(root, pinned);
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, gen) == kCpu0);
+  CHECK(Where(*p, e) == kCpu0);
+  CHECK(Where(*p, shape) == kCpu1);
+  CHECK(Where(*p, shared) == kGpu0);
+  CHECK(Where(*p, pinned) == kGpu0);
+}
+
+TEST_CASE("strict_placement turns soft fallbacks into errors", "[placer]") {
+  DeviceSet devices = testing::FakeDeviceSet(1, 2);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  ops::Neg(root.WithOpName("far").WithDevice("/device:FAKE_GPU:11"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  CHECK(Place(g.nodes(), devices, {.allow_soft_placement = true}).ok());
+  auto strict = Place(g.nodes(), devices, {.allow_soft_placement = true, .strict_placement = true});
+  REQUIRE_FALSE(strict.ok());
+  CHECK_THAT(strict.status().message(), Contains("Could not satisfy explicit device specification '/device:FAKE_GPU:11'"));
+}
+
+}  // namespace
+}  // namespace pf
