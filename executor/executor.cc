@@ -64,6 +64,9 @@ struct Executor::Step {
   std::vector<Tensor> inputs;
   std::vector<Tensor>* fetches = nullptr;
   int64_t step_id = 0;
+  RunMetadata* stats = nullptr;  // tracing, when not null
+  std::chrono::steady_clock::time_point start;
+  std::mutex stats_mu;
   std::atomic<int> outstanding{0};
   std::atomic<bool> aborted{false};
   std::mutex mu;
@@ -169,10 +172,13 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
   return std::unique_ptr<Executor>(new Executor(std::move(layout)));
 }
 
-Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id) const {
+Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id,
+                     RunMetadata* stats) const {
   const Layout& l = *layout_;
   Step step(l);
   step.step_id = step_id;
+  step.stats = stats;
+  step.start = std::chrono::steady_clock::now();
   fetches->assign(l.num_fetches, Tensor());
   step.fetches = fetches;
   for (size_t f = 0; f < feeds.size() && f < l.feed_slots.size(); ++f) {
@@ -198,6 +204,9 @@ Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetc
     bool ran = l.pool->TryRunOne();
     lock.lock();
     if (!ran && !step.done) step.done_cv.wait_for(lock, std::chrono::microseconds(200));
+  }
+  if (stats) {
+    stats->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - step.start).count();
   }
   return step.status;
 }
@@ -244,6 +253,32 @@ Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const
   return it.kernel->Compute(&ctx);
 }
 
+namespace {
+// Small, stable thread ids for traces.
+uint64_t TraceThreadId() {
+  static std::atomic<uint64_t> next{0};
+  thread_local uint64_t id = next.fetch_add(1);
+  return id;
+}
+}  // namespace
+
+void Executor::Record(Step* step, int item, std::chrono::steady_clock::time_point t0,
+                      const std::vector<Tensor>& outputs) const {
+  const Layout::Item& it = layout_->items[item];
+  using std::chrono::duration_cast;
+  using std::chrono::microseconds;
+  NodeExecStats s;
+  s.node = it.node->name();
+  s.op = it.node->op();
+  s.device = it.device->name();
+  s.thread = TraceThreadId();
+  s.start_us = duration_cast<microseconds>(t0 - step->start).count();
+  s.end_us = duration_cast<microseconds>(std::chrono::steady_clock::now() - step->start).count();
+  for (const Tensor& t : outputs) s.output_bytes += static_cast<int64_t>(t.TotalBytes());
+  std::lock_guard<std::mutex> lock(step->stats_mu);
+  step->stats->step_stats.push_back(std::move(s));
+}
+
 void Executor::Process(Step* step, std::deque<int> inline_ready) const {
   const Layout& l = *layout_;
   std::vector<Tensor> outputs;
@@ -254,7 +289,9 @@ void Executor::Process(Step* step, std::deque<int> inline_ready) const {
     const Layout::Item& it = l.items[id];
     ready.clear();
     if (!step->aborted.load(std::memory_order_acquire)) {
+      const auto t0 = step->stats ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       Status s = RunNode(step, id, &outputs);
+      if (step->stats) Record(step, id, t0, outputs);
       // Inputs die as soon as their last consumer has run.
       for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
       if (!s.ok()) {

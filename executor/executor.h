@@ -10,6 +10,7 @@
 //   PF_RETURN_IF_ERROR(exec->Run({batch}, &out));
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "devices/device.h"
+#include "executor/trace.h"
 #include "graph/graph.h"
 #include "graph/kernel.h"
 
@@ -40,7 +42,9 @@ class Executor {
   ~Executor();
 
   // `feeds` in the order of spec.feeds; fetched tensors are returned in spec.fetches order.
-  Status Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id = 0) const;
+  // `stats`, when given, receives one record per node run (Chrome trace material).
+  Status Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id = 0,
+             RunMetadata* stats = nullptr) const;
 
   int num_nodes() const;
 
@@ -51,6 +55,7 @@ class Executor {
   // Runs `ready` and whatever it makes ready that should stay on this thread.
   void Process(Step* step, std::deque<int> ready) const;
   Status RunNode(Step* step, int item, std::vector<Tensor>* outputs) const;
+  void Record(Step* step, int item, std::chrono::steady_clock::time_point t0, const std::vector<Tensor>& outputs) const;
   std::unique_ptr<Layout> layout_;
 };
 

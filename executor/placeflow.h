@@ -24,6 +24,7 @@
 #include "executor/gradient_checker.h"
 #include "executor/saver.h"
 #include "executor/session.h"
+#include "executor/trace.h"
 #include "graph/export.h"
 #include "graph/gradients.h"
 #include "graph/graph.h"

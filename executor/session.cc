@@ -152,7 +152,8 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
 }
 
 Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
-                              const std::vector<Operation>& targets, std::vector<Tensor>* outputs) {
+                              const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                              const RunOptions& run_options, RunMetadata* metadata) {
   std::vector<Tensor> feed_values;
   feed_values.reserve(feeds.size());
   for (size_t i = 0; i < feeds.size(); ++i) {
@@ -185,7 +186,9 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   }
   for (const Operation& t : targets) PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
-  PF_RETURN_IF_ERROR(prepared->executor->Run(feed_values, outputs, next_step_id_.fetch_add(1)));
+  RunMetadata* stats = run_options.trace ? metadata : nullptr;
+  if (stats) stats->step_stats.clear();
+  PF_RETURN_IF_ERROR(prepared->executor->Run(feed_values, outputs, next_step_id_.fetch_add(1), stats));
   // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
   // step updates in place.
   for (size_t i = 0; i < outputs->size(); ++i) {
@@ -198,6 +201,13 @@ std::vector<Tensor> Session::Run(const FeedDict& feeds, const std::vector<Output
                                  const std::vector<Operation>& targets) {
   std::vector<Tensor> out;
   ThrowIfError(RunWithStatus(feeds, fetches, targets, &out));
+  return out;
+}
+
+std::vector<Tensor> Session::Run(const RunOptions& run_options, const FeedDict& feeds, const std::vector<Output>& fetches,
+                                 const std::vector<Operation>& targets, RunMetadata* metadata) {
+  std::vector<Tensor> out;
+  ThrowIfError(RunWithStatus(feeds, fetches, targets, &out, run_options, metadata));
   return out;
 }
 

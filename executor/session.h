@@ -53,7 +53,11 @@ class Session {
                           const std::vector<Operation>& targets = {});
   std::vector<Tensor> Run(const std::vector<Output>& fetches) { return Run({}, fetches, {}); }
   Status RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
-                       const std::vector<Operation>& targets, std::vector<Tensor>* outputs);
+                       const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                       const RunOptions& run_options = {}, RunMetadata* metadata = nullptr);
+  // With options: `trace` fills metadata->step_stats (see executor/trace.h).
+  std::vector<Tensor> Run(const RunOptions& run_options, const FeedDict& feeds, const std::vector<Output>& fetches,
+                          const std::vector<Operation>& targets, RunMetadata* metadata);
   // By name: "x:0" or "x" (output 0) for feeds and fetches, "train_op" for targets.
   std::vector<Tensor> RunNamed(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                const std::vector<std::string>& fetches,

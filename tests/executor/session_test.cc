@@ -337,3 +337,43 @@ TEST_CASE("Fetched variable values are snapshots, not views of the variable", "[
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executor][trace]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithOpName("a").WithDevice("/cpu:1"), Tensor(DT_FLOAT, {64, 64}));
+  Output b = ops::MatMul(root.WithOpName("b"), a, a);
+  Output c = ops::Sum(root.WithOpName("c"), b);
+  SessionOptions opts;
+  opts.device_count["CPU"] = 2;
+  Session sess(g, opts);
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  sess.Run(ro, {}, {c}, {}, &md);
+  REQUIRE(md.step_stats.size() == 3);
+  std::map<std::string, NodeExecStats> by_node;
+  for (const NodeExecStats& s : md.step_stats) {
+    CHECK(s.start_us <= s.end_us);
+    CHECK(s.end_us <= md.step_us);
+    by_node[s.node] = s;
+  }
+  CHECK(by_node.at("a").device == "/job:localhost/replica:0/task:0/device:CPU:1");
+  CHECK(by_node.at("b").op == "MatMul");
+  CHECK(by_node.at("b").output_bytes == 64 * 64 * 4);
+  CHECK(by_node.at("c").start_us >= by_node.at("b").end_us);
+  std::string json = ChromeTraceJson(md);
+  CHECK_THAT(json, Contains("\"traceEvents\""));
+  CHECK_THAT(json, Contains("\"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"/job:localhost/replica:0/task:0/device:CPU:1\"}"));
+  CHECK_THAT(json, Contains("\"ph\": \"X\", \"name\": \"b\", \"cat\": \"MatMul\""));
+  // Without the option nothing is recorded.
+  RunMetadata none;
+  sess.Run(RunOptions{}, {}, {c}, {}, &none);
+  CHECK(none.step_stats.empty());
+}
+
+}  // namespace
+}  // namespace pf

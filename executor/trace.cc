@@ -1,0 +1,54 @@
+#include "executor/trace.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+
+namespace pf {
+namespace {
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ChromeTraceJson(const RunMetadata& md) {
+  // Processes numbered by device name, so CPU:0 is always above CPU:1.
+  std::map<std::string, int> pid;
+  for (const NodeExecStats& s : md.step_stats) pid[s.device] = 0;
+  int next = 0;
+  for (auto& [device, id] : pid) id = next++;
+  std::string out = "{\"traceEvents\": [\n";
+  bool first = true;
+  auto add = [&](const std::string& event) {
+    out += (first ? "  " : ",\n  ") + event;
+    first = false;
+  };
+  for (const auto& [device, id] : pid) {
+    add(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": \"{}\"}}}}", id, Escape(device)));
+  }
+  for (const NodeExecStats& s : md.step_stats) {
+    add(fmt::format("{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {}, \"dur\": {}, "
+                    "\"args\": {{\"op\": \"{}\", \"output_bytes\": {}}}}}",
+                    Escape(s.node), Escape(s.op), pid[s.device], s.thread, s.start_us, std::max<int64_t>(s.end_us - s.start_us, 1),
+                    Escape(s.op), s.output_bytes));
+  }
+  return out + "\n]}\n";
+}
+
+Status WriteChromeTrace(const RunMetadata& md, const std::string& path) {
+  std::ofstream f(path, std::ios::trunc);
+  if (!f) return errors::NotFound("Cannot open '", path, "' for writing");
+  f << ChromeTraceJson(md);
+  if (!f) return errors::Internal("Write to '", path, "' failed");
+  return Status::OK();
+}
+
+}  // namespace pf

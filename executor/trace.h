@@ -1,0 +1,41 @@
+// Step traces: per-node start/end times, device, thread and output bytes, written in the
+// Chrome trace format that chrome://tracing and Perfetto open (one process per device, one
+// track per thread).
+//
+//   pf::RunOptions ro;  ro.trace = true;
+//   pf::RunMetadata md;
+//   sess.Run(ro, {{x, batch}}, {loss}, {train_op}, &md);
+//   pf::WriteChromeTrace(md, "step.json");
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pf {
+
+struct RunOptions {
+  bool trace = false;  // fill RunMetadata::step_stats
+};
+
+struct NodeExecStats {
+  std::string node;
+  std::string op;
+  std::string device;
+  uint64_t thread = 0;    // a small id per OS thread, in order of first appearance
+  int64_t start_us = 0;   // since the step began
+  int64_t end_us = 0;
+  int64_t output_bytes = 0;
+};
+
+struct RunMetadata {
+  std::vector<NodeExecStats> step_stats;
+  int64_t step_us = 0;
+};
+
+std::string ChromeTraceJson(const RunMetadata& metadata);
+Status WriteChromeTrace(const RunMetadata& metadata, const std::string& path);
+
+}  // namespace pf
