@@ -1,5 +1,6 @@
 #include "tools/models.h"
 
+#include <optional>
 #include <random>
 
 namespace pf::models {
@@ -11,9 +12,13 @@ Initializer WeightInit(const ModelOptions& o, int64_t salt) {
   return init::GlorotUniform(o.seed * 1000 + salt);
 }
 
+// A layer's variables and the name scope its ops go under (so "--place affine0=/cpu:1"
+// moves the whole layer).
 struct Dense {
   Variable w, b;
-  Output Apply(const Scope& s, Output x, bool relu, const Variable& w_use, const Variable& b_use) const {
+  std::optional<Scope> scope;
+  Output Apply(Output x, bool relu, const Variable& w_use, const Variable& b_use) const {
+    const Scope& s = *scope;
     Output y = b_use.shape().rank() == 0 ? ops::Add(s, ops::MatMul(s, x, w_use.value()), b_use.value())
                                          : ops::BiasAdd(s, ops::MatMul(s, x, w_use.value()), b_use.value());
     return relu ? ops::Relu(s, y) : y;
@@ -23,7 +28,7 @@ struct Dense {
 Dense MakeDense(const Scope& root, const std::string& name, int64_t in, int64_t units, const ModelOptions& o, int64_t salt,
                 const Shape& bias_shape) {
   Scope vs = root.WithVariableScope(name);
-  return {GetVariable(vs, "w", {in, units}, WeightInit(o, salt)), GetVariable(vs, "b", bias_shape, init::Zeros())};
+  return {GetVariable(vs, "w", {in, units}, WeightInit(o, salt)), GetVariable(vs, "b", bias_shape, init::Zeros()), vs};
 }
 
 }  // namespace
@@ -46,10 +51,10 @@ Model BuildMlpSeed000(const Scope& root, const ModelOptions& o) {
   const int64_t dims[] = {600, 512, 128, 128};
   for (int i = 0; i < 3; ++i) {
     Dense d = MakeDense(root, "affine" + std::to_string(i), dims[i], dims[i + 1], o, i, Shape{});
-    h = d.Apply(root, h, /*relu=*/true, d.w, d.b);
+    h = d.Apply(h, /*relu=*/true, d.w, d.b);
   }
   Dense last = MakeDense(root, "affine_last", 128, 1, o, 9, Shape{});
-  m.output = last.Apply(root, h, /*relu=*/false, last.w, last.b);
+  m.output = last.Apply(h, /*relu=*/false, last.w, last.b);
   m.loss = ops::MeanSquaredError(root.WithOpName("loss"), m.output, m.target);
   root.graph()->AddToCollection(kLosses, m.loss);
   m.global_step = train::GetOrCreateGlobalStep(root);
@@ -66,7 +71,7 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   m.target = ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
   Dense l1 = MakeDense(root, "layer1", 784, 500, o, 1, Shape{500});
   Dense l2 = MakeDense(root, "layer2", 500, 10, o, 2, Shape{10});
-  m.output = l2.Apply(root, l1.Apply(root, m.input, true, l1.w, l1.b), false, l2.w, l2.b);
+  m.output = l2.Apply(l1.Apply(m.input, true, l1.w, l1.b), false, l2.w, l2.b);
   Output xent = ops::Mean(root.WithOpName("cross_entropy_mean"),
                           ops::SparseSoftmaxCrossEntropyWithLogits(root, m.output, m.target).first);
   train::L2Regularization(root, {l1.w, l2.w}, o.l2);  // into the "losses" collection
@@ -83,8 +88,8 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   train::ExponentialMovingAverage ema(o.moving_average_decay, &m.global_step);
   Operation average = ema.Apply(root.WithControlDependencies({step}), TrainableVariables(root.graph()));
   m.train_op = ops::NoOp(root.WithOpName("train").WithControlDependencies({step, average}));
-  Output avg_logits = l2.Apply(root, l1.Apply(root, m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false,
-                               ema.Average(l2.w), ema.Average(l2.b));
+  Output avg_logits = l2.Apply(l1.Apply(m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false, ema.Average(l2.w),
+                               ema.Average(l2.b));
   m.accuracy = train::Accuracy(root, avg_logits, m.target);
   return m;
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 
 #include "tools/trainer.h"
@@ -25,6 +26,10 @@ struct Args {
   std::string init = "glorot";
   std::string checkpoint;
   bool restore = false;
+  std::string trace;
+  int64_t cpu_devices = 1;
+  std::string place;  // "regex=device,regex=device"
+  bool soft_placement = true;
   int64_t print_every = 0;
   int64_t train_limit = 0;
   int64_t test_limit = 0;
@@ -36,7 +41,8 @@ struct Args {
                "%s\nusage: pf-train [--model mlp_seed000|mnist_mlp] [--steps N] [--epochs N] [--batch N] [--lr F]\n"
                "                [--optimizer sgd|momentum|adam|rmsprop|adagrad] [--log-device-placement] [--seed N]\n"
                "                [--data DIR] [--init glorot|seed] [--checkpoint DIR] [--restore]\n"
-               "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n",
+               "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n"
+               "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n",
                error.c_str());
   std::exit(2);
 }
@@ -44,11 +50,12 @@ struct Args {
 Args Parse(int argc, char** argv) {
   Args a;
   std::map<std::string, std::string*> strings = {{"--model", &a.model}, {"--data", &a.data}, {"--init", &a.init},
-                                                 {"--optimizer", &a.optimizer}, {"--checkpoint", &a.checkpoint}};
+                                                 {"--optimizer", &a.optimizer}, {"--checkpoint", &a.checkpoint},
+                                                 {"--trace", &a.trace}, {"--place", &a.place}};
   std::map<std::string, int64_t*> ints = {{"--steps", &a.steps},           {"--epochs", &a.epochs},
                                           {"--batch", &a.batch},           {"--seed", &a.seed},
                                           {"--print-every", &a.print_every}, {"--train-limit", &a.train_limit},
-                                          {"--test-limit", &a.test_limit}};
+                                          {"--test-limit", &a.test_limit}, {"--cpu-devices", &a.cpu_devices}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") Usage("pf-train: trains a placeflow model");
@@ -68,6 +75,32 @@ Args Parse(int argc, char** argv) {
   }
   if (a.restore && a.checkpoint.empty()) Usage("--restore needs --checkpoint DIR");
   return a;
+}
+
+// --place "affine0=/cpu:1,affine_last=/cpu:0": every node whose name matches a regex (searched,
+// not anchored) asks for that device; later rules win. Model parallelism as in seed article 003.
+void ApplyPlacementRules(pf::Graph& g, const std::string& rules) {
+  std::vector<std::pair<std::regex, std::string>> parsed;
+  size_t start = 0;
+  while (start < rules.size()) {
+    size_t end = rules.find(',', start);
+    std::string rule = rules.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? rules.size() : end + 1;
+    size_t eq = rule.rfind('=');
+    if (eq == std::string::npos) Usage("bad --place rule '" + rule + "': expected regex=device");
+    std::string device = rule.substr(eq + 1);
+    pf::DeviceName::ParseOrError(device).ValueOrThrow();
+    try {
+      parsed.emplace_back(std::regex(rule.substr(0, eq)), device);
+    } catch (const std::regex_error& e) {
+      Usage("bad regex in --place rule '" + rule + "': " + e.what());
+    }
+  }
+  for (pf::Node* n : g.nodes()) {
+    for (const auto& [re, device] : parsed) {
+      if (std::regex_search(n->name(), re)) n->set_requested_device(device);
+    }
+  }
 }
 
 std::string DefaultData() {
@@ -103,8 +136,11 @@ int main(int argc, char** argv) {
     pf::Scope root = pf::Scope::Root(&g);
     pf::models::Model m = pf::models::BuildModel(a.model, root, mo);
     pf::Operation init = pf::GlobalVariablesInitializer(root);
+    if (!a.place.empty()) ApplyPlacementRules(g, a.place);
     pf::SessionOptions opts;
     opts.log_device_placement = a.log_placement;
+    opts.allow_soft_placement = a.soft_placement;
+    opts.device_count["CPU"] = static_cast<int>(a.cpu_devices);
     opts.num_threads = a.threads;
     pf::Session sess(g, opts);
     std::printf("pf-train: model %s, optimizer %s, %d graph nodes, %zu variables\n", m.name.c_str(), a.optimizer.c_str(),
@@ -119,6 +155,7 @@ int main(int argc, char** argv) {
     to.seed = static_cast<uint64_t>(a.seed);
     to.checkpoint_dir = a.checkpoint;
     to.restore = a.restore;
+    to.trace_path = a.trace;
     pf::trainer::Trainer trainer(m, sess, to);
     trainer.Run(classifier ? &train : nullptr, classifier ? &test : nullptr);
     return 0;

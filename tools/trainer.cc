@@ -73,6 +73,18 @@ Trainer::Trainer(const models::Model& model, Session& session, Options options)
 
 int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
 
+float Trainer::Step(const FeedDict& feeds, bool trace) {
+  if (!trace || o_.trace_path.empty()) return sess_.Run(feeds, {m_.loss}, {m_.train_op})[0].scalar<float>();
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  float loss = sess_.Run(ro, feeds, {m_.loss}, {m_.train_op}, &md)[0].scalar<float>();
+  ThrowIfError(WriteChromeTrace(md, o_.trace_path));
+  std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n", md.step_stats.size(), md.step_us / 1e3,
+               o_.trace_path.c_str());
+  return loss;
+}
+
 void Trainer::MaybeRestore() {
   if (!o_.restore || !saver_) return;
   std::string latest = Saver::LatestCheckpoint(o_.checkpoint_dir);
@@ -106,7 +118,7 @@ double Trainer::RunRegression() {
   auto window = std::chrono::steady_clock::now();
   double loss = 0;
   for (int64_t step = first + 1; step <= o_.steps; ++step) {
-    loss = sess_.Run({{m_.input, x}, {m_.target, t}}, {m_.loss}, {m_.train_op})[0].scalar<float>();
+    loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2);
     if (step % every == 0 || step == o_.steps) {
       const int64_t n = step % every == 0 ? every : step % every;
       const double dt = Seconds(window);
@@ -133,7 +145,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
   for (int64_t step = first; step < o_.epochs * per_epoch; ++step) {
     Tensor x, y;
     batches.Next(&x, &y);
-    loss_sum += sess_.Run({{m_.input, x}, {m_.target, y}}, {m_.loss}, {m_.train_op})[0].scalar<float>();
+    loss_sum += Step({{m_.input, x}, {m_.target, y}}, step == first + 1);
     ++loss_count;
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
     if (in_epoch % every == 0 && in_epoch != per_epoch) {

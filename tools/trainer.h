@@ -30,6 +30,7 @@ struct Options {
   uint64_t seed = 1;
   std::string checkpoint_dir;  // save after each epoch (or at the end) when set
   bool restore = false;        // continue from the latest checkpoint in checkpoint_dir
+  std::string trace_path;      // write a Chrome trace of the second step here
   FILE* out = stdout;          // progress lines
 };
 
@@ -68,6 +69,8 @@ class Trainer {
  private:
   double RunRegression();
   double RunClassifier(const data::Dataset& train, const data::Dataset& test);
+  // One training step; traced (and written to trace_path) when `trace` is set.
+  float Step(const FeedDict& feeds, bool trace);
   void MaybeRestore();
   void MaybeSave();
 
