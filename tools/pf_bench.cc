@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "placer/placer.h"
 #include "tools/models.h"
 
 namespace {
@@ -202,6 +203,28 @@ void MnistMlpEpoch() {
   std::printf("mnist_mlp_epoch examples_per_s=%.0f seconds=%.3f batch=100 steps=600 repeats=%d\n", 60000 / epoch, epoch, kRepeats);
 }
 
+// Places a 100,000-node graph on 4 CPU devices: 1,000 layers of (variable, read, MatMul, Add,
+// Relu, ...) spread over the devices by request, with a tail of free nodes.
+void PlacerFigure() {
+  pf::Graph g;
+  pf::Scope root = pf::Scope::Root(&g);
+  pf::Output h = pf::ops::Placeholder(root, pf::DT_FLOAT, {-1, 8});
+  int layer = 0;
+  while (g.num_nodes() < 100000) {
+    pf::Scope s = root.WithVariableScope("layer" + std::to_string(layer)).WithDevice("/cpu:" + std::to_string(layer % 4));
+    pf::Variable w = pf::GetVariable(s, "w", {8, 8}, pf::init::Zeros());
+    h = pf::ops::Relu(s, pf::ops::Add(s, pf::ops::MatMul(s, h, w.value()), pf::ops::Const(s, 0.f)));
+    ++layer;
+  }
+  std::vector<pf::Node*> nodes(g.nodes().begin(), g.nodes().begin() + 100000);
+  pf::DeviceSet devices;
+  for (int i = 0; i < 4; ++i) devices.Add(pf::NewCpuDevice(i));
+  double s = TimeMedian([&] {
+    if (!pf::Place(nodes, devices, {}).ok()) std::abort();
+  });
+  std::printf("placer seconds_100k=%.3f nodes=%zu devices=4 repeats=%d\n", s, nodes.size(), kRepeats);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,7 +232,7 @@ int main(int argc, char** argv) {
       {"executor_chain", ExecutorChain},           {"executor_wide", ExecutorWide},
       {"session_run_overhead", SessionRunOverhead}, {"mlp_seed000_forward", MlpSeed000Forward},
       {"matmul_gflops", MatMulRate},               {"mlp_seed000_step", MlpSeed000Step},
-      {"mnist_mlp_epoch", MnistMlpEpoch}};
+      {"mnist_mlp_epoch", MnistMlpEpoch},           {"placer", PlacerFigure}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
     bool known = std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });
