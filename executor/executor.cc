@@ -49,6 +49,7 @@ struct Executor::Layout {
   std::vector<Item> items;
   std::vector<int> roots;
   ThreadPool* pool = nullptr;
+  const DeviceSet* devices = nullptr;
   int num_slots = 0;
   // For feed i: the input slots it fills and the fetch indices it answers directly.
   std::vector<std::vector<int>> feed_slots;
@@ -64,22 +65,30 @@ struct Executor::Step {
   std::vector<Tensor> inputs;
   std::vector<Tensor>* fetches = nullptr;
   int64_t step_id = 0;
-  RunMetadata* stats = nullptr;  // tracing, when not null
-  std::chrono::steady_clock::time_point start;
-  std::mutex stats_mu;
+  StepGroup* group = nullptr;
   std::atomic<int> outstanding{0};
-  std::atomic<bool> aborted{false};
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
-  Status status;
-
-  void Fail(Status s) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (status.ok()) status = std::move(s);
-    aborted.store(true, std::memory_order_release);
-  }
+  std::function<void()> done;
 };
+
+void StepGroup::Fail(const Status& s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status_.ok()) return;
+    status_ = s;
+    aborted_.store(true, std::memory_order_release);
+  }
+  rendezvous_.StartAbort(s);
+}
+
+Status StepGroup::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void StepGroup::Record(NodeExecStats s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_->step_stats.push_back(std::move(s));
+}
 
 Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
 Executor::~Executor() = default;
@@ -88,6 +97,7 @@ int Executor::num_nodes() const { return static_cast<int>(layout_->items.size())
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, const KernelSource& kernels) {
   auto layout = std::make_unique<Layout>();
   layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
+  layout->devices = spec.devices;
   const bool sequential = SequentialMode();
   std::unordered_map<const Node*, int> item_of;
   for (size_t i = 0; i < spec.nodes.size(); ++i) item_of[spec.nodes[i]] = static_cast<int>(i);
@@ -172,46 +182,70 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
   return std::unique_ptr<Executor>(new Executor(std::move(layout)));
 }
 
-Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id,
-                     RunMetadata* stats) const {
+ThreadPool* Executor::pool() const { return layout_->pool; }
+
+void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id, StepGroup* group,
+                        std::function<void()> done) const {
   const Layout& l = *layout_;
-  Step step(l);
-  step.step_id = step_id;
-  step.stats = stats;
-  step.start = std::chrono::steady_clock::now();
+  auto* step = new Step(l);  // deleted when its last node completes
+  step->step_id = step_id;
+  step->group = group;
+  step->done = std::move(done);
   fetches->assign(l.num_fetches, Tensor());
-  step.fetches = fetches;
+  step->fetches = fetches;
   for (size_t f = 0; f < feeds.size() && f < l.feed_slots.size(); ++f) {
-    for (int slot : l.feed_slots[f]) step.inputs[slot] = feeds[f];
+    for (int slot : l.feed_slots[f]) step->inputs[slot] = feeds[f];
     for (int fetch : l.feed_fetches[f]) (*fetches)[fetch] = feeds[f];
   }
-  if (l.roots.empty()) return Status::OK();
-  step.outstanding.store(static_cast<int>(l.roots.size()));
+  if (l.roots.empty()) {
+    step->done();
+    delete step;
+    return;
+  }
+  step->outstanding.store(static_cast<int>(l.roots.size()));
   // Cheap roots and one expensive root run here; other expensive roots go to the pool.
   std::deque<int> here;
   for (int r : l.roots) {
     if (l.items[r].expensive && !here.empty()) {
-      l.pool->Schedule([this, &step, r] { Process(&step, {r}); });
+      l.pool->Schedule([this, step, r] { Process(step, {r}); });
     } else {
       here.push_back(r);
     }
   }
-  Process(&step, std::move(here));
-  // While other threads finish the step, help with queued work instead of idling.
-  std::unique_lock<std::mutex> lock(step.mu);
-  while (!step.done) {
-    lock.unlock();
-    bool ran = l.pool->TryRunOne();
-    lock.lock();
-    if (!ran && !step.done) step.done_cv.wait_for(lock, std::chrono::microseconds(200));
-  }
-  if (stats) {
-    stats->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - step.start).count();
-  }
-  return step.status;
+  Process(step, std::move(here));
 }
 
-Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const {
+void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu, std::condition_variable* cv) {
+  // While other threads finish the step, help with queued work instead of idling.
+  std::unique_lock<std::mutex> lock(*mu);
+  while (remaining->load(std::memory_order_acquire) > 0) {
+    lock.unlock();
+    bool ran = pool->TryRunOne();
+    lock.lock();
+    if (!ran && remaining->load(std::memory_order_acquire) > 0) cv->wait_for(lock, std::chrono::microseconds(200));
+  }
+}
+
+Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id,
+                     RunMetadata* stats) const {
+  StepGroup group(stats);
+  std::atomic<int> remaining{1};
+  std::mutex mu;
+  std::condition_variable cv;
+  RunAsync(feeds, fetches, step_id, &group, [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    remaining.store(0, std::memory_order_release);
+    cv.notify_all();
+  });
+  WaitHelping(layout_->pool, &remaining, &mu, &cv);
+  if (stats) {
+    stats->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - group.start()).count();
+  }
+  return group.status();
+}
+
+Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, std::vector<Shape>* runtime_shapes,
+                             OpKernelContext::Params* params) const {
   const Layout::Item& it = layout_->items[id];
   const Node& n = *it.node;
   Tensor* inputs = step->inputs.data() + it.input_base;
@@ -221,7 +255,6 @@ Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const
     if (src->op() == "Variable") return errors::FailedPrecondition("Attempting to use uninitialized value ", src->name());
     return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(), "') was never produced");
   }
-  std::vector<Shape> runtime_shapes;
   const Shape* shapes = it.output_shapes.data();
   if (!it.static_shapes) {
     std::vector<Shape> in_shapes(it.num_inputs);
@@ -233,11 +266,11 @@ Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const
       in_values[k] = &inputs[k];
     }
     PF_RETURN_IF_ERROR(RunShapeFn(n.op_def(), n.attrs(), std::move(in_shapes), std::move(in_dtypes), std::move(in_values),
-                                  n.num_outputs(), &runtime_shapes));
-    shapes = runtime_shapes.data();
+                                  n.num_outputs(), runtime_shapes));
+    shapes = runtime_shapes->data();
   }
   outputs->resize(n.num_outputs());
-  OpKernelContext::Params p;
+  OpKernelContext::Params& p = *params;
   p.device = it.device;
   p.allocator = it.device->GetAllocator();
   p.intra_op_pool = it.device->intra_op_pool();
@@ -249,8 +282,9 @@ Status Executor::RunNode(Step* step, int id, std::vector<Tensor>* outputs) const
   p.num_outputs = n.num_outputs();
   p.output_dtypes = it.output_dtypes.data();
   p.step_id = step->step_id;
-  OpKernelContext ctx(p);
-  return it.kernel->Compute(&ctx);
+  p.rendezvous = step->group->rendezvous();
+  p.devices = layout_->devices;
+  return Status::OK();
 }
 
 namespace {
@@ -262,79 +296,123 @@ uint64_t TraceThreadId() {
 }
 }  // namespace
 
-void Executor::Record(Step* step, int item, std::chrono::steady_clock::time_point t0,
-                      const std::vector<Tensor>& outputs) const {
-  const Layout::Item& it = layout_->items[item];
-  using std::chrono::duration_cast;
-  using std::chrono::microseconds;
-  NodeExecStats s;
-  s.node = it.node->name();
-  s.op = it.node->op();
-  s.device = it.device->name();
-  s.thread = TraceThreadId();
-  s.start_us = duration_cast<microseconds>(t0 - step->start).count();
-  s.end_us = duration_cast<microseconds>(std::chrono::steady_clock::now() - step->start).count();
-  for (const Tensor& t : outputs) s.output_bytes += static_cast<int64_t>(t.TotalBytes());
-  std::lock_guard<std::mutex> lock(step->stats_mu);
-  step->stats->step_stats.push_back(std::move(s));
+// State of an asynchronous node while it waits (its context must outlive ComputeAsync).
+struct AsyncNode {
+  std::vector<Tensor> outputs;
+  std::vector<Shape> shapes;
+  OpKernelContext::Params params;
+  std::unique_ptr<OpKernelContext> ctx;
+  std::chrono::steady_clock::time_point t0;
+};
+
+void Executor::StartAsync(Step* step, int id) const {
+  const Layout::Item& it = layout_->items[id];
+  auto state = std::make_shared<AsyncNode>();
+  state->t0 = step->group->stats() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  Status s = PrepareNode(step, id, &state->outputs, &state->shapes, &state->params);
+  if (!s.ok()) {
+    std::deque<int> ready;
+    Complete(step, id, s, &state->outputs, state->t0, &ready);
+    if (!ready.empty()) Process(step, std::move(ready));
+    return;
+  }
+  state->params.outputs = state->outputs.data();
+  if (!state->shapes.empty()) state->params.output_shapes = state->shapes.data();
+  state->ctx = std::make_unique<OpKernelContext>(state->params);
+  it.kernel->ComputeAsync(state->ctx.get(), [this, step, id, state](Status done_status) {
+    std::deque<int> ready;
+    Complete(step, id, done_status, &state->outputs, state->t0, &ready);
+    if (!ready.empty()) Process(step, std::move(ready));
+  });
+}
+
+void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
+                        std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready) const {
+  const Layout& l = *layout_;
+  const Layout::Item& it = l.items[id];
+  if (step->group->stats() && !step->group->aborted()) {
+    NodeExecStats rec;
+    rec.node = it.node->name();
+    rec.op = it.node->op();
+    rec.device = it.device->name();
+    rec.thread = TraceThreadId();
+    rec.start_us = std::chrono::duration_cast<std::chrono::microseconds>(t0 - step->group->start()).count();
+    rec.end_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - step->group->start()).count();
+    for (const Tensor& t : *outputs) rec.output_bytes += static_cast<int64_t>(t.TotalBytes());
+    step->group->Record(std::move(rec));
+  }
+  // Inputs die as soon as their last consumer has run.
+  for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
+  std::vector<int> ready;
+  if (!s.ok()) {
+    // Aborted _Recvs report the step's first error, which already names its node.
+    if (!step->group->aborted()) step->group->Fail(Annotate(s, *it.node, *it.device));
+  } else {
+    for (const Layout::OutEdge& e : it.out_edges) {
+      if (e.dst_item < 0) {
+        (*step->fetches)[e.dst_slot] = (*outputs)[e.src_output];
+        continue;
+      }
+      step->inputs[e.dst_slot] = (*outputs)[e.src_output];
+      if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(e.dst_item);
+    }
+    for (int dst : it.out_control) {
+      if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(dst);
+    }
+  }
+  outputs->clear();
+  // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
+  // else is queued here and the rest go to the pool.
+  if (!ready.empty()) step->outstanding.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
+  int keep_expensive = -1;
+  for (int r : ready) {
+    if (!l.items[r].expensive) {
+      inline_ready->push_back(r);
+      continue;
+    }
+    if (keep_expensive >= 0) l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
+    keep_expensive = r;
+  }
+  if (keep_expensive >= 0) {
+    if (inline_ready->empty()) {
+      inline_ready->push_back(keep_expensive);
+    } else {
+      l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
+    }
+  }
+  if (step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::function<void()> done = std::move(step->done);
+    delete step;
+    done();
+  }
 }
 
 void Executor::Process(Step* step, std::deque<int> inline_ready) const {
   const Layout& l = *layout_;
   std::vector<Tensor> outputs;
-  std::vector<int> ready;
+  std::vector<Shape> runtime_shapes;
   while (!inline_ready.empty()) {
     const int id = inline_ready.front();
     inline_ready.pop_front();
     const Layout::Item& it = l.items[id];
-    ready.clear();
-    if (!step->aborted.load(std::memory_order_acquire)) {
-      const auto t0 = step->stats ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-      Status s = RunNode(step, id, &outputs);
-      if (step->stats) Record(step, id, t0, outputs);
-      // Inputs die as soon as their last consumer has run.
-      for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
-      if (!s.ok()) {
-        step->Fail(Annotate(s, *it.node, *it.device));
-      } else {
-        for (const Layout::OutEdge& e : it.out_edges) {
-          if (e.dst_item < 0) {
-            (*step->fetches)[e.dst_slot] = outputs[e.src_output];
-            continue;
-          }
-          step->inputs[e.dst_slot] = outputs[e.src_output];
-          if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(e.dst_item);
-        }
-        for (int dst : it.out_control) {
-          if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(dst);
-        }
-      }
+    if (step->group->aborted()) {
       outputs.clear();
+      Complete(step, id, errors::Aborted("step aborted"), &outputs, {}, &inline_ready);
+      continue;
     }
-    // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
-    // else is queued here and the rest go to the pool.
-    if (!ready.empty()) step->outstanding.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
-    int keep_expensive = -1;
-    for (int r : ready) {
-      if (!l.items[r].expensive) {
-        inline_ready.push_back(r);
-        continue;
-      }
-      if (keep_expensive >= 0) l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
-      keep_expensive = r;
+    if (it.kernel->IsAsync()) {
+      StartAsync(step, id);
+      continue;
     }
-    if (keep_expensive >= 0) {
-      if (inline_ready.empty()) {
-        inline_ready.push_back(keep_expensive);
-      } else {
-        l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
-      }
+    const auto t0 = step->group->stats() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    OpKernelContext::Params params;
+    runtime_shapes.clear();
+    Status s = PrepareNode(step, id, &outputs, &runtime_shapes, &params);
+    if (s.ok()) {
+      OpKernelContext ctx(params);
+      s = it.kernel->Compute(&ctx);
     }
-    if (step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(step->mu);
-      step->done = true;
-      step->done_cv.notify_all();
-    }
+    Complete(step, id, s, &outputs, t0, &inline_ready);
   }
 }
 

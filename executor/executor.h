@@ -10,19 +10,46 @@
 //   PF_RETURN_IF_ERROR(exec->Run({batch}, &out));
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "devices/device.h"
+#include "executor/rendezvous.h"
 #include "executor/trace.h"
 #include "graph/graph.h"
 #include "graph/kernel.h"
 
 namespace pf {
+
+// What the executors of one Session::Run share (one executor per device partition): the
+// rendezvous their _Send/_Recv meet at, the first error, and the trace.
+class StepGroup {
+ public:
+  explicit StepGroup(RunMetadata* stats = nullptr) : stats_(stats), start_(std::chrono::steady_clock::now()) {}
+  // The first error wins; it aborts the rendezvous so every waiting _Recv wakes.
+  void Fail(const Status& s);
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  Status status() const;
+  Rendezvous* rendezvous() { return &rendezvous_; }
+  RunMetadata* stats() const { return stats_; }
+  std::chrono::steady_clock::time_point start() const { return start_; }
+  void Record(NodeExecStats s);
+
+ private:
+  Rendezvous rendezvous_;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex mu_;
+  Status status_;
+  RunMetadata* stats_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 struct ExecutorSpec {
   std::vector<Node*> nodes;                         // the pruned subgraph
@@ -30,6 +57,7 @@ struct ExecutorSpec {
   std::vector<Output> feeds;                        // tensors supplied by the caller
   std::vector<Output> fetches;                      // tensors returned, in order
   ThreadPool* pool = nullptr;                       // inter-op pool (default: ThreadPool::Default())
+  const DeviceSet* devices = nullptr;               // for _Recv (which device sent)
 };
 
 // Hands out the kernel for a node on a device (the session caches them so stateful kernels
@@ -41,12 +69,19 @@ class Executor {
   static StatusOr<std::unique_ptr<Executor>> Create(const ExecutorSpec& spec, const KernelSource& kernels);
   ~Executor();
 
-  // `feeds` in the order of spec.feeds; fetched tensors are returned in spec.fetches order.
-  // `stats`, when given, receives one record per node run (Chrome trace material).
+  // Starts a step of this executor within `group`: `feeds` in spec.feeds order, fetched
+  // tensors land in `fetches` (spec.fetches order). Runs what it can on the calling thread and
+  // returns; `done` runs exactly once, on some thread, when every node has run or been skipped.
+  void RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id, StepGroup* group,
+                std::function<void()> done) const;
+  // One executor alone: runs the step, waits for it (helping the pool) and returns the first error.
   Status Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id = 0,
              RunMetadata* stats = nullptr) const;
+  // Waits until `*remaining` reaches zero, running queued pool work meanwhile.
+  static void WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu, std::condition_variable* cv);
 
   int num_nodes() const;
+  ThreadPool* pool() const;
 
  private:
   struct Layout;
@@ -54,8 +89,15 @@ class Executor {
   explicit Executor(std::unique_ptr<Layout> layout);
   // Runs `ready` and whatever it makes ready that should stay on this thread.
   void Process(Step* step, std::deque<int> ready) const;
-  Status RunNode(Step* step, int item, std::vector<Tensor>* outputs) const;
-  void Record(Step* step, int item, std::chrono::steady_clock::time_point t0, const std::vector<Tensor>& outputs) const;
+  // Checks inputs, infers runtime shapes and fills the kernel parameters of item `id`.
+  Status PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, std::vector<Shape>* runtime_shapes,
+                     OpKernelContext::Params* p) const;
+  // After item `id` ran: frees its inputs, records the error or hands its outputs to their
+  // consumers, queues newly ready items (cheap ones on `inline_ready`), and ends the step when
+  // nothing is left.
+  void Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs, std::chrono::steady_clock::time_point t0,
+                std::deque<int>* inline_ready) const;
+  void StartAsync(Step* step, int id) const;
   std::unique_ptr<Layout> layout_;
 };
 

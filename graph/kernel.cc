@@ -27,7 +27,9 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
 }
 
 Status OpKernelContext::SetOutput(int i, Tensor t) {
-  if (t.dtype() != p_.output_dtypes[i] || t.shape() != p_.output_shapes[i]) {
+  // The inferred shape may be partial (a _Recv's static shape): known dims must agree.
+  if (t.dtype() != p_.output_dtypes[i] || !t.shape().IsCompatibleWith(p_.output_shapes[i]) ||
+      t.rank() != p_.output_shapes[i].rank()) {
     return errors::Internal("Output ", i, " set to ", DTypeName(t.dtype()), " ", t.shape().ToString(),
                             " but the shape function inferred ", DTypeName(p_.output_dtypes[i]), " ",
                             p_.output_shapes[i].ToString());

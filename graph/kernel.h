@@ -27,6 +27,8 @@
 namespace pf {
 
 class Device;
+class DeviceSet;
+class Rendezvous;
 struct VarState;
 class ThreadPool;
 
@@ -39,6 +41,10 @@ class OpKernel {
   virtual Status Compute(OpKernelContext* ctx) = 0;
   // Cheap kernels run inline on the executor's thread; expensive ones may go to the pool.
   virtual bool IsExpensive() const { return true; }
+  // Kernels that wait (Recv, collectives) are asynchronous: the executor calls ComputeAsync and
+  // moves on; `done` (from any thread) finishes the node. Default: not asynchronous.
+  virtual bool IsAsync() const { return false; }
+  virtual void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) { done(Compute(ctx)); }
 
   const Node& node() const { return *node_; }
   const std::string& name() const { return node_->name(); }
@@ -62,6 +68,8 @@ class OpKernelContext {
     int num_outputs = 0;
     const DType* output_dtypes = nullptr;
     int64_t step_id = 0;
+    Rendezvous* rendezvous = nullptr;   // this step's, for _Send/_Recv
+    const DeviceSet* devices = nullptr;  // the session's devices
   };
   explicit OpKernelContext(const Params& p) : p_(p) {}
 
@@ -75,6 +83,8 @@ class OpKernelContext {
   const Shape& output_shape(int i) const { return p_.output_shapes[i]; }
   DType output_dtype(int i) const { return p_.output_dtypes[i]; }
   int64_t step_id() const { return p_.step_id; }
+  Rendezvous* rendezvous() const { return p_.rendezvous; }
+  const DeviceSet* devices() const { return p_.devices; }
 
   // Allocates output i with its inferred shape on this device.
   StatusOr<Tensor*> AllocateOutput(int i);

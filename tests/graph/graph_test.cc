@@ -137,6 +137,7 @@ TEST_CASE("Op and kernel registries: every op has a CPU kernel and declares diff
     CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
   }
   for (const std::string& op : ops) {
+    if (op.rfind("Test", 0) == 0) continue;  // test-only ops, some deliberately without kernels
     INFO(op);
     bool cpu = false;
     for (const KernelDef* k : KernelRegistry::Global()->KernelsForOp(op)) cpu = cpu || k->device_type() == "CPU";

@@ -1,0 +1,96 @@
+// _Send and _Recv: the pair the partitioner puts on every cross-device edge. _Send hands its
+// input to the step's rendezvous and never blocks; _Recv is asynchronous: it asks the
+// rendezvous for the value, copies it to its device through the copy registry, and finishes
+// when the value is there (or the step aborts). _Arg stands for a fed tensor inside a partition.
+#include "devices/device_set.h"
+#include "executor/rendezvous.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16};
+
+std::string KeyOf(const Node& n) {
+  return Rendezvous::Key(n.attr<std::string>("send_device"), n.attr<std::string>("recv_device"), n.attr<std::string>("tensor_name"));
+}
+
+class SendOp : public OpKernel {
+ public:
+  explicit SendOp(const Node& n) : OpKernel(n), key_(KeyOf(n)) {}
+  Status Compute(OpKernelContext* ctx) override {
+    if (ctx->rendezvous() == nullptr) return errors::Internal("_Send without a rendezvous");
+    return ctx->rendezvous()->Send(key_, ctx->input(0));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  std::string key_;
+};
+
+class RecvOp : public OpKernel {
+ public:
+  explicit RecvOp(const Node& n) : OpKernel(n), key_(KeyOf(n)), send_device_(n.attr<std::string>("send_device")) {}
+  Status Compute(OpKernelContext*) override { return errors::Internal("_Recv is asynchronous"); }
+  bool IsAsync() const override { return true; }
+  bool IsExpensive() const override { return false; }
+  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
+    if (ctx->rendezvous() == nullptr || ctx->devices() == nullptr) return done(errors::Internal("_Recv without a rendezvous"));
+    Device* src = ctx->devices()->Find(send_device_);
+    if (src == nullptr) return done(errors::Internal("_Recv: unknown send device ", send_device_));
+    ctx->rendezvous()->RecvAsync(key_, [ctx, src, done = std::move(done)](const Status& s, const Tensor& t) {
+      if (!s.ok()) return done(s);
+      StatusOr<Tensor> copied = CopyRegistry::Global()->Copy(t, src, ctx->device());
+      if (!copied.ok()) return done(copied.status());
+      done(ctx->SetOutput(0, std::move(copied).value()));
+    });
+  }
+
+ private:
+  std::string key_, send_device_;
+};
+
+class ArgOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext*) override { return errors::Internal("_Arg ", name(), " was not fed"); }
+};
+
+PF_REGISTER_OP(OpDef("_Send")
+                   .Input("tensor", "T")
+                   .TypeAttr("T", kAll)
+                   .RequiredAttr("tensor_name")
+                   .RequiredAttr("send_device")
+                   .RequiredAttr("recv_device")
+                   .SetStateful()
+                   .SetNotDifferentiable()
+                   .SetShapeFn(NoOutputsShape));
+PF_REGISTER_OP(OpDef("_Recv")
+                   .Output("tensor", "tensor_type")
+                   .TypeAttr("tensor_type", kAll)
+                   .RequiredAttr("tensor_name")
+                   .RequiredAttr("send_device")
+                   .RequiredAttr("recv_device")
+                   .RequiredAttr("shape")
+                   .SetStateful()
+                   .SetNotDifferentiable()
+                   .SetShapeFn([](ShapeContext& c) {
+                     c.set_output(0, c.attr<Shape>("shape"));
+                     return Status::OK();
+                   }));
+PF_REGISTER_OP(OpDef("_Arg")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAll)
+                   .RequiredAttr("shape")
+                   .SetNotDifferentiable()
+                   .SetShapeFn([](ShapeContext& c) {
+                     c.set_output(0, c.attr<Shape>("shape"));
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceCpu), SendOp);
+PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceCpu), RecvOp);
+PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceCpu), ArgOp);
+
+}  // namespace
+}  // namespace pf
