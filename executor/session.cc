@@ -7,13 +7,22 @@
 #include <unordered_set>
 
 #include "core/logging.h"
+#include "placer/partition.h"
 #include "placer/placer.h"
 
 namespace pf {
 
+// One prepared signature: the partitions of its pruned, placed subgraph and their executors.
 struct Session::Prepared {
-  std::unique_ptr<Executor> executor;
-  std::vector<bool> copy_fetch;  // fetches that may share a buffer with a variable
+  struct Part {
+    std::unique_ptr<Executor> executor;
+    std::vector<int> feeds;    // session feed index for each executor feed
+    std::vector<int> fetches;  // session fetch index for each executor fetch
+  };
+  Partitions partitions;  // owns the partition graphs the executors run
+  std::vector<Part> parts;
+  std::vector<int> fetch_from_feed;  // per session fetch: the feed that answers it, or -1
+  std::vector<bool> copy_fetch;      // fetches that may share a buffer with a variable
 };
 
 Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(std::move(options)) {
@@ -43,8 +52,9 @@ std::map<std::string, std::string> Session::DevicePlacement() const {
 }
 
 StatusOr<OpKernel*> Session::GetKernel(const Node& node, Device* device) {
-  // Called with mu_ held (from Prepare).
-  auto& slot = kernels_[{node.id(), device}];
+  // Called with mu_ held (from Prepare). Keyed by name: partitions copy nodes under their
+  // user-graph names, and a stateful kernel (a random op) must keep its state across signatures.
+  auto& slot = kernels_[{node.name(), device}];
   if (!slot) {
     PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(node, device->device_type()));
   }
@@ -97,6 +107,25 @@ std::vector<Node*> Prune(const std::vector<Output>& feeds, const std::vector<Out
 
 }  // namespace
 
+void Session::LogPlacement(const std::vector<Node*>& nodes, const Placement& placement, int send_recv_pairs) {
+  std::string text;
+  std::map<std::string, int> per_device;
+  std::vector<const Node*> by_id(nodes.begin(), nodes.end());
+  std::sort(by_id.begin(), by_id.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+  for (const Node* n : by_id) {
+    const Device* d = placement.device.at(n);
+    ++per_device[d->parsed_name().LocalName()];
+    if (!placement_.count(n->name())) text += PlacementLogLine(*n, *d) + "\n";
+  }
+  std::vector<std::string> counts;
+  for (const auto& [dev, count] : per_device) counts.push_back(fmt::format("{} nodes on {}", count, dev));
+  text += fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks\n", fmt::join(counts, ", "),
+                      send_recv_pairs, placement.fallbacks.size());
+  for (const std::string& line : placement.fallbacks) text += line + "\n";
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDict& feeds,
                                                                    const std::vector<Output>& fetches,
                                                                    const std::vector<Operation>& targets) {
@@ -112,41 +141,44 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
 
   std::vector<Output> feed_outputs;
   for (const auto& [o, t] : feeds) feed_outputs.push_back(o);
-  ExecutorSpec spec;
-  spec.nodes = Prune(feed_outputs, fetches, targets);
-  spec.feeds = feed_outputs;
-  spec.fetches = fetches;
-  spec.pool = pool_;
+  std::vector<Node*> nodes = Prune(feed_outputs, fetches, targets);
   PlacerOptions popts;
   popts.allow_soft_placement = options_.allow_soft_placement;
   popts.strict_placement = options_.strict_placement;
-  PF_ASSIGN_OR_RETURN(Placement placement, Place(spec.nodes, devices_, popts));
-  spec.device = placement.device;
-
-  if (options_.log_device_placement) {
-    std::string text;
-    std::map<std::string, int> per_device;
-    std::vector<const Node*> by_id(spec.nodes.begin(), spec.nodes.end());
-    std::sort(by_id.begin(), by_id.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
-    for (const Node* n : by_id) {
-      const Device* d = placement.device.at(n);
-      ++per_device[d->parsed_name().LocalName()];
-      if (!placement_.count(n->name())) text += PlacementLogLine(*n, *d) + "\n";
-    }
-    std::vector<std::string> counts;
-    for (const auto& [dev, count] : per_device) counts.push_back(fmt::format("{} nodes on {}", count, dev));
-    text += fmt::format("Placement summary: {}, 0 Send/Recv pairs, {} soft fallbacks\n", fmt::join(counts, ", "),
-                        placement.fallbacks.size());
-    for (const std::string& line : placement.fallbacks) text += line + "\n";
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
-  }
+  PF_ASSIGN_OR_RETURN(Placement placement, Place(nodes, devices_, popts));
+  auto prepared = std::make_shared<Prepared>();
+  std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
+  PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
+  if (options_.log_device_placement) LogPlacement(nodes, placement, prepared->partitions.send_recv_pairs);
   for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
 
   auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
-  auto prepared = std::make_shared<Prepared>();
-  for (const Output& f : fetches) prepared->copy_fetch.push_back(MayAliasVariable(f));
-  PF_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(spec, kernels));
+  std::map<Output, int> feed_index;
+  for (size_t i = 0; i < feed_outputs.size(); ++i) feed_index[feed_outputs[i]] = static_cast<int>(i);
+  for (const Output& f : fetches) {
+    auto it = feed_index.find(f);
+    prepared->fetch_from_feed.push_back(it == feed_index.end() ? -1 : it->second);
+    prepared->copy_fetch.push_back(MayAliasVariable(f));
+  }
+  for (Partitions::Part& part : prepared->partitions.parts) {
+    ExecutorSpec es;
+    es.nodes = part.nodes;
+    for (const Node* n : part.nodes) es.device[n] = part.device;
+    es.pool = pool_;
+    es.devices = &devices_;
+    Prepared::Part p;
+    for (const auto& [user, arg] : part.args) {
+      es.feeds.push_back(arg);
+      p.feeds.push_back(feed_index.at(user));
+    }
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device) continue;
+      es.fetches.emplace_back(prepared->partitions.copy_of.at(fetches[i].node), fetches[i].index);
+      p.fetches.push_back(static_cast<int>(i));
+    }
+    PF_ASSIGN_OR_RETURN(p.executor, Executor::Create(es, kernels));
+    prepared->parts.push_back(std::move(p));
+  }
   cache_[key] = prepared;
   return std::shared_ptr<const Prepared>(prepared);
 }
@@ -186,9 +218,41 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   }
   for (const Operation& t : targets) PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
-  RunMetadata* stats = run_options.trace ? metadata : nullptr;
-  if (stats) stats->step_stats.clear();
-  PF_RETURN_IF_ERROR(prepared->executor->Run(feed_values, outputs, next_step_id_.fetch_add(1), stats));
+  // One executor per device partition, all started at once; they meet through the group's
+  // rendezvous, and the first error anywhere aborts the others.
+  StepGroup group(run_options.trace ? metadata : nullptr);
+  if (group.stats()) group.stats()->step_stats.clear();
+  const int64_t step_id = next_step_id_.fetch_add(1);
+  const size_t n = prepared->parts.size();
+  std::vector<std::vector<Tensor>> part_feeds(n), part_fetches(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int f : prepared->parts[i].feeds) part_feeds[i].push_back(feed_values[f]);
+  }
+  std::atomic<int> remaining{static_cast<int>(n)};
+  std::mutex mu;
+  std::condition_variable cv;
+  auto done = [&] {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu);
+      cv.notify_all();
+    }
+  };
+  for (size_t i = 1; i < n; ++i) {
+    pool_->Schedule([&, i] { prepared->parts[i].executor->RunAsync(part_feeds[i], &part_fetches[i], step_id, &group, done); });
+  }
+  if (n > 0) prepared->parts[0].executor->RunAsync(part_feeds[0], &part_fetches[0], step_id, &group, done);
+  Executor::WaitHelping(pool_, &remaining, &mu, &cv);
+  if (group.stats()) {
+    group.stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - group.start()).count();
+  }
+  PF_RETURN_IF_ERROR(group.status());
+  outputs->assign(fetches.size(), Tensor());
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < prepared->parts[i].fetches.size(); ++k) (*outputs)[prepared->parts[i].fetches[k]] = part_fetches[i][k];
+  }
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    if (prepared->fetch_from_feed[i] >= 0) (*outputs)[i] = feed_values[prepared->fetch_from_feed[i]];
+  }
   // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
   // step updates in place.
   for (size_t i = 0; i < outputs->size(); ++i) {

@@ -75,6 +75,8 @@ class Session {
   StatusOr<std::shared_ptr<const Prepared>> Prepare(const FeedDict& feeds, const std::vector<Output>& fetches,
                                                     const std::vector<Operation>& targets);
   StatusOr<OpKernel*> GetKernel(const Node& node, Device* device);
+  // The placement log lines of nodes not logged before, and the summary (mu_ held).
+  void LogPlacement(const std::vector<Node*>& nodes, const struct Placement& placement, int send_recv_pairs);
   StatusOr<Output> ResolveTensorName(const std::string& name) const;
 
   Graph& graph_;
@@ -84,7 +86,7 @@ class Session {
   DeviceSet devices_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const Prepared>> cache_;
-  std::map<std::pair<int, const Device*>, std::unique_ptr<OpKernel>> kernels_;
+  std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};
 };

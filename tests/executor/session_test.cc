@@ -354,7 +354,8 @@ TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executo
   ro.trace = true;
   RunMetadata md;
   sess.Run(ro, {}, {c}, {}, &md);
-  REQUIRE(md.step_stats.size() == 3);
+  // a on CPU:1 feeds b on CPU:0: the trace shows the _Send/_Recv pair too.
+  REQUIRE(md.step_stats.size() == 5);
   std::map<std::string, NodeExecStats> by_node;
   for (const NodeExecStats& s : md.step_stats) {
     CHECK(s.start_us <= s.end_us);
@@ -365,6 +366,9 @@ TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executo
   CHECK(by_node.at("b").op == "MatMul");
   CHECK(by_node.at("b").output_bytes == 64 * 64 * 4);
   CHECK(by_node.at("c").start_us >= by_node.at("b").end_us);
+  CHECK(by_node.at("a:0/_send_to_CPU:0").device == "/job:localhost/replica:0/task:0/device:CPU:1");
+  CHECK(by_node.at("a:0/_recv_on_CPU:0").op == "_Recv");
+  CHECK(by_node.at("b").start_us >= by_node.at("a:0/_recv_on_CPU:0").start_us);
   std::string json = ChromeTraceJson(md);
   CHECK_THAT(json, Contains("\"traceEvents\""));
   CHECK_THAT(json, Contains("\"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"/job:localhost/replica:0/task:0/device:CPU:1\"}"));

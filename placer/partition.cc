@@ -1,0 +1,190 @@
+#include "placer/partition.h"
+
+#include <deque>
+
+#include "graph/op_registry.h"
+
+namespace pf {
+namespace {
+
+const OpDef& Def(const char* op) { return *OpRegistry::Global()->Find(op); }
+
+class Partitioner {
+ public:
+  Partitioner(const std::unordered_map<const Node*, Device*>& device, const std::set<Output>& fed)
+      : device_(device), fed_(fed) {}
+
+  Status Run(const std::vector<Node*>& nodes) {
+    std::vector<const Node*> order;
+    PF_RETURN_IF_ERROR(TopologicalOrder(nodes, &order));
+    for (const Node* n : order) PF_RETURN_IF_ERROR(Copy(n));
+    return Status::OK();
+  }
+  Partitions result;
+
+ private:
+  Status TopologicalOrder(const std::vector<Node*>& nodes, std::vector<const Node*>* order) {
+    std::unordered_map<const Node*, int> pending;
+    for (const Node* n : nodes) pending[n] = 0;
+    for (const Node* n : nodes) {
+      for (const Output& in : n->inputs()) {
+        if (fed_.count(in)) continue;
+        if (!pending.count(in.node)) {
+          return errors::InvalidArgument("Incomplete graph: input '", in.name(), "' of node '", n->name(),
+                                         "' is neither fed nor part of the subgraph");
+        }
+        ++pending[n];
+      }
+      for (const Node* c : n->control_inputs()) {
+        if (pending.count(c)) ++pending[n];
+      }
+    }
+    std::deque<const Node*> ready;
+    for (const Node* n : nodes) {
+      if (pending[n] == 0) ready.push_back(n);
+    }
+    while (!ready.empty()) {
+      const Node* n = ready.front();
+      ready.pop_front();
+      order->push_back(n);
+      for (const Edge& e : n->out_edges()) {
+        auto it = pending.find(e.dst);
+        if (it == pending.end() || (!e.IsControl() && fed_.count(Output(e.src, e.src_output)))) continue;
+        if (--it->second == 0) ready.push_back(e.dst);
+      }
+    }
+    if (order->size() != nodes.size()) return errors::InvalidArgument("The graph has a cycle");
+    return Status::OK();
+  }
+
+  Partitions::Part& PartFor(Device* d) {
+    auto it = part_index_.find(d);
+    if (it != part_index_.end()) return result.parts[it->second];
+    part_index_[d] = result.parts.size();
+    Partitions::Part p;
+    p.device = d;
+    p.graph = std::make_unique<Graph>();
+    result.parts.push_back(std::move(p));
+    return result.parts.back();
+  }
+
+  Node* AddNode(Partitions::Part& part, NodeSpec spec, bool runs) {
+    spec.requested_device = part.device->name();
+    Node* n = part.graph->AddNode(std::move(spec));
+    n->set_assigned_device(part.device->name());
+    if (runs) part.nodes.push_back(n);
+    return n;
+  }
+
+  Output ArgFor(Partitions::Part& part, const Output& fed) {
+    auto it = part.args.find(fed);
+    if (it != part.args.end()) return it->second;
+    NodeSpec spec;
+    spec.name = fmt::format("_arg/{}_{}", fed.node->name(), fed.index);
+    spec.op_def = &Def("_Arg");
+    spec.attrs = {{"T", fed.dtype()}, {"shape", fed.shape()}};
+    spec.output_dtypes = {fed.dtype()};
+    spec.output_shapes = {fed.shape()};
+    Output arg(AddNode(part, std::move(spec), /*runs=*/false), 0);
+    part.args[fed] = arg;
+    return arg;
+  }
+
+  // The _Recv on `dst` of `src` (a copied output on another device), made once per pair.
+  Output RecvFor(Device* dst, const Output& src_copy, const std::string& tensor_name, Device* src) {
+    auto key = std::make_pair(tensor_name, dst);
+    auto it = recvs_.find(key);
+    if (it != recvs_.end()) return it->second;
+    const std::string local = dst->parsed_name().LocalName();
+    NodeSpec send;
+    send.name = fmt::format("{}/_send_to_{}", tensor_name, local);
+    send.op_def = &Def("_Send");
+    send.attrs = {{"T", src_copy.dtype()}, {"tensor_name", tensor_name}, {"send_device", src->name()}, {"recv_device", dst->name()}};
+    send.inputs = {src_copy};
+    AddNode(PartFor(src), std::move(send), true);
+    NodeSpec recv;
+    recv.name = fmt::format("{}/_recv_on_{}", tensor_name, local);
+    recv.op_def = &Def("_Recv");
+    recv.attrs = {{"tensor_type", src_copy.dtype()}, {"tensor_name", tensor_name}, {"send_device", src->name()},
+                  {"recv_device", dst->name()}, {"shape", src_copy.shape()}};
+    recv.output_dtypes = {src_copy.dtype()};
+    recv.output_shapes = {src_copy.shape()};
+    Output out(AddNode(PartFor(dst), std::move(recv), true), 0);
+    recvs_[key] = out;
+    ++result.send_recv_pairs;
+    return out;
+  }
+
+  Status Copy(const Node* n) {
+    auto dev = device_.find(n);
+    if (dev == device_.end()) return errors::Internal("Node '", n->name(), "' has no device");
+    Device* d = dev->second;
+    PartFor(d);  // parts are created in topological order of their first node
+    NodeSpec spec;
+    spec.name = n->name();
+    spec.op_def = &n->op_def();
+    spec.attrs = n->attrs();
+    spec.output_dtypes.resize(n->num_outputs());
+    spec.output_shapes.resize(n->num_outputs());
+    for (int o = 0; o < n->num_outputs(); ++o) {
+      spec.output_dtypes[o] = n->output_dtype(o);
+      spec.output_shapes[o] = n->output_shape(o);
+    }
+    spec.colocation = n->colocation_group();
+    for (const Output& in : n->inputs()) {
+      if (fed_.count(in)) {
+        spec.inputs.push_back(ArgFor(PartFor(d), in));
+        continue;
+      }
+      Output src_copy(result.copy_of.at(in.node), in.index);
+      Device* src_dev = device_.at(in.node);
+      spec.inputs.push_back(src_dev == d ? src_copy : RecvFor(d, src_copy, in.name(), src_dev));
+    }
+    for (const Node* c : n->control_inputs()) {
+      auto it = result.copy_of.find(c);
+      if (it == result.copy_of.end()) continue;  // pruned away
+      Device* src_dev = device_.at(c);
+      if (src_dev == d) {
+        spec.control_inputs.push_back(it->second);
+        continue;
+      }
+      // A cross-device control edge: send a scalar made after `c`, receive it before `n`.
+      auto cached = control_recvs_.find({c, d});
+      if (cached == control_recvs_.end()) {
+        NodeSpec token;
+        token.name = fmt::format("{}/_control_token", c->name());
+        if (PartFor(src_dev).graph->FindNode(token.name) == nullptr) {
+          token.op_def = &Def("Const");
+          token.attrs = {{"value", Tensor::Scalar<bool>(true)}, {"dtype", DT_BOOL}};
+          token.output_dtypes = {DT_BOOL};
+          token.output_shapes = {Shape{}};
+          token.control_inputs = {it->second};
+          AddNode(PartFor(src_dev), std::move(token), true);
+        }
+        Output token_out(PartFor(src_dev).graph->FindNode(fmt::format("{}/_control_token", c->name())), 0);
+        Output recv = RecvFor(d, token_out, token_out.node->name() + ":0", src_dev);
+        cached = control_recvs_.emplace(std::make_pair(c, d), recv.node).first;
+      }
+      spec.control_inputs.push_back(cached->second);
+    }
+    result.copy_of[n] = AddNode(PartFor(d), std::move(spec), true);
+    return Status::OK();
+  }
+
+  const std::unordered_map<const Node*, Device*>& device_;
+  const std::set<Output>& fed_;
+  std::map<Device*, size_t> part_index_;
+  std::map<std::pair<std::string, Device*>, Output> recvs_;
+  std::map<std::pair<const Node*, Device*>, Node*> control_recvs_;
+};
+
+}  // namespace
+
+StatusOr<Partitions> Partition(const std::vector<Node*>& nodes, const std::unordered_map<const Node*, Device*>& device,
+                               const std::set<Output>& fed) {
+  Partitioner p(device, fed);
+  PF_RETURN_IF_ERROR(p.Run(nodes));
+  return std::move(p.result);
+}
+
+}  // namespace pf
