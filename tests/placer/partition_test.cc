@@ -1,0 +1,157 @@
+// Partitioning and multi-device execution on CPU devices.
+#include <future>
+
+#include "placer/partition.h"
+#include "tests/testing/test_util.h"
+#include "tools/models.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+struct FourCpus {
+  DeviceSet devices;
+  FourCpus() {
+    for (int i = 0; i < 4; ++i) devices.Add(NewCpuDevice(i));
+  }
+  Device* cpu(int i) { return devices.Find(DeviceName::FullName("localhost", 0, 0, "CPU", i)); }
+};
+
+std::vector<std::string> OpsIn(const Partitions::Part& p, const std::string& op) {
+  std::vector<std::string> names;
+  for (const Node* n : p.nodes) {
+    if (n->op() == op) names.push_back(n->name());
+  }
+  return names;
+}
+
+TEST_CASE("Partition: one _Send/_Recv pair per tensor and destination", "[partition]") {
+  FourCpus d;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithOpName("a"), Tensor(DT_FLOAT, {2}));
+  Output b = ops::Neg(root.WithOpName("b"), a);
+  Output c = ops::Square(root.WithOpName("c"), a);
+  Output e = ops::Add(root.WithOpName("e"), b, c);
+  std::unordered_map<const Node*, Device*> where = {{a.node, d.cpu(0)}, {b.node, d.cpu(1)}, {c.node, d.cpu(1)}, {e.node, d.cpu(0)}};
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  REQUIRE(p->parts.size() == 2);
+  CHECK(p->send_recv_pairs == 3);  // a -> CPU:1 once (b and c share it), b -> CPU:0, c -> CPU:0
+  const Partitions::Part& p0 = p->parts[0].device == d.cpu(0) ? p->parts[0] : p->parts[1];
+  const Partitions::Part& p1 = p->parts[0].device == d.cpu(0) ? p->parts[1] : p->parts[0];
+  CHECK(OpsIn(p0, "_Send") == std::vector<std::string>{"a:0/_send_to_CPU:1"});
+  CHECK(OpsIn(p1, "_Recv") == std::vector<std::string>{"a:0/_recv_on_CPU:1"});
+  CHECK(OpsIn(p1, "_Send").size() == 2);
+  CHECK(OpsIn(p0, "_Recv").size() == 2);
+  CHECK(p0.nodes.size() == 2 + 1 + 2);  // a, e, one send, two recvs
+  CHECK(p1.nodes.size() == 2 + 1 + 2);  // b, c, one recv, two sends
+  const Node* recv = p1.graph->FindNode("a:0/_recv_on_CPU:1");
+  CHECK(recv->attr<std::string>("send_device") == "/job:localhost/replica:0/task:0/device:CPU:0");
+  CHECK(recv->attr<std::string>("recv_device") == "/job:localhost/replica:0/task:0/device:CPU:1");
+  CHECK(recv->attr<std::string>("tensor_name") == "a:0");
+  // Copies keep names; the user's graph is untouched.
+  CHECK(p->copy_of.at(b.node)->name() == "b");
+  CHECK(g.num_nodes() == 4);
+}
+
+TEST_CASE("Partition: cross-device control edges and incomplete graphs", "[partition]") {
+  FourCpus d;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Operation first = ops::NoOp(root.WithOpName("first"));
+  Output after = ops::Const(root.WithOpName("after").WithControlDependencies({first}), 1.f);
+  std::unordered_map<const Node*, Device*> where = {{first.node, d.cpu(2)}, {after.node, d.cpu(3)}};
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  CHECK(p->send_recv_pairs == 1);
+  const Node* copy = p->copy_of.at(after.node);
+  REQUIRE(copy->control_inputs().size() == 1);
+  CHECK(copy->control_inputs()[0]->op() == "_Recv");
+  CHECK(copy->control_inputs()[0]->name() == "first/_control_token:0/_recv_on_CPU:3");
+
+  Output x = ops::Neg(root.WithOpName("x"), after);
+  auto incomplete = Partition({x.node}, {{x.node, d.cpu(0)}}, {});
+  REQUIRE_FALSE(incomplete.ok());
+  CHECK_THAT(incomplete.status().message(), Contains("Incomplete graph: input 'after:0' of node 'x' is neither fed nor part of the subgraph"));
+  // A fed input enters through an _Arg.
+  auto fed = Partition({x.node}, {{x.node, d.cpu(0)}}, {Output(after.node, 0)});
+  REQUIRE(fed.ok());
+  CHECK(fed->parts[0].args.size() == 1);
+}
+
+// The seed MLP, one SGD step, with its layers spread over `cpus` devices.
+std::vector<Tensor> TrainSpread(int cpus, bool log = false) {
+  Graph g;
+  g.set_seed(3);
+  Scope root = Scope::Root(&g);
+  models::Model m = models::BuildMlpSeed000(root, {});
+  for (Node* n : g.nodes()) {
+    for (int layer = 0; layer < 3; ++layer) {
+      if (n->name().find("affine" + std::to_string(layer)) != std::string::npos) {
+        n->set_requested_device("/cpu:" + std::to_string((layer + 1) % cpus));
+      }
+    }
+  }
+  SessionOptions opts;
+  opts.device_count["CPU"] = cpus;
+  opts.log_device_placement = log;
+  Session sess(g, opts);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  Tensor x, t;
+  models::SeedBatch(64, 2, &x, &t);
+  std::vector<Tensor> out;
+  for (int i = 0; i < 3; ++i) out.push_back(sess.Run({{m.input, x}, {m.target, t}}, {m.loss}, {m.train_op})[0]);
+  for (const Variable& v : TrainableVariables(&g)) out.push_back(sess.Run({v.value()})[0]);
+  return out;
+}
+
+TEST_CASE("Four CPU devices give bitwise the results of one", "[partition][executor]") {
+  auto one = TrainSpread(1);
+  auto four = TrainSpread(4);
+  REQUIRE(one.size() == four.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    INFO(i);
+    CHECK(four[i].BitwiseEqual(one[i]));
+  }
+}
+
+TEST_CASE("A failing kernel on one device aborts the others without hanging", "[partition][executor]") {
+  static OpRegistrar reg(OpDef("TestFailOnDevice").Input("x", "float").Output("y", "float").SetShapeFn(UnchangedShape));
+  struct FailOp : OpKernel {
+    using OpKernel::OpKernel;
+    Status Compute(OpKernelContext*) override { return errors::Internal("boom"); }
+  };
+  static KernelRegistrar kreg(KernelDef("TestFailOnDevice", "CPU"), [](const Node& n) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<FailOp>(n);
+  });
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithDevice("/cpu:0"), Tensor(DT_FLOAT, {32, 32}));
+  Output broken = NodeBuilder(root.WithOpName("broken").WithDevice("/cpu:1"), "TestFailOnDevice").Input(a).Finalize();
+  // CPU:0 waits on a _Recv of the failed tensor while it runs a long chain of its own.
+  Output chain = a;
+  for (int i = 0; i < 100; ++i) chain = ops::MatMul(root.WithDevice("/cpu:0"), chain, a);
+  Output joined = ops::Add(root.WithDevice("/cpu:0"), chain, broken);
+  SessionOptions opts;
+  opts.device_count["CPU"] = 2;
+  Session sess(g, opts);
+  auto run = std::async(std::launch::async, [&] {
+    try {
+      sess.Run({joined});
+      return std::string("no error");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  });
+  REQUIRE(run.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  std::string msg = run.get();
+  CHECK_THAT(msg, Contains("boom"));
+  CHECK_THAT(msg, Contains("{{node broken}} = TestFailOnDevice[] on /job:localhost/replica:0/task:0/device:CPU:1"));
+  // The session still works afterwards.
+  CHECK(sess.Run({chain})[0].shape() == Shape{32, 32});
+}
+
+}  // namespace
+}  // namespace pf
