@@ -19,6 +19,8 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "devices/device.h"
+#include "devices/device_manager.h"
+#include "devices/gpu_probe.h"
 #include "devices/device_set.h"
 #include "executor/executor.h"
 #include "executor/gradient_checker.h"

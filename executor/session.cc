@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "core/logging.h"
+#include "devices/device_manager.h"
+#include "devices/gpu_probe.h"
 #include "placer/partition.h"
 #include "placer/placer.h"
 
@@ -31,6 +33,17 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
   int cpus = 1;
   if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end()) cpus = std::max(1, it->second);
   for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i, pool_));
+  // GPUs: none without a CUDA build, a driver or a GPU (never an error). Bad options are errors.
+  GpuOptions gpu;
+  gpu.visible_device_list = options_.visible_device_list;
+  gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
+  if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end()) gpu.max_count = it->second;
+  const int physical = gpu.max_count == 0 ? 0 : CudaDeviceCount();
+  std::vector<GpuDevicePlan> plan = PlanGpuDevices(physical, gpu).ValueOrThrow();
+  if (!plan.empty()) {
+    // The GPU device itself (allocator, streams, kernels) is the CUDA backend's part.
+    PF_LOG_WARN("{} GPU device(s) visible, but this build has no CUDA device backend yet: running on CPU", plan.size());
+  }
   if (options_.log_device_placement) {
     std::string text = "Device mapping:\n";
     for (const Device* d : devices_.devices()) text += fmt::format("{} -> {}\n", d->name(), d->Description());

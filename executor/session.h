@@ -33,8 +33,11 @@ struct SessionOptions {
   bool log_device_placement = false;
   // Soft-placement fallbacks become errors (as without allow_soft_placement).
   bool strict_placement = false;
-  // Device counts by type: {"CPU": 2} creates /cpu:0 and /cpu:1.
+  // Device counts by type: {"CPU": 2} creates /cpu:0 and /cpu:1; {"GPU": 0} hides every GPU.
   std::map<std::string, int> device_count;
+  // Which GPUs and how they are split (devices/device_manager.h).
+  std::string visible_device_list;
+  std::vector<std::vector<double>> gpu_logical_devices;  // MiB per logical device, per visible GPU
   // Threads that work on a step, the calling thread included (inter- and intra-op share
   // them). 0: the process-wide pool (PF_NUM_THREADS or one per core) plus the caller.
   int num_threads = 0;

@@ -42,7 +42,9 @@ std::string GraphToDot(const Graph& graph, const std::map<std::string, std::stri
       bool cross = DeviceOf(e.src, placement) != DeviceOf(e.dst, placement);
       std::string style = e.IsControl() ? "style=dashed" : "";
       if (cross) style += std::string(style.empty() ? "" : ", ") + "color=red, penwidth=2";
-      std::string label = e.IsControl() ? "" : fmt::format("label=\"{}\"", e.src->output_shape(e.src_output).ToString());
+      // Cross-device edges are where the partitioner puts a _Send/_Recv pair.
+      std::string label = e.IsControl() ? "" : fmt::format("label=\"{}{}\"", e.src->output_shape(e.src_output).ToString(),
+                                                           cross ? " Send/Recv" : "");
       std::vector<std::string> attrs;
       if (!style.empty()) attrs.push_back(style);
       if (!label.empty()) attrs.push_back(label);

@@ -168,7 +168,7 @@ TEST_CASE("Graph export: DOT coloured by device and JSON", "[graph][export]") {
                                                   {"b", "/job:localhost/replica:0/task:0/device:CPU:1"}};
   std::string dot = GraphToDot(g, placement);
   CHECK_THAT(dot, Contains("digraph placeflow"));
-  CHECK_THAT(dot, Contains("\"a\" -> \"b\" [color=red, penwidth=2, label=\"[]\"]"));
+  CHECK_THAT(dot, Contains("\"a\" -> \"b\" [color=red, penwidth=2, label=\"[] Send/Recv\"]"));
   CHECK_THAT(dot, Contains("fillcolor=\"#8dd3c7\""));
   CHECK_THAT(dot, Contains("fillcolor=\"#ffffb3\""));
   std::string json = GraphToJson(g);

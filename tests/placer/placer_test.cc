@@ -187,3 +187,75 @@ TEST_CASE("strict_placement turns soft fallbacks into errors", "[placer]") {
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Ten CPUs and ten fake GPUs added out of order sort by priority, type, id", "[placer]") {
+  DeviceSet devices = testing::FakeDeviceSet(10, 10);
+  REQUIRE(devices.devices().size() == 20);
+  CHECK(devices.devices()[0]->name() == kGpu0);
+  CHECK(devices.devices()[9]->parsed_name().LocalName() == "FAKE_GPU:9");
+  CHECK(devices.devices()[10]->name() == kCpu0);
+  CHECK(devices.devices()[19]->parsed_name().LocalName() == "CPU:9");
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root, Tensor(DT_FLOAT, {2}));
+  Output any_cpu = ops::Exp(root.WithDevice("/device:CPU:*"), c);
+  Output gpu7 = ops::Neg(root.WithDevice("/device:FAKE_GPU:7"), ops::Neg(root, c));
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, any_cpu) == kCpu0);
+  CHECK(Where(*p, gpu7) == "/job:localhost/replica:0/task:0/device:FAKE_GPU:7");
+}
+
+TEST_CASE("Assigned devices are kept; malformed node devices are errors", "[placer]") {
+  DeviceSet devices = testing::FakeDeviceSet(2, 2);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output n = ops::Neg(root.WithOpName("n"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  n.node->set_assigned_device(kGpu1);
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, n) == kGpu1);
+  n.node->set_assigned_device("");
+  n.node->set_requested_device("/foo:bar");
+  auto bad = Place(g.nodes(), devices, {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Contains("Malformed device specification '/foo:bar' in node 'n'"));
+}
+
+TEST_CASE("Reference colocation: a variable asked on a device its Assign cannot run on", "[placer]") {
+  DeviceSet devices = testing::FakeDeviceSet(1, 1);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  // FAKE_GPU has Identity and Const kernels but no Variable or Assign kernel.
+  Variable v = GetVariable(root.WithDevice("/device:FAKE_GPU:0"), "v", {2}, init::Zeros());
+  auto strict = Place(g.nodes(), devices, {});
+  REQUIRE_FALSE(strict.ok());
+  CHECK_THAT(strict.status().message(), Contains("because no supported kernel for FAKE_GPU devices is available"));
+  CHECK_THAT(strict.status().message(), Contains("v/Assign: Assign (requested '/device:FAKE_GPU:0', supported device types: [CPU])"));
+  auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
+  REQUIRE(soft.ok());
+  CHECK(Where(*soft, v.ref()) == kCpu0);
+  CHECK(Where(*soft, v.initializer().node) == kCpu0);
+}
+
+TEST_CASE("Explicit colocation with conflicting requests", "[placer]") {
+  DeviceSet devices = testing::FakeDeviceSet(2, 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Neg(root.WithOpName("a").WithDevice("/cpu:0"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output b = ops::Neg(root.WithOpName("b").ColocateWith(a), a);
+  b.node->set_requested_device("/cpu:1");  // now the group asks for two devices
+  auto strict = Place(g.nodes(), devices, {});
+  REQUIRE_FALSE(strict.ok());
+  CHECK_THAT(strict.status().message(), Contains("Cannot colocate nodes 'a' and 'b'"));
+  CHECK_THAT(strict.status().message(), Contains("Cannot merge devices with incompatible ids"));
+  auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
+  REQUIRE(soft.ok());
+  CHECK(Where(*soft, a) == Where(*soft, b));
+}
+
+}  // namespace
+}  // namespace pf

@@ -1,0 +1,33 @@
+// Which GPU devices a session gets, TensorFlow's way: `visible_device_list` picks and orders
+// physical GPUs ("1,0": GPU:0 is physical 1), logical devices split one physical GPU into
+// several (numbered consecutively, a physical GPU's logical devices together), and
+// device_count["GPU"] caps the total. Pure, so it is tested without GPUs.
+//
+//   pf::GpuOptions o;  o.visible_device_list = "1";  o.logical_devices_memory_mb = {{4096, 4096}};
+//   auto plan = pf::PlanGpuDevices(/*physical_count=*/2, o);   // GPU:0 and GPU:1 on physical 1
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pf {
+
+struct GpuOptions {
+  std::string visible_device_list;  // "" = every physical GPU in order
+  // One entry per visible GPU: the memory (MiB) of each logical device it is split into. Empty:
+  // one device per GPU using all its memory.
+  std::vector<std::vector<double>> logical_devices_memory_mb;
+  int max_count = -1;  // device_count["GPU"]; -1 = no cap
+};
+
+struct GpuDevicePlan {
+  int id;              // the TensorFlow id: /device:GPU:<id>
+  int physical_id;     // the CUDA ordinal
+  double memory_mb;    // 0 = all of the GPU's memory
+};
+
+StatusOr<std::vector<GpuDevicePlan>> PlanGpuDevices(int physical_count, const GpuOptions& options);
+
+}  // namespace pf
