@@ -1,5 +1,6 @@
 #include "executor/saver.h"
 
+
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "ops/ops.h"
+#include "core/strings.h"
 
 namespace pf {
 namespace {
@@ -128,14 +130,6 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -147,7 +141,7 @@ Status WriteSafetensors(const std::string& path, const std::map<std::string, Ten
     if (code == DTypeCodes().end()) return errors::InvalidArgument("Cannot save dtype ", DTypeName(t.dtype()));
     std::vector<std::string> dims;
     for (int64_t d : t.shape().dims()) dims.push_back(std::to_string(d));
-    header += fmt::format(",\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", Escape(name), code->second,
+    header += fmt::format(",\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", EscapeQuoted(name), code->second,
                           fmt::join(dims, ","), offset, offset + t.TotalBytes());
     offset += t.TotalBytes();
   }

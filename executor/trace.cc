@@ -5,19 +5,9 @@
 #include <fstream>
 #include <map>
 
+#include "core/strings.h"
+
 namespace pf {
-namespace {
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string ChromeTraceJson(const RunMetadata& md) {
   // Processes numbered by device name, so CPU:0 is always above CPU:1.
@@ -32,13 +22,13 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     first = false;
   };
   for (const auto& [device, id] : pid) {
-    add(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": \"{}\"}}}}", id, Escape(device)));
+    add(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": \"{}\"}}}}", id, EscapeQuoted(device)));
   }
   for (const NodeExecStats& s : md.step_stats) {
     add(fmt::format("{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {}, \"dur\": {}, "
                     "\"args\": {{\"op\": \"{}\", \"output_bytes\": {}}}}}",
-                    Escape(s.node), Escape(s.op), pid[s.device], s.thread, s.start_us, std::max<int64_t>(s.end_us - s.start_us, 1),
-                    Escape(s.op), s.output_bytes));
+                    EscapeQuoted(s.node), EscapeQuoted(s.op), pid[s.device], s.thread, s.start_us, std::max<int64_t>(s.end_us - s.start_us, 1),
+                    EscapeQuoted(s.op), s.output_bytes));
   }
   return out + "\n]}\n";
 }

@@ -1,23 +1,16 @@
 #include "graph/export.h"
 
+
 #include <fmt/ranges.h>
 
 #include <vector>
 
 #include "graph/op_registry.h"
+#include "core/strings.h"
 
 namespace pf {
 namespace {
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') { out += "\\n"; continue; }
-    out += c;
-  }
-  return out;
-}
 
 const std::string& DeviceOf(const Node* n, const std::map<std::string, std::string>& placement) {
   auto it = placement.find(n->name());
@@ -34,8 +27,8 @@ std::string GraphToDot(const Graph& graph, const std::map<std::string, std::stri
   for (const Node* n : graph.nodes()) {
     const std::string& dev = DeviceOf(n, placement);
     if (!colour.count(dev)) colour[dev] = static_cast<int>(colour.size());
-    s += fmt::format("  \"{}\" [label=\"{}\\n{}\\n{}\", fillcolor=\"{}\"];\n", Escape(n->name()), Escape(n->name()),
-                     n->op(), Escape(dev), dev.empty() ? "white" : kPalette[colour[dev] % 10]);
+    s += fmt::format("  \"{}\" [label=\"{}\\n{}\\n{}\", fillcolor=\"{}\"];\n", EscapeQuoted(n->name()), EscapeQuoted(n->name()),
+                     n->op(), EscapeQuoted(dev), dev.empty() ? "white" : kPalette[colour[dev] % 10]);
   }
   for (const Node* n : graph.nodes()) {
     for (const Edge& e : n->out_edges()) {
@@ -48,14 +41,14 @@ std::string GraphToDot(const Graph& graph, const std::map<std::string, std::stri
       std::vector<std::string> attrs;
       if (!style.empty()) attrs.push_back(style);
       if (!label.empty()) attrs.push_back(label);
-      s += fmt::format("  \"{}\" -> \"{}\" [{}];\n", Escape(e.src->name()), Escape(e.dst->name()), fmt::join(attrs, ", "));
+      s += fmt::format("  \"{}\" -> \"{}\" [{}];\n", EscapeQuoted(e.src->name()), EscapeQuoted(e.dst->name()), fmt::join(attrs, ", "));
     }
   }
   if (!colour.empty()) {
     s += "  subgraph cluster_legend {\n    label=\"devices\";\n";
     for (const auto& [dev, c] : colour) {
       if (dev.empty()) continue;
-      s += fmt::format("    \"legend:{}\" [label=\"{}\", fillcolor=\"{}\"];\n", Escape(dev), Escape(dev), kPalette[c % 10]);
+      s += fmt::format("    \"legend:{}\" [label=\"{}\", fillcolor=\"{}\"];\n", EscapeQuoted(dev), EscapeQuoted(dev), kPalette[c % 10]);
     }
     s += "  }\n";
   }
@@ -66,9 +59,9 @@ std::string GraphToJson(const Graph& graph, const std::map<std::string, std::str
   std::vector<std::string> nodes;
   for (const Node* n : graph.nodes()) {
     std::vector<std::string> inputs, controls, attrs, outputs;
-    for (const Output& o : n->inputs()) inputs.push_back(fmt::format("\"{}\"", Escape(o.name())));
-    for (const Node* c : n->control_inputs()) controls.push_back(fmt::format("\"{}\"", Escape(c->name())));
-    for (const auto& [k, v] : n->attrs()) attrs.push_back(fmt::format("\"{}\": \"{}\"", Escape(k), Escape(AttrValueToString(v))));
+    for (const Output& o : n->inputs()) inputs.push_back(fmt::format("\"{}\"", EscapeQuoted(o.name())));
+    for (const Node* c : n->control_inputs()) controls.push_back(fmt::format("\"{}\"", EscapeQuoted(c->name())));
+    for (const auto& [k, v] : n->attrs()) attrs.push_back(fmt::format("\"{}\": \"{}\"", EscapeQuoted(k), EscapeQuoted(AttrValueToString(v))));
     for (int i = 0; i < n->num_outputs(); ++i) {
       outputs.push_back(fmt::format("{{\"dtype\": \"{}\", \"shape\": \"{}\"}}", DTypeName(n->output_dtype(i)),
                                     n->output_shape(i).ToString()));
@@ -76,7 +69,7 @@ std::string GraphToJson(const Graph& graph, const std::map<std::string, std::str
     nodes.push_back(fmt::format(
         "    {{\"name\": \"{}\", \"op\": \"{}\", \"inputs\": [{}], \"control_inputs\": [{}], \"device\": \"{}\", "
         "\"attrs\": {{{}}}, \"outputs\": [{}]}}",
-        Escape(n->name()), n->op(), fmt::join(inputs, ", "), fmt::join(controls, ", "), Escape(DeviceOf(n, placement)),
+        EscapeQuoted(n->name()), n->op(), fmt::join(inputs, ", "), fmt::join(controls, ", "), EscapeQuoted(DeviceOf(n, placement)),
         fmt::join(attrs, ", "), fmt::join(outputs, ", ")));
   }
   return fmt::format("{{\n  \"nodes\": [\n{}\n  ]\n}}\n", fmt::join(nodes, ",\n"));
