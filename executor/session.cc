@@ -244,11 +244,11 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   std::atomic<int> remaining{static_cast<int>(n)};
   std::mutex mu;
   std::condition_variable cv;
+  // Decrement under the lock: the waiter checks `remaining` holding it, so it cannot return
+  // (and destroy mu and cv) while a finishing executor is still about to use them.
   auto done = [&] {
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu);
-      cv.notify_all();
-    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) cv.notify_all();
   };
   for (size_t i = 1; i < n; ++i) {
     pool_->Schedule([&, i] { prepared->parts[i].executor->RunAsync(part_feeds[i], &part_fetches[i], step_id, &group, done); });
