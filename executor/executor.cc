@@ -182,8 +182,6 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
   return std::unique_ptr<Executor>(new Executor(std::move(layout)));
 }
 
-ThreadPool* Executor::pool() const { return layout_->pool; }
-
 void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id, StepGroup* group,
                         std::function<void()> done) const {
   const Layout& l = *layout_;

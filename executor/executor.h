@@ -81,7 +81,6 @@ class Executor {
   static void WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu, std::condition_variable* cv);
 
   int num_nodes() const;
-  ThreadPool* pool() const;
 
  private:
   struct Layout;
