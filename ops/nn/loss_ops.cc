@@ -213,14 +213,14 @@ class MseOp : public OpKernel {
   }
 };
 
-// d mean((p - l)^2) / d input `kWrt` (0: predictions, 1: labels) = +-2 g (p - l) / count over
+// d mean((p - l)^2) / d input `wrt` (0: predictions, 1: labels) = +-2 g (p - l) / count over
 // the broadcast shape, summed back to that input's shape. One pass over the broadcast shape
 // for the common layouts (same shapes, or p [N, 1] against l [N, C]); general shapes go
 // through a broadcast temporary and a reduction.
-template <typename T, int kWrt>
+template <typename T>
 class MseGradOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit MseGradOp(const Node& n) : OpKernel(n), wrt_(static_cast<int>(n.attr<int64_t>("wrt"))) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     const Tensor& p = ctx->input(1);
@@ -228,7 +228,7 @@ class MseGradOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
     PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
     const int64_t count = full.num_elements();
-    const T scale = (kWrt == 0 ? T(2) : T(-2)) * g.data<T>()[0] / static_cast<T>(std::max<int64_t>(count, 1));
+    const T scale = (wrt_ == 0 ? T(2) : T(-2)) * g.data<T>()[0] / static_cast<T>(std::max<int64_t>(count, 1));
     const T* pp = p.data<T>();
     const T* lp = l.data<T>();
     T* o = out->data<T>();
@@ -238,8 +238,8 @@ class MseGradOp : public OpKernel {
       });
       return Status::OK();
     }
-    const Tensor& narrow = kWrt == 0 ? p : l;  // the input whose gradient this is
-    const Tensor& other = kWrt == 0 ? l : p;
+    const Tensor& narrow = wrt_ == 0 ? p : l;  // the input whose gradient this is
+    const Tensor& other = wrt_ == 0 ? l : p;
     if (narrow.rank() == 2 && other.rank() == 2 && narrow.dim(1) == 1 && narrow.dim(0) == other.dim(0)) {
       const int64_t rows = other.dim(0), cols = other.dim(1);
       const T* n = narrow.data<T>();
@@ -248,7 +248,7 @@ class MseGradOp : public OpKernel {
         for (int64_t r = b; r < e; ++r) {
           // sum_c (p - l) over the row, with the narrow input's value repeated `cols` times.
           const T wide_sum = ReduceRow<T, SumR>(w + r * cols, cols);
-          const T acc = kWrt == 0 ? static_cast<T>(cols) * n[r] - wide_sum : wide_sum - static_cast<T>(cols) * n[r];
+          const T acc = wrt_ == 0 ? static_cast<T>(cols) * n[r] - wide_sum : wide_sum - static_cast<T>(cols) * n[r];
           o[r] = scale * acc;
         }
       });
@@ -262,6 +262,9 @@ class MseGradOp : public OpKernel {
     Reduce<T, SumR>(ctx, diff, reduced, out);  // the sign is already in `scale`
     return Status::OK();
   }
+
+ private:
+  int wrt_;  // 0: predictions, 1: labels
 };
 
 PF_REGISTER_OP(OpDef("MeanSquaredErrorGrad")
@@ -275,19 +278,8 @@ PF_REGISTER_OP(OpDef("MeanSquaredErrorGrad")
                      c.set_output(0, c.input(1 + static_cast<int>(c.attr<int64_t>("wrt"))));
                      return Status::OK();
                    }));
-template <typename T>
-class MseGradDispatch : public OpKernel {
- public:
-  explicit MseGradDispatch(const Node& n)
-      : OpKernel(n), impl_(n.attr<int64_t>("wrt") == 0 ? std::unique_ptr<OpKernel>(new MseGradOp<T, 0>(n))
-                                                         : std::unique_ptr<OpKernel>(new MseGradOp<T, 1>(n))) {}
-  Status Compute(OpKernelContext* ctx) override { return impl_->Compute(ctx); }
-
- private:
-  std::unique_ptr<OpKernel> impl_;
-};
-PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MseGradDispatch<float>);
-PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MseGradDispatch<double>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MseGradOp<float>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MseGradOp<double>);
 
 PF_REGISTER_OP(OpDef("MeanSquaredError")
                    .Input("predictions", "T")
