@@ -36,6 +36,24 @@ StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
   return Tensor(dtype_, shape, buffer_);
 }
 
+StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
+  if (rank() < 1 || begin < 0 || end < begin || end > dim(0)) {
+    return errors::InvalidArgument("Cannot take rows [", begin, ", ", end, ") of a tensor of shape ", shape_.ToString());
+  }
+  Shape out = shape_;
+  out.set_dim(0, end - begin);
+  const size_t row_bytes = dim(0) == 0 ? 0 : TotalBytes() / static_cast<size_t>(dim(0));
+  // A view: a Buffer that frees nothing, kept alive together with the buffer it points into.
+  struct View {
+    View(std::shared_ptr<Buffer> p, void* data, size_t bytes) : parent(std::move(p)), view(nullptr, data, bytes) {}
+    std::shared_ptr<Buffer> parent;
+    Buffer view;
+  };
+  auto holder = std::make_shared<View>(buffer_, static_cast<char*>(raw_data()) + begin * row_bytes,
+                                       (end - begin) * row_bytes);
+  return Tensor(dtype_, out, std::shared_ptr<Buffer>(holder, &holder->view));
+}
+
 Tensor Tensor::Clone() const {
   Tensor t(dtype_, shape_);
   if (TotalBytes() > 0 && raw_data() != nullptr) std::memcpy(t.raw_data(), raw_data(), TotalBytes());

@@ -74,6 +74,8 @@ class Tensor {
   std::vector<int64_t> AsInt64Vector() const;
   // Same buffer, new shape with the same number of elements.
   StatusOr<Tensor> Reshaped(const Shape& shape) const;
+  // Rows [begin, end) of dimension 0, sharing this buffer (no copy; rank >= 1).
+  StatusOr<Tensor> SliceRows(int64_t begin, int64_t end) const;
   // A deep copy in host memory.
   Tensor Clone() const;
   // True when dtype, shape and bytes match.

@@ -78,6 +78,7 @@ void StepGroup::Fail(const Status& s) {
     aborted_.store(true, std::memory_order_release);
   }
   rendezvous_.StartAbort(s);
+  collectives_.StartAbort(s);
 }
 
 Status StepGroup::status() const {
@@ -281,6 +282,7 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, s
   p.output_dtypes = it.output_dtypes.data();
   p.step_id = step->step_id;
   p.rendezvous = step->group->rendezvous();
+  p.collectives = step->group->collectives();
   p.devices = layout_->devices;
   return Status::OK();
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "devices/device.h"
+#include "executor/collective.h"
 #include "executor/rendezvous.h"
 #include "executor/trace.h"
 #include "graph/graph.h"
@@ -29,7 +30,7 @@
 namespace pf {
 
 // What the executors of one Session::Run share (one executor per device partition): the
-// rendezvous their _Send/_Recv meet at, the first error, and the trace.
+// rendezvous their _Send/_Recv meet at, the collectives table, the first error, and the trace.
 class StepGroup {
  public:
   explicit StepGroup(RunMetadata* stats = nullptr) : stats_(stats), start_(std::chrono::steady_clock::now()) {}
@@ -38,12 +39,14 @@ class StepGroup {
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   Status status() const;
   Rendezvous* rendezvous() { return &rendezvous_; }
+  CollectiveTable* collectives() { return &collectives_; }
   RunMetadata* stats() const { return stats_; }
   std::chrono::steady_clock::time_point start() const { return start_; }
   void Record(NodeExecStats s);
 
  private:
   Rendezvous rendezvous_;
+  CollectiveTable collectives_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;
   Status status_;

@@ -35,5 +35,6 @@
 #include "graph/scope.h"
 #include "graph/variables.h"
 #include "ops/ops.h"
+#include "ops/train/towers.h"
 #include "ops/train/train.h"
 #include "placer/placer.h"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <unordered_set>
 
 #include "core/logging.h"
@@ -75,6 +76,28 @@ StatusOr<OpKernel*> Session::GetKernel(const Node& node, Device* device) {
 }
 
 namespace {
+
+// A collective whose participants are not all in this call would wait forever: every
+// participant of a group must run (e.g. fetch the update of every tower, not one tower's).
+Status CheckCollectivesComplete(const std::vector<Node*>& nodes) {
+  std::map<std::string, std::pair<int64_t, std::vector<const Node*>>> groups;
+  for (const Node* n : nodes) {
+    if (!n->HasAttr("group_key") || !n->HasAttr("group_size")) continue;
+    auto& [size, members] = groups[n->attr<std::string>("group_key")];
+    size = n->attr<int64_t>("group_size");
+    members.push_back(n);
+  }
+  for (const auto& [key, group] : groups) {
+    const auto& [size, members] = group;
+    if (static_cast<int64_t>(members.size()) == size) continue;
+    std::string names;
+    for (const Node* n : members) names += (names.empty() ? "" : ", ") + n->name();
+    return errors::InvalidArgument("Collective '", key, "' needs ", size, " participants but this call runs ",
+                                   members.size(), " of them (", names,
+                                   "): run an op that depends on every tower, such as the training op");
+  }
+  return Status::OK();
+}
 
 Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
   if (n == nullptr || g.FindNode(n->name()) != n) {
@@ -155,6 +178,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
   std::vector<Output> feed_outputs;
   for (const auto& [o, t] : feeds) feed_outputs.push_back(o);
   std::vector<Node*> nodes = Prune(feed_outputs, fetches, targets);
+  PF_RETURN_IF_ERROR(CheckCollectivesComplete(nodes));
   PlacerOptions popts;
   popts.allow_soft_placement = options_.allow_soft_placement;
   popts.strict_placement = options_.strict_placement;

@@ -149,6 +149,7 @@ class Graph {
   // Collections by key (see graph/variables.h for the standard keys).
   void AddToCollection(const std::string& key, Output value) { collections_[key].push_back(value); }
   const std::vector<Output>& GetCollection(const std::string& key) const;
+  void SetCollection(const std::string& key, std::vector<Output> values) { collections_[key] = std::move(values); }
 
   // Opaque per-graph state owned by other modules (the variable store lives here).
   template <typename T>

@@ -29,6 +29,7 @@ namespace pf {
 class Device;
 class DeviceSet;
 class Rendezvous;
+class CollectiveTable;
 struct VarState;
 class ThreadPool;
 
@@ -69,6 +70,7 @@ class OpKernelContext {
     const DType* output_dtypes = nullptr;
     int64_t step_id = 0;
     Rendezvous* rendezvous = nullptr;   // this step's, for _Send/_Recv
+    CollectiveTable* collectives = nullptr;  // this step's, for all-reduce
     const DeviceSet* devices = nullptr;  // the session's devices
   };
   explicit OpKernelContext(const Params& p) : p_(p) {}
@@ -84,6 +86,7 @@ class OpKernelContext {
   DType output_dtype(int i) const { return p_.output_dtypes[i]; }
   int64_t step_id() const { return p_.step_id; }
   Rendezvous* rendezvous() const { return p_.rendezvous; }
+  CollectiveTable* collectives() const { return p_.collectives; }
   const DeviceSet* devices() const { return p_.devices; }
 
   // Allocates output i with its inferred shape on this device.

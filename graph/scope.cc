@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include "graph/variables.h"
+
 namespace pf {
 namespace {
 
@@ -64,6 +66,25 @@ Scope Scope::WithVariableScope(std::string_view name, Reuse reuse) const {
 Scope Scope::WithReuse(Reuse reuse) const {
   Scope s = *this;
   s.reuse_ = reuse;
+  return s;
+}
+
+Scope Scope::WithCustomGetter(CustomGetter getter) const {
+  Scope s = *this;
+  if (!getter_) {
+    s.getter_ = std::make_shared<const CustomGetter>(std::move(getter));
+    return s;
+  }
+  s.getter_ = std::make_shared<const CustomGetter>(
+      [outer = getter_, inner = std::move(getter)](const VariableRequest& r, const VariableGetterFn& next) {
+        return inner(r, [&](const VariableRequest& q) { return (*outer)(q, next); });
+      });
+  return s;
+}
+
+Scope Scope::WithNoCustomGetter() const {
+  Scope s = *this;
+  s.getter_.reset();
   return s;
 }
 

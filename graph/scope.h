@@ -8,6 +8,8 @@
 //   pf::Scope after = root.WithControlDependencies({init});
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +19,13 @@
 #include "graph/op_registry.h"
 
 namespace pf {
+
+class Variable;
+struct VariableRequest;
+// tf.variable_scope(custom_getter=...): sees every GetVariable in its scope and returns the
+// variable, usually by calling `next` with a changed request (graph/variables.h).
+using VariableGetterFn = std::function<Variable(const VariableRequest&)>;
+using CustomGetter = std::function<Variable(const VariableRequest& request, const VariableGetterFn& next)>;
 
 // Variable-scope reuse, as tf.variable_scope(reuse=...).
 enum class Reuse {
@@ -45,6 +54,10 @@ class Scope {
   // A variable scope (also opens a name scope of that name).
   Scope WithVariableScope(std::string_view name, Reuse reuse = Reuse::kInherit) const;
   Scope WithReuse(Reuse reuse) const;
+  // GetVariable calls in this scope go through `getter`; a getter set inside another one is
+  // called first, and its `next` is the enclosing getter.
+  Scope WithCustomGetter(CustomGetter getter) const;
+  Scope WithNoCustomGetter() const;
   // An absolute name scope, used as is (GetVariable puts "affine0/w/..." under the variable).
   Scope WithExactNameScope(std::string_view name_scope) const;
 
@@ -55,6 +68,7 @@ class Scope {
   std::string device_string() const { return device_.ToString(); }
   const std::vector<Node*>& control_dependencies() const { return control_deps_; }
   const std::vector<Node*>& colocation() const { return colocate_; }
+  const std::shared_ptr<const CustomGetter>& custom_getter() const { return getter_; }
 
   // Full unique name for a new op: "<name scope>/<op name or default>".
   std::string GetUniqueNameForOp(std::string_view default_name) const;
@@ -71,6 +85,7 @@ class Scope {
   std::vector<Node*> control_deps_;
   std::string var_scope_;
   Reuse reuse_ = Reuse::kInherit;
+  std::shared_ptr<const CustomGetter> getter_;
 };
 
 // Adds one node after checking it against its op schema. Errors at build time are thrown as

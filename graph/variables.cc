@@ -76,6 +76,12 @@ Initializer GlorotUniform(int64_t seed) {
 
 Variable GetVariable(const Scope& scope, const std::string& name, const Shape& shape, Initializer initializer,
                      DType dtype, bool trainable) {
+  if (scope.custom_getter()) {
+    VariableRequest request{scope.WithNoCustomGetter(), name, shape, std::move(initializer), dtype, trainable};
+    return (*scope.custom_getter())(request, [](const VariableRequest& r) {
+      return GetVariable(r.scope, r.name, r.shape, r.initializer, r.dtype, r.trainable);
+    });
+  }
   Graph* g = scope.graph();
   auto* store = g->GetOrCreateExtension<VariableStore>();
   const std::string full = scope.variable_scope().empty() ? name : scope.variable_scope() + "/" + name;

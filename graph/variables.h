@@ -60,6 +60,17 @@ class Variable {
   bool trainable_ = true;
 };
 
+// What a custom getter (Scope::WithCustomGetter) receives: GetVariable's arguments, with the
+// scope minus the getter itself.
+struct VariableRequest {
+  Scope scope;
+  std::string name;
+  Shape shape;
+  Initializer initializer;
+  DType dtype = DT_FLOAT;
+  bool trainable = true;
+};
+
 // Creates or reuses "<variable scope>/<name>" according to the scope's Reuse mode. The new
 // variable takes the scope's device and colocation (name scopes and control deps do not apply). Throws
 // pf::Error with TensorFlow's messages for an existing name without reuse, a missing name

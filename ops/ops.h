@@ -7,6 +7,7 @@
 //   pf::Output s = pf::ops::Sum(root, y, {1}, /*keep_dims=*/true);
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,9 @@ Output Squeeze(const Scope& s, Output x, const std::vector<int64_t>& axes = {});
 Output Transpose(const Scope& s, Output x, const std::vector<int32_t>& perm);
 Output Concat(const Scope& s, const std::vector<Output>& values, int axis);
 std::vector<Output> Split(const Scope& s, Output value, int axis, int num_split);
+// Dimension 0 in `num_split` parts as even as possible (sizes differ by at most one; a batch
+// smaller than num_split is an error at run time). The parts share the input's buffer.
+std::vector<Output> BatchSplit(const Scope& s, Output value, int num_split);
 Output Slice(const Scope& s, Output x, const std::vector<int32_t>& begin, const std::vector<int32_t>& size);
 Output Gather(const Scope& s, Output params, Output indices);  // along axis 0
 Output Cast(const Scope& s, Output x, DType dtype);
@@ -67,6 +71,14 @@ Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, boo
 Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output Min(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output ArgMax(const Scope& s, Output x, int axis, DType output_type = DT_INT64);
+
+// --- combining towers (ops/comm/aggregate_ops.cc): sum_i w_i * x_i / sum_i w_i, elementwise ---
+// weights: float tensors of one element (tower replication passes example counts).
+Output WeightedMean(const Scope& s, const std::vector<Output>& values, const std::vector<Output>& weights);
+// One participant (rank in [0, group_size)) of an all-reduce over the nodes sharing group_key:
+// each gets the weighted mean over all participants of each of its inputs. Asynchronous.
+std::vector<Output> CollectiveAllReduce(const Scope& s, const std::vector<Output>& inputs, Output weight,
+                                        const std::string& group_key, int group_size, int rank);
 
 // --- nn ---
 Output BiasAdd(const Scope& s, Output value, Output bias);

@@ -42,24 +42,49 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name, train::
   throw Error(errors::InvalidArgument("Unknown optimizer '", name, "': use sgd, momentum, adam, rmsprop or adagrad"));
 }
 
+namespace {
+
+// The model's loss and gradients: built once in `root`, or once per tower. Fills loss, output
+// and tower_devices.
+std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOptions& o,
+                                                const std::vector<Output>& inputs, const train::TowerFn& fn,
+                                                train::Optimizer& opt, Model* m) {
+  if (!o.towers) {
+    train::TowerOutputs out = fn(root, inputs);
+    m->loss = out.loss;
+    m->output = out.extra[0];
+    return opt.ComputeGradients(root, m->loss);
+  }
+  train::Towers t = train::ReplicateTowers(root, *o.towers, inputs, fn);
+  m->loss = t.loss;
+  m->output = t.extra[0];
+  m->tower_devices = t.devices;
+  return t.grads_and_vars;
+}
+
+}  // namespace
+
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& o) {
   Model m;
   m.name = "mlp_seed000";
   m.input = ops::Placeholder(root.WithOpName("input"), DT_FLOAT, {-1, 600});
   m.target = ops::Placeholder(root.WithOpName("target"), DT_FLOAT, {-1, 600});
-  Output h = m.input;
-  const int64_t dims[] = {600, 512, 128, 128};
-  for (int i = 0; i < 3; ++i) {
-    Dense d = MakeDense(root, "affine" + std::to_string(i), dims[i], dims[i + 1], o, i, Shape{});
-    h = d.Apply(h, /*relu=*/true, d.w, d.b);
-  }
-  Dense last = MakeDense(root, "affine_last", 128, 1, o, 9, Shape{});
-  m.output = last.Apply(h, /*relu=*/false, last.w, last.b);
-  m.loss = ops::MeanSquaredError(root.WithOpName("loss"), m.output, m.target);
-  root.graph()->AddToCollection(kLosses, m.loss);
+  auto tower = [&o](const Scope& s, const std::vector<Output>& in) {
+    Output h = in[0];
+    const int64_t dims[] = {600, 512, 128, 128};
+    for (int i = 0; i < 3; ++i) {
+      Dense d = MakeDense(s, "affine" + std::to_string(i), dims[i], dims[i + 1], o, i, Shape{});
+      h = d.Apply(h, /*relu=*/true, d.w, d.b);
+    }
+    Dense last = MakeDense(s, "affine_last", 128, 1, o, 9, Shape{});
+    Output y = last.Apply(h, /*relu=*/false, last.w, last.b);
+    return train::TowerOutputs{ops::MeanSquaredError(s.WithOpName("loss"), y, in[1]), {y}};
+  };
   m.global_step = train::GetOrCreateGlobalStep(root);
   auto opt = MakeOptimizer(o.optimizer, o.learning_rate > 0 ? o.learning_rate : 0.01);
-  m.train_op = opt->Minimize(root, m.loss, &m.global_step);
+  auto grads = LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m);
+  root.graph()->AddToCollection(kLosses, m.loss);
+  m.train_op = opt->ApplyGradients(root, grads, &m.global_step);
   return m;
 }
 
@@ -69,25 +94,29 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   m.classifier = true;
   m.input = ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
   m.target = ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
-  Dense l1 = MakeDense(root, "layer1", 784, 500, o, 1, Shape{500});
-  Dense l2 = MakeDense(root, "layer2", 500, 10, o, 2, Shape{10});
-  m.output = l2.Apply(l1.Apply(m.input, true, l1.w, l1.b), false, l2.w, l2.b);
-  Output xent = ops::Mean(root.WithOpName("cross_entropy_mean"),
-                          ops::SparseSoftmaxCrossEntropyWithLogits(root, m.output, m.target).first);
-  train::L2Regularization(root, {l1.w, l2.w}, o.l2);  // into the "losses" collection
-  std::vector<Output> losses = root.graph()->GetCollection(kLosses);
-  losses.push_back(xent);
-  m.loss = ops::AddN(root.WithOpName("loss"), losses);
+  auto tower = [&o](const Scope& s, const std::vector<Output>& in) {
+    Dense l1 = MakeDense(s, "layer1", 784, 500, o, 1, Shape{500});
+    Dense l2 = MakeDense(s, "layer2", 500, 10, o, 2, Shape{10});
+    Output logits = l2.Apply(l1.Apply(in[0], true, l1.w, l1.b), false, l2.w, l2.b);
+    Output xent = ops::Mean(s.WithOpName("cross_entropy_mean"),
+                            ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, in[1]).first);
+    Output l2_term = train::L2Regularization(s, {l1.w, l2.w}, o.l2);  // also into the "losses" collection
+    return train::TowerOutputs{ops::AddN(s.WithOpName("loss"), {l2_term, xent}), {logits}};
+  };
   m.global_step = train::GetOrCreateGlobalStep(root);
   // The seed article's 0.8 diverges on Fashion-MNIST with this initialiser; 0.3 trains both data sets.
   const double base = o.learning_rate > 0 ? o.learning_rate : (o.optimizer == "sgd" ? 0.3 : 0.001);
   Output lr = train::ExponentialDecay(root, base, m.global_step, static_cast<double>(o.steps_per_epoch), 0.99, true);
   auto opt = MakeOptimizer(o.optimizer, lr);
-  Operation step = opt->Minimize(root, m.loss, &m.global_step);
-  // Moving averages of the trainable variables, updated after each step; accuracy uses them.
+  Operation step = opt->ApplyGradients(root, LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m), &m.global_step);
+  // Moving averages of the trainable variables (one set, also with towers), updated after each
+  // step; accuracy uses them.
   train::ExponentialMovingAverage ema(o.moving_average_decay, &m.global_step);
   Operation average = ema.Apply(root.WithControlDependencies({step}), TrainableVariables(root.graph()));
   m.train_op = ops::NoOp(root.WithOpName("train").WithControlDependencies({step, average}));
+  Graph* g = root.graph();
+  Dense l1{FindVariable(g, "layer1/w"), FindVariable(g, "layer1/b"), root.NewSubScope("average_layer1")};
+  Dense l2{FindVariable(g, "layer2/w"), FindVariable(g, "layer2/b"), root.NewSubScope("average_layer2")};
   Output avg_logits = l2.Apply(l1.Apply(m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false, ema.Average(l2.w),
                                ema.Average(l2.b));
   m.accuracy = train::Accuracy(root, avg_logits, m.target);

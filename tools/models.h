@@ -7,13 +7,17 @@
 //   variables "affine<i>/w" and scalar biases "affine<i>/b", last layer "affine_last",
 //   loss mean((y - target)^2) with target [batch, 600] broadcasting against y [batch, 1]
 //   (as in the article), plain SGD.
+// With ModelOptions::towers the layers are built once per tower (under tower_i/) and the
+// update applies the combined gradients; variable names stay the same.
 // mnist_mlp: seed article 002's 784 -> 500 -> 10 classifier (layer1/layer2): sparse softmax
 //   cross-entropy plus L2 regularisation (in the "losses" collection), SGD with exponential
 //   learning-rate decay, and accuracy measured with the moving averages of the variables.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "executor/placeflow.h"
 
@@ -29,18 +33,22 @@ struct ModelOptions {
   int64_t steps_per_epoch = 600;  // the learning-rate decay period (mnist_mlp)
   double l2 = 1e-4;
   double moving_average_decay = 0.99;
+  // Set: the model is replicated as towers (ReplicateTowers) and trained on the combined
+  // gradients. Unset: the plain single-device graph.
+  std::optional<train::TowerOptions> towers;
 };
 
 struct Model {
   std::string name;
   Output input;      // float [?, features]
   Output target;     // mlp_seed000: float [?, 600]; mnist_mlp: int32 labels [?]
-  Output output;     // predictions [?, 1] or logits [?, 10]
+  Output output;     // predictions [?, 1] or logits [?, 10] (concatenated over towers)
   Output loss;       // scalar: data loss plus regularisation
   Output accuracy;   // scalar fraction (classifiers), with moving-average weights
   Operation train_op;
   Variable global_step;
   bool classifier = false;
+  std::vector<std::string> tower_devices;  // empty for the plain graph
 };
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& options);

@@ -1,0 +1,242 @@
+// Combining tower results. Both ops compute the weighted mean sum_i w_i * x_i / sum_i w_i
+// elementwise, summing in index order so every caller gets the same bits; tower replication
+// weighs each tower by its number of examples, which makes N towers equal one tower over the
+// whole batch even when the batch does not split evenly.
+//
+// WeightedMean: all values in one node (parameter-device aggregation, the seeds' average of the
+//   tower gradients).
+// CollectiveAllReduce: one node per device, each with its own list of values and its weight;
+//   the nodes sharing a group_key meet in the step's CollectiveTable, the last to arrive
+//   reduces, and every participant gets the same result on its own device (all-reduce
+//   aggregation on CPU devices: reduce to one device and share back).
+#include <atomic>
+
+#include "devices/device_set.h"
+#include "core/logging.h"
+#include "executor/collective.h"
+#include "executor/rendezvous.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+// out = sum_i scale[i] * values[i] over the elements.
+template <typename T>
+void WeightedSum(OpKernelContext* ctx, const std::vector<const Tensor*>& values, const std::vector<double>& scale,
+                 Tensor* out) {
+  T* y = out->data<T>();
+  const int64_t n = out->num_elements();
+  const int64_t k = static_cast<int64_t>(values.size());
+  ParallelFor(ctx, n, k, [&](int64_t b, int64_t e) {
+    const T s0 = static_cast<T>(scale[0]);
+    const T* x0 = values[0]->data<T>();
+    for (int64_t j = b; j < e; ++j) y[j] = s0 * x0[j];
+    for (int64_t i = 1; i < k; ++i) {
+      const T si = static_cast<T>(scale[i]);
+      const T* xi = values[i]->data<T>();
+      for (int64_t j = b; j < e; ++j) y[j] += si * xi[j];
+    }
+  });
+}
+
+// w_i / sum(w); an error naming the weights when they are negative or sum to zero.
+StatusOr<std::vector<double>> Normalise(const std::vector<double>& w) {
+  double total = 0;
+  for (double v : w) {
+    if (!(v >= 0)) return errors::InvalidArgument("Weights must be non-negative, got ", v);
+    total += v;
+  }
+  if (total <= 0) return errors::InvalidArgument("Weights sum to ", total, ": nothing to average");
+  std::vector<double> scale;
+  for (double v : w) scale.push_back(v / total);
+  return scale;
+}
+
+double WeightOf(const Tensor& t) { return t.num_elements() == 1 ? static_cast<double>(t.data<float>()[0]) : -1; }
+
+Status SameShapes(ShapeContext& c, int first, int count, const char* op) {
+  Shape merged = c.input(first);
+  for (int i = first + 1; i < first + count; ++i) {
+    const Shape& s = c.input(i);
+    if (!s.IsCompatibleWith(merged)) {
+      return errors::InvalidArgument(op, ": value ", i - first, " has shape ", s.ToString(), " but value 0 has shape ",
+                                     c.input(first).ToString());
+    }
+    if (merged.unknown_rank()) merged = s;
+    else if (!s.unknown_rank()) {
+      for (int d = 0; d < s.rank(); ++d) if (merged.dim(d) < 0) merged.set_dim(d, s.dim(d));
+    }
+  }
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, merged);
+  return Status::OK();
+}
+
+// ---- WeightedMean ----
+Status WeightedMeanShape(ShapeContext& c) {
+  const int64_t n = c.attr<int64_t>("N");
+  if (c.attr<int64_t>("M") != n) {
+    return errors::InvalidArgument("WeightedMean needs one weight per value: ", n, " values, ", c.attr<int64_t>("M"), " weights");
+  }
+  for (int i = 0; i < n; ++i) {
+    const Shape& w = c.input(static_cast<int>(n) + i);
+    if (w.IsFullyDefined() && w.num_elements() != 1) {
+      return errors::InvalidArgument("WeightedMean: weight ", i, " must have one element, got shape ", w.ToString());
+    }
+  }
+  return SameShapes(c, 0, static_cast<int>(n), "WeightedMean");
+}
+
+template <typename T>
+class WeightedMeanOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs() / 2;
+    std::vector<const Tensor*> values;
+    std::vector<double> w;
+    for (int i = 0; i < n; ++i) {
+      if (ctx->input(i).shape() != ctx->input(0).shape()) {
+        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ", ctx->input(i).shape().ToString(),
+                                       " but value 0 has shape ", ctx->input(0).shape().ToString());
+      }
+      values.push_back(&ctx->input(i));
+      w.push_back(WeightOf(ctx->input(n + i)));
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    WeightedSum<T>(ctx, values, scale, out);
+    return Status::OK();
+  }
+};
+
+PF_REGISTER_OP(OpDef("WeightedMean")
+                   .InputList("values", "T", "N")
+                   .InputList("weights", "float", "M")
+                   .Output("mean", "T")
+                   .RequiredAttr("N")
+                   .RequiredAttr("M")
+                   .TypeAttr("T", kRealTypes)
+                   .SetNotDifferentiable()
+                   .SetShapeFn(WeightedMeanShape));
+PF_REGISTER_KERNEL(KernelDef("WeightedMean", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), WeightedMeanOp<float>);
+PF_REGISTER_KERNEL(KernelDef("WeightedMean", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), WeightedMeanOp<double>);
+
+// ---- CollectiveAllReduce ----
+Status AllReduceShape(ShapeContext& c) {
+  const int64_t n = c.attr<int64_t>("N");
+  const Shape& w = c.input(static_cast<int>(n));
+  if (w.IsFullyDefined() && w.num_elements() != 1) {
+    return errors::InvalidArgument("CollectiveAllReduce: the weight must have one element, got shape ", w.ToString());
+  }
+  if (c.attr<int64_t>("group_size") < 1) return errors::InvalidArgument("CollectiveAllReduce: group_size must be positive");
+  for (int i = 0; i < n; ++i) c.set_output(i, c.input(i));
+  return Status::OK();
+}
+
+template <typename T>
+class AllReduceOp : public OpKernel {
+ public:
+  explicit AllReduceOp(const Node& n)
+      : OpKernel(n),
+        key_(n.attr<std::string>("group_key")),
+        size_(static_cast<int>(n.attr<int64_t>("group_size"))),
+        rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
+  bool IsAsync() const override { return true; }
+  bool IsExpensive() const override { return false; }
+  Status Compute(OpKernelContext*) override { return errors::Internal("CollectiveAllReduce is asynchronous"); }
+
+  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
+    if (ctx->collectives() == nullptr) return done(errors::Internal("CollectiveAllReduce outside a step"));
+    // The participant that completes the collective finishes the others: their executors
+    // continue on the pool, not on its thread.
+    ThreadPool* pool = IntraOpPool(ctx);
+    auto finish = [pool, done = std::move(done)](Status s) { pool->Schedule([done, s] { done(s); }); };
+    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)}, [this](auto& all) { return Reduce(all); });
+  }
+
+ private:
+  Status Reduce(std::vector<CollectiveTable::Participant>& all) const {
+    LogOnce(all);
+    OpKernelContext* first = all[0].ctx;
+    const int n = first->num_outputs();
+    std::vector<double> w;
+    for (auto& p : all) {
+      if (p.ctx->num_outputs() != n) {
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n, " and ",
+                                       p.ctx->num_outputs(), " tensors");
+      }
+      w.push_back(WeightOf(p.ctx->input(n)));
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    for (int k = 0; k < n; ++k) {
+      std::vector<const Tensor*> values;
+      for (auto& p : all) {
+        if (p.ctx->input(k).shape() != first->input(k).shape()) {
+          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k, " has shape ",
+                                         first->input(k).shape().ToString(), " on rank 0 and ",
+                                         p.ctx->input(k).shape().ToString(), " on rank ", p.rank);
+        }
+        values.push_back(&p.ctx->input(k));
+      }
+      PF_ASSIGN_OR_RETURN(Tensor* out, first->AllocateOutput(k));
+      WeightedSum<T>(first, values, scale, out);
+      // Every other participant gets the same bits on its device.
+      for (size_t i = 1; i < all.size(); ++i) {
+        PF_ASSIGN_OR_RETURN(Tensor copy, CopyRegistry::Global()->Copy(*out, first->device(), all[i].ctx->device()));
+        PF_RETURN_IF_ERROR(all[i].ctx->SetOutput(k, std::move(copy)));
+      }
+    }
+    return Status::OK();
+  }
+
+  void LogOnce(const std::vector<CollectiveTable::Participant>& all) const {
+    if (logged_.exchange(true)) return;
+    std::string devices;
+    for (const auto& p : all) devices += (devices.empty() ? "" : ", ") + p.ctx->device()->name();
+    PF_LOG_INFO("All-reduce '{}' over {} device(s) [{}]: reduced on {} and shared back (NCCL is used only between "
+                "distinct physical GPUs)",
+                key_, all.size(), devices, all[0].ctx->device()->name());
+  }
+
+  std::string key_;
+  int size_, rank_;
+  mutable std::atomic<bool> logged_{false};
+};
+
+PF_REGISTER_OP(OpDef("CollectiveAllReduce")
+                   .InputList("input", "T", "N")
+                   .Input("weight", "float")
+                   .OutputList("output", "T", "N")
+                   .RequiredAttr("N")
+                   .TypeAttr("T", kRealTypes)
+                   .RequiredAttr("group_key")
+                   .RequiredAttr("group_size")
+                   .RequiredAttr("rank")
+                   .SetStateful()
+                   .SetNotDifferentiable()
+                   .SetShapeFn(AllReduceShape));
+PF_REGISTER_KERNEL(KernelDef("CollectiveAllReduce", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), AllReduceOp<float>);
+PF_REGISTER_KERNEL(KernelDef("CollectiveAllReduce", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), AllReduceOp<double>);
+
+}  // namespace
+
+namespace ops {
+Output WeightedMean(const Scope& s, const std::vector<Output>& values, const std::vector<Output>& weights) {
+  return NodeBuilder(s, "WeightedMean").InputList(values).InputList(weights).Finalize();
+}
+std::vector<Output> CollectiveAllReduce(const Scope& s, const std::vector<Output>& inputs, Output weight,
+                                        const std::string& group_key, int group_size, int rank) {
+  Node* n = NodeBuilder(s, "CollectiveAllReduce")
+                .InputList(inputs)
+                .Input(weight)
+                .Attr("group_key", group_key)
+                .Attr("group_size", int64_t{group_size})
+                .Attr("rank", int64_t{rank})
+                .Finalize();
+  std::vector<Output> outs;
+  for (int i = 0; i < n->num_outputs(); ++i) outs.emplace_back(n, i);
+  return outs;
+}
+}  // namespace ops
+}  // namespace pf
