@@ -8,7 +8,10 @@
 // graph), mlp_seed000_forward (ms per forward pass at batch 2000), matmul_gflops (the BLAS
 // rate of the model's largest GEMM, for context), mlp_seed000_step (one SGD step at batch
 // 2000 next to the same step's 11 GEMMs run alone), mnist_mlp_epoch (examples/s of a training
-// epoch at batch 100, synthetic data of MNIST's shape).
+// epoch at batch 100, synthetic data of MNIST's shape), towers_overhead (a 1-tower replicated
+// mlp_seed000 step against the plain graph's), towers_scaling (examples/s of mlp_seed000 on 1, 2
+// and 4 towers of CPU devices, both aggregation modes, with the traced step's aggregation and
+// transfer time; on /gpu:i too when GPUs are visible).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,8 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "devices/gpu_probe.h"
 #include "placer/placer.h"
 #include "tools/models.h"
+#include "tools/tower_timing.h"
 
 namespace {
 
@@ -225,6 +230,66 @@ void PlacerFigure() {
   std::printf("placer seconds_100k=%.3f nodes=%zu devices=4 repeats=%d\n", s, nodes.size(), kRepeats);
 }
 
+// A plain mlp_seed000 step against the same model built by ReplicateTowers on one device,
+// alternating blocks of 10 steps so both see the same machine noise.
+void TowersOverhead() {
+  struct Built {
+    pf::Graph g;
+    pf::models::Model m;
+    std::unique_ptr<pf::Session> sess;
+    explicit Built(bool towers) {
+      pf::Scope root = pf::Scope::Root(&g);
+      pf::models::ModelOptions o;
+      if (towers) o.towers = pf::train::TowerOptions{};  // one tower on /cpu:0, variables there
+      m = pf::models::BuildMlpSeed000(root, o);
+      sess = std::make_unique<pf::Session>(g);
+      sess->Run({}, {}, {pf::GlobalVariablesInitializer(root)});
+    }
+  };
+  Built plain(false), tower(true);
+  pf::Tensor x, t;
+  pf::models::SeedBatch(2000, 1, &x, &t);
+  auto block = [&](Built& b) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10; ++i) b.sess->Run({{b.m.input, x}, {b.m.target, t}}, {}, {b.m.train_op});
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 10;
+  };
+  block(plain);
+  block(tower);
+  std::vector<double> p, r;
+  for (int i = 0; i < 2 * kRepeats; ++i) {
+    p.push_back(block(plain));
+    r.push_back(block(tower));
+  }
+  const double mp = Median(p), mr = Median(r);
+  std::printf("towers_overhead percent=%.2f plain_ms=%.3f one_tower_ms=%.3f batch=2000 repeats=%d\n",
+              100 * (mr / mp - 1), mp * 1e3, mr * 1e3, 2 * kRepeats);
+}
+
+void TowersScaling() {
+  std::vector<std::string> kinds = {"cpu"};
+  if (pf::CudaDeviceCount() > 0) kinds.push_back("gpu");
+  for (const std::string& kind : kinds) {
+    double base = 0;
+    for (int n : {1, 2, 4}) {
+      for (auto a : {pf::train::Aggregation::kParameterDevice, pf::train::Aggregation::kAllReduce}) {
+        pf::towers::TimingOptions o;
+        o.towers = n;
+        o.kind = kind;
+        o.aggregation = a;
+        o.steps = 20;
+        pf::towers::Timing t = pf::towers::TimeTowers(o);
+        if (n == 1 && a == pf::train::Aggregation::kParameterDevice) base = t.examples_per_s;
+        std::printf("towers_scaling kind=%s towers=%d aggregation=%s examples_per_s=%.0f speedup=%.2f ms_per_step=%.3f "
+                    "aggregation_ms=%.3f transfer_ms=%.3f transfers=%d batch=2000 steps=%d\n",
+                    kind.c_str(), n, a == pf::train::Aggregation::kAllReduce ? "allreduce" : "param", t.examples_per_s,
+                    t.examples_per_s / base, t.ms_per_step, t.aggregation_ms, t.transfer_ms, t.transfers, 20);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -232,7 +297,8 @@ int main(int argc, char** argv) {
       {"executor_chain", ExecutorChain},           {"executor_wide", ExecutorWide},
       {"session_run_overhead", SessionRunOverhead}, {"mlp_seed000_forward", MlpSeed000Forward},
       {"matmul_gflops", MatMulRate},               {"mlp_seed000_step", MlpSeed000Step},
-      {"mnist_mlp_epoch", MnistMlpEpoch},           {"placer", PlacerFigure}};
+      {"mnist_mlp_epoch", MnistMlpEpoch},           {"placer", PlacerFigure},
+      {"towers_overhead", TowersOverhead},         {"towers_scaling", TowersScaling}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
     bool known = std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });

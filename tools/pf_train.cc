@@ -1,6 +1,9 @@
-// pf-train: builds a model, places it and trains it, printing progress.
+// pf-train: builds a model, replicates it as towers over the devices present, places it and
+// trains it, printing progress.
 //
-//   pf-train --model mlp_seed000 --steps 100 --log-device-placement
+//   pf-train --model mlp_seed000 --steps 100 --log-device-placement   # towers on every device
+//   pf-train --towers 4 --devices cpu --aggregation allreduce
+//   pf-train --model mlp_seed000 --steps 1000 --towers-table 1,2        # seed 000's experiment
 //   pf-train --model mnist_mlp --data ../shared/data/mnist --epochs 5 --checkpoint ckpt
 //   pf-train --model mnist_mlp --checkpoint ckpt --restore --epochs 10   # continues exactly
 #include <cstdio>
@@ -9,6 +12,8 @@
 #include <regex>
 #include <string>
 
+#include "devices/gpu_probe.h"
+#include "tools/tower_timing.h"
 #include "tools/trainer.h"
 
 namespace {
@@ -34,6 +39,11 @@ struct Args {
   int64_t train_limit = 0;
   int64_t test_limit = 0;
   int threads = 0;
+  std::string towers = "auto";  // a count, or auto: one per GPU, else 2 CPU devices
+  std::string devices = "all";  // cpu | gpu | all (the GPUs when there are any, else CPUs)
+  std::string aggregation = "param";
+  std::string variable_device = "/cpu:0";
+  std::string towers_table;  // "1,2": time mlp_seed000 with each tower count, print the table
 };
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -42,7 +52,9 @@ struct Args {
                "                [--optimizer sgd|momentum|adam|rmsprop|adagrad] [--log-device-placement] [--seed N]\n"
                "                [--data DIR] [--init glorot|seed] [--checkpoint DIR] [--restore]\n"
                "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n"
-               "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n",
+               "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n"
+               "                [--towers N|auto] [--devices cpu|gpu|all] [--aggregation param|allreduce]\n"
+               "                [--variable-device DEV] [--towers-table 1,2,...]\n",
                error.c_str());
   std::exit(2);
 }
@@ -51,7 +63,11 @@ Args Parse(int argc, char** argv) {
   Args a;
   std::map<std::string, std::string*> strings = {{"--model", &a.model}, {"--data", &a.data}, {"--init", &a.init},
                                                  {"--optimizer", &a.optimizer}, {"--checkpoint", &a.checkpoint},
-                                                 {"--trace", &a.trace}, {"--place", &a.place}};
+                                                 {"--trace", &a.trace}, {"--place", &a.place},
+                                                 {"--towers", &a.towers}, {"--devices", &a.devices},
+                                                 {"--aggregation", &a.aggregation},
+                                                 {"--variable-device", &a.variable_device},
+                                                 {"--towers-table", &a.towers_table}};
   std::map<std::string, int64_t*> ints = {{"--steps", &a.steps},           {"--epochs", &a.epochs},
                                           {"--batch", &a.batch},           {"--seed", &a.seed},
                                           {"--print-every", &a.print_every}, {"--train-limit", &a.train_limit},
@@ -74,6 +90,8 @@ Args Parse(int argc, char** argv) {
     }
   }
   if (a.restore && a.checkpoint.empty()) Usage("--restore needs --checkpoint DIR");
+  if (a.devices != "cpu" && a.devices != "gpu" && a.devices != "all") Usage("--devices must be cpu, gpu or all");
+  if (a.aggregation != "param" && a.aggregation != "allreduce") Usage("--aggregation must be param or allreduce");
   return a;
 }
 
@@ -103,6 +121,71 @@ void ApplyPlacementRules(pf::Graph& g, const std::string& rules) {
   }
 }
 
+struct TowerPlan {
+  std::string kind;  // cpu | gpu
+  int count;
+};
+
+int ParseCount(const std::string& text, const char* flag) {
+  try {
+    size_t used = 0;
+    int n = std::stoi(text, &used);
+    if (used == text.size() && n >= 1) return n;
+  } catch (const std::logic_error&) {
+  }
+  Usage(std::string("bad value '") + text + "' for " + flag + ": expected a positive count");
+}
+
+// --devices all picks the GPUs when the process sees any; --towers auto makes one tower per
+// GPU, or two on CPU devices (seed article 000's two towers, on this project's 2-core machines).
+TowerPlan PlanTowers(const Args& a) {
+  const int gpus = pf::CudaDeviceCount();
+  TowerPlan p;
+  p.kind = a.devices == "all" ? (gpus > 0 ? "gpu" : "cpu") : a.devices;
+  p.count = a.towers == "auto" ? (p.kind == "gpu" ? std::max(1, gpus) : 2) : ParseCount(a.towers, "--towers");
+  return p;
+}
+
+pf::train::Aggregation AggregationOf(const Args& a) {
+  return a.aggregation == "allreduce" ? pf::train::Aggregation::kAllReduce : pf::train::Aggregation::kParameterDevice;
+}
+
+// Seed article 000's experiment: the same model and batch, timed with each tower count.
+int TowersTable(const Args& a) {
+  pf::towers::TimingOptions o;
+  o.model = a.model;
+  o.kind = PlanTowers(a).kind;
+  o.aggregation = AggregationOf(a);
+  o.variable_device = a.variable_device;
+  o.optimizer = a.optimizer;
+  o.steps = a.steps;
+  o.batch = a.batch > 0 ? a.batch : (a.model == "mlp_seed000" ? 2000 : 100);
+  o.threads = a.threads;
+  std::printf("%s, batch %lld, %lld steps, %s, aggregation %s%s\n", a.model.c_str(), static_cast<long long>(o.batch),
+              static_cast<long long>(o.steps), a.optimizer.c_str(), a.aggregation.c_str(),
+              a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "");
+  std::printf("%-7s %-24s %9s %9s %11s %10s %12s\n", "towers", "devices", "total_s", "ms/step", "examples/s",
+              "send_recv", "aggregation");
+  std::vector<std::pair<int, double>> totals;
+  size_t start = 0;
+  while (start <= a.towers_table.size()) {
+    size_t end = a.towers_table.find(',', start);
+    if (end == std::string::npos) end = a.towers_table.size();
+    o.towers = ParseCount(a.towers_table.substr(start, end - start), "--towers-table");
+    start = end + 1;
+    pf::towers::Timing t = pf::towers::TimeTowers(o);
+    std::string devices;
+    for (const std::string& d : t.devices) devices += (devices.empty() ? "" : ",") + d;
+    std::printf("%-7d %-24s %9.2f %9.3f %11.0f %9.1f%% %11.1f%%\n", o.towers, devices.c_str(), t.seconds,
+                t.ms_per_step, t.examples_per_s, 100 * t.transfer_share, 100 * t.aggregation_share);
+    std::fflush(stdout);
+    totals.emplace_back(o.towers, t.seconds);
+  }
+  // The article's own lines ("N块GPU用时: X.XXs": N GPUs took X.XX s).
+  for (const auto& [n, seconds] : totals) std::printf("%d tower(s) on %s: %.2fs\n", n, o.kind.c_str(), seconds);
+  return 0;
+}
+
 std::string DefaultData() {
   for (const char* candidate : {"/usr/share/datasets/fashion-mnist", "../shared/data/mnist"}) {
     if (std::filesystem::exists(candidate)) return candidate;
@@ -115,6 +198,7 @@ std::string DefaultData() {
 int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
   try {
+    if (!a.towers_table.empty()) return TowersTable(a);
     pf::data::Dataset train, test;
     pf::models::ModelOptions mo;
     mo.init = a.init;
@@ -131,6 +215,12 @@ int main(int argc, char** argv) {
                   static_cast<long long>(test.size()));
       mo.steps_per_epoch = std::max<int64_t>(1, train.size() / (a.batch > 0 ? a.batch : 100));
     }
+    const TowerPlan plan = PlanTowers(a);
+    pf::train::TowerOptions towers;
+    towers.devices = pf::towers::TowerDevices(plan.kind, plan.count);
+    towers.aggregation = AggregationOf(a);
+    towers.variable_device = a.variable_device;
+    mo.towers = towers;
     pf::Graph g;
     g.set_seed(a.seed);
     pf::Scope root = pf::Scope::Root(&g);
@@ -140,11 +230,15 @@ int main(int argc, char** argv) {
     pf::SessionOptions opts;
     opts.log_device_placement = a.log_placement;
     opts.allow_soft_placement = a.soft_placement;
-    opts.device_count["CPU"] = static_cast<int>(a.cpu_devices);
+    opts.device_count["CPU"] = std::max(static_cast<int>(a.cpu_devices), plan.kind == "cpu" ? plan.count : 1);
     opts.num_threads = a.threads;
     pf::Session sess(g, opts);
-    std::printf("pf-train: model %s, optimizer %s, %d graph nodes, %zu variables\n", m.name.c_str(), a.optimizer.c_str(),
-                g.num_nodes(), pf::GlobalVariables(&g).size());
+    std::string devices;
+    for (const std::string& d : m.tower_devices) devices += (devices.empty() ? "" : ",") + d;
+    std::printf("pf-train: model %s, optimizer %s, %zu tower(s) on %s (aggregation %s%s), %d graph nodes, %zu variables\n",
+                m.name.c_str(), a.optimizer.c_str(), m.tower_devices.size(), devices.c_str(), a.aggregation.c_str(),
+                a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "", g.num_nodes(),
+                pf::GlobalVariables(&g).size());
     std::fflush(stdout);
     sess.Run({}, {}, {init});
     pf::trainer::Options to;
