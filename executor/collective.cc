@@ -4,7 +4,8 @@
 
 namespace pf {
 
-void CollectiveTable::Join(const std::string& key, int group_size, Participant p, const CompleteFn& complete) {
+void CollectiveTable::Join(const std::string& key, int group_size, Participant p,
+                           const CompleteFn& complete) {
   std::vector<Participant> all;
   Status error;
   {
@@ -20,11 +21,13 @@ void CollectiveTable::Join(const std::string& key, int group_size, Participant p
                                       " participants, another ", g.size);
     }
     if (error.ok() && (p.rank < 0 || p.rank >= group_size)) {
-      error = errors::InvalidArgument("Collective '", key, "': rank ", p.rank, " is not in [0, ", group_size, ")");
+      error = errors::InvalidArgument("Collective '", key, "': rank ", p.rank, " is not in [0, ",
+                                      group_size, ")");
     }
     for (const Participant& q : g.arrived) {
       if (error.ok() && q.rank == p.rank) {
-        error = errors::InvalidArgument("Collective '", key, "': two participants have rank ", p.rank);
+        error =
+            errors::InvalidArgument("Collective '", key, "': two participants have rank ", p.rank);
       }
     }
     if (error.ok()) {
@@ -34,7 +37,8 @@ void CollectiveTable::Join(const std::string& key, int group_size, Participant p
     }
   }
   if (!error.ok()) return p.done(error);
-  std::sort(all.begin(), all.end(), [](const Participant& a, const Participant& b) { return a.rank < b.rank; });
+  std::sort(all.begin(), all.end(),
+            [](const Participant& a, const Participant& b) { return a.rank < b.rank; });
   Status s = complete(all);
   for (Participant& q : all) q.done(s);
 }

@@ -4,7 +4,8 @@
 // Aborting the step wakes every waiting participant with the error.
 //
 //   table->Join("grads", /*group_size=*/2, {rank, ctx, std::move(done)},
-//               [](std::vector<pf::CollectiveTable::Participant>& all) { ...; return pf::Status::OK(); });
+//               [](std::vector<pf::CollectiveTable::Participant>& all) { ...; return
+//               pf::Status::OK(); });
 #pragma once
 
 #include <functional>

@@ -13,7 +13,8 @@ std::vector<std::string> TowerDevices(const std::string& kind, int towers) {
   return out;
 }
 
-void StepShares(const RunMetadata& md, double* transfer_ms, double* aggregation_ms, int* transfers) {
+void StepShares(const RunMetadata& md, double* transfer_ms, double* aggregation_ms,
+                int* transfers) {
   std::map<std::string, const NodeExecStats*> sends;
   for (const NodeExecStats& s : md.step_stats) {
     if (s.op == "_Send") sends[s.node] = &s;
@@ -28,7 +29,8 @@ void StepShares(const RunMetadata& md, double* transfer_ms, double* aggregation_
       const size_t pos = send_name.rfind("/_recv_on_");
       if (pos != std::string::npos) send_name.replace(pos, 10, "/_send_to_");
       auto it = sends.find(send_name);
-      const int64_t sent = it == sends.end() ? s.start_us : std::max(s.start_us, it->second->start_us);
+      const int64_t sent =
+          it == sends.end() ? s.start_us : std::max(s.start_us, it->second->start_us);
       transfer_us += std::max<int64_t>(0, s.end_us - sent);
     } else if (s.op == "WeightedMean") {
       aggregation_us += s.end_us - s.start_us;

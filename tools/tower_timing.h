@@ -20,8 +20,8 @@ namespace pf::towers {
 
 struct TimingOptions {
   std::string model = "mlp_seed000";
-  int towers = 1;             // 0: the plain graph, no replication
-  std::string kind = "cpu";   // towers on /cpu:i (logical CPU devices) or /gpu:i
+  int towers = 1;            // 0: the plain graph, no replication
+  std::string kind = "cpu";  // towers on /cpu:i (logical CPU devices) or /gpu:i
   train::Aggregation aggregation = train::Aggregation::kParameterDevice;
   std::string variable_device = "/cpu:0";
   std::string optimizer = "sgd";
@@ -32,7 +32,7 @@ struct TimingOptions {
 
 struct Timing {
   std::vector<std::string> devices;
-  double seconds = 0;  // the timed steps together, after two warm-up steps
+  double seconds = 0;         // the timed steps together, after two warm-up steps
   double ms_per_step = 0;     // the median step
   double examples_per_s = 0;  // at the median step
   double transfer_ms = 0, transfer_share = 0;

@@ -26,7 +26,8 @@ Status BatchSplitShape(ShapeContext& c) {
     if (!in.unknown_rank() && in.dim(0) >= 0) {
       if (in.dim(0) < n) {
         return errors::InvalidArgument("A batch of ", in.dim(0), " examples (shape ", in.ToString(),
-                                       ") cannot be split across ", n, " towers: every tower needs at least one");
+                                       ") cannot be split across ", n,
+                                       " towers: every tower needs at least one");
       }
       auto [b, e] = PartRows(in.dim(0), n, i);
       part.set_dim(0, e - b);
@@ -69,7 +70,8 @@ PF_REGISTER_KERNEL(KernelDef("BatchSplit", kDeviceCpu), BatchSplitOp);
 
 namespace ops {
 std::vector<Output> BatchSplit(const Scope& s, Output value, int num_split) {
-  Node* n = NodeBuilder(s, "BatchSplit").Input(value).Attr("num_split", int64_t{num_split}).Finalize();
+  Node* n =
+      NodeBuilder(s, "BatchSplit").Input(value).Attr("num_split", int64_t{num_split}).Finalize();
   std::vector<Output> outs;
   for (int i = 0; i < n->num_outputs(); ++i) outs.emplace_back(n, i);
   return outs;

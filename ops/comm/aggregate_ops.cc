@@ -11,8 +11,8 @@
 //   aggregation on CPU devices: reduce to one device and share back).
 #include <atomic>
 
-#include "devices/device_set.h"
 #include "core/logging.h"
+#include "devices/device_set.h"
 #include "executor/collective.h"
 #include "executor/rendezvous.h"
 #include "ops/op_util.h"
@@ -23,8 +23,8 @@ namespace {
 
 // out = sum_i scale[i] * values[i] over the elements.
 template <typename T>
-void WeightedSum(OpKernelContext* ctx, const std::vector<const Tensor*>& values, const std::vector<double>& scale,
-                 Tensor* out) {
+void WeightedSum(OpKernelContext* ctx, const std::vector<const Tensor*>& values,
+                 const std::vector<double>& scale, Tensor* out) {
   T* y = out->data<T>();
   const int64_t n = out->num_elements();
   const int64_t k = static_cast<int64_t>(values.size());
@@ -53,19 +53,23 @@ StatusOr<std::vector<double>> Normalise(const std::vector<double>& w) {
   return scale;
 }
 
-double WeightOf(const Tensor& t) { return t.num_elements() == 1 ? static_cast<double>(t.data<float>()[0]) : -1; }
+double WeightOf(const Tensor& t) {
+  return t.num_elements() == 1 ? static_cast<double>(t.data<float>()[0]) : -1;
+}
 
 Status SameShapes(ShapeContext& c, int first, int count, const char* op) {
   Shape merged = c.input(first);
   for (int i = first + 1; i < first + count; ++i) {
     const Shape& s = c.input(i);
     if (!s.IsCompatibleWith(merged)) {
-      return errors::InvalidArgument(op, ": value ", i - first, " has shape ", s.ToString(), " but value 0 has shape ",
-                                     c.input(first).ToString());
+      return errors::InvalidArgument(op, ": value ", i - first, " has shape ", s.ToString(),
+                                     " but value 0 has shape ", c.input(first).ToString());
     }
-    if (merged.unknown_rank()) merged = s;
+    if (merged.unknown_rank())
+      merged = s;
     else if (!s.unknown_rank()) {
-      for (int d = 0; d < s.rank(); ++d) if (merged.dim(d) < 0) merged.set_dim(d, s.dim(d));
+      for (int d = 0; d < s.rank(); ++d)
+        if (merged.dim(d) < 0) merged.set_dim(d, s.dim(d));
     }
   }
   for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, merged);
@@ -76,12 +80,14 @@ Status SameShapes(ShapeContext& c, int first, int count, const char* op) {
 Status WeightedMeanShape(ShapeContext& c) {
   const int64_t n = c.attr<int64_t>("N");
   if (c.attr<int64_t>("M") != n) {
-    return errors::InvalidArgument("WeightedMean needs one weight per value: ", n, " values, ", c.attr<int64_t>("M"), " weights");
+    return errors::InvalidArgument("WeightedMean needs one weight per value: ", n, " values, ",
+                                   c.attr<int64_t>("M"), " weights");
   }
   for (int i = 0; i < n; ++i) {
     const Shape& w = c.input(static_cast<int>(n) + i);
     if (w.IsFullyDefined() && w.num_elements() != 1) {
-      return errors::InvalidArgument("WeightedMean: weight ", i, " must have one element, got shape ", w.ToString());
+      return errors::InvalidArgument("WeightedMean: weight ", i,
+                                     " must have one element, got shape ", w.ToString());
     }
   }
   return SameShapes(c, 0, static_cast<int>(n), "WeightedMean");
@@ -97,14 +103,15 @@ class WeightedMeanOp : public OpKernel {
     std::vector<double> w;
     for (int i = 0; i < n; ++i) {
       if (ctx->input(i).shape() != ctx->input(0).shape()) {
-        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ", ctx->input(i).shape().ToString(),
-                                       " but value 0 has shape ", ctx->input(0).shape().ToString());
+        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ",
+                                       ctx->input(i).shape().ToString(), " but value 0 has shape ",
+                                       ctx->input(0).shape().ToString());
       }
       values.push_back(&ctx->input(i));
       w.push_back(WeightOf(ctx->input(n + i)));
     }
     PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     WeightedSum<T>(ctx, values, scale, out);
     return Status::OK();
   }
@@ -119,17 +126,21 @@ PF_REGISTER_OP(OpDef("WeightedMean")
                    .TypeAttr("T", kRealTypes)
                    .SetNotDifferentiable()
                    .SetShapeFn(WeightedMeanShape));
-PF_REGISTER_KERNEL(KernelDef("WeightedMean", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), WeightedMeanOp<float>);
-PF_REGISTER_KERNEL(KernelDef("WeightedMean", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), WeightedMeanOp<double>);
+PF_REGISTER_KERNEL(KernelDef("WeightedMean", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   WeightedMeanOp<float>);
+PF_REGISTER_KERNEL(KernelDef("WeightedMean", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   WeightedMeanOp<double>);
 
 // ---- CollectiveAllReduce ----
 Status AllReduceShape(ShapeContext& c) {
   const int64_t n = c.attr<int64_t>("N");
   const Shape& w = c.input(static_cast<int>(n));
   if (w.IsFullyDefined() && w.num_elements() != 1) {
-    return errors::InvalidArgument("CollectiveAllReduce: the weight must have one element, got shape ", w.ToString());
+    return errors::InvalidArgument(
+        "CollectiveAllReduce: the weight must have one element, got shape ", w.ToString());
   }
-  if (c.attr<int64_t>("group_size") < 1) return errors::InvalidArgument("CollectiveAllReduce: group_size must be positive");
+  if (c.attr<int64_t>("group_size") < 1)
+    return errors::InvalidArgument("CollectiveAllReduce: group_size must be positive");
   for (int i = 0; i < n; ++i) c.set_output(i, c.input(i));
   return Status::OK();
 }
@@ -144,15 +155,21 @@ class AllReduceOp : public OpKernel {
         rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
-  Status Compute(OpKernelContext*) override { return errors::Internal("CollectiveAllReduce is asynchronous"); }
+  Status Compute(OpKernelContext*) override {
+    return errors::Internal("CollectiveAllReduce is asynchronous");
+  }
 
   void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    if (ctx->collectives() == nullptr) return done(errors::Internal("CollectiveAllReduce outside a step"));
+    if (ctx->collectives() == nullptr)
+      return done(errors::Internal("CollectiveAllReduce outside a step"));
     // The participant that completes the collective finishes the others: their executors
     // continue on the pool, not on its thread.
     ThreadPool* pool = IntraOpPool(ctx);
-    auto finish = [pool, done = std::move(done)](Status s) { pool->Schedule([done, s] { done(s); }); };
-    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)}, [this](auto& all) { return Reduce(all); });
+    auto finish = [pool, done = std::move(done)](Status s) {
+      pool->Schedule([done, s] { done(s); });
+    };
+    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)},
+                             [this](auto& all) { return Reduce(all); });
   }
 
  private:
@@ -163,8 +180,8 @@ class AllReduceOp : public OpKernel {
     std::vector<double> w;
     for (auto& p : all) {
       if (p.ctx->num_outputs() != n) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n, " and ",
-                                       p.ctx->num_outputs(), " tensors");
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
+                                       " and ", p.ctx->num_outputs(), " tensors");
       }
       w.push_back(WeightOf(p.ctx->input(n)));
     }
@@ -173,17 +190,19 @@ class AllReduceOp : public OpKernel {
       std::vector<const Tensor*> values;
       for (auto& p : all) {
         if (p.ctx->input(k).shape() != first->input(k).shape()) {
-          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k, " has shape ",
-                                         first->input(k).shape().ToString(), " on rank 0 and ",
-                                         p.ctx->input(k).shape().ToString(), " on rank ", p.rank);
+          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
+                                         " has shape ", first->input(k).shape().ToString(),
+                                         " on rank 0 and ", p.ctx->input(k).shape().ToString(),
+                                         " on rank ", p.rank);
         }
         values.push_back(&p.ctx->input(k));
       }
-      PF_ASSIGN_OR_RETURN(Tensor* out, first->AllocateOutput(k));
+      PF_ASSIGN_OR_RETURN(Tensor * out, first->AllocateOutput(k));
       WeightedSum<T>(first, values, scale, out);
       // Every other participant gets the same bits on its device.
       for (size_t i = 1; i < all.size(); ++i) {
-        PF_ASSIGN_OR_RETURN(Tensor copy, CopyRegistry::Global()->Copy(*out, first->device(), all[i].ctx->device()));
+        PF_ASSIGN_OR_RETURN(
+            Tensor copy, CopyRegistry::Global()->Copy(*out, first->device(), all[i].ctx->device()));
         PF_RETURN_IF_ERROR(all[i].ctx->SetOutput(k, std::move(copy)));
       }
     }
@@ -194,9 +213,11 @@ class AllReduceOp : public OpKernel {
     if (logged_.exchange(true)) return;
     std::string devices;
     for (const auto& p : all) devices += (devices.empty() ? "" : ", ") + p.ctx->device()->name();
-    PF_LOG_INFO("All-reduce '{}' over {} device(s) [{}]: reduced on {} and shared back (NCCL is used only between "
-                "distinct physical GPUs)",
-                key_, all.size(), devices, all[0].ctx->device()->name());
+    PF_LOG_INFO(
+        "All-reduce '{}' over {} device(s) [{}]: reduced on {} and shared back (NCCL is used only "
+        "between "
+        "distinct physical GPUs)",
+        key_, all.size(), devices, all[0].ctx->device()->name());
   }
 
   std::string key_;
@@ -216,17 +237,21 @@ PF_REGISTER_OP(OpDef("CollectiveAllReduce")
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn(AllReduceShape));
-PF_REGISTER_KERNEL(KernelDef("CollectiveAllReduce", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), AllReduceOp<float>);
-PF_REGISTER_KERNEL(KernelDef("CollectiveAllReduce", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), AllReduceOp<double>);
+PF_REGISTER_KERNEL(KernelDef("CollectiveAllReduce", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   AllReduceOp<float>);
+PF_REGISTER_KERNEL(KernelDef("CollectiveAllReduce", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   AllReduceOp<double>);
 
 }  // namespace
 
 namespace ops {
-Output WeightedMean(const Scope& s, const std::vector<Output>& values, const std::vector<Output>& weights) {
+Output WeightedMean(const Scope& s, const std::vector<Output>& values,
+                    const std::vector<Output>& weights) {
   return NodeBuilder(s, "WeightedMean").InputList(values).InputList(weights).Finalize();
 }
-std::vector<Output> CollectiveAllReduce(const Scope& s, const std::vector<Output>& inputs, Output weight,
-                                        const std::string& group_key, int group_size, int rank) {
+std::vector<Output> CollectiveAllReduce(const Scope& s, const std::vector<Output>& inputs,
+                                        Output weight, const std::string& group_key, int group_size,
+                                        int rank) {
   Node* n = NodeBuilder(s, "CollectiveAllReduce")
                 .InputList(inputs)
                 .Input(weight)

@@ -27,7 +27,8 @@ struct Used {
 
 // A scalar float holding the number of rows of `x` (the tower's weight).
 Output BatchSize(const Scope& s, Output x) {
-  return ops::Cast(s.WithOpName("batch_size"), ops::Slice(s, ops::ShapeOf(s, x), {0}, {1}), DT_FLOAT);
+  return ops::Cast(s.WithOpName("batch_size"), ops::Slice(s, ops::ShapeOf(s, x), {0}, {1}),
+                   DT_FLOAT);
 }
 
 [[noreturn]] void Fail(Status s) { throw Error(std::move(s)); }
@@ -39,7 +40,9 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
   for (const std::string& d : o.devices) {
     if (d == "all_gpus") {
       const int n = o.num_gpus >= 0 ? o.num_gpus : CudaDeviceCount();
-      if (n <= 0) Fail(errors::InvalidArgument("Tower devices 'all_gpus': no GPU is visible to this process"));
+      if (n <= 0)
+        Fail(
+            errors::InvalidArgument("Tower devices 'all_gpus': no GPU is visible to this process"));
       for (int i = 0; i < n; ++i) out.push_back("/gpu:" + std::to_string(i));
     } else if (d == "all_cpus") {
       for (int i = 0; i < std::max(1, o.num_cpus); ++i) out.push_back("/cpu:" + std::to_string(i));
@@ -59,7 +62,8 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
   t.devices = ResolveTowerDevices(o);
   const int n = static_cast<int>(t.devices.size());
   const bool mirrored = o.aggregation == Aggregation::kAllReduce;
-  if (inputs.empty()) Fail(errors::InvalidArgument("ReplicateTowers needs at least one input to split"));
+  if (inputs.empty())
+    Fail(errors::InvalidArgument("ReplicateTowers needs at least one input to split"));
 
   // Each input's dimension 0 split across the towers.
   std::vector<std::vector<Output>> tower_inputs(n);
@@ -76,7 +80,8 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
   std::set<std::string> existing;
   for (const Variable& v : GlobalVariables(g)) existing.insert(v.name());
   std::vector<Used> used(n);
-  std::vector<std::map<std::string, Variable>> replica_of(n);  // tower i: primary name -> its replica
+  std::vector<std::map<std::string, Variable>> replica_of(
+      n);  // tower i: primary name -> its replica
   std::vector<Output> weights;
   std::vector<Scope> tower_scopes;
   for (int i = 0; i < n; ++i) {
@@ -103,8 +108,9 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
       getter = [&, i, tower_name](const VariableRequest& req, const VariableGetterFn& next) {
         Variable primary = FindVariable(g, FullName(req));
         if (!primary.valid() || !used[0].names.count(primary.name())) {
-          Fail(errors::InvalidArgument(tower_name, " asked for variable ", FullName(req),
-                                       ", which tower_0 did not use: every tower must build the same model"));
+          Fail(errors::InvalidArgument(
+              tower_name, " asked for variable ", FullName(req),
+              ", which tower_0 did not use: every tower must build the same model"));
         }
         if (!primary.trainable()) {  // shared, not mirrored
           used[i].Add(primary);
@@ -127,16 +133,19 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
     TowerOutputs out = model_fn(ts, tower_inputs[i]);
     if (out.loss.node == nullptr || out.loss.dtype() != DT_FLOAT || out.loss.shape().rank() > 0) {
       Fail(errors::InvalidArgument(tower_name, ": model_fn must return a float scalar loss, got ",
-                                   out.loss.node ? out.loss.shape().ToString() + " " + std::string(DTypeName(out.loss.dtype())) : "none"));
+                                   out.loss.node ? out.loss.shape().ToString() + " " +
+                                                       std::string(DTypeName(out.loss.dtype()))
+                                                 : "none"));
     }
     if (i > 0 && out.extra.size() != t.towers[0].extra.size()) {
-      Fail(errors::InvalidArgument(tower_name, " returned ", out.extra.size(), " extra outputs, tower_0 ",
-                                   t.towers[0].extra.size()));
+      Fail(errors::InvalidArgument(tower_name, " returned ", out.extra.size(),
+                                   " extra outputs, tower_0 ", t.towers[0].extra.size()));
     }
     // Update ops (batch-norm style) run once: tower 0's stay, the others' leave the collection.
     std::vector<Output> updates = g->GetCollection(kUpdateOps);
     if (i == 0) {
-      for (size_t k = updates_before; k < updates.size(); ++k) t.update_ops.emplace_back(updates[k].node);
+      for (size_t k = updates_before; k < updates.size(); ++k)
+        t.update_ops.emplace_back(updates[k].node);
     } else {
       updates.resize(updates_before);
       g->SetCollection(kUpdateOps, std::move(updates));
@@ -159,7 +168,9 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
       }
       auto it = replica_of[i].find(v.name());
       if (it == replica_of[i].end()) {
-        Fail(errors::InvalidArgument("tower_", i, " did not use variable ", v.name(), ", which tower_0 uses: every tower must build the same model"));
+        Fail(
+            errors::InvalidArgument("tower_", i, " did not use variable ", v.name(),
+                                    ", which tower_0 uses: every tower must build the same model"));
       }
       vars[i].push_back(it->second);
     }
@@ -183,13 +194,15 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
       }
       for (const Variable& v : outside) xs.push_back(v.value());
     }
-    std::vector<Output> gs = TryGradients(tower_scopes[i], {t.towers[i].loss}, xs, {}, go).ValueOrThrow();
+    std::vector<Output> gs =
+        TryGradients(tower_scopes[i], {t.towers[i].loss}, xs, {}, go).ValueOrThrow();
     for (size_t k = 0; k < outside.size(); ++k) {
       if (gs[vars[i].size() + k].node != nullptr) {
-        Fail(errors::InvalidArgument("The loss of tower_0 depends on variable ", outside[k].name(),
-                                     ", which was created outside ReplicateTowers and so can be neither ",
-                                     mirrored ? "mirrored" : "shared and averaged",
-                                     ": create it with GetVariable inside model_fn"));
+        Fail(errors::InvalidArgument(
+            "The loss of tower_0 depends on variable ", outside[k].name(),
+            ", which was created outside ReplicateTowers and so can be neither ",
+            mirrored ? "mirrored" : "shared and averaged",
+            ": create it with GetVariable inside model_fn"));
       }
     }
     gs.resize(vars[i].size());
@@ -198,13 +211,16 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
   for (int i = 1; i < n; ++i) {
     for (size_t k = 0; k < t.variables.size(); ++k) {
       if ((grads[i][k].node == nullptr) != (grads[0][k].node == nullptr)) {
-        Fail(errors::InvalidArgument("tower_", i, " and tower_0 disagree on whether the loss depends on ", t.variables[k].name()));
+        Fail(errors::InvalidArgument("tower_", i,
+                                     " and tower_0 disagree on whether the loss depends on ",
+                                     t.variables[k].name()));
       }
     }
   }
 
   if (n == 1) {
-    for (size_t k = 0; k < t.variables.size(); ++k) t.grads_and_vars.emplace_back(grads[0][k], t.variables[k]);
+    for (size_t k = 0; k < t.variables.size(); ++k)
+      t.grads_and_vars.emplace_back(grads[0][k], t.variables[k]);
     t.loss = t.towers[0].loss;
     t.extra = t.towers[0].extra;
     if (mirrored) t.replicas = {t.variables};
@@ -232,7 +248,8 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
       if (grads[0][k].node != nullptr) {
         std::vector<Output> per_tower;
         for (int i = 0; i < n; ++i) per_tower.push_back(grads[i][k]);
-        combined = ops::WeightedMean(avg.ColocateWith(Operation(v.ref().node)).WithOpName(v.name()), per_tower, weights);
+        combined = ops::WeightedMean(avg.ColocateWith(Operation(v.ref().node)).WithOpName(v.name()),
+                                     per_tower, weights);
       }
       t.grads_and_vars.emplace_back(combined, v);
     }
@@ -251,13 +268,15 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
     for (int i = 0; i < n; ++i) {
       std::vector<Output> in;
       for (size_t k : members) in.push_back(grads[i][k]);
-      std::vector<Output> out = ops::CollectiveAllReduce(tower_scopes[i].NewSubScope("allreduce"), in, weights[i],
-                                                         key + "/" + std::string(DTypeName(dtype)), n, i);
+      std::vector<Output> out =
+          ops::CollectiveAllReduce(tower_scopes[i].NewSubScope("allreduce"), in, weights[i],
+                                   key + "/" + std::string(DTypeName(dtype)), n, i);
       for (size_t m = 0; m < members.size(); ++m) reduced[i][members[m]] = out[m];
     }
   }
   for (int i = 0; i < n; ++i) {
-    for (size_t k = 0; k < t.variables.size(); ++k) t.grads_and_vars.emplace_back(reduced[i][k], vars[i][k]);
+    for (size_t k = 0; k < t.variables.size(); ++k)
+      t.grads_and_vars.emplace_back(reduced[i][k], vars[i][k]);
   }
   return t;
 }

@@ -60,20 +60,21 @@ struct TowerOutputs {
 using TowerFn = std::function<TowerOutputs(const Scope& tower, const std::vector<Output>& inputs)>;
 
 struct Towers {
-  std::vector<std::string> devices;         // one per tower, shortcuts expanded
-  std::vector<TowerOutputs> towers;         // what model_fn returned for each tower
-  Output loss;                              // the example-weighted mean of the tower losses
-  std::vector<Output> extra;                // each extra output concatenated in batch order
-  std::vector<GradAndVar> grads_and_vars;   // combined gradients, ready for ApplyGradients
-  std::vector<Variable> variables;          // the model's trainable variables (tower 0's)
-  std::vector<std::vector<Variable>> replicas;  // kAllReduce: replicas[i][k] mirrors variables[k] (i = 0: itself)
-  std::vector<Operation> update_ops;        // tower 0's additions to the "update_ops" collection
+  std::vector<std::string> devices;        // one per tower, shortcuts expanded
+  std::vector<TowerOutputs> towers;        // what model_fn returned for each tower
+  Output loss;                             // the example-weighted mean of the tower losses
+  std::vector<Output> extra;               // each extra output concatenated in batch order
+  std::vector<GradAndVar> grads_and_vars;  // combined gradients, ready for ApplyGradients
+  std::vector<Variable> variables;         // the model's trainable variables (tower 0's)
+  std::vector<std::vector<Variable>>
+      replicas;  // kAllReduce: replicas[i][k] mirrors variables[k] (i = 0: itself)
+  std::vector<Operation> update_ops;  // tower 0's additions to the "update_ops" collection
 };
 
 // Expands the shortcuts of options.devices; throws pf::Error for a malformed device.
 std::vector<std::string> ResolveTowerDevices(const TowerOptions& options);
 
-Towers ReplicateTowers(const Scope& scope, const TowerOptions& options, const std::vector<Output>& inputs,
-                       const TowerFn& model_fn);
+Towers ReplicateTowers(const Scope& scope, const TowerOptions& options,
+                       const std::vector<Output>& inputs, const TowerFn& model_fn);
 
 }  // namespace pf::train

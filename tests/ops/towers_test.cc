@@ -14,7 +14,8 @@ using Catch::Matchers::Contains;
 using train::Aggregation;
 
 // ---- BatchSplit ----
-TEST_CASE("BatchSplit splits dimension 0 as evenly as possible, without copying", "[towers][array]") {
+TEST_CASE("BatchSplit splits dimension 0 as evenly as possible, without copying",
+          "[towers][array]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 2});
@@ -44,7 +45,8 @@ TEST_CASE("BatchSplit splits dimension 0 as evenly as possible, without copying"
   CHECK_FALSE(t.SliceRows(4, 6).ok());
 }
 
-TEST_CASE("BatchSplit rejects a batch smaller than the number of parts and has a gradient", "[towers][array]") {
+TEST_CASE("BatchSplit rejects a batch smaller than the number of parts and has a gradient",
+          "[towers][array]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {-1, 3});
@@ -60,7 +62,8 @@ TEST_CASE("BatchSplit rejects a batch smaller than the number of parts and has a
   CHECK_THROWS_WITH(ops::BatchSplit(root, ops::Const(root, Tensor(DT_FLOAT, {1, 3})), 2),
                     Contains("A batch of 1 examples"));
   // d/dx of sum(part0 * c0) + sum(part1 * c1), checked by finite differences.
-  Output y = ops::AddN(root, {ops::Sum(root, ops::Square(root, parts[0])), ops::Sum(root, ops::Exp(root, parts[1]))});
+  Output y = ops::AddN(root, {ops::Sum(root, ops::Square(root, parts[0])),
+                              ops::Sum(root, ops::Exp(root, parts[1]))});
   Tensor x0 = testing::RandomDoubleTensor({5, 3}, 4);
   auto err = ComputeGradientError(root, x, {5, 3}, y, Shape{}, &x0);
   REQUIRE(err.ok());
@@ -86,10 +89,13 @@ TEST_CASE("WeightedMean is sum(w_i x_i) / sum(w_i)", "[towers][aggregate]") {
     for (int i = 0; i < 3; ++i) ref += w[i] * xs[i].data<float>()[j];
     CHECK(got.data<float>()[j] == Approx(ref / 7).margin(1e-6));
   }
-  Output zero = ops::WeightedMean(root, {values[0], values[1]}, {ops::Const(root, 0.f), ops::Const(root, 0.f)});
+  Output zero = ops::WeightedMean(root, {values[0], values[1]},
+                                  {ops::Const(root, 0.f), ops::Const(root, 0.f)});
   CHECK_THROWS_WITH(testing::RunOne(g, zero), Contains("Weights sum to 0"));
-  CHECK_THROWS_WITH(ops::WeightedMean(root, {values[0], ops::Const(root, testing::RandomTensor({2, 3}, 4))}, {weights[0], weights[1]}),
-                    Contains("has shape [2,3] but value 0 has shape [4,3]"));
+  CHECK_THROWS_WITH(
+      ops::WeightedMean(root, {values[0], ops::Const(root, testing::RandomTensor({2, 3}, 4))},
+                        {weights[0], weights[1]}),
+      Contains("has shape [2,3] but value 0 has shape [4,3]"));
 }
 
 TEST_CASE("CollectiveAllReduce gives every device the same weighted mean", "[towers][aggregate]") {
@@ -99,23 +105,28 @@ TEST_CASE("CollectiveAllReduce gives every device the same weighted mean", "[tow
   Tensor b0 = testing::RandomTensor({3}, 3), b1 = testing::RandomTensor({3}, 4);
   std::vector<std::vector<Output>> outs;
   for (int r = 0; r < 2; ++r) {
-    Scope s = root.NewSubScope("tower_" + std::to_string(r)).WithDevice("/cpu:" + std::to_string(r));
-    outs.push_back(ops::CollectiveAllReduce(s, {ops::Const(s, r ? a1 : a0), ops::Const(s, r ? b1 : b0)},
-                                            ops::Const(s, r ? 1.f : 3.f), "grads", 2, r));
+    Scope s =
+        root.NewSubScope("tower_" + std::to_string(r)).WithDevice("/cpu:" + std::to_string(r));
+    outs.push_back(
+        ops::CollectiveAllReduce(s, {ops::Const(s, r ? a1 : a0), ops::Const(s, r ? b1 : b0)},
+                                 ops::Const(s, r ? 1.f : 3.f), "grads", 2, r));
   }
   SessionOptions so;
   so.device_count["CPU"] = 2;
   Session sess(g, so);
   auto got = sess.Run({outs[0][0], outs[0][1], outs[1][0], outs[1][1]});
   for (int64_t j = 0; j < 20; ++j) {
-    CHECK(got[0].data<float>()[j] == Approx(0.75 * a0.data<float>()[j] + 0.25 * a1.data<float>()[j]).margin(1e-6));
+    CHECK(got[0].data<float>()[j] ==
+          Approx(0.75 * a0.data<float>()[j] + 0.25 * a1.data<float>()[j]).margin(1e-6));
   }
   for (int64_t j = 0; j < 3; ++j) {
-    CHECK(got[1].data<float>()[j] == Approx(0.75 * b0.data<float>()[j] + 0.25 * b1.data<float>()[j]).margin(1e-6));
+    CHECK(got[1].data<float>()[j] ==
+          Approx(0.75 * b0.data<float>()[j] + 0.25 * b1.data<float>()[j]).margin(1e-6));
   }
   CHECK(got[2].BitwiseEqual(got[0]));
   CHECK(got[3].BitwiseEqual(got[1]));
-  CHECK(sess.DevicePlacement().at(outs[1][0].node->name()) == "/job:localhost/replica:0/task:0/device:CPU:1");
+  CHECK(sess.DevicePlacement().at(outs[1][0].node->name()) ==
+        "/job:localhost/replica:0/task:0/device:CPU:1");
   // Running one participant alone would wait forever: the session refuses.
   CHECK_THROWS_WITH(sess.Run({outs[0][0]}), Contains("needs 2 participants but this call runs 1"));
 }
@@ -139,7 +150,9 @@ struct ModelRun {
     for (const Variable& v : TrainableVariables(&g)) out[v.name()] = sess->Run({v.value()})[0];
     return out;
   }
-  float Step(const Tensor& x, const Tensor& y) { return sess->Run({{m.input, x}, {m.target, y}}, {m.loss}, {m.train_op})[0].scalar<float>(); }
+  float Step(const Tensor& x, const Tensor& y) {
+    return sess->Run({{m.input, x}, {m.target, y}}, {m.loss}, {m.train_op})[0].scalar<float>();
+  }
 };
 
 models::ModelOptions WithTowers(models::ModelOptions o, int n, Aggregation a) {
@@ -158,7 +171,8 @@ void Batch(const std::string& model, int64_t b, uint32_t seed, Tensor* x, Tensor
   for (int64_t i = 0; i < b; ++i) y->data<int32_t>()[i] = static_cast<int32_t>((i * 7 + seed) % 10);
 }
 
-TEST_CASE("N towers take the same step as one tower over the whole batch", "[towers][equivalence]") {
+TEST_CASE("N towers take the same step as one tower over the whole batch",
+          "[towers][equivalence]") {
   const std::string model = GENERATE(as<std::string>{}, "mlp_seed000", "mnist_mlp");
   const int64_t batch = GENERATE(12, 13);  // 13 splits unevenly across 2, 3 and 4 towers
   models::ModelOptions o;
@@ -171,7 +185,8 @@ TEST_CASE("N towers take the same step as one tower over the whole batch", "[tow
   const auto after = single.Trainable();
   for (Aggregation a : {Aggregation::kParameterDevice, Aggregation::kAllReduce}) {
     for (int n : {2, 3, 4}) {
-      INFO(model << " batch " << batch << " towers " << n << (a == Aggregation::kAllReduce ? " all-reduce" : " parameter device"));
+      INFO(model << " batch " << batch << " towers " << n
+                 << (a == Aggregation::kAllReduce ? " all-reduce" : " parameter device"));
       ModelRun towers(model, WithTowers(o, n, a), n);
       CHECK(towers.m.tower_devices.size() == static_cast<size_t>(n));
       const auto start = towers.Trainable();
@@ -212,7 +227,10 @@ TEST_CASE("All-reduce replicas stay bit-identical over 50 steps", "[towers][allr
   for (const Variable& v : GlobalVariables(&r.g)) {
     const auto pos = v.name().find("/replica_");
     if (pos == std::string::npos) continue;
-    const std::string primary = v.name().substr(0, pos) + v.name().substr(v.name().find('/', pos + 1) == std::string::npos ? v.name().size() : v.name().find('/', pos + 1));
+    const std::string primary =
+        v.name().substr(0, pos) + v.name().substr(v.name().find('/', pos + 1) == std::string::npos
+                                                      ? v.name().size()
+                                                      : v.name().find('/', pos + 1));
     INFO(v.name() << " vs " << primary);
     Variable p = FindVariable(&r.g, primary);
     REQUIRE(p.valid());
@@ -227,7 +245,8 @@ TEST_CASE("All-reduce replicas stay bit-identical over 50 steps", "[towers][allr
   CHECK(where.at("layer1/w") == "/job:localhost/replica:0/task:0/device:CPU:0");
 }
 
-TEST_CASE("Parameter-device towers: one set of variables, towers on their devices", "[towers][placement]") {
+TEST_CASE("Parameter-device towers: one set of variables, towers on their devices",
+          "[towers][placement]") {
   models::ModelOptions o = WithTowers({}, 2, Aggregation::kParameterDevice);
   o.towers->variable_device = "/cpu:1";
   ModelRun r("mlp_seed000", o, 2);
@@ -265,7 +284,8 @@ TEST_CASE("Tower configuration errors are clear", "[towers][errors]") {
       FAIL("expected an error");
     } catch (const Error& e) {
       CHECK_THAT(e.what(), Contains("tower_1/"));
-      CHECK_THAT(e.what(), Contains("Could not satisfy explicit device specification '/device:CPU:5'"));
+      CHECK_THAT(e.what(),
+                 Contains("Could not satisfy explicit device specification '/device:CPU:5'"));
     }
   }
   SECTION("a batch smaller than the number of towers") {
@@ -275,8 +295,9 @@ TEST_CASE("Tower configuration errors are clear", "[towers][errors]") {
     so.device_count["CPU"] = 3;
     Session sess(g, so);
     sess.Run({}, {}, {GlobalVariablesInitializer(root)});
-    CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {2, 3})}}, {t.loss}),
-                      Contains("A batch of 2 examples (shape [2,3]) cannot be split across 3 towers"));
+    CHECK_THROWS_WITH(
+        sess.Run({{x, Tensor(DT_FLOAT, {2, 3})}}, {t.loss}),
+        Contains("A batch of 2 examples (shape [2,3]) cannot be split across 3 towers"));
     CHECK(sess.Run({{x, Tensor(DT_FLOAT, {3, 3})}}, {t.loss})[0].scalar<float>() == 0.f);
   }
   SECTION("a variable created outside the towers") {
@@ -287,8 +308,9 @@ TEST_CASE("Tower configuration errors are clear", "[towers][errors]") {
       out.loss = ops::Mul(s, out.loss, outside.value());
       return out;
     };
-    CHECK_THROWS_WITH(train::ReplicateTowers(root, o, {x}, fn),
-                      Contains("depends on variable scale, which was created outside ReplicateTowers"));
+    CHECK_THROWS_WITH(
+        train::ReplicateTowers(root, o, {x}, fn),
+        Contains("depends on variable scale, which was created outside ReplicateTowers"));
   }
   SECTION("towers that build different models") {
     o.devices = {"/cpu:0", "/cpu:1"};
@@ -300,7 +322,8 @@ TEST_CASE("Tower configuration errors are clear", "[towers][errors]") {
       Output y = ops::MatMul(s, in[0], v.value());
       return train::TowerOutputs{ops::Mean(s, y), {y}};
     };
-    CHECK_THROWS_WITH(train::ReplicateTowers(root, o, {x}, fn), Contains("tower_1 asked for variable other/v"));
+    CHECK_THROWS_WITH(train::ReplicateTowers(root, o, {x}, fn),
+                      Contains("tower_1 asked for variable other/v"));
   }
   SECTION("device shortcuts") {
     o.devices = {"all_gpus"};
@@ -338,14 +361,21 @@ class FailInTower1Op : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    if (g_fail_tower_1 && name().rfind("tower_1/", 0) == 0) return errors::InvalidArgument("injected failure");
+    if (g_fail_tower_1 && name().rfind("tower_1/", 0) == 0)
+      return errors::InvalidArgument("injected failure");
     return ctx->ForwardInput(0, 0);
   }
 };
-PF_REGISTER_OP(OpDef("TestFailInTower1").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetNotDifferentiable().SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("TestFailInTower1")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", {DT_FLOAT})
+                   .SetNotDifferentiable()
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("TestFailInTower1", kDeviceCpu), FailInTower1Op);
 
-TEST_CASE("A failing tower aborts the step everywhere and the next step works", "[towers][errors]") {
+TEST_CASE("A failing tower aborts the step everywhere and the next step works",
+          "[towers][errors]") {
   for (Aggregation a : {Aggregation::kParameterDevice, Aggregation::kAllReduce}) {
     Graph g;
     Scope root = Scope::Root(&g);
@@ -354,7 +384,8 @@ TEST_CASE("A failing tower aborts the step everywhere and the next step works", 
     o.devices = {"/cpu:0", "/cpu:1"};
     o.aggregation = a;
     auto fn = [](const Scope& s, const std::vector<Output>& in) {
-      return Linear(s, {NodeBuilder(s.WithOpName("check"), "TestFailInTower1").Input(in[0]).Finalize()});
+      return Linear(
+          s, {NodeBuilder(s.WithOpName("check"), "TestFailInTower1").Input(in[0]).Finalize()});
     };
     auto t = train::ReplicateTowers(root, o, {x}, fn);
     train::GradientDescent opt(0.1);
@@ -373,10 +404,12 @@ TEST_CASE("A failing tower aborts the step everywhere and the next step works", 
       CHECK_THAT(e.what(), Contains("tower_1/check"));
     }
     // Nothing was applied: the weights still hold their initial ones.
-    CHECK(sess.Run({t.variables[0].value()})[0].BitwiseEqual(Tensor::FromVector<float>({1, 1, 1}, {3, 1})));
+    CHECK(sess.Run({t.variables[0].value()})[0].BitwiseEqual(
+        Tensor::FromVector<float>({1, 1, 1}, {3, 1})));
     g_fail_tower_1 = false;
     sess.Run({{x, batch}}, {t.loss}, {step});
-    CHECK_FALSE(sess.Run({t.variables[0].value()})[0].BitwiseEqual(Tensor::FromVector<float>({1, 1, 1}, {3, 1})));
+    CHECK_FALSE(sess.Run({t.variables[0].value()})[0].BitwiseEqual(
+        Tensor::FromVector<float>({1, 1, 1}, {3, 1})));
   }
 }
 
