@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <fmt/ranges.h>
@@ -245,6 +246,17 @@ std::string Saver::LatestCheckpoint(const std::string& dir) {
   return last.empty() ? "" : (std::filesystem::path(dir) / last).string();
 }
 
+namespace {
+// "affine0/w/replica_1/Momentum" -> "affine0/w/Momentum": the name a mirrored replica (or its
+// slot) has in a checkpoint of a model without replicas; "" when `name` is not a replica's.
+std::string PrimaryName(const std::string& name) {
+  static const std::regex replica("/replica_[0-9]+(/|$)");
+  std::smatch m;
+  if (!std::regex_search(name, m, replica)) return "";
+  return m.prefix().str() + (m[1].length() ? "/" : "") + m.suffix().str();
+}
+}  // namespace
+
 void Saver::Restore(Session& session, const std::string& path) {
   std::map<std::string, Tensor> tensors = ReadSafetensors(path).ValueOrThrow();
   // Check everything before assigning anything.
@@ -252,6 +264,8 @@ void Saver::Restore(Session& session, const std::string& path) {
   for (size_t i = 0; i < vars_.size(); ++i) {
     const Variable& v = vars_[i];
     auto it = tensors.find(v.name());
+    // Replicas restore from their primary when the checkpoint has none (saved without towers).
+    if (it == tensors.end() && !PrimaryName(v.name()).empty()) it = tensors.find(PrimaryName(v.name()));
     if (it == tensors.end()) throw Error(errors::NotFound("Key ", v.name(), " not found in checkpoint '", path, "'"));
     if (it->second.dtype() != v.dtype() || it->second.shape() != v.shape()) {
       throw Error(errors::InvalidArgument("Checkpoint '", path, "' holds ", v.name(), " as ", DTypeName(it->second.dtype()), " ",

@@ -8,7 +8,9 @@
 //
 // Restore reads and checks the whole file first (names, dtypes, shapes, byte ranges); a
 // corrupt or truncated file throws pf::Error and leaves every variable untouched. The
-// assignments are colocated with the variables, wherever those are placed now.
+// assignments are colocated with the variables, wherever those are placed now. A mirrored
+// replica ("w/replica_1", "w/replica_1/Momentum") missing from the file restores from its
+// primary ("w", "w/Momentum"), so a checkpoint saved without towers loads into all-reduce towers.
 #pragma once
 
 #include <deque>

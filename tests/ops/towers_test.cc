@@ -1,6 +1,7 @@
 // Tower replication: BatchSplit, the aggregation ops, and N towers over CPU devices against one
 // tower over the whole batch, for both aggregation modes.
 #include <atomic>
+#include <filesystem>
 #include <map>
 
 #include "ops/grad_util.h"
@@ -243,6 +244,29 @@ TEST_CASE("All-reduce replicas stay bit-identical over 50 steps", "[towers][allr
   CHECK(where.at("layer1/w/replica_2") == "/job:localhost/replica:0/task:0/device:CPU:2");
   CHECK(where.at("tower_2/layer1/MatMul") == "/job:localhost/replica:0/task:0/device:CPU:2");
   CHECK(where.at("layer1/w") == "/job:localhost/replica:0/task:0/device:CPU:0");
+}
+
+TEST_CASE("A checkpoint saved without towers restores into all-reduce replicas", "[towers][saver]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("pf_towers_{}", getpid())).string();
+  models::ModelOptions o;
+  o.optimizer = "momentum";
+  ModelRun plain("mlp_seed000", o, 1);
+  Tensor x, y;
+  Batch("mlp_seed000", 8, 1, &x, &y);
+  plain.Step(x, y);
+  const std::string path = Saver(&plain.g).Save(*plain.sess, dir + "/model", 1);
+  ModelRun mirrored("mlp_seed000", WithTowers(o, 2, Aggregation::kAllReduce), 2);
+  Saver(&mirrored.g).Restore(*mirrored.sess, path);
+  for (const char* name : {"affine0/w", "affine0/w/Momentum"}) {
+    INFO(name);
+    Tensor saved = plain.sess->Run({FindVariable(&plain.g, name).value()})[0];
+    CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, name).value()})[0].BitwiseEqual(saved));
+  }
+  CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, "affine0/w/replica_1").value()})[0].BitwiseEqual(
+      plain.sess->Run({FindVariable(&plain.g, "affine0/w").value()})[0]));
+  CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, "affine0/w/replica_1/Momentum").value()})[0].BitwiseEqual(
+      plain.sess->Run({FindVariable(&plain.g, "affine0/w/Momentum").value()})[0]));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("Parameter-device towers: one set of variables, towers on their devices",
