@@ -135,3 +135,33 @@ TEST_CASE("Seeds make runs reproducible; no seed differs", "[graph][variables]")
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Custom getters see every GetVariable and compose inner first", "[variables][getter]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  std::vector<std::string> calls;
+  Scope outer = root.WithCustomGetter([&](const VariableRequest& r, const VariableGetterFn& next) {
+    calls.push_back("outer:" + r.name);
+    return next(r);
+  });
+  Scope both = outer.WithCustomGetter([&](const VariableRequest& r, const VariableGetterFn& next) {
+    calls.push_back("inner:" + r.name);
+    VariableRequest moved = r;
+    moved.scope = r.scope.WithDevice("/cpu:1");
+    moved.name = r.name + "_renamed";
+    return next(moved);
+  });
+  Variable v = GetVariable(both.WithVariableScope("layer"), "w", {2, 2});
+  CHECK(v.name() == "layer/w_renamed");
+  CHECK(v.ref().node->requested_device() == "/device:CPU:1");
+  CHECK(calls == std::vector<std::string>{"inner:w", "outer:w_renamed"});
+  // Without a getter the request goes straight to creation.
+  CHECK(GetVariable(root, "plain", {1}).name() == "plain");
+  CHECK(calls.size() == 2);
+}
+
+}  // namespace
+}  // namespace pf
