@@ -214,9 +214,8 @@ class AllReduceOp : public OpKernel {
     std::string devices;
     for (const auto& p : all) devices += (devices.empty() ? "" : ", ") + p.ctx->device()->name();
     PF_LOG_INFO(
-        "All-reduce '{}' over {} device(s) [{}]: reduced on {} and shared back (NCCL is used only "
-        "between "
-        "distinct physical GPUs)",
+        "All-reduce '{}' over {} device(s) [{}]: reduced on {} and shared back (NCCL is used "
+        "only between distinct physical GPUs)",
         key_, all.size(), devices, all[0].ctx->device()->name());
   }
 

@@ -77,31 +77,25 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
     }
   }
 
-  std::set<std::string> existing;
-  for (const Variable& v : GlobalVariables(g)) existing.insert(v.name());
   std::vector<Used> used(n);
-  std::vector<std::map<std::string, Variable>> replica_of(
-      n);  // tower i: primary name -> its replica
+  // Tower i's replicas by the name of their primary (kAllReduce).
+  std::vector<std::map<std::string, Variable>> replica_of(n);
   std::vector<Output> weights;
   std::vector<Scope> tower_scopes;
   for (int i = 0; i < n; ++i) {
     const std::string tower_name = "tower_" + std::to_string(i);
     Scope ts = scope.NewSubScope(tower_name).WithDevice(t.devices[i]);
     CustomGetter getter;
-    if (!mirrored) {
-      // One set of variables on the parameter device: tower 0 creates, the others reuse.
-      if (i > 0) ts = ts.WithReuse(Reuse::kReuse);
-      getter = [&, i](const VariableRequest& req, const VariableGetterFn& next) {
+    if (!mirrored || i == 0) {
+      // Parameter device: one set of variables there, tower 0 creates and the others reuse.
+      // All-reduce: tower 0 creates the primaries on its own device.
+      if (!mirrored && i > 0) ts = ts.WithReuse(Reuse::kReuse);
+      const std::string device = mirrored ? "" : o.variable_device;
+      getter = [&, i, device](const VariableRequest& req, const VariableGetterFn& next) {
         VariableRequest r = req;
-        if (!o.variable_device.empty()) r.scope = r.scope.WithDevice(o.variable_device);
+        if (!device.empty()) r.scope = r.scope.WithDevice(device);
         Variable v = next(r);
         used[i].Add(v);
-        return v;
-      };
-    } else if (i == 0) {
-      getter = [&](const VariableRequest& req, const VariableGetterFn& next) {
-        Variable v = next(req);
-        used[0].Add(v);
         return v;
       };
     } else {
@@ -223,7 +217,6 @@ Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vec
       t.grads_and_vars.emplace_back(grads[0][k], t.variables[k]);
     t.loss = t.towers[0].loss;
     t.extra = t.towers[0].extra;
-    if (mirrored) t.replicas = {t.variables};
     return t;
   }
 
