@@ -20,6 +20,8 @@ class Allocator {
   virtual void Free(void* ptr, size_t bytes) = 0;
   // Whether the host can read the memory directly (CPU and pinned memory).
   virtual bool host_accessible() const { return true; }
+  // Why a request of `bytes` failed (free bytes, limit, largest free chunk), for OOM errors.
+  virtual std::string DescribeFailure(size_t bytes) const { return ""; }
 };
 
 // Process-wide host allocator: 64-byte aligned, thread-safe.

@@ -19,9 +19,10 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
   if (!slot.IsInitialized()) {
     size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(p_.output_dtypes[i]);
     slot = Tensor();
+    std::string why = allocator->DescribeFailure(bytes);
     return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.ToString(),
                                      " and type ", DTypeName(p_.output_dtypes[i]), " (", bytes,
-                                     " bytes) on ", allocator->Name());
+                                     " bytes) by allocator ", allocator->Name(), why.empty() ? "" : ": ", why);
   }
   return &slot;
 }
