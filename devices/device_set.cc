@@ -25,6 +25,14 @@ Device* DeviceSet::Find(std::string_view full_name) const {
   return nullptr;
 }
 
+Device* DeviceSet::host() const {
+  Device* host = nullptr;
+  for (Device* d : sorted_) {
+    if (d->device_type() == kDeviceCpu && (host == nullptr || d->parsed_name().id < host->parsed_name().id)) host = d;
+  }
+  return host;
+}
+
 std::vector<Device*> DeviceSet::Matching(const DeviceName& spec) const {
   std::vector<Device*> out;
   for (Device* d : sorted_) {

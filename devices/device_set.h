@@ -20,6 +20,8 @@ class DeviceSet {
   // Devices sorted by priority (highest first), then by name.
   const std::vector<Device*>& devices() const { return sorted_; }
   Device* Find(std::string_view full_name) const;
+  // The first CPU device: where host memory lives (CPU devices are always present).
+  Device* host() const;
   std::vector<Device*> Matching(const DeviceName& spec) const;
   // "/job:localhost/replica:0/task:0/device:CPU:0, ..." for error messages.
   std::string NamesForError() const;

@@ -284,6 +284,7 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, s
   p.rendezvous = step->group->rendezvous();
   p.collectives = step->group->collectives();
   p.devices = layout_->devices;
+  p.kernel = it.kernel;
   return Status::OK();
 }
 

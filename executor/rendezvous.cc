@@ -1,5 +1,7 @@
 #include "executor/rendezvous.h"
 
+#include <future>
+
 #include "devices/device.h"
 
 namespace pf {
@@ -59,7 +61,7 @@ CopyRegistry* CopyRegistry::Global() {
   static CopyRegistry* r = [] {
     auto* reg = new CopyRegistry();
     // CPU devices share host memory: the receiver uses the sender's buffer.
-    reg->Register(kDeviceCpu, kDeviceCpu, [](const Tensor& in, Device*, Device*) -> StatusOr<Tensor> { return in; });
+    reg->Register(kDeviceCpu, kDeviceCpu, [](const Tensor& in, Device*, Device*, CopyDone done) { done(in); });
     return reg;
   }();
   return r;
@@ -69,13 +71,23 @@ void CopyRegistry::Register(const std::string& src_type, const std::string& dst_
   fns_[{src_type, dst_type}] = std::move(fn);
 }
 
-StatusOr<Tensor> CopyRegistry::Copy(const Tensor& in, Device* src, Device* dst) const {
-  auto it = fns_.find({src->device_type(), dst->device_type()});
+void CopyRegistry::CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDone done) const {
+  const bool in_host_memory = in.buffer() == nullptr || in.buffer()->allocator() == nullptr ||
+                              in.buffer()->allocator()->host_accessible();
+  const std::string& src_type = in_host_memory ? std::string(kDeviceCpu) : src->device_type();
+  auto it = fns_.find({src_type, dst->device_type()});
   if (it == fns_.end()) {
-    return errors::Unimplemented("No copy registered from ", src->device_type(), " (", src->name(), ") to ",
-                                 dst->device_type(), " (", dst->name(), ")");
+    return done(errors::Unimplemented("No copy registered from ", src_type, " (", src->name(), ") to ",
+                                      dst->device_type(), " (", dst->name(), ")"));
   }
-  return it->second(in, src, dst);
+  it->second(in, src, dst, std::move(done));
+}
+
+StatusOr<Tensor> CopyRegistry::Copy(const Tensor& in, Device* src, Device* dst) const {
+  std::promise<StatusOr<Tensor>> result;
+  std::future<StatusOr<Tensor>> ready = result.get_future();
+  CopyAsync(in, src, dst, [&result](StatusOr<Tensor> t) { result.set_value(std::move(t)); });
+  return ready.get();
 }
 
 }  // namespace pf

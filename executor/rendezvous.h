@@ -6,9 +6,12 @@
 //   rendezvous.Send(key, tensor);
 //   rendezvous.RecvAsync(key, [](const pf::Status& s, const pf::Tensor& t) { ... });
 //
-// CopyRegistry moves a received tensor to the receiving device, keyed by (source device type,
-// destination device type). CPU->CPU is registered here (memory is shared: no copy); the CUDA
-// backend registers host<->GPU and GPU<->GPU.
+// CopyRegistry moves a received tensor to the receiving device, keyed by (source memory's
+// device type, destination device type): a tensor in host memory counts as CPU wherever it
+// was made (a GPU kernel's HostMemory output). Copies are asynchronous: `done` runs when the
+// copy is usable on the destination (for a GPU destination: enqueued, with the destination's
+// compute stream waiting on it). CPU->CPU is registered here (memory is shared: no copy); the
+// CUDA backend registers host<->GPU and GPU<->GPU.
 #pragma once
 
 #include <functional>
@@ -49,10 +52,13 @@ class Rendezvous {
 
 class CopyRegistry {
  public:
-  using CopyFn = std::function<StatusOr<Tensor>(const Tensor& in, Device* src, Device* dst)>;
+  using CopyDone = std::function<void(StatusOr<Tensor>)>;
+  using CopyFn = std::function<void(const Tensor& in, Device* src, Device* dst, CopyDone done)>;
   static CopyRegistry* Global();
   void Register(const std::string& src_type, const std::string& dst_type, CopyFn fn);
-  // The copy of `in` on `dst`; an error naming both devices when no copy is registered.
+  // The copy of `in` on `dst`, or an error naming both devices when no copy is registered.
+  void CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDone done) const;
+  // Blocks until the copy is done (the client's thread: feeds and fetches, tests).
   StatusOr<Tensor> Copy(const Tensor& in, Device* src, Device* dst) const;
 
  private:

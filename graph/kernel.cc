@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "graph/op_registry.h"
+
 namespace pf {
 
 StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
@@ -15,6 +17,7 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
     return errors::Internal("Cannot allocate output ", i, ": its shape ", shape.ToString(), " is not fully defined");
   }
   Allocator* allocator = p_.allocator != nullptr ? p_.allocator : CpuAllocator();
+  if (p_.kernel != nullptr && p_.kernel->host_output(i)) allocator = CpuAllocator();
   slot = Tensor(allocator, p_.output_dtypes[i], shape);
   if (!slot.IsInitialized()) {
     size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(p_.output_dtypes[i]);
@@ -104,10 +107,44 @@ Status KernelRegistry::NotFoundError(const Node& node, const std::vector<std::st
                           "Registered kernels:\n", registered.empty() ? "  <no registered kernels>" : fmt::format("{}", fmt::join(registered, "\n")));
 }
 
+namespace {
+
+// Marks the slots of every argument named in `names` (a list argument spans N slots).
+std::vector<bool> ArgSlots(const std::vector<ArgDef>& args, const Node& node, const std::vector<std::string>& names,
+                           int num_slots) {
+  std::vector<bool> host(num_slots, false);
+  int slot = 0;
+  for (const ArgDef& a : args) {
+    int n = 1;
+    if (!a.number_attr.empty() && node.HasAttr(a.number_attr)) n = static_cast<int>(node.attr<int64_t>(a.number_attr));
+    const bool on_host = std::find(names.begin(), names.end(), a.name) != names.end();
+    for (int k = 0; k < n && slot < num_slots; ++k, ++slot) host[slot] = on_host;
+  }
+  return host;
+}
+
+}  // namespace
+
+void KernelRegistry::MemoryTypes(const Node& node, std::string_view device_type, std::vector<bool>* host_inputs,
+                                 std::vector<bool>* host_outputs) const {
+  host_inputs->assign(node.num_inputs(), false);
+  host_outputs->assign(node.num_outputs(), false);
+  const KernelDef* def = Find(node.op(), device_type, node.attrs());
+  if (def == nullptr || def->host_memory_args().empty()) return;
+  *host_inputs = ArgSlots(node.op_def().inputs(), node, def->host_memory_args(), node.num_inputs());
+  *host_outputs = ArgSlots(node.op_def().outputs(), node, def->host_memory_args(), node.num_outputs());
+}
+
 StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node, std::string_view device_type) const {
   const KernelDef* def = Find(node.op(), device_type, node.attrs());
   if (def == nullptr) return NotFoundError(node, {std::string(device_type)});
-  return def->factory(node);
+  std::unique_ptr<OpKernel> kernel = def->factory(node);
+  if (!def->host_memory_args().empty()) {
+    std::vector<bool> in, out;
+    MemoryTypes(node, device_type, &in, &out);
+    kernel->set_memory_types(std::move(in), std::move(out));
+  }
+  return kernel;
 }
 
 }  // namespace pf

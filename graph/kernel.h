@@ -50,8 +50,18 @@ class OpKernel {
   const Node& node() const { return *node_; }
   const std::string& name() const { return node_->name(); }
 
+  // Arguments this kernel keeps in host memory on a device that has its own (KernelDef::
+  // HostMemory): shape-like inputs it reads on the host, outputs it writes on the host.
+  bool host_input(int i) const { return i < static_cast<int>(host_inputs_.size()) && host_inputs_[i]; }
+  bool host_output(int i) const { return i < static_cast<int>(host_outputs_.size()) && host_outputs_[i]; }
+  void set_memory_types(std::vector<bool> host_inputs, std::vector<bool> host_outputs) {
+    host_inputs_ = std::move(host_inputs);
+    host_outputs_ = std::move(host_outputs);
+  }
+
  private:
   const Node* node_;
+  std::vector<bool> host_inputs_, host_outputs_;
 };
 
 // Per-call state a kernel sees. Built by the executor.
@@ -72,6 +82,7 @@ class OpKernelContext {
     Rendezvous* rendezvous = nullptr;   // this step's, for _Send/_Recv
     CollectiveTable* collectives = nullptr;  // this step's, for all-reduce
     const DeviceSet* devices = nullptr;  // the session's devices
+    const OpKernel* kernel = nullptr;    // for per-argument memory types
   };
   explicit OpKernelContext(const Params& p) : p_(p) {}
 
@@ -89,7 +100,8 @@ class OpKernelContext {
   CollectiveTable* collectives() const { return p_.collectives; }
   const DeviceSet* devices() const { return p_.devices; }
 
-  // Allocates output i with its inferred shape on this device.
+  // Allocates output i with its inferred shape on this device (in host memory when the kernel
+  // declared that output HostMemory).
   StatusOr<Tensor*> AllocateOutput(int i);
   // Sets output i to an existing tensor (forwarding, variables); its shape must match.
   Status SetOutput(int i, Tensor t);
@@ -152,6 +164,10 @@ class KernelRegistry {
   // "No OpKernel was registered to support Op 'X' used by {{node n}} with these attrs: [T=int32]
   //  Registered devices: [CPU]  Registered kernels: device='CPU'; T in [float]"
   Status NotFoundError(const Node& node, const std::vector<std::string>& device_types) const;
+  // Which inputs and outputs of `node` stay in host memory on `device_type` (per argument, list
+  // arguments expanded); all false when no kernel declares HostMemory.
+  void MemoryTypes(const Node& node, std::string_view device_type, std::vector<bool>* host_inputs,
+                   std::vector<bool>* host_outputs) const;
   // Creates the kernel for `node` on `device_type`.
   StatusOr<std::unique_ptr<OpKernel>> Create(const Node& node, std::string_view device_type) const;
 

@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include "graph/kernel.h"
 #include "graph/op_registry.h"
 
 namespace pf {
@@ -90,23 +91,25 @@ class Partitioner {
     return arg;
   }
 
-  // The _Recv on `dst` of `src` (a copied output on another device), made once per pair.
-  Output RecvFor(Device* dst, const Output& src_copy, const std::string& tensor_name, Device* src) {
+  // The _Recv on `dst` of `src` (a copied output on another device, or on the same GPU when the
+  // consumer reads it in host memory), made once per (tensor, device, memory).
+  Output RecvFor(Device* dst, const Output& src_copy, const std::string& user_tensor, Device* src, bool host_memory = false) {
+    const std::string tensor_name = host_memory ? user_tensor + ";host" : user_tensor;
     auto key = std::make_pair(tensor_name, dst);
     auto it = recvs_.find(key);
     if (it != recvs_.end()) return it->second;
-    const std::string local = dst->parsed_name().LocalName();
+    const std::string local = dst->parsed_name().LocalName() + (host_memory ? "_host" : "");
     NodeSpec send;
-    send.name = fmt::format("{}/_send_to_{}", tensor_name, local);
+    send.name = fmt::format("{}/_send_to_{}", user_tensor, local);
     send.op_def = &Def("_Send");
     send.attrs = {{"T", src_copy.dtype()}, {"tensor_name", tensor_name}, {"send_device", src->name()}, {"recv_device", dst->name()}};
     send.inputs = {src_copy};
     AddNode(PartFor(src), std::move(send), true);
     NodeSpec recv;
-    recv.name = fmt::format("{}/_recv_on_{}", tensor_name, local);
+    recv.name = fmt::format("{}/_recv_on_{}", user_tensor, local);
     recv.op_def = &Def("_Recv");
     recv.attrs = {{"tensor_type", src_copy.dtype()}, {"tensor_name", tensor_name}, {"send_device", src->name()},
-                  {"recv_device", dst->name()}, {"shape", src_copy.shape()}};
+                  {"recv_device", dst->name()}, {"shape", src_copy.shape()}, {"host_memory", host_memory}};
     recv.output_dtypes = {src_copy.dtype()};
     recv.output_shapes = {src_copy.shape()};
     Output out(AddNode(PartFor(dst), std::move(recv), true), 0);
@@ -131,14 +134,24 @@ class Partitioner {
       spec.output_shapes[o] = n->output_shape(o);
     }
     spec.colocation = n->colocation_group();
-    for (const Output& in : n->inputs()) {
+    // Memory types matter on devices with their own memory: a HostMemory input (a GPU kernel's
+    // shape argument) takes its value in host memory, through a _Recv even on the same device.
+    std::vector<bool> host_in;
+    if (d->device_type() != kDeviceCpu) HostMemoryOf(*n, d, &host_in, nullptr);
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      const Output& in = n->input(k);
       if (fed_.count(in)) {
         spec.inputs.push_back(ArgFor(PartFor(d), in));
         continue;
       }
       Output src_copy(result.copy_of.at(in.node), in.index);
       Device* src_dev = device_.at(in.node);
-      spec.inputs.push_back(src_dev == d ? src_copy : RecvFor(d, src_copy, in.name(), src_dev));
+      const bool wants_host = !host_in.empty() && host_in[k];
+      if (src_dev == d && (!wants_host || SourceInHostMemory(in, src_dev))) {
+        spec.inputs.push_back(src_copy);
+      } else {
+        spec.inputs.push_back(RecvFor(d, src_copy, in.name(), src_dev, wants_host));
+      }
     }
     for (const Node* c : n->control_inputs()) {
       auto it = result.copy_of.find(c);
@@ -169,6 +182,17 @@ class Partitioner {
     }
     result.copy_of[n] = AddNode(PartFor(d), std::move(spec), true);
     return Status::OK();
+  }
+
+  static void HostMemoryOf(const Node& n, Device* d, std::vector<bool>* in, std::vector<bool>* out) {
+    std::vector<bool> unused;
+    KernelRegistry::Global()->MemoryTypes(n, d->device_type(), in, out ? out : &unused);
+  }
+  static bool SourceInHostMemory(const Output& o, Device* d) {
+    if (d->device_type() == kDeviceCpu) return true;
+    std::vector<bool> in, out;
+    HostMemoryOf(*o.node, d, &in, &out);
+    return out[o.index];
   }
 
   const std::unordered_map<const Node*, Device*>& device_;

@@ -31,7 +31,11 @@ class SendOp : public OpKernel {
 
 class RecvOp : public OpKernel {
  public:
-  explicit RecvOp(const Node& n) : OpKernel(n), key_(KeyOf(n)), send_device_(n.attr<std::string>("send_device")) {}
+  explicit RecvOp(const Node& n)
+      : OpKernel(n),
+        key_(KeyOf(n)),
+        send_device_(n.attr<std::string>("send_device")),
+        host_memory_(n.HasAttr("host_memory") && n.attr<bool>("host_memory")) {}
   Status Compute(OpKernelContext*) override { return errors::Internal("_Recv is asynchronous"); }
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
@@ -39,16 +43,20 @@ class RecvOp : public OpKernel {
     if (ctx->rendezvous() == nullptr || ctx->devices() == nullptr) return done(errors::Internal("_Recv without a rendezvous"));
     Device* src = ctx->devices()->Find(send_device_);
     if (src == nullptr) return done(errors::Internal("_Recv: unknown send device ", send_device_));
-    ctx->rendezvous()->RecvAsync(key_, [ctx, src, done = std::move(done)](const Status& s, const Tensor& t) {
+    // A HostMemory consumer on a GPU gets the value in host memory: the copy goes to the host.
+    Device* dst = host_memory_ ? ctx->devices()->host() : ctx->device();
+    ctx->rendezvous()->RecvAsync(key_, [ctx, src, dst, done = std::move(done)](const Status& s, const Tensor& t) {
       if (!s.ok()) return done(s);
-      StatusOr<Tensor> copied = CopyRegistry::Global()->Copy(t, src, ctx->device());
-      if (!copied.ok()) return done(copied.status());
-      done(ctx->SetOutput(0, std::move(copied).value()));
+      CopyRegistry::Global()->CopyAsync(t, src, dst, [ctx, done](StatusOr<Tensor> copied) {
+        if (!copied.ok()) return done(copied.status());
+        done(ctx->SetOutput(0, std::move(copied).value()));
+      });
     });
   }
 
  private:
   std::string key_, send_device_;
+  bool host_memory_;
 };
 
 class ArgOp : public OpKernel {
@@ -73,6 +81,7 @@ PF_REGISTER_OP(OpDef("_Recv")
                    .RequiredAttr("send_device")
                    .RequiredAttr("recv_device")
                    .RequiredAttr("shape")
+                   .Attr("host_memory", false)  // the consumer reads it in host memory
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
@@ -88,9 +97,14 @@ PF_REGISTER_OP(OpDef("_Arg")
                      c.set_output(0, c.attr<Shape>("shape"));
                      return Status::OK();
                    }));
+// The same kernels on GPUs: a GPU _Send only hands over the (maybe still computing) tensor; the
+// copy waits for the sender's stream.
 PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceCpu), SendOp);
 PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceCpu), RecvOp);
 PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceCpu), ArgOp);
+PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu), SendOp);
+PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu), RecvOp);
+PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu), ArgOp);
 
 }  // namespace
 }  // namespace pf
