@@ -30,7 +30,9 @@ Allocator* CpuAllocator();
 class Buffer {
  public:
   Buffer(Allocator* allocator, void* data, size_t bytes)
-      : allocator_(allocator), data_(data), bytes_(bytes) {}
+      : allocator_(allocator), data_(data), bytes_(bytes), on_host_(allocator == nullptr || allocator->host_accessible()) {}
+  // A view that frees nothing (allocator null) into memory that is or is not on the host.
+  Buffer(void* data, size_t bytes, bool on_host) : allocator_(nullptr), data_(data), bytes_(bytes), on_host_(on_host) {}
   ~Buffer() {
     if (allocator_ != nullptr && data_ != nullptr) allocator_->Free(data_, bytes_);
   }
@@ -42,11 +44,14 @@ class Buffer {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Allocator* allocator() const { return allocator_; }
+  // Whether the host can read the bytes (host or pinned memory), or only a device can.
+  bool on_host() const { return on_host_; }
 
  private:
   Allocator* allocator_;
   void* data_;
   size_t bytes_;
+  bool on_host_;
 };
 
 }  // namespace pf

@@ -45,7 +45,7 @@ StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
   const size_t row_bytes = dim(0) == 0 ? 0 : TotalBytes() / static_cast<size_t>(dim(0));
   // A view: a Buffer that frees nothing, kept alive together with the buffer it points into.
   struct View {
-    View(std::shared_ptr<Buffer> p, void* data, size_t bytes) : parent(std::move(p)), view(nullptr, data, bytes) {}
+    View(std::shared_ptr<Buffer> p, void* data, size_t bytes) : parent(std::move(p)), view(data, bytes, parent->on_host()) {}
     std::shared_ptr<Buffer> parent;
     Buffer view;
   };

@@ -56,6 +56,8 @@ class Tensor {
   bool IsInitialized() const { return buffer_ != nullptr || (dtype_ != DT_INVALID && num_elements_ == 0); }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   bool SharesBufferWith(const Tensor& o) const { return buffer_ && buffer_ == o.buffer_; }
+  // False for device (GPU) memory: such a tensor's data() must not be read on the host.
+  bool InHostMemory() const { return buffer_ == nullptr || buffer_->on_host(); }
 
   void* raw_data() const { return buffer_ ? buffer_->data() : nullptr; }
   template <typename T>

@@ -20,6 +20,13 @@ struct GpuOptions {
   // one device per GPU using all its memory.
   std::vector<std::vector<double>> logical_devices_memory_mb;
   int max_count = -1;  // device_count["GPU"]; -1 = no cap
+  // Memory: false (TensorFlow's default) takes the device's memory limit at the first
+  // allocation; true grows the caching allocator on demand.
+  bool allow_growth = false;
+  // Fraction of the GPU's total memory a device may use; 0 = the free memory less a reserve.
+  double per_process_gpu_memory_fraction = 0;
+  // cuBLAS may use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
+  bool allow_tf32 = false;
 };
 
 struct GpuDevicePlan {

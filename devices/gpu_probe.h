@@ -1,8 +1,16 @@
-// GPU discovery that works with and without the CUDA build.
+// GPU discovery and creation that work with and without the CUDA build.
 //
 //   int n = pf::CudaDeviceCount();   // 0 without CUDA, without a driver or without a GPU
 //   bool built = pf::BuiltWithCuda();
+//   auto gpus = pf::CreateGpuDevices(plan, options);   // one Device per planned (logical) GPU
 #pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "devices/device.h"
+#include "devices/device_manager.h"
 
 namespace pf {
 
@@ -14,5 +22,9 @@ constexpr bool BuiltWithCuda() {
   return false;
 #endif
 }
+
+// The GPU devices of `plan` (devices/cuda/gpu_device.h); an empty list without CUDA.
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(const std::vector<GpuDevicePlan>& plan,
+                                                                const GpuOptions& options);
 
 }  // namespace pf

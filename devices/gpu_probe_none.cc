@@ -1,4 +1,14 @@
 // CPU-only build: no GPUs.
+#include "devices/gpu_probe.h"
+
 namespace pf {
+
 int CudaDeviceCount() { return 0; }
+
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(const std::vector<GpuDevicePlan>& plan,
+                                                                const GpuOptions&) {
+  if (!plan.empty()) return errors::Unimplemented("This build of placeflow has no CUDA backend");
+  return std::vector<std::unique_ptr<Device>>();
+}
+
 }  // namespace pf

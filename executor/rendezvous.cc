@@ -72,9 +72,7 @@ void CopyRegistry::Register(const std::string& src_type, const std::string& dst_
 }
 
 void CopyRegistry::CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDone done) const {
-  const bool in_host_memory = in.buffer() == nullptr || in.buffer()->allocator() == nullptr ||
-                              in.buffer()->allocator()->host_accessible();
-  const std::string& src_type = in_host_memory ? std::string(kDeviceCpu) : src->device_type();
+  const std::string src_type = in.InHostMemory() ? std::string(kDeviceCpu) : src->device_type();
   auto it = fns_.find({src_type, dst->device_type()});
   if (it == fns_.end()) {
     return done(errors::Unimplemented("No copy registered from ", src_type, " (", src->name(), ") to ",

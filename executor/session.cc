@@ -10,6 +10,7 @@
 #include "core/logging.h"
 #include "devices/device_manager.h"
 #include "devices/gpu_probe.h"
+#include "executor/rendezvous.h"
 #include "placer/partition.h"
 #include "placer/placer.h"
 
@@ -18,6 +19,7 @@ namespace pf {
 // One prepared signature: the partitions of its pruned, placed subgraph and their executors.
 struct Session::Prepared {
   struct Part {
+    Device* device = nullptr;
     std::unique_ptr<Executor> executor;
     std::vector<int> feeds;    // session feed index for each executor feed
     std::vector<int> fetches;  // session fetch index for each executor fetch
@@ -35,16 +37,13 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
   if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end()) cpus = std::max(1, it->second);
   for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i, pool_));
   // GPUs: none without a CUDA build, a driver or a GPU (never an error). Bad options are errors.
-  GpuOptions gpu;
-  gpu.visible_device_list = options_.visible_device_list;
-  gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
+  GpuOptions gpu = options_.gpu_options;
+  if (!options_.visible_device_list.empty()) gpu.visible_device_list = options_.visible_device_list;
+  if (!options_.gpu_logical_devices.empty()) gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
   if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end()) gpu.max_count = it->second;
   const int physical = gpu.max_count == 0 ? 0 : CudaDeviceCount();
   std::vector<GpuDevicePlan> plan = PlanGpuDevices(physical, gpu).ValueOrThrow();
-  if (!plan.empty()) {
-    // The GPU device itself (allocator, streams, kernels) is the CUDA backend's part.
-    PF_LOG_WARN("{} GPU device(s) visible, but this build has no CUDA device backend yet: running on CPU", plan.size());
-  }
+  for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) devices_.Add(std::move(d));
   if (options_.log_device_placement) {
     std::string text = "Device mapping:\n";
     for (const Device* d : devices_.devices()) text += fmt::format("{} -> {}\n", d->name(), d->Description());
@@ -204,6 +203,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
     es.pool = pool_;
     es.devices = &devices_;
     Prepared::Part p;
+    p.device = part.device;
     for (const auto& [user, arg] : part.args) {
       es.feeds.push_back(arg);
       p.feeds.push_back(feed_index.at(user));
@@ -262,8 +262,19 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   const int64_t step_id = next_step_id_.fetch_add(1);
   const size_t n = prepared->parts.size();
   std::vector<std::vector<Tensor>> part_feeds(n), part_fetches(n);
+  Device* host = devices_.host();
   for (size_t i = 0; i < n; ++i) {
-    for (int f : prepared->parts[i].feeds) part_feeds[i].push_back(feed_values[f]);
+    Device* d = prepared->parts[i].device;
+    for (int f : prepared->parts[i].feeds) {
+      if (d->device_type() == kDeviceCpu) {
+        part_feeds[i].push_back(feed_values[f]);
+        continue;
+      }
+      // A device with its own memory gets its feeds copied in (asynchronously, ordered
+      // before the step's kernels on its compute stream).
+      PF_ASSIGN_OR_RETURN(Tensor on_device, CopyRegistry::Global()->Copy(feed_values[f], host, d));
+      part_feeds[i].push_back(std::move(on_device));
+    }
   }
   std::atomic<int> remaining{static_cast<int>(n)};
   std::mutex mu;
@@ -282,10 +293,29 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   if (group.stats()) {
     group.stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - group.start()).count();
   }
-  PF_RETURN_IF_ERROR(group.status());
-  outputs->assign(fetches.size(), Tensor());
+  // A step ends when the streams of its devices are done: asynchronous GPU errors show here.
+  Status synced = Status::OK();
   for (size_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < prepared->parts[i].fetches.size(); ++k) (*outputs)[prepared->parts[i].fetches[k]] = part_fetches[i][k];
+    Device* d = prepared->parts[i].device;
+    if (d->device_type() == kDeviceCpu) continue;
+    Status s = d->Sync();
+    if (synced.ok() && !s.ok()) synced = s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", d->name()));
+  }
+  PF_RETURN_IF_ERROR(group.status());
+  PF_RETURN_IF_ERROR(synced);
+  outputs->assign(fetches.size(), Tensor());
+  std::vector<bool> copied(fetches.size(), false);
+  for (size_t i = 0; i < n; ++i) {
+    Device* d = prepared->parts[i].device;
+    for (size_t k = 0; k < prepared->parts[i].fetches.size(); ++k) {
+      const int f = prepared->parts[i].fetches[k];
+      Tensor& t = part_fetches[i][k];
+      if (!t.InHostMemory()) {
+        PF_ASSIGN_OR_RETURN(t, CopyRegistry::Global()->Copy(t, d, host));
+        copied[f] = true;
+      }
+      (*outputs)[f] = t;
+    }
   }
   for (size_t i = 0; i < fetches.size(); ++i) {
     if (prepared->fetch_from_feed[i] >= 0) (*outputs)[i] = feed_values[prepared->fetch_from_feed[i]];
@@ -293,7 +323,7 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
   // step updates in place.
   for (size_t i = 0; i < outputs->size(); ++i) {
-    if (prepared->copy_fetch[i] && (*outputs)[i].IsInitialized()) (*outputs)[i] = (*outputs)[i].Clone();
+    if (prepared->copy_fetch[i] && !copied[i] && (*outputs)[i].IsInitialized()) (*outputs)[i] = (*outputs)[i].Clone();
   }
   return Status::OK();
 }

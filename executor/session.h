@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "devices/device_manager.h"
 #include "devices/device_set.h"
 #include "executor/executor.h"
 #include "graph/graph.h"
@@ -38,6 +39,9 @@ struct SessionOptions {
   // Which GPUs and how they are split (devices/device_manager.h).
   std::string visible_device_list;
   std::vector<std::vector<double>> gpu_logical_devices;  // MiB per logical device, per visible GPU
+  // GPU memory and math: allow_growth, per_process_gpu_memory_fraction, allow_tf32 (the
+  // visible/logical fields above take precedence over the same ones in here).
+  GpuOptions gpu_options;
   // Threads that work on a step, the calling thread included (inter- and intra-op share
   // them). 0: the process-wide pool (PF_NUM_THREADS or one per core) plus the caller.
   int num_threads = 0;

@@ -1,0 +1,328 @@
+#include "devices/cuda/gpu_device.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/logging.h"
+#include "devices/cuda/cuda_check.h"
+#include "devices/gpu_probe.h"
+
+namespace pf {
+
+namespace cuda {
+
+std::string Describe(cudaError_t e) { return fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e)); }
+std::string Describe(cublasStatus_t e) { return fmt::format("{} ({})", cublasGetStatusString(e), cublasGetStatusName(e)); }
+std::string Describe(cudnnStatus_t e) { return cudnnGetErrorString(e); }
+
+Status CallError(bool out_of_memory, const std::string& decoded, const char* call, int device, const char* file,
+                 int line) {
+  std::string msg = fmt::format("{} failed on GPU {}: {} [{}:{}]", call, device, decoded, file, line);
+  return out_of_memory ? errors::ResourceExhausted(msg) : errors::Internal(msg);
+}
+
+}  // namespace cuda
+
+namespace {
+
+class CudaSubAllocator : public SubAllocator {
+ public:
+  explicit CudaSubAllocator(int ordinal) : ordinal_(ordinal) {}
+  void* Alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaSetDevice(ordinal_) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+  void Free(void* p, size_t) override {
+    cudaSetDevice(ordinal_);
+    cudaFree(p);
+  }
+
+ private:
+  int ordinal_;
+};
+
+class PinnedSubAllocator : public SubAllocator {
+ public:
+  void* Alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+  void Free(void* p, size_t) override { cudaFreeHost(p); }
+};
+
+// Allocators are process-wide, like TensorFlow's GPUProcessState: tensors (variables, fetched
+// values in pinned memory) may outlive the session and device that made them.
+std::mutex g_allocators_mu;
+std::map<int, BfcAllocator*>* g_device_allocators = new std::map<int, BfcAllocator*>();
+
+BfcAllocator* DeviceAllocator(int tf_id, int ordinal, size_t limit, bool growth) {
+  std::lock_guard<std::mutex> lock(g_allocators_mu);
+  auto& slot = (*g_device_allocators)[tf_id];
+  if (slot == nullptr) {
+    BfcOptions o;
+    o.allow_growth = growth;
+    o.name = fmt::format("GPU_{}_bfc", tf_id);
+    o.host_accessible = false;
+    slot = new BfcAllocator(std::make_unique<CudaSubAllocator>(ordinal), limit, o);
+    PF_LOG_INFO("Created GPU_{}_bfc on GPU {} with a {:.1f} MiB limit{}", tf_id, ordinal, limit / 1048576.0,
+                growth ? " (allow_growth)" : "");
+  } else if (slot->Stats().bytes_limit != static_cast<int64_t>(limit)) {
+    PF_LOG_INFO("GPU_{}_bfc keeps its {:.1f} MiB limit from an earlier session", tf_id,
+                slot->Stats().bytes_limit / 1048576.0);
+  }
+  return slot;
+}
+
+bool SyncKernelsFromEnv() {
+  const char* env = std::getenv("PF_SYNC_KERNELS");
+  return env != nullptr && std::strcmp(env, "0") != 0 && env[0] != '\0';
+}
+
+std::mutex g_peer_mu;
+std::set<std::pair<int, int>> g_peers;  // (accessing ordinal, owning ordinal)
+
+}  // namespace
+
+struct GpuDevice::Impl {
+  GpuDevicePlan plan;
+  bool tf32 = false;
+  bool sync_kernels = false;
+  cudaDeviceProp props{};
+  cudaStream_t compute = nullptr, h2d = nullptr, d2h = nullptr, d2d = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  BfcAllocator* allocator = nullptr;
+
+  // The callback thread: runs what the GPU signalled done (host functions must not call CUDA,
+  // so they only queue work here).
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  bool stopping = false;
+  std::thread thread;
+
+  void Loop() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        fn = std::move(queue.front());
+        queue.pop_front();
+      }
+      fn();
+    }
+  }
+  void Enqueue(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      queue.push_back(std::move(fn));
+    }
+    cv.notify_one();
+  }
+};
+
+GpuDevice::GpuDevice(int id, std::unique_ptr<Impl> impl) : Device(kDeviceGpu, id), impl_(std::move(impl)) {}
+
+GpuDevice::~GpuDevice() {
+  cudaSetDevice(impl_->plan.physical_id);
+  for (cudaStream_t s : {impl_->compute, impl_->h2d, impl_->d2h, impl_->d2d}) {
+    if (s) cudaStreamSynchronize(s);
+  }
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->dnn) cudnnDestroy(impl_->dnn);
+  if (impl_->blas) cublasDestroy(impl_->blas);
+  for (cudaStream_t s : {impl_->compute, impl_->h2d, impl_->d2h, impl_->d2d}) {
+    if (s) cudaStreamDestroy(s);
+  }
+}
+
+StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan, const GpuOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->plan = plan;
+  impl->tf32 = options.allow_tf32;
+  impl->sync_kernels = SyncKernelsFromEnv();
+  const int dev = plan.physical_id;
+  PF_GPU_RETURN_IF_ERROR(dev, cudaSetDevice(dev));
+  PF_GPU_RETURN_IF_ERROR(dev, cudaGetDeviceProperties(&impl->props, dev));
+  for (cudaStream_t* s : {&impl->compute, &impl->h2d, &impl->d2h, &impl->d2d}) {
+    PF_GPU_RETURN_IF_ERROR(dev, cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  }
+  PF_GPU_RETURN_IF_ERROR(dev, cublasCreate(&impl->blas));
+  PF_GPU_RETURN_IF_ERROR(dev, cublasSetStream(impl->blas, impl->compute));
+  PF_GPU_RETURN_IF_ERROR(dev, cublasSetMathMode(impl->blas, impl->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  PF_GPU_RETURN_IF_ERROR(dev, cudnnCreate(&impl->dnn));
+  PF_GPU_RETURN_IF_ERROR(dev, cudnnSetStream(impl->dnn, impl->compute));
+  size_t free_bytes = 0, total_bytes = 0;
+  PF_GPU_RETURN_IF_ERROR(dev, cudaMemGetInfo(&free_bytes, &total_bytes));
+  size_t limit;
+  if (plan.memory_mb > 0) {
+    limit = static_cast<size_t>(plan.memory_mb * 1048576.0);
+  } else if (options.per_process_gpu_memory_fraction > 0) {
+    limit = static_cast<size_t>(static_cast<double>(total_bytes) * options.per_process_gpu_memory_fraction);
+  } else {
+    // TensorFlow's default: the free memory less a reserve for the CUDA context and libraries.
+    const size_t reserve = std::max<size_t>(size_t{256} << 20, total_bytes / 20);
+    limit = free_bytes > reserve ? free_bytes - reserve : free_bytes / 2;
+  }
+  impl->allocator = DeviceAllocator(plan.id, dev, limit, options.allow_growth);
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->Loop(); });
+  return std::unique_ptr<GpuDevice>(new GpuDevice(plan.id, std::move(impl)));
+}
+
+Allocator* GpuDevice::GetAllocator() { return impl_->allocator; }
+BfcAllocator* GpuDevice::bfc() const { return impl_->allocator; }
+AllocatorStats GpuDevice::MemoryStats() const { return impl_->allocator->Stats(); }
+
+Allocator* GpuDevice::PinnedAllocator() {
+  static BfcAllocator* pinned = [] {
+    BfcOptions o;
+    o.allow_growth = true;
+    o.name = "gpu_host_bfc";
+    o.host_accessible = true;
+    return new BfcAllocator(std::make_unique<PinnedSubAllocator>(), size_t{64} << 30, o);
+  }();
+  return pinned;
+}
+
+int GpuDevice::ordinal() const { return impl_->plan.physical_id; }
+GpuStream GpuDevice::compute_stream() const { return impl_->compute; }
+GpuStream GpuDevice::h2d_stream() const { return impl_->h2d; }
+GpuStream GpuDevice::d2h_stream() const { return impl_->d2h; }
+GpuStream GpuDevice::d2d_stream() const { return impl_->d2d; }
+cublasContext* GpuDevice::blas() const { return impl_->blas; }
+cudnnContext* GpuDevice::dnn() const { return impl_->dnn; }
+bool GpuDevice::allow_tf32() const { return impl_->tf32; }
+int GpuDevice::sm_count() const { return impl_->props.multiProcessorCount; }
+
+std::string GpuDevice::Description() const {
+  const cudaDeviceProp& p = impl_->props;
+  return fmt::format("device: {}, name: {}, pci bus id: {:04x}:{:02x}:{:02x}.0, compute capability: {}.{}",
+                     impl_->plan.physical_id, p.name, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.major, p.minor);
+}
+
+Status GpuDevice::Activate() const {
+  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaSetDevice(ordinal()));
+  return Status::OK();
+}
+
+Status GpuDevice::Sync() {
+  PF_RETURN_IF_ERROR(Activate());
+  for (cudaStream_t s : {impl_->compute, impl_->h2d, impl_->d2h, impl_->d2d}) {
+    PF_GPU_RETURN_IF_ERROR(ordinal(), cudaStreamSynchronize(s));
+  }
+  return Status::OK();
+}
+
+Status GpuDevice::CheckLaunch(const std::string& what) const {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    return errors::Internal("Launching kernel '", what, "' failed on GPU ", ordinal(), " (", name(),
+                            "): ", cuda::Describe(e));
+  }
+  if (impl_->sync_kernels) {
+    e = cudaStreamSynchronize(impl_->compute);
+    if (e != cudaSuccess) {
+      return errors::Internal("Kernel '", what, "' failed on GPU ", ordinal(), " (", name(), "): ", cuda::Describe(e),
+                              " [PF_SYNC_KERNELS=1]");
+    }
+  }
+  return Status::OK();
+}
+
+namespace {
+struct HostCallback {
+  GpuDevice::Impl* impl;
+  std::function<void()> fn;
+};
+void CUDART_CB RunHostCallback(void* arg) {
+  std::unique_ptr<HostCallback> cb(static_cast<HostCallback*>(arg));
+  cb->impl->Enqueue(std::move(cb->fn));
+}
+}  // namespace
+
+Status GpuDevice::ThenExecute(GpuStream stream, std::function<void()> fn) {
+  auto* cb = new HostCallback{impl_.get(), std::move(fn)};
+  cudaError_t e = cudaLaunchHostFunc(stream, RunHostCallback, cb);
+  if (e != cudaSuccess) {
+    delete cb;
+    return cuda::CheckCall(e, "cudaLaunchHostFunc", ordinal(), __FILE__, __LINE__);
+  }
+  return Status::OK();
+}
+
+Status GpuDevice::StreamWaitStream(GpuStream waiter, GpuStream signaler) const {
+  if (waiter == signaler) return Status::OK();
+  cudaEvent_t ev;
+  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  Status s = cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", ordinal(), __FILE__, __LINE__);
+  if (s.ok()) s = cuda::CheckCall(cudaStreamWaitEvent(waiter, ev, 0), "cudaStreamWaitEvent", ordinal(), __FILE__, __LINE__);
+  cudaEventDestroy(ev);  // the wait keeps what it needs
+  return s;
+}
+
+bool GpuDevice::CanAccessPeer(const GpuDevice& other) const {
+  if (other.ordinal() == ordinal()) return true;
+  std::lock_guard<std::mutex> lock(g_peer_mu);
+  return g_peers.count({ordinal(), other.ordinal()}) > 0;
+}
+
+int CudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(const std::vector<GpuDevicePlan>& plan,
+                                                                const GpuOptions& options) {
+  std::vector<std::unique_ptr<Device>> out;
+  std::set<int> physical;
+  for (const GpuDevicePlan& p : plan) {
+    PF_ASSIGN_OR_RETURN(std::unique_ptr<GpuDevice> d, GpuDevice::Create(p, options));
+    physical.insert(p.physical_id);
+    out.push_back(std::move(d));
+  }
+  // Peer access between every pair that supports it; the others are staged through pinned
+  // host memory (gpu_copy.cc logs that once).
+  for (int a : physical) {
+    for (int b : physical) {
+      if (a == b) continue;
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || !can) continue;
+      cudaSetDevice(a);
+      cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) {
+        std::lock_guard<std::mutex> lock(g_peer_mu);
+        g_peers.insert({a, b});
+      }
+      cudaGetLastError();
+    }
+  }
+  return out;
+}
+
+}  // namespace pf
