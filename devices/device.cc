@@ -1,5 +1,7 @@
 #include "devices/device.h"
 
+#include <cstring>
+
 namespace pf {
 
 VarState* ResourceMgr::LookupOrCreateVar(const std::string& name) {
@@ -20,6 +22,11 @@ std::vector<std::string> ResourceMgr::VarNames() const {
   std::vector<std::string> names;
   for (const auto& [name, v] : vars_) names.push_back(name);
   return names;
+}
+
+Status Device::CopyWithinDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+  return Status::OK();
 }
 
 Device::Device(std::string type, int id, std::string job, int replica, int task)

@@ -6,7 +6,8 @@
 //   cpu->name() == "/job:localhost/replica:0/task:0/device:CPU:0";
 //   pf::Tensor t(cpu->GetAllocator(), pf::DT_FLOAT, {4});
 //
-// Optional parts and their defaults: Sync() (default: nothing to wait for), Description()
+// Optional parts and their defaults: Sync() (default: nothing to wait for), CopyWithinDevice()
+// (default: memcpy), Description()
 // (default: empty), priority() (CPU 100, GPUs higher so soft placement prefers them).
 #pragma once
 
@@ -56,6 +57,8 @@ class Device {
   virtual Allocator* GetAllocator() = 0;
   virtual ThreadPool* intra_op_pool() { return ThreadPool::Default(); }
   virtual Status Sync() { return Status::OK(); }
+  // Copies bytes within this device's memory, ordered with its kernels (default: memcpy).
+  virtual Status CopyWithinDevice(void* dst, const void* src, size_t bytes);
   virtual std::string Description() const { return ""; }
   virtual int priority() const = 0;
   ResourceMgr* resource_mgr() { return &resources_; }

@@ -235,6 +235,13 @@ Status GpuDevice::Sync() {
   return Status::OK();
 }
 
+Status GpuDevice::CopyWithinDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::OK();
+  PF_RETURN_IF_ERROR(Activate());
+  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_->compute));
+  return Status::OK();
+}
+
 Status GpuDevice::CheckLaunch(const std::string& what) const {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {

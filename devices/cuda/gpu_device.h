@@ -39,6 +39,7 @@ class GpuDevice final : public Device {
   static Allocator* PinnedAllocator();
   int priority() const override { return 200; }
   Status Sync() override;
+  Status CopyWithinDevice(void* dst, const void* src, size_t bytes) override;  // on the compute stream
   // TensorFlow's mapping text: "device: 0, name: NVIDIA H100 80GB HBM3, pci bus id: ...,
   // compute capability: 9.0".
   std::string Description() const override;

@@ -27,7 +27,7 @@ struct BroadcastDims {
   bool b_scalar = false;
 };
 
-enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kSquaredDiff };
+enum class BinaryFn { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kSquaredDiff, kSigmoidXent };
 enum class CompareFn { kEqual, kLess, kGreater };
 enum class UnaryFn { kNeg, kSquare, kSqrt, kRsqrt, kExp, kLog, kFloor, kRelu, kSigmoid, kTanh };
 enum class ActivationGradFn { kRelu, kSigmoid, kTanh };  // from (gradient, forward output)

@@ -25,6 +25,10 @@ __device__ __forceinline__ T Apply(T a, T b) {
   if constexpr (F == BinaryFn::kMin) return a < b ? a : b;
   if constexpr (F == BinaryFn::kPow) return static_cast<T>(pow(static_cast<double>(a), static_cast<double>(b)));
   if constexpr (F == BinaryFn::kSquaredDiff) return (a - b) * (a - b);
+  if constexpr (F == BinaryFn::kSigmoidXent && std::is_floating_point_v<T>) {
+    // max(x, 0) - x z + log(1 + exp(-|x|)), with a = logits x, b = labels z
+    return (a > T(0) ? a : T(0)) - a * b + log1p(exp(-fabs(a)));
+  }
   return T();
 }
 
@@ -180,6 +184,7 @@ void Binary(BinaryFn f, const T* a, const T* b, T* out, int64_t n, const Broadca
     case BinaryFn::kMin: return BinaryImpl<BinaryFn::kMin>(a, b, out, n, d, s);
     case BinaryFn::kPow: return BinaryImpl<BinaryFn::kPow>(a, b, out, n, d, s);
     case BinaryFn::kSquaredDiff: return BinaryImpl<BinaryFn::kSquaredDiff>(a, b, out, n, d, s);
+    case BinaryFn::kSigmoidXent: return BinaryImpl<BinaryFn::kSigmoidXent>(a, b, out, n, d, s);
   }
 }
 

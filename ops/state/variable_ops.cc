@@ -39,6 +39,9 @@ PF_REGISTER_OP(OpDef("Variable")
                      return Status::OK();
                    }));
 PF_REGISTER_KERNEL(KernelDef("Variable", kDeviceCpu), VariableOp);
+#ifdef PF_WITH_CUDA
+PF_REGISTER_KERNEL(KernelDef("Variable", kDeviceGpu), VariableOp);
+#endif
 
 Status AssignShape(ShapeContext& c) {
   const bool validate = c.attr<bool>("validate_shape");
@@ -59,7 +62,7 @@ class AssignOp : public OpKernel {
     const Tensor& value = ctx->input(1);
     std::lock_guard<std::mutex> lock(var->mu);
     if (var->initialized() && var->value.shape() == value.shape()) {
-      if (value.TotalBytes() > 0) std::memcpy(var->value.raw_data(), value.raw_data(), value.TotalBytes());
+      PF_RETURN_IF_ERROR(ctx->device()->CopyWithinDevice(var->value.raw_data(), value.raw_data(), value.TotalBytes()));
     } else {
       if (validate_ && value.shape() != ctx->input(0).shape() && ctx->input(0).IsInitialized()) {
         return errors::InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
@@ -68,7 +71,7 @@ class AssignOp : public OpKernel {
       // A private copy: the variable must never alias (and later mutate) its initial value.
       Tensor copy(ctx->device()->GetAllocator(), value.dtype(), value.shape());
       if (!copy.IsInitialized()) return errors::ResourceExhausted("OOM allocating variable ", ctx->input(0).shape().ToString());
-      if (value.TotalBytes() > 0) std::memcpy(copy.raw_data(), value.raw_data(), value.TotalBytes());
+      PF_RETURN_IF_ERROR(ctx->device()->CopyWithinDevice(copy.raw_data(), value.raw_data(), value.TotalBytes()));
       var->value = std::move(copy);
     }
     *ctx->mutable_output(0) = var->value;
@@ -89,6 +92,9 @@ PF_REGISTER_OP(OpDef("Assign")
                    .SetNotDifferentiable()
                    .SetShapeFn(AssignShape));
 PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceCpu), AssignOp);
+#ifdef PF_WITH_CUDA
+PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceGpu), AssignOp);  // copies on the GPU's compute stream
+#endif
 
 template <typename T, int kSign>
 class AssignUpdateOp : public OpKernel {

@@ -7,58 +7,22 @@
 #include "devices/device.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "ops/train/apply_kernel.h"
 
 namespace pf {
 namespace {
-
-// Locks the variables (in a fixed order), checks them against the gradient, and hands out
-// their data.
-template <typename T>
-class ApplyKernel : public OpKernel {
- public:
-  ApplyKernel(const Node& n, std::vector<int> refs, int grad) : OpKernel(n), refs_(std::move(refs)), grad_(grad) {}
-  Status Compute(OpKernelContext* ctx) override {
-    std::vector<std::unique_lock<std::mutex>> locks;
-    std::vector<T*> data;
-    const Tensor& grad = ctx->input(grad_);
-    for (int r : refs_) {
-      VarState* v = ctx->ref_input(r);
-      if (v == nullptr) return errors::Internal(node().op(), ": input ", r, " is not a variable reference");
-      locks.emplace_back(v->mu);
-      if (!v->initialized()) {
-        return errors::FailedPrecondition("Attempting to use uninitialized value ", node().input(r).node->name());
-      }
-      if (v->value.shape() != grad.shape()) {
-        return errors::InvalidArgument(node().op(), ": var and grad do not have the same shape: ",
-                                       v->value.shape().ToString(), " vs ", grad.shape().ToString(), " (variable ",
-                                       node().input(r).node->name(), ")");
-      }
-      data.push_back(v->value.template data<T>());
-    }
-    Update(ctx, data, grad.data<T>(), grad.num_elements());
-    *ctx->mutable_output(0) = ctx->ref_input(refs_[0])->value;
-    return Status::OK();
-  }
-
- protected:
-  T Scalar(OpKernelContext* ctx, int i) const { return ctx->input(i).template data<T>()[0]; }
-  virtual void Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) = 0;
-
- private:
-  std::vector<int> refs_;
-  int grad_;
-};
 
 // var -= alpha * delta.  Inputs: var, alpha, delta.
 template <typename T>
 class GradientDescentOp : public ApplyKernel<T> {
  public:
   explicit GradientDescentOp(const Node& n) : ApplyKernel<T>(n, {0}, 2) {}
-  void Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
+  Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
     const T lr = this->Scalar(ctx, 1);
     ParallelFor(ctx, n, 2, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) v[0][i] -= lr * g[i];
     });
+    return Status::OK();
   }
 };
 
@@ -68,7 +32,7 @@ template <typename T>
 class MomentumOp : public ApplyKernel<T> {
  public:
   explicit MomentumOp(const Node& n) : ApplyKernel<T>(n, {0, 1}, 3), nesterov_(n.attr<bool>("use_nesterov")) {}
-  void Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
+  Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
     const T lr = this->Scalar(ctx, 2), mu = this->Scalar(ctx, 4);
     ParallelFor(ctx, n, 4, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
@@ -76,6 +40,7 @@ class MomentumOp : public ApplyKernel<T> {
         v[0][i] -= nesterov_ ? lr * (g[i] + mu * v[1][i]) : lr * v[1][i];
       }
     });
+    return Status::OK();
   }
 
  private:
@@ -89,7 +54,7 @@ template <typename T>
 class AdamOp : public ApplyKernel<T> {
  public:
   explicit AdamOp(const Node& n) : ApplyKernel<T>(n, {0, 1, 2}, 9) {}
-  void Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
+  Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
     const T b1p = this->Scalar(ctx, 3), b2p = this->Scalar(ctx, 4), lr = this->Scalar(ctx, 5);
     const T b1 = this->Scalar(ctx, 6), b2 = this->Scalar(ctx, 7), eps = this->Scalar(ctx, 8);
     const T lr_t = lr * std::sqrt(T(1) - b2p) / (T(1) - b1p);
@@ -100,6 +65,7 @@ class AdamOp : public ApplyKernel<T> {
         v[0][i] -= lr_t * v[1][i] / (std::sqrt(v[2][i]) + eps);
       }
     });
+    return Status::OK();
   }
 };
 
@@ -109,7 +75,7 @@ template <typename T>
 class RMSPropOp : public ApplyKernel<T> {
  public:
   explicit RMSPropOp(const Node& n) : ApplyKernel<T>(n, {0, 1, 2}, 7) {}
-  void Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
+  Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
     const T lr = this->Scalar(ctx, 3), rho = this->Scalar(ctx, 4), mu = this->Scalar(ctx, 5), eps = this->Scalar(ctx, 6);
     ParallelFor(ctx, n, 20, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
@@ -118,6 +84,7 @@ class RMSPropOp : public ApplyKernel<T> {
         v[0][i] -= v[2][i];
       }
     });
+    return Status::OK();
   }
 };
 
@@ -126,7 +93,7 @@ template <typename T>
 class AdagradOp : public ApplyKernel<T> {
  public:
   explicit AdagradOp(const Node& n) : ApplyKernel<T>(n, {0, 1}, 3) {}
-  void Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
+  Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
     const T lr = this->Scalar(ctx, 2);
     ParallelFor(ctx, n, 20, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
@@ -134,6 +101,7 @@ class AdagradOp : public ApplyKernel<T> {
         v[0][i] -= lr * g[i] / std::sqrt(v[1][i]);
       }
     });
+    return Status::OK();
   }
 };
 
