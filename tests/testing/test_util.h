@@ -3,8 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 
+#include "devices/gpu_probe.h"
 #include "executor/placeflow.h"
 
 namespace pf::testing {
@@ -43,4 +46,20 @@ inline Tensor RunOne(Graph& g, Output fetch, const FeedDict& feeds = {}) {
   return sess.Run(feeds, {fetch})[0];
 }
 
+// GPU tests ([gpu]) report themselves skipped without a GPU: exit code 4 under ctest (the gpu
+// label's SKIP_RETURN_CODE, with PF_GPU_TEST_SKIP_CODE set), a warning when run by hand.
+inline bool SkipWithoutGpu() {
+  if (CudaDeviceCount() > 0) return false;
+  std::printf("SKIPPED: no GPU visible (CUDA build: %s)\n", BuiltWithCuda() ? "yes" : "no");
+  std::fflush(stdout);
+  if (std::getenv("PF_GPU_TEST_SKIP_CODE") != nullptr) std::exit(4);
+  WARN("skipped: no GPU");
+  return true;
+}
+
 }  // namespace pf::testing
+
+#define PF_REQUIRE_GPU()                           \
+  do {                                             \
+    if (::pf::testing::SkipWithoutGpu()) return;   \
+  } while (0)
