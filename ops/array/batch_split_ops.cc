@@ -65,6 +65,9 @@ PF_REGISTER_OP(OpDef("BatchSplit")
                    .SetGradient(BatchSplitGrad)
                    .SetShapeFn(BatchSplitShape));
 PF_REGISTER_KERNEL(KernelDef("BatchSplit", kDeviceCpu), BatchSplitOp);
+#ifdef PF_WITH_CUDA
+PF_REGISTER_KERNEL(KernelDef("BatchSplit", kDeviceGpu), BatchSplitOp);  // row views: any memory
+#endif
 
 }  // namespace
 

@@ -102,4 +102,29 @@ void ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* mom
 template <typename T>
 void ApplyAdagrad(T* var, T* accum, const T* lr, const T* grad, int64_t n, Stream stream);
 
+// Copies a box of `dims` (rank <= kMaxDims) elements of `elem_size` bytes: the element at
+// index i goes from in[in_offset + sum i_d in_strides_d] to out[out_offset + sum i_d
+// out_strides_d] (offsets and strides in elements). Slice, SliceGrad and Transpose use it.
+struct StridedBox {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t in_strides[kMaxDims] = {};
+  int64_t out_strides[kMaxDims] = {};
+  int64_t in_offset = 0;
+  int64_t out_offset = 0;
+};
+void StridedCopy(int elem_size, const void* in, void* out, const StridedBox& box, Stream stream);
+// out[i, :] = params[indices[i], :] for rows of `row_elems` elements; an index outside
+// [0, limit) gives a row of zeros (TensorFlow's GPU behaviour; the CPU kernel errors).
+template <typename Index>
+void Gather(int elem_size, const void* params, const Index* indices, void* out, int64_t num_indices,
+            int64_t row_elems, int64_t limit, Stream stream);
+// out (zeroed first) [limit, row] += grad[i, :] at row indices[i] (atomic adds).
+template <typename T, typename Index>
+void ScatterAdd(const T* grad, const Index* indices, T* out, int64_t num_indices, int64_t row_elems, int64_t limit,
+                Stream stream);
+// out[i, k] = k == indices[i] ? on : off, depth columns.
+template <typename T, typename Index>
+void OneHot(const Index* indices, T* out, int64_t n, int64_t depth, T on, T off, Stream stream);
+
 }  // namespace pf::gpu

@@ -229,6 +229,24 @@ std::vector<Case> OpCases() {
                      Output shaped = ops::Reshape(s, ops::Add(s, r, ops::Const(s, 1.5f)), shape);  // a shape made on the GPU
                      return std::vector<Output>{r, e, shape, ops::ShapeOf(s, x, DT_INT64), shaped};
                    }, false});
+  cases.push_back({"Transpose [2,3,4] perm 2,0,1", {{f, {2, 3, 4}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Transpose(s, in[0], {2, 0, 1})}; }});
+  cases.push_back({"Transpose int64 [5,7]", {{i64, {5, 7}, -9, 9}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Transpose(s, in[0], {1, 0})}; }, false});
+  for (int axis : {0, 1, -1}) {
+    cases.push_back({fmt::format("Concat axis {}", axis), {{f, {3, 4, 5}}, {f, {3, 4, 5}}, {f, {3, 4, 5}}},
+                     [axis](const Scope& s, In in) { return std::vector<Output>{ops::Concat(s, in, axis)}; }});
+    cases.push_back({fmt::format("Split axis {}", axis), {{d, {6, 6, 6}}},
+                     [axis](const Scope& s, In in) { return ops::Split(s, in[0], axis, 3); }});
+  }
+  cases.push_back({"Concat of uneven pieces", {{f, {4, 2}}, {f, {4, 7}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Concat(s, in, 1)}; }});
+  cases.push_back({"Slice", {{f, {6, 7, 8}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Slice(s, in[0], {1, 2, 3}, {4, -1, 2})}; }});
+  cases.push_back({"Slice int32", {{i32, {9, 4}, -9, 9}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Slice(s, in[0], {2, 1}, {3, 3})}; }, false});
+  for (DType it : {i32, i64}) {
+    cases.push_back({fmt::format("Gather {}", DTypeName(it)), {{f, {10, 6}}, {it, {15}, 0, 10}},
+                     [](const Scope& s, In in) { return std::vector<Output>{ops::Gather(s, in[0], in[1])}; }});
+    cases.push_back({fmt::format("OneHot {}", DTypeName(it)), {{it, {12}, -1, 11}},
+                     [](const Scope& s, In in) { return std::vector<Output>{ops::OneHot(s, in[0], 10, 2.f, -1.f)}; }, false});
+  }
+  cases.push_back({"BatchSplit", {{f, {7, 3}}}, [](const Scope& s, In in) { return ops::BatchSplit(s, in[0], 3); }});
   return cases;
 }
 
