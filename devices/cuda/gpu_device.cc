@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/logging.h"
 #include "devices/cuda/cuda_check.h"
@@ -65,14 +66,33 @@ class PinnedSubAllocator : public SubAllocator {
 };
 
 // Allocators are process-wide, like TensorFlow's GPUProcessState: tensors (variables, fetched
-// values in pinned memory) may outlive the session and device that made them.
+// values in pinned memory) may outlive the session and device that made them. One allocator
+// per (TF device id, physical GPU, limit, growth); a session that asks for other settings gets
+// a new one, after the cached free memory of the others on that GPU goes back to the driver.
 std::mutex g_allocators_mu;
-std::map<int, BfcAllocator*>* g_device_allocators = new std::map<int, BfcAllocator*>();
+auto* g_device_allocators = new std::map<std::tuple<int, int, double, double, bool>, BfcAllocator*>();
 
-BfcAllocator* DeviceAllocator(int tf_id, int ordinal, size_t limit, bool growth) {
+StatusOr<BfcAllocator*> DeviceAllocator(const GpuDevicePlan& plan, const GpuOptions& options) {
+  const int tf_id = plan.id, ordinal = plan.physical_id;
+  const bool growth = options.allow_growth;
   std::lock_guard<std::mutex> lock(g_allocators_mu);
-  auto& slot = (*g_device_allocators)[tf_id];
+  auto& slot = (*g_device_allocators)[{tf_id, ordinal, plan.memory_mb, options.per_process_gpu_memory_fraction, growth}];
   if (slot == nullptr) {
+    for (auto& [key, other] : *g_device_allocators) {
+      if (other != nullptr && std::get<1>(key) == ordinal) other->ReleaseFreeRegions();
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    PF_GPU_RETURN_IF_ERROR(ordinal, cudaMemGetInfo(&free_bytes, &total_bytes));
+    size_t limit;
+    if (plan.memory_mb > 0) {
+      limit = static_cast<size_t>(plan.memory_mb * 1048576.0);
+    } else if (options.per_process_gpu_memory_fraction > 0) {
+      limit = static_cast<size_t>(static_cast<double>(total_bytes) * options.per_process_gpu_memory_fraction);
+    } else {
+      // TensorFlow's default: the free memory less a reserve for the CUDA context and libraries.
+      const size_t reserve = std::max<size_t>(size_t{256} << 20, total_bytes / 20);
+      limit = free_bytes > reserve ? free_bytes - reserve : free_bytes / 2;
+    }
     BfcOptions o;
     o.allow_growth = growth;
     o.name = fmt::format("GPU_{}_bfc", tf_id);
@@ -80,9 +100,6 @@ BfcAllocator* DeviceAllocator(int tf_id, int ordinal, size_t limit, bool growth)
     slot = new BfcAllocator(std::make_unique<CudaSubAllocator>(ordinal), limit, o);
     PF_LOG_INFO("Created GPU_{}_bfc on GPU {} with a {:.1f} MiB limit{}", tf_id, ordinal, limit / 1048576.0,
                 growth ? " (allow_growth)" : "");
-  } else if (slot->Stats().bytes_limit != static_cast<int64_t>(limit)) {
-    PF_LOG_INFO("GPU_{}_bfc keeps its {:.1f} MiB limit from an earlier session", tf_id,
-                slot->Stats().bytes_limit / 1048576.0);
   }
   return slot;
 }
@@ -173,19 +190,7 @@ StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan
   PF_GPU_RETURN_IF_ERROR(dev, cublasSetMathMode(impl->blas, impl->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   PF_GPU_RETURN_IF_ERROR(dev, cudnnCreate(&impl->dnn));
   PF_GPU_RETURN_IF_ERROR(dev, cudnnSetStream(impl->dnn, impl->compute));
-  size_t free_bytes = 0, total_bytes = 0;
-  PF_GPU_RETURN_IF_ERROR(dev, cudaMemGetInfo(&free_bytes, &total_bytes));
-  size_t limit;
-  if (plan.memory_mb > 0) {
-    limit = static_cast<size_t>(plan.memory_mb * 1048576.0);
-  } else if (options.per_process_gpu_memory_fraction > 0) {
-    limit = static_cast<size_t>(static_cast<double>(total_bytes) * options.per_process_gpu_memory_fraction);
-  } else {
-    // TensorFlow's default: the free memory less a reserve for the CUDA context and libraries.
-    const size_t reserve = std::max<size_t>(size_t{256} << 20, total_bytes / 20);
-    limit = free_bytes > reserve ? free_bytes - reserve : free_bytes / 2;
-  }
-  impl->allocator = DeviceAllocator(plan.id, dev, limit, options.allow_growth);
+  PF_ASSIGN_OR_RETURN(impl->allocator, DeviceAllocator(plan, options));
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->Loop(); });
   return std::unique_ptr<GpuDevice>(new GpuDevice(plan.id, std::move(impl)));
