@@ -11,7 +11,9 @@
 // epoch at batch 100, synthetic data of MNIST's shape), towers_overhead (a 1-tower replicated
 // mlp_seed000 step against the plain graph's), towers_scaling (examples/s of mlp_seed000 on 1, 2
 // and 4 towers of CPU devices, both aggregation modes, with the traced step's aggregation and
-// transfer time; on /gpu:i too when GPUs are visible).
+// transfer time; on /gpu:i too when GPUs are visible), mlp_seed000_step_gpu (the step and its
+// GEMMs on /gpu:0), gpu_copy_bandwidth (GB/s host<->GPU from pinned and pageable memory, and
+// device-to-device). GPU figures print "skipped=no_gpu" without a GPU.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,11 +25,21 @@
 #include <vector>
 
 #include "devices/gpu_probe.h"
+#include "executor/rendezvous.h"
 #include "placer/placer.h"
 #include "tools/models.h"
 #include "tools/tower_timing.h"
 
 namespace {
+
+// CPU figures hide GPUs, so they mean the same on every machine; GPU figures use GPU 0.
+pf::SessionOptions OnDevice(bool gpu) {
+  pf::SessionOptions o;
+  if (!gpu) o.device_count["GPU"] = 0;
+  o.allow_soft_placement = true;
+  return o;
+}
+
 
 constexpr int kRepeats = 5;
 
@@ -53,7 +65,7 @@ void ExecutorChain() {
   pf::Scope root = pf::Scope::Root(&g);
   pf::Output x = pf::ops::Const(root, 1.f);
   for (int i = 0; i < kNodes; ++i) x = pf::ops::Neg(root, x);
-  pf::Session sess(g);
+  pf::Session sess(g, OnDevice(false));
   sess.Run({x});  // prepare once
   double s = TimeMedian([&] {
     for (int i = 0; i < 10; ++i) sess.Run({x});
@@ -91,7 +103,7 @@ void SessionRunOverhead() {
   pf::Graph g;
   pf::Scope root = pf::Scope::Root(&g);
   pf::Output y = pf::ops::Neg(root, pf::ops::Const(root, 1.f));
-  pf::Session sess(g);
+  pf::Session sess(g, OnDevice(false));
   sess.Run({y});
   constexpr int kRuns = 20000;
   double s = TimeMedian([&] {
@@ -106,10 +118,10 @@ struct SeedModel {
   pf::models::Model m;
   std::unique_ptr<pf::Session> sess;
   pf::Tensor x, t;
-  SeedModel() {
+  explicit SeedModel(bool gpu = false) {
     pf::Scope root = pf::Scope::Root(&g);
     m = pf::models::BuildMlpSeed000(root, {});
-    sess = std::make_unique<pf::Session>(g);
+    sess = std::make_unique<pf::Session>(g, OnDevice(gpu));
     sess->Run({}, {}, {pf::GlobalVariablesInitializer(root)});
     pf::models::SeedBatch(2000, 1, &x, &t);
   }
@@ -134,7 +146,7 @@ void MatMulRate() {
   pf::Output a = pf::ops::Const(root, pf::Tensor(pf::DT_FLOAT, {2000, 600}));
   pf::Output b = pf::ops::Const(root, pf::Tensor(pf::DT_FLOAT, {600, 512}));
   pf::Output c = pf::ops::MatMul(root, a, b);
-  pf::Session sess(g);
+  pf::Session sess(g, OnDevice(false));
   sess.Run({c});
   double s = TimeMedian([&] {
     for (int i = 0; i < 10; ++i) sess.Run({c});
@@ -142,8 +154,8 @@ void MatMulRate() {
   std::printf("matmul_gflops gflops=%.1f m=2000 k=600 n=512 repeats=%d\n", 2.0 * 2000 * 600 * 512 / s / 1e9, kRepeats);
 }
 
-void MlpSeed000Step() {
-  SeedModel s0;
+void MlpSeed000StepOn(bool gpu) {
+  SeedModel s0(gpu);
   auto& [g, m, sess_ptr, x, t] = s0;
   pf::Session& sess = *sess_ptr;
   for (int i = 0; i < 3; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
@@ -159,35 +171,87 @@ void MlpSeed000Step() {
     gemms.push_back(pf::ops::MatMul(r, c(2000, in), c(2000, out), true, false));
     if (l > 0) gemms.push_back(pf::ops::MatMul(r, c(2000, out), c(in, out), false, true));
   }
-  pf::SessionOptions so;
-  so.num_threads = 0;
-  pf::Session gs(gg, so);
-  // One GEMM after another, as in the step (each uses the whole pool). Step and GEMM timings
-  // alternate within each repeat so both see the same machine noise.
-  gs.Run(gemms);
+  pf::Session gs(gg, OnDevice(gpu));
+  // One GEMM after another, as in the step (each uses the whole pool; on a GPU they queue on
+  // one stream, run as targets of one call so no result is copied back). Step and GEMM
+  // timings alternate within each repeat so both see the same machine noise.
+  std::vector<pf::Operation> gemm_ops;
+  for (const pf::Output& o : gemms) gemm_ops.emplace_back(o.node);
+  auto run_gemms = [&] {
+    if (gpu) {
+      gs.Run({}, {}, gemm_ops);
+    } else {
+      for (const pf::Output& o : gemms) gs.Run({o});
+    }
+  };
+  run_gemms();
   std::vector<double> steps, gemm_times;
   for (int r = 0; r < kRepeats; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
     auto t1 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 10; ++i) {
-      for (const pf::Output& o : gemms) gs.Run({o});
-    }
+    for (int i = 0; i < 10; ++i) run_gemms();
     auto t2 = std::chrono::steady_clock::now();
     steps.push_back(std::chrono::duration<double>(t1 - t0).count() / 10);
     gemm_times.push_back(std::chrono::duration<double>(t2 - t1).count() / 10);
   }
   const double step = Median(steps), gemm = Median(gemm_times);
   const double flops = 2.0 * 2000 * (2 * (600 * 512 + 512 * 128 + 128 * 128 + 128) + 512 * 128 + 128 * 128 + 128);
-  std::printf("mlp_seed000_step ms_per_step=%.3f gemm_only_ms=%.3f ratio_to_gemm=%.2f gemm_gflop=%.3f gemm_gflops=%.1f batch=2000 repeats=%d\n",
-              step * 1e3, gemm * 1e3, step / gemm, flops / 1e9, flops / gemm / 1e9, kRepeats);
+  std::printf("%s ms_per_step=%.3f gemm_only_ms=%.3f ratio_to_gemm=%.2f gemm_gflop=%.3f gemm_gflops=%.1f batch=2000 repeats=%d\n",
+              gpu ? "mlp_seed000_step_gpu" : "mlp_seed000_step", step * 1e3, gemm * 1e3, step / gemm, flops / 1e9,
+              flops / gemm / 1e9, kRepeats);
+}
+
+void MlpSeed000Step() { MlpSeed000StepOn(false); }
+
+// GPU figures print a "skipped" line without a GPU (never a number).
+bool GpuOrSkip(const char* figure) {
+  if (pf::CudaDeviceCount() > 0) return true;
+  std::printf("%s skipped=no_gpu cuda_build=%d\n", figure, pf::BuiltWithCuda() ? 1 : 0);
+  return false;
+}
+
+void MlpSeed000StepGpu() {
+  if (GpuOrSkip("mlp_seed000_step_gpu")) MlpSeed000StepOn(true);
+}
+
+// Host<->GPU copy bandwidth of a 256 MiB tensor: from pinned memory (one DMA) and from pageable
+// memory (staged through pinned memory), next to a device-to-device copy on the same GPU.
+void GpuCopyBandwidth() {
+  if (!GpuOrSkip("gpu_copy_bandwidth")) return;
+  pf::GpuOptions o;
+  o.visible_device_list = "0";
+  auto gpus = pf::CreateGpuDevices(pf::PlanGpuDevices(pf::CudaDeviceCount(), o).ValueOrThrow(), o).ValueOrThrow();
+  pf::Device* gpu = gpus[0].get();
+  std::unique_ptr<pf::Device> cpu = pf::NewCpuDevice(0);
+  const int64_t n = 64 << 20;  // floats
+  const double gb = n * 4.0 / 1e9;
+  pf::Tensor pageable(pf::DT_FLOAT, {n});
+  pf::Tensor pinned = pf::CopyRegistry::Global()->Copy(
+      pf::CopyRegistry::Global()->Copy(pageable, cpu.get(), gpu).ValueOrThrow(), gpu, cpu.get()).ValueOrThrow();
+  auto h2d = [&](const pf::Tensor& src) {
+    return TimeMedian([&] {
+      pf::Tensor t = pf::CopyRegistry::Global()->Copy(src, cpu.get(), gpu).ValueOrThrow();
+      static_cast<void>(gpu->Sync());
+    });
+  };
+  const double h2d_pinned = h2d(pinned), h2d_pageable = h2d(pageable);
+  pf::Tensor on_gpu = pf::CopyRegistry::Global()->Copy(pinned, cpu.get(), gpu).ValueOrThrow();
+  const double d2h = TimeMedian([&] { pf::CopyRegistry::Global()->Copy(on_gpu, gpu, cpu.get()).ValueOrThrow(); });
+  const double d2d = TimeMedian([&] {
+    pf::Tensor copy(gpu->GetAllocator(), pf::DT_FLOAT, {n});
+    static_cast<void>(gpu->CopyWithinDevice(copy.raw_data(), on_gpu.raw_data(), on_gpu.TotalBytes()));
+    static_cast<void>(gpu->Sync());
+  });
+  std::printf("gpu_copy_bandwidth h2d_pinned_gbs=%.1f d2h_pinned_gbs=%.1f h2d_pageable_gbs=%.1f d2d_gbs=%.1f bytes=%lld repeats=%d\n",
+              gb / h2d_pinned, gb / d2h, gb / h2d_pageable, 2 * gb / d2d, static_cast<long long>(n * 4), kRepeats);
 }
 
 void MnistMlpEpoch() {
   pf::Graph g;
   pf::Scope root = pf::Scope::Root(&g);
   pf::models::Model m = pf::models::BuildMnistMlp(root, {});
-  pf::Session sess(g);
+  pf::Session sess(g, OnDevice(false));
   sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
   // 60,000 examples of MNIST's shape; the loader and shuffling are not what is timed here.
   std::mt19937 rng(1);
@@ -298,7 +362,8 @@ int main(int argc, char** argv) {
       {"session_run_overhead", SessionRunOverhead}, {"mlp_seed000_forward", MlpSeed000Forward},
       {"matmul_gflops", MatMulRate},               {"mlp_seed000_step", MlpSeed000Step},
       {"mnist_mlp_epoch", MnistMlpEpoch},           {"placer", PlacerFigure},
-      {"towers_overhead", TowersOverhead},         {"towers_scaling", TowersScaling}};
+      {"towers_overhead", TowersOverhead},         {"towers_scaling", TowersScaling},
+      {"mlp_seed000_step_gpu", MlpSeed000StepGpu}, {"gpu_copy_bandwidth", GpuCopyBandwidth}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
     bool known = std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });
