@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <nccl.h>
 
 #include <string>
 
@@ -19,9 +20,11 @@ namespace pf::cuda {
 inline bool IsOk(cudaError_t e) { return e == cudaSuccess; }
 inline bool IsOk(cublasStatus_t e) { return e == CUBLAS_STATUS_SUCCESS; }
 inline bool IsOk(cudnnStatus_t e) { return e == CUDNN_STATUS_SUCCESS; }
+inline bool IsOk(ncclResult_t e) { return e == ncclSuccess; }
 std::string Describe(cudaError_t e);
 std::string Describe(cublasStatus_t e);
 std::string Describe(cudnnStatus_t e);
+inline std::string Describe(ncclResult_t e) { return ncclGetErrorString(e); }
 
 // Out-of-memory errors map to ResourceExhausted, everything else to Internal.
 Status CallError(bool out_of_memory, const std::string& decoded, const char* call, int device, const char* file,

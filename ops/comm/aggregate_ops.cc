@@ -16,6 +16,7 @@
 #include "executor/collective.h"
 #include "executor/rendezvous.h"
 #include "ops/op_util.h"
+#include "ops/comm/weights.h"
 #include "ops/ops.h"
 
 namespace pf {
@@ -38,23 +39,6 @@ void WeightedSum(OpKernelContext* ctx, const std::vector<const Tensor*>& values,
       for (int64_t j = b; j < e; ++j) y[j] += si * xi[j];
     }
   });
-}
-
-// w_i / sum(w); an error naming the weights when they are negative or sum to zero.
-StatusOr<std::vector<double>> Normalise(const std::vector<double>& w) {
-  double total = 0;
-  for (double v : w) {
-    if (!(v >= 0)) return errors::InvalidArgument("Weights must be non-negative, got ", v);
-    total += v;
-  }
-  if (total <= 0) return errors::InvalidArgument("Weights sum to ", total, ": nothing to average");
-  std::vector<double> scale;
-  for (double v : w) scale.push_back(v / total);
-  return scale;
-}
-
-double WeightOf(const Tensor& t) {
-  return t.num_elements() == 1 ? static_cast<double>(t.data<float>()[0]) : -1;
 }
 
 Status SameShapes(ShapeContext& c, int first, int count, const char* op) {

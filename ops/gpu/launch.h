@@ -55,6 +55,9 @@ void Fill(T* out, int64_t n, T value, const T* value_on_device, Stream stream);
 // out[i] = x[i] + bias[i % channels]
 template <typename T>
 void BiasAdd(const T* x, const T* bias, T* out, int64_t n, int64_t channels, Stream stream);
+// out = sum_i scale[i] * inputs[i], summed in index order (pointers and scales on the host).
+template <typename T>
+void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n, Stream stream);
 // out = sum of `count` inputs (the pointer array lives on the host).
 template <typename T>
 void AddN(const T* const* inputs, int count, T* out, int64_t n, Stream stream);

@@ -161,6 +161,9 @@ template <typename T>
 struct Pointers {
   const T* p[kAddNChunk];
 };
+struct Scales {
+  double s[kAddNChunk];
+};
 template <typename T>
 __global__ void AddNKernel(Pointers<T> in, int count, bool accumulate, T* out, int64_t n) {
   PF_GRID_LOOP(i, n) {
@@ -170,7 +173,31 @@ __global__ void AddNKernel(Pointers<T> in, int count, bool accumulate, T* out, i
   }
 }
 
+template <typename T>
+__global__ void WeightedSumKernel(Pointers<T> in, Scales sc, int count, bool accumulate, T* out, int64_t n) {
+  PF_GRID_LOOP(i, n) {
+    T acc = accumulate ? out[i] : T(0);
+    for (int k = 0; k < count; ++k) acc += static_cast<T>(sc.s[k]) * in.p[k][i];
+    out[i] = acc;
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n, Stream s) {
+  if (n == 0) return;
+  for (int start = 0; start < count; start += kAddNChunk) {
+    Pointers<T> p{};
+    Scales sc{};
+    const int k = count - start < kAddNChunk ? count - start : kAddNChunk;
+    for (int j = 0; j < k; ++j) {
+      p.p[j] = inputs[start + j];
+      sc.s[j] = scale[start + j];
+    }
+    WeightedSumKernel<<<Blocks(n), kThreads, 0, s>>>(p, sc, k, start > 0, out, n);
+  }
+}
 
 template <typename T>
 void Binary(BinaryFn f, const T* a, const T* b, T* out, int64_t n, const BroadcastDims& d, Stream s) {
@@ -286,6 +313,8 @@ PF_INSTANTIATE_NUMBER(double)
 PF_INSTANTIATE_NUMBER(int32_t)
 PF_INSTANTIATE_NUMBER(int64_t)
 template void Fill<bool>(bool*, int64_t, bool, const bool*, Stream);
+template void WeightedSum<float>(const float* const*, const double*, int, float*, int64_t, Stream);
+template void WeightedSum<double>(const double* const*, const double*, int, double*, int64_t, Stream);
 template void ActivationGrad<float>(ActivationGradFn, const float*, const float*, float*, int64_t, Stream);
 template void ActivationGrad<double>(ActivationGradFn, const double*, const double*, double*, int64_t, Stream);
 

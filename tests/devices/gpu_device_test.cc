@@ -174,3 +174,46 @@ TEST_CASE("Training on /gpu:0 follows the CPU loss curve (mlp_seed000, mnist_mlp
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+// Two towers' worth of all-reduce on GPU devices: NCCL between physical GPUs when there are
+// two, otherwise two logical devices of GPU 0 (reduced on the first and copied back).
+TEST_CASE("CollectiveAllReduce on GPUs matches a weighted sum on the host", "[gpu][towers]") {
+  PF_REQUIRE_GPU();
+  const bool two_physical = CudaDeviceCount() >= 2;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Tensor a = testing::RandomTensor({300, 7}, 1), b = testing::RandomTensor({300, 7}, 2);
+  Tensor c = testing::RandomTensor({11}, 3), d = testing::RandomTensor({11}, 4);
+  std::vector<Output> outs;
+  const float weights[2] = {3.f, 1.f};
+  const Tensor* ins[2][2] = {{&a, &c}, {&b, &d}};
+  for (int r = 0; r < 2; ++r) {
+    Scope s = root.WithDevice(fmt::format("/gpu:{}", r));
+    auto reduced = ops::CollectiveAllReduce(s, {ops::Const(s, *ins[r][0]), ops::Const(s, *ins[r][1])},
+                                            ops::Const(s, weights[r]), "grads", 2, r);
+    outs.insert(outs.end(), reduced.begin(), reduced.end());
+  }
+  SessionOptions o;
+  if (!two_physical) {
+    o.visible_device_list = "0";
+    o.gpu_logical_devices = {{1024, 1024}};
+  }
+  Session sess(g, o);
+  std::vector<Tensor> got = sess.Run(outs);
+  auto expect = [&](const Tensor& x, const Tensor& y, const Tensor& out) {
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      CHECK(out.data<float>()[i] == Approx(0.75 * x.data<float>()[i] + 0.25 * y.data<float>()[i]).margin(1e-6));
+    }
+  };
+  for (int r = 0; r < 2; ++r) {
+    expect(a, b, got[2 * r]);
+    expect(c, d, got[2 * r + 1]);
+  }
+  CHECK(got[0].BitwiseEqual(got[2]));  // every rank has the same bits
+}
+
+}  // namespace
+}  // namespace pf

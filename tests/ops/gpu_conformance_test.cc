@@ -246,6 +246,13 @@ std::vector<Case> OpCases() {
     cases.push_back({fmt::format("OneHot {}", DTypeName(it)), {{it, {12}, -1, 11}},
                      [](const Scope& s, In in) { return std::vector<Output>{ops::OneHot(s, in[0], 10, 2.f, -1.f)}; }, false});
   }
+ cases.push_back({"WeightedMean of 3", {{f, {6, 5}}, {f, {6, 5}}, {f, {6, 5}}},
+                   [](const Scope& s, In in) {
+                     std::vector<Output> w = {ops::Const(s, 2.f), ops::Const(s, 1.f), ops::Const(s, 5.f)};
+                     return std::vector<Output>{ops::WeightedMean(s, in, w)};
+                   }, false});
+  cases.push_back({"CollectiveAllReduce, a group of one", {{d, {4, 3}}, {d, {7}}},
+                   [](const Scope& s, In in) { return ops::CollectiveAllReduce(s, in, ops::Const(s, 3.f), "solo", 1, 0); }, false});
   cases.push_back({"BatchSplit", {{f, {7, 3}}}, [](const Scope& s, In in) { return ops::BatchSplit(s, in[0], 3); }});
   return cases;
 }

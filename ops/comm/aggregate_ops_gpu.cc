@@ -1,0 +1,175 @@
+// Tower aggregation on GPUs. WeightedMean: one weighted-sum kernel (weights read in host
+// memory). CollectiveAllReduce: the participants meet in the step's CollectiveTable as on the
+// CPU; the last to arrive scales each participant's tensors into one packed buffer on its GPU
+// and all-reduces the packed buffers with one grouped NCCL call (one rank per physical GPU),
+// or, when logical devices share a GPU, reduces on the first device and copies back.
+#include <atomic>
+
+#include "core/logging.h"
+#include "devices/cuda/gpu_nccl.h"
+#include "executor/collective.h"
+#include "executor/rendezvous.h"
+#include "ops/comm/weights.h"
+#include "ops/gpu/gpu_kernel.h"
+#include "ops/ops.h"
+
+namespace pf {
+namespace {
+
+template <typename T>
+class WeightedMeanGpuOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    const int n = ctx->num_inputs() / 2;
+    std::vector<const T*> values;
+    std::vector<double> w;
+    for (int i = 0; i < n; ++i) {
+      if (ctx->input(i).shape() != ctx->input(0).shape()) {
+        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ", ctx->input(i).shape().ToString(),
+                                       " but value 0 has shape ", ctx->input(0).shape().ToString());
+      }
+      values.push_back(ctx->input(i).data<T>());
+      w.push_back(WeightOf(ctx->input(n + i)));
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    gpu::WeightedSum<T>(values.data(), scale.data(), n, out->data<T>(), out->num_elements(), gpu->compute_stream());
+    return Status::OK();
+  }
+};
+
+template <typename T>
+class AllReduceGpuOp : public OpKernel {
+ public:
+  explicit AllReduceGpuOp(const Node& n)
+      : OpKernel(n),
+        key_(n.attr<std::string>("group_key")),
+        size_(static_cast<int>(n.attr<int64_t>("group_size"))),
+        rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
+  bool IsAsync() const override { return true; }
+  bool IsExpensive() const override { return false; }
+  Status Compute(OpKernelContext*) override { return errors::Internal("CollectiveAllReduce is asynchronous"); }
+
+  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
+    if (ctx->collectives() == nullptr) return done(errors::Internal("CollectiveAllReduce outside a step"));
+    ThreadPool* pool = IntraOpPool(ctx);
+    auto finish = [pool, done = std::move(done)](Status s) { pool->Schedule([done, s] { done(s); }); };
+    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)}, [this](auto& all) { return Reduce(all); });
+  }
+
+ private:
+  Status Reduce(std::vector<CollectiveTable::Participant>& all) const {
+    OpKernelContext* first = all[0].ctx;
+    const int n = first->num_outputs();
+    std::vector<double> w;
+    std::vector<GpuDevice*> gpus;
+    int64_t total = 0;
+    for (int k = 0; k < n; ++k) total += first->input(k).num_elements();
+    for (auto& p : all) {
+      if (p.ctx->device()->device_type() != kDeviceGpu) {
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': rank ", p.rank, " is on ",
+                                       p.ctx->device()->name(), "; GPU participants need GPU peers");
+      }
+      if (p.ctx->num_outputs() != n) {
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n, " and ",
+                                       p.ctx->num_outputs(), " tensors");
+      }
+      for (int k = 0; k < n; ++k) {
+        if (p.ctx->input(k).shape() != first->input(k).shape()) {
+          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k, " has shape ",
+                                         first->input(k).shape().ToString(), " on rank 0 and ",
+                                         p.ctx->input(k).shape().ToString(), " on rank ", p.rank);
+        }
+      }
+      w.push_back(WeightOf(p.ctx->input(n)));
+      gpus.push_back(static_cast<GpuDevice*>(p.ctx->device()));
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    LogOnce(gpus);
+    if (NcclUsable(gpus)) return ReduceWithNccl(all, gpus, scale, total);
+    return ReduceOnFirst(all, gpus, scale);
+  }
+
+  // Each rank packs scale_i * its tensors into one buffer; NCCL sums the buffers in place; the
+  // outputs are views into the packed result.
+  Status ReduceWithNccl(std::vector<CollectiveTable::Participant>& all, const std::vector<GpuDevice*>& gpus,
+                        const std::vector<double>& scale, int64_t total) const {
+    const int n = all[0].ctx->num_outputs();
+    std::vector<Tensor> packed(all.size());
+    std::vector<void*> buffers;
+    for (size_t i = 0; i < all.size(); ++i) {
+      PF_RETURN_IF_ERROR(gpus[i]->Activate());
+      PF_ASSIGN_OR_RETURN(packed[i], GpuTemp(all[i].ctx, DataTypeOf<T>(), Shape{total}));
+      int64_t offset = 0;
+      for (int k = 0; k < n; ++k) {
+        const Tensor& in = all[i].ctx->input(k);
+        gpu::Scale<T>(in.data<T>(), static_cast<T>(scale[i]), nullptr, packed[i].data<T>() + offset,
+                      in.num_elements(), gpus[i]->compute_stream());
+        offset += in.num_elements();
+      }
+      PF_RETURN_IF_ERROR(gpus[i]->CheckLaunch(name() + " (pack)"));
+      buffers.push_back(packed[i].raw_data());
+    }
+    PF_RETURN_IF_ERROR(NcclAllReduceSum(gpus, buffers, total, DataTypeOf<T>()));
+    for (size_t i = 0; i < all.size(); ++i) {
+      int64_t offset = 0;
+      for (int k = 0; k < n; ++k) {
+        const Shape& shape = all[i].ctx->input(k).shape();
+        PF_ASSIGN_OR_RETURN(Tensor piece, packed[i].SliceRows(offset, offset + shape.num_elements()));
+        PF_ASSIGN_OR_RETURN(Tensor out, piece.Reshaped(shape));
+        PF_RETURN_IF_ERROR(all[i].ctx->SetOutput(k, std::move(out)));
+        offset += shape.num_elements();
+      }
+    }
+    return Status::OK();
+  }
+
+  // Logical devices of one GPU (NCCL needs distinct GPUs): gather to the first, sum, share back.
+  Status ReduceOnFirst(std::vector<CollectiveTable::Participant>& all, const std::vector<GpuDevice*>& gpus,
+                       const std::vector<double>& scale) const {
+    OpKernelContext* first = all[0].ctx;
+    PF_RETURN_IF_ERROR(gpus[0]->Activate());
+    for (int k = 0; k < first->num_outputs(); ++k) {
+      std::vector<Tensor> on_first;
+      std::vector<const T*> values;
+      for (size_t i = 0; i < all.size(); ++i) {
+        const Tensor& in = all[i].ctx->input(k);
+        PF_ASSIGN_OR_RETURN(Tensor t, i == 0 ? StatusOr<Tensor>(in) : CopyRegistry::Global()->Copy(in, gpus[i], gpus[0]));
+        on_first.push_back(t);
+        values.push_back(t.data<T>());
+      }
+      PF_ASSIGN_OR_RETURN(Tensor* out, first->AllocateOutput(k));
+      PF_RETURN_IF_ERROR(gpus[0]->Activate());
+      gpu::WeightedSum<T>(values.data(), scale.data(), static_cast<int>(values.size()), out->data<T>(),
+                          out->num_elements(), gpus[0]->compute_stream());
+      PF_RETURN_IF_ERROR(gpus[0]->CheckLaunch(name()));
+      for (size_t i = 1; i < all.size(); ++i) {
+        PF_ASSIGN_OR_RETURN(Tensor copy, CopyRegistry::Global()->Copy(*out, gpus[0], gpus[i]));
+        PF_RETURN_IF_ERROR(all[i].ctx->SetOutput(k, std::move(copy)));
+      }
+    }
+    return Status::OK();
+  }
+
+  void LogOnce(const std::vector<GpuDevice*>& gpus) const {
+    if (logged_.exchange(true)) return;
+    std::string devices;
+    for (const GpuDevice* g : gpus) devices += (devices.empty() ? "" : ", ") + g->name();
+    PF_LOG_INFO("All-reduce '{}' over [{}]: {}", key_, devices,
+                NcclUsable(gpus) ? "NCCL, one packed buffer per GPU" : "reduced on the first GPU and copied back");
+  }
+
+  std::string key_;
+  int size_, rank_;
+  mutable std::atomic<bool> logged_{false};
+};
+
+#define PF_GPU_AGGREGATE(T)                                                                               \
+  PF_REGISTER_KERNEL(Gpu("WeightedMean", DataTypeOf<T>()).HostMemory("weights"), WeightedMeanGpuOp<T>); \
+  PF_REGISTER_KERNEL(Gpu("CollectiveAllReduce", DataTypeOf<T>()).HostMemory("weight"), AllReduceGpuOp<T>)
+PF_GPU_AGGREGATE(float);
+PF_GPU_AGGREGATE(double);
+
+}  // namespace
+}  // namespace pf
