@@ -130,4 +130,10 @@ void ScatterAdd(const T* grad, const Index* indices, T* out, int64_t num_indices
 template <typename T, typename Index>
 void OneHot(const Index* indices, T* out, int64_t n, int64_t depth, T on, T off, Stream stream);
 
+// Random numbers from Philox4x32-10, element i of call `call` drawing from counter (i, call,
+// attempt) exactly as the CPU kernels do (random_ops.cc): 0 uniform [0, 1), 1 normal, 2
+// normal truncated to two standard deviations.
+template <typename T>
+void RandomFill(int distribution, T* out, int64_t n, uint32_t key0, uint32_t key1, uint32_t call, Stream stream);
+
 }  // namespace pf::gpu

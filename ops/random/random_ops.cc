@@ -7,6 +7,7 @@
 
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "ops/random/philox_key.h"
 
 namespace pf {
 namespace {
@@ -33,15 +34,7 @@ enum class Dist { kUniform, kNormal, kTruncatedNormal };
 template <typename T, Dist kDist>
 class RandomOp : public OpKernel {
  public:
-  explicit RandomOp(const Node& n) : OpKernel(n) {
-    int64_t seed = n.attr<int64_t>("seed"), seed2 = n.attr<int64_t>("seed2");
-    if (seed == 0 && seed2 == 0) {
-      std::random_device rd;
-      seed = rd();
-      seed2 = rd();
-    }
-    key_ = {static_cast<uint32_t>(seed ^ (seed >> 32)), static_cast<uint32_t>(seed2 ^ (seed2 >> 32))};
-  }
+  explicit RandomOp(const Node& n) : OpKernel(n), key_(PhiloxKey(n)) {}
   Status Compute(OpKernelContext* ctx) override {
     PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
     uint32_t call;

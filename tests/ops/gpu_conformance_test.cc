@@ -246,6 +246,11 @@ std::vector<Case> OpCases() {
     cases.push_back({fmt::format("OneHot {}", DTypeName(it)), {{it, {12}, -1, 11}},
                      [](const Scope& s, In in) { return std::vector<Output>{ops::OneHot(s, in[0], 10, 2.f, -1.f)}; }, false});
   }
+ cases.push_back({"RandomUniform, RandomNormal, TruncatedNormal (seeded: the same numbers as the CPU)", {},
+                   [](const Scope& s, In) {
+                     return std::vector<Output>{ops::RandomUniform(s, {100, 30}, DT_FLOAT, 3), ops::RandomNormal(s, {1000}, DT_DOUBLE, 4),
+                                                ops::TruncatedNormal(s, {77, 13}, DT_FLOAT, 5)};
+                   }, false, 1e-5});
  cases.push_back({"WeightedMean of 3", {{f, {6, 5}}, {f, {6, 5}}, {f, {6, 5}}},
                    [](const Scope& s, In in) {
                      std::vector<Output> w = {ops::Const(s, 2.f), ops::Const(s, 1.f), ops::Const(s, 5.f)};

@@ -1,0 +1,41 @@
+// RandomUniform, RandomNormal, TruncatedNormal on the GPU (device code in random_ops.cu): the
+// same key and per-call counter as the CPU kernels.
+#include <mutex>
+
+#include "ops/gpu/gpu_kernel.h"
+#include "ops/ops.h"
+#include "ops/random/philox_key.h"
+
+namespace pf {
+namespace {
+
+template <typename T, int kDist>
+class RandomGpuOp : public GpuOpKernel {
+ public:
+  explicit RandomGpuOp(const Node& n) : GpuOpKernel(n), key_(PhiloxKey(n)) {}
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    uint32_t call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      call = calls_++;
+    }
+    gpu::RandomFill<T>(kDist, out->data<T>(), out->num_elements(), key_[0], key_[1], call, gpu->compute_stream());
+    return Status::OK();
+  }
+
+ private:
+  std::array<uint32_t, 2> key_;
+  std::mutex mu_;
+  uint32_t calls_ = 0;
+};
+
+#define PF_GPU_RANDOM(op, dist)                                                        \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT, "dtype"), RandomGpuOp<float, dist>);           \
+  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE, "dtype"), RandomGpuOp<double, dist>)
+PF_GPU_RANDOM("RandomUniform", 0);
+PF_GPU_RANDOM("RandomNormal", 1);
+PF_GPU_RANDOM("TruncatedNormal", 2);
+
+}  // namespace
+}  // namespace pf
