@@ -262,7 +262,9 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, s
     for (int k = 0; k < it.num_inputs; ++k) {
       in_shapes[k] = inputs[k].shape();
       in_dtypes[k] = inputs[k].dtype();
-      in_values[k] = &inputs[k];
+      // Shape functions may read input values: only those the host can read (a GPU kernel's
+      // shape arguments are HostMemory, so they are).
+      in_values[k] = inputs[k].InHostMemory() ? &inputs[k] : nullptr;
     }
     PF_RETURN_IF_ERROR(RunShapeFn(n.op_def(), n.attrs(), std::move(in_shapes), std::move(in_dtypes), std::move(in_values),
                                   n.num_outputs(), runtime_shapes));

@@ -22,6 +22,7 @@ struct Session::Prepared {
     Device* device = nullptr;
     std::unique_ptr<Executor> executor;
     std::vector<int> feeds;    // session feed index for each executor feed
+    std::vector<bool> feed_on_host;  // per executor feed: stays in host memory (CPU, or only HostMemory consumers)
     std::vector<int> fetches;  // session fetch index for each executor fetch
   };
   Partitions partitions;  // owns the partition graphs the executors run
@@ -207,6 +208,16 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
     for (const auto& [user, arg] : part.args) {
       es.feeds.push_back(arg);
       p.feeds.push_back(feed_index.at(user));
+      bool on_host = true;
+      if (part.device->device_type() != kDeviceCpu) {
+        for (const Edge& e : arg.node->out_edges()) {
+          std::vector<bool> host_in, host_out;
+          if (e.IsControl()) continue;
+          KernelRegistry::Global()->MemoryTypes(*e.dst, part.device->device_type(), &host_in, &host_out);
+          on_host = on_host && host_in[e.dst_input];
+        }
+      }
+      p.feed_on_host.push_back(on_host);
     }
     for (size_t i = 0; i < fetches.size(); ++i) {
       if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device) continue;
@@ -265,8 +276,9 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   Device* host = devices_.host();
   for (size_t i = 0; i < n; ++i) {
     Device* d = prepared->parts[i].device;
-    for (int f : prepared->parts[i].feeds) {
-      if (d->device_type() == kDeviceCpu) {
+    for (size_t k = 0; k < prepared->parts[i].feeds.size(); ++k) {
+      const int f = prepared->parts[i].feeds[k];
+      if (prepared->parts[i].feed_on_host[k]) {
         part_feeds[i].push_back(feed_values[f]);
         continue;
       }
