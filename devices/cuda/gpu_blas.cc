@@ -53,6 +53,7 @@ Status GpuSoftmax(GpuDevice* gpu, DType dtype, bool log, int64_t rows, int64_t c
     const float one_f = 1.f, zero_f = 0.f;
     const void* one = dtype == DT_DOUBLE ? static_cast<const void*>(&one_d) : &one_f;
     const void* zero = dtype == DT_DOUBLE ? static_cast<const void*>(&zero_d) : &zero_f;
+    auto lock = gpu->LockDnn();
     s = cuda::CheckCall(cudnnSoftmaxForward(gpu->dnn(), log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
                                             CUDNN_SOFTMAX_MODE_INSTANCE, one, desc, x, zero, desc, y),
                         "cudnnSoftmaxForward", dev, __FILE__, __LINE__);

@@ -114,22 +114,23 @@ std::set<std::pair<int, int>> g_peers;  // (accessing ordinal, owning ordinal)
 
 }  // namespace
 
-struct GpuDevice::Impl {
-  GpuDevicePlan plan;
-  bool tf32 = false;
-  bool sync_kernels = false;
+namespace {
+
+// What sessions share on one GPU, created once per (device id, GPU, TF32 setting) and kept for
+// the process, as TensorFlow keeps its streams: streams, library handles (creating a cuDNN
+// handle costs tens of milliseconds), the callback thread.
+struct GpuContext {
   cudaDeviceProp props{};
   cudaStream_t compute = nullptr, h2d = nullptr, d2h = nullptr, d2d = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
-  BfcAllocator* allocator = nullptr;
+  std::mutex dnn_mu;  // a cuDNN handle must not be used by two threads at once
 
   // The callback thread: runs what the GPU signalled done (host functions must not call CUDA,
   // so they only queue work here).
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::function<void()>> queue;
-  bool stopping = false;
   std::thread thread;
 
   void Loop() {
@@ -137,8 +138,7 @@ struct GpuDevice::Impl {
       std::function<void()> fn;
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;
+        cv.wait(lock, [&] { return !queue.empty(); });
         fn = std::move(queue.front());
         queue.pop_front();
       }
@@ -154,24 +154,47 @@ struct GpuDevice::Impl {
   }
 };
 
+std::mutex g_contexts_mu;
+auto* g_contexts = new std::map<std::tuple<int, int, bool>, GpuContext*>();
+
+StatusOr<GpuContext*> ContextFor(const GpuDevicePlan& plan, bool tf32) {
+  std::lock_guard<std::mutex> lock(g_contexts_mu);
+  GpuContext*& slot = (*g_contexts)[{plan.id, plan.physical_id, tf32}];
+  if (slot != nullptr) return slot;
+  auto c = std::make_unique<GpuContext>();
+  const int dev = plan.physical_id;
+  PF_GPU_RETURN_IF_ERROR(dev, cudaSetDevice(dev));
+  PF_GPU_RETURN_IF_ERROR(dev, cudaGetDeviceProperties(&c->props, dev));
+  for (cudaStream_t* st : {&c->compute, &c->h2d, &c->d2h, &c->d2d}) {
+    PF_GPU_RETURN_IF_ERROR(dev, cudaStreamCreateWithFlags(st, cudaStreamNonBlocking));
+  }
+  PF_GPU_RETURN_IF_ERROR(dev, cublasCreate(&c->blas));
+  PF_GPU_RETURN_IF_ERROR(dev, cublasSetStream(c->blas, c->compute));
+  PF_GPU_RETURN_IF_ERROR(dev, cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  PF_GPU_RETURN_IF_ERROR(dev, cudnnCreate(&c->dnn));
+  PF_GPU_RETURN_IF_ERROR(dev, cudnnSetStream(c->dnn, c->compute));
+  GpuContext* raw = c.release();  // lives as long as the process (the thread never stops)
+  raw->thread = std::thread([raw] { raw->Loop(); });
+  raw->thread.detach();
+  slot = raw;
+  return slot;
+}
+
+}  // namespace
+
+struct GpuDevice::Impl {
+  GpuDevicePlan plan;
+  bool tf32 = false;
+  bool sync_kernels = false;
+  GpuContext* ctx = nullptr;
+  BfcAllocator* allocator = nullptr;
+};
+
 GpuDevice::GpuDevice(int id, std::unique_ptr<Impl> impl) : Device(kDeviceGpu, id), impl_(std::move(impl)) {}
 
 GpuDevice::~GpuDevice() {
-  cudaSetDevice(impl_->plan.physical_id);
-  for (cudaStream_t s : {impl_->compute, impl_->h2d, impl_->d2h, impl_->d2d}) {
-    if (s) cudaStreamSynchronize(s);
-  }
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->stopping = true;
-  }
-  impl_->cv.notify_all();
-  if (impl_->thread.joinable()) impl_->thread.join();
-  if (impl_->dnn) cudnnDestroy(impl_->dnn);
-  if (impl_->blas) cublasDestroy(impl_->blas);
-  for (cudaStream_t s : {impl_->compute, impl_->h2d, impl_->d2h, impl_->d2d}) {
-    if (s) cudaStreamDestroy(s);
-  }
+  // This session's work finishes before its variables (in the resource manager) are freed.
+  static_cast<void>(Sync());
 }
 
 StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan, const GpuOptions& options) {
@@ -179,20 +202,8 @@ StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan
   impl->plan = plan;
   impl->tf32 = options.allow_tf32;
   impl->sync_kernels = SyncKernelsFromEnv();
-  const int dev = plan.physical_id;
-  PF_GPU_RETURN_IF_ERROR(dev, cudaSetDevice(dev));
-  PF_GPU_RETURN_IF_ERROR(dev, cudaGetDeviceProperties(&impl->props, dev));
-  for (cudaStream_t* s : {&impl->compute, &impl->h2d, &impl->d2h, &impl->d2d}) {
-    PF_GPU_RETURN_IF_ERROR(dev, cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
-  }
-  PF_GPU_RETURN_IF_ERROR(dev, cublasCreate(&impl->blas));
-  PF_GPU_RETURN_IF_ERROR(dev, cublasSetStream(impl->blas, impl->compute));
-  PF_GPU_RETURN_IF_ERROR(dev, cublasSetMathMode(impl->blas, impl->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
-  PF_GPU_RETURN_IF_ERROR(dev, cudnnCreate(&impl->dnn));
-  PF_GPU_RETURN_IF_ERROR(dev, cudnnSetStream(impl->dnn, impl->compute));
+  PF_ASSIGN_OR_RETURN(impl->ctx, ContextFor(plan, options.allow_tf32));
   PF_ASSIGN_OR_RETURN(impl->allocator, DeviceAllocator(plan, options));
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->Loop(); });
   return std::unique_ptr<GpuDevice>(new GpuDevice(plan.id, std::move(impl)));
 }
 
@@ -212,17 +223,18 @@ Allocator* GpuDevice::PinnedAllocator() {
 }
 
 int GpuDevice::ordinal() const { return impl_->plan.physical_id; }
-GpuStream GpuDevice::compute_stream() const { return impl_->compute; }
-GpuStream GpuDevice::h2d_stream() const { return impl_->h2d; }
-GpuStream GpuDevice::d2h_stream() const { return impl_->d2h; }
-GpuStream GpuDevice::d2d_stream() const { return impl_->d2d; }
-cublasContext* GpuDevice::blas() const { return impl_->blas; }
-cudnnContext* GpuDevice::dnn() const { return impl_->dnn; }
+GpuStream GpuDevice::compute_stream() const { return impl_->ctx->compute; }
+GpuStream GpuDevice::h2d_stream() const { return impl_->ctx->h2d; }
+GpuStream GpuDevice::d2h_stream() const { return impl_->ctx->d2h; }
+GpuStream GpuDevice::d2d_stream() const { return impl_->ctx->d2d; }
+cublasContext* GpuDevice::blas() const { return impl_->ctx->blas; }
+cudnnContext* GpuDevice::dnn() const { return impl_->ctx->dnn; }
+std::unique_lock<std::mutex> GpuDevice::LockDnn() const { return std::unique_lock<std::mutex>(impl_->ctx->dnn_mu); }
 bool GpuDevice::allow_tf32() const { return impl_->tf32; }
-int GpuDevice::sm_count() const { return impl_->props.multiProcessorCount; }
+int GpuDevice::sm_count() const { return impl_->ctx->props.multiProcessorCount; }
 
 std::string GpuDevice::Description() const {
-  const cudaDeviceProp& p = impl_->props;
+  const cudaDeviceProp& p = impl_->ctx->props;
   return fmt::format("device: {}, name: {}, pci bus id: {:04x}:{:02x}:{:02x}.0, compute capability: {}.{}",
                      impl_->plan.physical_id, p.name, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.major, p.minor);
 }
@@ -234,7 +246,7 @@ Status GpuDevice::Activate() const {
 
 Status GpuDevice::Sync() {
   PF_RETURN_IF_ERROR(Activate());
-  for (cudaStream_t s : {impl_->compute, impl_->h2d, impl_->d2h, impl_->d2d}) {
+  for (cudaStream_t s : {impl_->ctx->compute, impl_->ctx->h2d, impl_->ctx->d2h, impl_->ctx->d2d}) {
     PF_GPU_RETURN_IF_ERROR(ordinal(), cudaStreamSynchronize(s));
   }
   return Status::OK();
@@ -243,7 +255,7 @@ Status GpuDevice::Sync() {
 Status GpuDevice::CopyWithinDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return Status::OK();
   PF_RETURN_IF_ERROR(Activate());
-  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_->compute));
+  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_->ctx->compute));
   return Status::OK();
 }
 
@@ -254,7 +266,7 @@ Status GpuDevice::CheckLaunch(const std::string& what) const {
                             "): ", cuda::Describe(e));
   }
   if (impl_->sync_kernels) {
-    e = cudaStreamSynchronize(impl_->compute);
+    e = cudaStreamSynchronize(impl_->ctx->compute);
     if (e != cudaSuccess) {
       return errors::Internal("Kernel '", what, "' failed on GPU ", ordinal(), " (", name(), "): ", cuda::Describe(e),
                               " [PF_SYNC_KERNELS=1]");
@@ -265,17 +277,17 @@ Status GpuDevice::CheckLaunch(const std::string& what) const {
 
 namespace {
 struct HostCallback {
-  GpuDevice::Impl* impl;
+  GpuContext* ctx;
   std::function<void()> fn;
 };
 void CUDART_CB RunHostCallback(void* arg) {
   std::unique_ptr<HostCallback> cb(static_cast<HostCallback*>(arg));
-  cb->impl->Enqueue(std::move(cb->fn));
+  cb->ctx->Enqueue(std::move(cb->fn));
 }
 }  // namespace
 
 Status GpuDevice::ThenExecute(GpuStream stream, std::function<void()> fn) {
-  auto* cb = new HostCallback{impl_.get(), std::move(fn)};
+  auto* cb = new HostCallback{impl_->ctx, std::move(fn)};
   cudaError_t e = cudaLaunchHostFunc(stream, RunHostCallback, cb);
   if (e != cudaSuccess) {
     delete cb;

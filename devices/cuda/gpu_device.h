@@ -1,7 +1,9 @@
 // GpuDevice: one CUDA GPU (or one logical slice of one). It owns a compute stream and three
 // copy streams (host->device, device->host, device->device), a cuBLAS and a cuDNN handle bound
 // to the compute stream, a BFC caching allocator for device memory, and a callback thread
-// that finishes work the GPU signals (copies to the host). Kernels only enqueue work on the
+// that finishes work the GPU signals (copies to the host). Streams, handles and the thread are
+// shared by every session's device for the same GPU (created once per process); variables
+// (the resource manager) belong to the session's device. Kernels only enqueue work on the
 // compute stream; Sync() waits for every stream and reports the first asynchronous error.
 //
 // CUDA-free on purpose: the GPU op kernels (ops/*/*_gpu.cc) include it and are compiled by
@@ -15,6 +17,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/bfc_allocator.h"
@@ -51,6 +54,8 @@ class GpuDevice final : public Device {
   GpuStream d2d_stream() const;
   cublasContext* blas() const;
   cudnnContext* dnn() const;
+  // Hold while using dnn(): a cuDNN handle must not be used by two threads at once.
+  std::unique_lock<std::mutex> LockDnn() const;
   bool allow_tf32() const;
   int sm_count() const;
 
