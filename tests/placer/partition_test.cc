@@ -2,6 +2,7 @@
 #include <future>
 
 #include "placer/partition.h"
+#include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
 
@@ -151,6 +152,61 @@ TEST_CASE("A failing kernel on one device aborts the others without hanging", "[
   CHECK_THAT(msg, Contains("{{node broken}} = TestFailOnDevice[] on /job:localhost/replica:0/task:0/device:CPU:1"));
   // The session still works afterwards.
   CHECK(sess.Run({chain})[0].shape() == Shape{32, 32});
+}
+
+}  // namespace
+}  // namespace pf
+
+namespace pf {
+namespace {
+
+// An op whose FAKE_GPU kernel reads input "n" and writes output "m" in host memory.
+PF_REGISTER_OP(OpDef("TestHostArg")
+                   .Input("x", "float")
+                   .Input("n", "int32")
+                   .Output("y", "float")
+                   .Output("m", "int32")
+                   .SetShapeFn([](ShapeContext& c) {
+                     c.set_output(0, c.input(0));
+                     c.set_output(1, c.input(1));
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("TestHostArg", "FAKE_GPU").HostMemory("n").HostMemory("m"), testing::FakeKernel);
+
+TEST_CASE("Partition: HostMemory arguments get their values in host memory", "[partition]") {
+  DeviceSet d = testing::FakeDeviceSet(1, 1);
+  Device* cpu = d.Find(DeviceName::FullName("localhost", 0, 0, "CPU", 0));
+  Device* gpu = d.Find(DeviceName::FullName("localhost", 0, 0, "FAKE_GPU", 0));
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root.WithOpName("x"), 1.f);
+  Output a = ops::ConstInt(root.WithOpName("a"), 3);     // on the GPU, in device memory
+  Output c = ops::ConstInt(root.WithOpName("c"), 4);     // on the CPU
+  Node* h = NodeBuilder(root.WithOpName("h"), "TestHostArg").Input(x).Input(a).Finalize();
+  Node* k = NodeBuilder(root.WithOpName("k"), "TestHostArg").Input(x).Input(Output(h, 1)).Finalize();
+  Node* m = NodeBuilder(root.WithOpName("m"), "TestHostArg").Input(x).Input(c).Finalize();
+  Output ident = ops::Identity(root.WithOpName("ident"), a);  // reads a in device memory
+  std::unordered_map<const Node*, Device*> where = {{x.node, gpu}, {a.node, gpu}, {c.node, cpu}, {h, gpu},
+                                                    {k, gpu},      {m, gpu},      {ident.node, gpu}};
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  const Partitions::Part& pg = p->parts[0].device == gpu ? p->parts[0] : p->parts[1];
+  // Same device, device memory -> host memory: a _Send/_Recv pair on the GPU itself.
+  const Node* same = pg.graph->FindNode("a:0/_recv_on_FAKE_GPU:0_host");
+  REQUIRE(same != nullptr);
+  CHECK(same->attr<bool>("host_memory"));
+  CHECK(same->attr<std::string>("tensor_name") == "a:0;host");
+  CHECK(pg.graph->FindNode("a:0/_send_to_FAKE_GPU:0_host") != nullptr);
+  CHECK(p->copy_of.at(h)->input(1).node == same);
+  // A HostMemory output feeding a HostMemory input: no copy.
+  CHECK(p->copy_of.at(k)->input(1).node == p->copy_of.at(h));
+  // From the CPU: the cross-device _Recv delivers host memory.
+  const Node* from_cpu = p->copy_of.at(m)->input(1).node;
+  CHECK(from_cpu->op() == "_Recv");
+  CHECK(from_cpu->attr<bool>("host_memory"));
+  // A device-memory consumer of the same tensor reads it directly.
+  CHECK(p->copy_of.at(ident.node)->input(0).node == p->copy_of.at(a.node));
+  CHECK(p->send_recv_pairs == 2);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "devices/device_set.h"
+#include "graph/kernel.h"
 
 namespace pf::testing {
 
@@ -24,5 +25,13 @@ inline DeviceSet FakeDeviceSet(int cpus, int gpus) {
   }
   return set;
 }
+
+// A kernel for fake devices' registrations: placement and partitioning only ask whether it
+// exists (and what memory its arguments use); running it is an error.
+class FakeKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext*) override { return errors::Internal("fake kernel ", name(), " ran"); }
+};
 
 }  // namespace pf::testing
