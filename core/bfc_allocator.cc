@@ -8,7 +8,8 @@ namespace pf {
 
 std::string AllocatorStats::DebugString() const {
   return fmt::format(
-      "Limit: {}\nInUse: {}\nMaxInUse: {}\nNumAllocs: {}\nMaxAllocSize: {}\nReserved: {}\nRegions: {}\n"
+      "Limit: {}\nInUse: {}\nMaxInUse: {}\nNumAllocs: {}\nMaxAllocSize: {}\nReserved: {}\nRegions: "
+      "{}\n"
       "NumOOMs: {}",
       bytes_limit, bytes_in_use, peak_bytes_in_use, num_allocs, largest_alloc_size, bytes_reserved,
       num_regions, num_ooms);
@@ -177,7 +178,8 @@ std::string BfcAllocator::DescribeFailure(size_t bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   const size_t reserved = static_cast<size_t>(stats_.bytes_reserved);
   return fmt::format(
-      "requested {} bytes ({} rounded); {} bytes free of a {} byte limit ({} in use, {} cached, largest "
+      "requested {} bytes ({} rounded); {} bytes free of a {} byte limit ({} in use, {} cached, "
+      "largest "
       "free chunk {} bytes, {} not yet reserved)",
       bytes, RoundUp(bytes), limit_ - static_cast<size_t>(stats_.bytes_in_use), limit_,
       stats_.bytes_in_use, reserved - static_cast<size_t>(stats_.bytes_in_use),

@@ -33,12 +33,12 @@ class SubAllocator {
 };
 
 struct AllocatorStats {
-  int64_t num_allocs = 0;          // successful Allocate calls
-  int64_t num_ooms = 0;            // Allocate calls that returned nullptr
-  int64_t bytes_in_use = 0;        // rounded bytes of live allocations
+  int64_t num_allocs = 0;    // successful Allocate calls
+  int64_t num_ooms = 0;      // Allocate calls that returned nullptr
+  int64_t bytes_in_use = 0;  // rounded bytes of live allocations
   int64_t peak_bytes_in_use = 0;
   int64_t largest_alloc_size = 0;
-  int64_t bytes_reserved = 0;      // bytes held in regions (in use + cached)
+  int64_t bytes_reserved = 0;  // bytes held in regions (in use + cached)
   int64_t bytes_limit = 0;
   int64_t num_regions = 0;
   std::string DebugString() const;
@@ -95,11 +95,11 @@ class BfcAllocator final : public Allocator {
   const size_t limit_;
   const BfcOptions options_;
   mutable std::mutex mu_;
-  std::map<size_t, Region> regions_;                 // id -> region
+  std::map<size_t, Region> regions_;  // id -> region
   size_t next_region_id_ = 0;
   size_t next_region_size_ = size_t{2} << 20;
-  std::map<char*, std::unique_ptr<Chunk>> chunks_;   // by address
-  std::set<std::pair<size_t, char*>> free_;          // (size, address): best fit = lower_bound
+  std::map<char*, std::unique_ptr<Chunk>> chunks_;  // by address
+  std::set<std::pair<size_t, char*>> free_;         // (size, address): best fit = lower_bound
   AllocatorStats stats_;
 };
 

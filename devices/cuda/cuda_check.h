@@ -27,8 +27,8 @@ std::string Describe(cudnnStatus_t e);
 inline std::string Describe(ncclResult_t e) { return ncclGetErrorString(e); }
 
 // Out-of-memory errors map to ResourceExhausted, everything else to Internal.
-Status CallError(bool out_of_memory, const std::string& decoded, const char* call, int device, const char* file,
-                 int line);
+Status CallError(bool out_of_memory, const std::string& decoded, const char* call, int device,
+                 const char* file, int line);
 
 template <typename E>
 Status CheckCall(E e, const char* call, int device, const char* file, int line) {
@@ -45,4 +45,5 @@ Status CheckCall(E e, const char* call, int device, const char* file, int line) 
 }  // namespace pf::cuda
 
 #define PF_GPU_RETURN_IF_ERROR(device, ...) \
-  PF_RETURN_IF_ERROR(::pf::cuda::CheckCall((__VA_ARGS__), #__VA_ARGS__, (device), __FILE__, __LINE__))
+  PF_RETURN_IF_ERROR(                       \
+      ::pf::cuda::CheckCall((__VA_ARGS__), #__VA_ARGS__, (device), __FILE__, __LINE__))

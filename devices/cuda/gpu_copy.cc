@@ -20,8 +20,9 @@ using CopyDone = CopyRegistry::CopyDone;
 StatusOr<Tensor> Allocate(Allocator* a, const Tensor& like, const Device& where) {
   Tensor t(a, like.dtype(), like.shape());
   if (!t.IsInitialized()) {
-    return errors::ResourceExhausted("OOM when allocating a copy of shape ", like.shape().ToString(), " and type ",
-                                     DTypeName(like.dtype()), " on ", where.name(), " by allocator ", a->Name(), ": ",
+    return errors::ResourceExhausted("OOM when allocating a copy of shape ",
+                                     like.shape().ToString(), " and type ", DTypeName(like.dtype()),
+                                     " on ", where.name(), " by allocator ", a->Name(), ": ",
                                      a->DescribeFailure(like.TotalBytes()));
   }
   return t;
@@ -42,8 +43,9 @@ Status HostToGpu(const Tensor& in, GpuDevice* dst, Tensor* out) {
   }
   PF_RETURN_IF_ERROR(dst->Activate());
   PF_RETURN_IF_ERROR(dst->StreamWaitStream(dst->h2d_stream(), dst->compute_stream()));
-  PF_GPU_RETURN_IF_ERROR(dst->ordinal(), cudaMemcpyAsync(out->raw_data(), src.raw_data(), in.TotalBytes(),
-                                                         cudaMemcpyHostToDevice, dst->h2d_stream()));
+  PF_GPU_RETURN_IF_ERROR(dst->ordinal(),
+                         cudaMemcpyAsync(out->raw_data(), src.raw_data(), in.TotalBytes(),
+                                         cudaMemcpyHostToDevice, dst->h2d_stream()));
   PF_RETURN_IF_ERROR(dst->StreamWaitStream(dst->compute_stream(), dst->h2d_stream()));
   return dst->ThenExecute(dst->h2d_stream(), [src] {});  // keeps the staging buffer alive
 }
@@ -57,8 +59,8 @@ void GpuToHost(const Tensor& in, GpuDevice* src, CopyDone done) {
   Status s = src->Activate();
   if (s.ok()) s = src->StreamWaitStream(src->d2h_stream(), src->compute_stream());
   if (s.ok()) {
-    s = cuda::CheckCall(cudaMemcpyAsync(host.raw_data(), in.raw_data(), in.TotalBytes(), cudaMemcpyDeviceToHost,
-                                        src->d2h_stream()),
+    s = cuda::CheckCall(cudaMemcpyAsync(host.raw_data(), in.raw_data(), in.TotalBytes(),
+                                        cudaMemcpyDeviceToHost, src->d2h_stream()),
                         "cudaMemcpyAsync(DeviceToHost)", src->ordinal(), __FILE__, __LINE__);
   }
   if (!s.ok()) return fail(s);
@@ -70,8 +72,10 @@ void GpuToGpu(const Tensor& in, GpuDevice* src, GpuDevice* dst, CopyDone done) {
   if (!dst->CanAccessPeer(*src) || !src->CanAccessPeer(*dst)) {
     static std::once_flag logged;
     std::call_once(logged, [&] {
-      PF_LOG_INFO("No peer access between {} and {}: GPU-to-GPU copies are staged through pinned host memory",
-                  src->name(), dst->name());
+      PF_LOG_INFO(
+          "No peer access between {} and {}: GPU-to-GPU copies are staged through pinned host "
+          "memory",
+          src->name(), dst->name());
     });
     return GpuToHost(in, src, [dst, done](StatusOr<Tensor> host) {
       if (!host.ok()) return done(host.status());
@@ -89,8 +93,8 @@ void GpuToGpu(const Tensor& in, GpuDevice* src, GpuDevice* dst, CopyDone done) {
     if (s.ok()) s = src->StreamWaitStream(src->d2d_stream(), src->compute_stream());
     if (s.ok()) s = src->StreamWaitStream(src->d2d_stream(), dst->compute_stream());
     if (s.ok()) {
-      s = cuda::CheckCall(cudaMemcpyPeerAsync(t.raw_data(), dst->ordinal(), in.raw_data(), src->ordinal(),
-                                              in.TotalBytes(), src->d2d_stream()),
+      s = cuda::CheckCall(cudaMemcpyPeerAsync(t.raw_data(), dst->ordinal(), in.raw_data(),
+                                              src->ordinal(), in.TotalBytes(), src->d2d_stream()),
                           "cudaMemcpyPeerAsync", src->ordinal(), __FILE__, __LINE__);
     }
     if (s.ok()) s = dst->Activate();
@@ -112,9 +116,10 @@ void GpuToGpu(const Tensor& in, GpuDevice* src, GpuDevice* dst, CopyDone done) {
   r->Register(kDeviceGpu, kDeviceCpu, [](const Tensor& in, Device* src, Device*, CopyDone done) {
     GpuToHost(in, static_cast<GpuDevice*>(src), std::move(done));
   });
-  r->Register(kDeviceGpu, kDeviceGpu, [](const Tensor& in, Device* src, Device* dst, CopyDone done) {
-    GpuToGpu(in, static_cast<GpuDevice*>(src), static_cast<GpuDevice*>(dst), std::move(done));
-  });
+  r->Register(
+      kDeviceGpu, kDeviceGpu, [](const Tensor& in, Device* src, Device* dst, CopyDone done) {
+        GpuToGpu(in, static_cast<GpuDevice*>(src), static_cast<GpuDevice*>(dst), std::move(done));
+      });
   return true;
 }();
 

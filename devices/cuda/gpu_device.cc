@@ -18,13 +18,18 @@ namespace pf {
 
 namespace cuda {
 
-std::string Describe(cudaError_t e) { return fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e)); }
-std::string Describe(cublasStatus_t e) { return fmt::format("{} ({})", cublasGetStatusString(e), cublasGetStatusName(e)); }
+std::string Describe(cudaError_t e) {
+  return fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+}
+std::string Describe(cublasStatus_t e) {
+  return fmt::format("{} ({})", cublasGetStatusString(e), cublasGetStatusName(e));
+}
 std::string Describe(cudnnStatus_t e) { return cudnnGetErrorString(e); }
 
-Status CallError(bool out_of_memory, const std::string& decoded, const char* call, int device, const char* file,
-                 int line) {
-  std::string msg = fmt::format("{} failed on GPU {}: {} [{}:{}]", call, device, decoded, file, line);
+Status CallError(bool out_of_memory, const std::string& decoded, const char* call, int device,
+                 const char* file, int line) {
+  std::string msg =
+      fmt::format("{} failed on GPU {}: {} [{}:{}]", call, device, decoded, file, line);
   return out_of_memory ? errors::ResourceExhausted(msg) : errors::Internal(msg);
 }
 
@@ -70,13 +75,15 @@ class PinnedSubAllocator : public SubAllocator {
 // per (TF device id, physical GPU, limit, growth); a session that asks for other settings gets
 // a new one, after the cached free memory of the others on that GPU goes back to the driver.
 std::mutex g_allocators_mu;
-auto* g_device_allocators = new std::map<std::tuple<int, int, double, double, bool>, BfcAllocator*>();
+auto* g_device_allocators =
+    new std::map<std::tuple<int, int, double, double, bool>, BfcAllocator*>();
 
 StatusOr<BfcAllocator*> DeviceAllocator(const GpuDevicePlan& plan, const GpuOptions& options) {
   const int tf_id = plan.id, ordinal = plan.physical_id;
   const bool growth = options.allow_growth;
   std::lock_guard<std::mutex> lock(g_allocators_mu);
-  auto& slot = (*g_device_allocators)[{tf_id, ordinal, plan.memory_mb, options.per_process_gpu_memory_fraction, growth}];
+  auto& slot = (*g_device_allocators)[{tf_id, ordinal, plan.memory_mb,
+                                       options.per_process_gpu_memory_fraction, growth}];
   if (slot == nullptr) {
     for (auto& [key, other] : *g_device_allocators) {
       if (other != nullptr && std::get<1>(key) == ordinal) other->ReleaseFreeRegions();
@@ -87,7 +94,8 @@ StatusOr<BfcAllocator*> DeviceAllocator(const GpuDevicePlan& plan, const GpuOpti
     if (plan.memory_mb > 0) {
       limit = static_cast<size_t>(plan.memory_mb * 1048576.0);
     } else if (options.per_process_gpu_memory_fraction > 0) {
-      limit = static_cast<size_t>(static_cast<double>(total_bytes) * options.per_process_gpu_memory_fraction);
+      limit = static_cast<size_t>(static_cast<double>(total_bytes) *
+                                  options.per_process_gpu_memory_fraction);
     } else {
       // TensorFlow's default: the free memory less a reserve for the CUDA context and libraries.
       const size_t reserve = std::max<size_t>(size_t{256} << 20, total_bytes / 20);
@@ -98,8 +106,8 @@ StatusOr<BfcAllocator*> DeviceAllocator(const GpuDevicePlan& plan, const GpuOpti
     o.name = fmt::format("GPU_{}_bfc", tf_id);
     o.host_accessible = false;
     slot = new BfcAllocator(std::make_unique<CudaSubAllocator>(ordinal), limit, o);
-    PF_LOG_INFO("Created GPU_{}_bfc on GPU {} with a {:.1f} MiB limit{}", tf_id, ordinal, limit / 1048576.0,
-                growth ? " (allow_growth)" : "");
+    PF_LOG_INFO("Created GPU_{}_bfc on GPU {} with a {:.1f} MiB limit{}", tf_id, ordinal,
+                limit / 1048576.0, growth ? " (allow_growth)" : "");
   }
   return slot;
 }
@@ -170,7 +178,8 @@ StatusOr<GpuContext*> ContextFor(const GpuDevicePlan& plan, bool tf32) {
   }
   PF_GPU_RETURN_IF_ERROR(dev, cublasCreate(&c->blas));
   PF_GPU_RETURN_IF_ERROR(dev, cublasSetStream(c->blas, c->compute));
-  PF_GPU_RETURN_IF_ERROR(dev, cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  PF_GPU_RETURN_IF_ERROR(
+      dev, cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   PF_GPU_RETURN_IF_ERROR(dev, cudnnCreate(&c->dnn));
   PF_GPU_RETURN_IF_ERROR(dev, cudnnSetStream(c->dnn, c->compute));
   GpuContext* raw = c.release();  // lives as long as the process (the thread never stops)
@@ -190,14 +199,16 @@ struct GpuDevice::Impl {
   BfcAllocator* allocator = nullptr;
 };
 
-GpuDevice::GpuDevice(int id, std::unique_ptr<Impl> impl) : Device(kDeviceGpu, id), impl_(std::move(impl)) {}
+GpuDevice::GpuDevice(int id, std::unique_ptr<Impl> impl)
+    : Device(kDeviceGpu, id), impl_(std::move(impl)) {}
 
 GpuDevice::~GpuDevice() {
   // This session's work finishes before its variables (in the resource manager) are freed.
   static_cast<void>(Sync());
 }
 
-StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan, const GpuOptions& options) {
+StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan,
+                                                       const GpuOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->tf32 = options.allow_tf32;
@@ -229,14 +240,17 @@ GpuStream GpuDevice::d2h_stream() const { return impl_->ctx->d2h; }
 GpuStream GpuDevice::d2d_stream() const { return impl_->ctx->d2d; }
 cublasContext* GpuDevice::blas() const { return impl_->ctx->blas; }
 cudnnContext* GpuDevice::dnn() const { return impl_->ctx->dnn; }
-std::unique_lock<std::mutex> GpuDevice::LockDnn() const { return std::unique_lock<std::mutex>(impl_->ctx->dnn_mu); }
+std::unique_lock<std::mutex> GpuDevice::LockDnn() const {
+  return std::unique_lock<std::mutex>(impl_->ctx->dnn_mu);
+}
 bool GpuDevice::allow_tf32() const { return impl_->tf32; }
 int GpuDevice::sm_count() const { return impl_->ctx->props.multiProcessorCount; }
 
 std::string GpuDevice::Description() const {
   const cudaDeviceProp& p = impl_->ctx->props;
-  return fmt::format("device: {}, name: {}, pci bus id: {:04x}:{:02x}:{:02x}.0, compute capability: {}.{}",
-                     impl_->plan.physical_id, p.name, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.major, p.minor);
+  return fmt::format(
+      "device: {}, name: {}, pci bus id: {:04x}:{:02x}:{:02x}.0, compute capability: {}.{}",
+      impl_->plan.physical_id, p.name, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.major, p.minor);
 }
 
 Status GpuDevice::Activate() const {
@@ -255,7 +269,8 @@ Status GpuDevice::Sync() {
 Status GpuDevice::CopyWithinDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return Status::OK();
   PF_RETURN_IF_ERROR(Activate());
-  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_->ctx->compute));
+  PF_GPU_RETURN_IF_ERROR(
+      ordinal(), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_->ctx->compute));
   return Status::OK();
 }
 
@@ -268,8 +283,8 @@ Status GpuDevice::CheckLaunch(const std::string& what) const {
   if (impl_->sync_kernels) {
     e = cudaStreamSynchronize(impl_->ctx->compute);
     if (e != cudaSuccess) {
-      return errors::Internal("Kernel '", what, "' failed on GPU ", ordinal(), " (", name(), "): ", cuda::Describe(e),
-                              " [PF_SYNC_KERNELS=1]");
+      return errors::Internal("Kernel '", what, "' failed on GPU ", ordinal(), " (", name(),
+                              "): ", cuda::Describe(e), " [PF_SYNC_KERNELS=1]");
     }
   }
   return Status::OK();
@@ -300,8 +315,11 @@ Status GpuDevice::StreamWaitStream(GpuStream waiter, GpuStream signaler) const {
   if (waiter == signaler) return Status::OK();
   cudaEvent_t ev;
   PF_GPU_RETURN_IF_ERROR(ordinal(), cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  Status s = cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", ordinal(), __FILE__, __LINE__);
-  if (s.ok()) s = cuda::CheckCall(cudaStreamWaitEvent(waiter, ev, 0), "cudaStreamWaitEvent", ordinal(), __FILE__, __LINE__);
+  Status s = cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", ordinal(), __FILE__,
+                             __LINE__);
+  if (s.ok())
+    s = cuda::CheckCall(cudaStreamWaitEvent(waiter, ev, 0), "cudaStreamWaitEvent", ordinal(),
+                        __FILE__, __LINE__);
   cudaEventDestroy(ev);  // the wait keeps what it needs
   return s;
 }
@@ -321,8 +339,8 @@ int CudaDeviceCount() {
   return n;
 }
 
-StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(const std::vector<GpuDevicePlan>& plan,
-                                                                const GpuOptions& options) {
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
+    const std::vector<GpuDevicePlan>& plan, const GpuOptions& options) {
   std::vector<std::unique_ptr<Device>> out;
   std::set<int> physical;
   for (const GpuDevicePlan& p : plan) {

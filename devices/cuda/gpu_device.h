@@ -34,7 +34,8 @@ using GpuStream = CUstream_st*;
 
 class GpuDevice final : public Device {
  public:
-  static StatusOr<std::unique_ptr<GpuDevice>> Create(const GpuDevicePlan& plan, const GpuOptions& options);
+  static StatusOr<std::unique_ptr<GpuDevice>> Create(const GpuDevicePlan& plan,
+                                                     const GpuOptions& options);
   ~GpuDevice() override;
 
   Allocator* GetAllocator() override;
@@ -42,7 +43,8 @@ class GpuDevice final : public Device {
   static Allocator* PinnedAllocator();
   int priority() const override { return 200; }
   Status Sync() override;
-  Status CopyWithinDevice(void* dst, const void* src, size_t bytes) override;  // on the compute stream
+  Status CopyWithinDevice(void* dst, const void* src,
+                          size_t bytes) override;  // on the compute stream
   // TensorFlow's mapping text: "device: 0, name: NVIDIA H100 80GB HBM3, pci bus id: ...,
   // compute capability: 9.0".
   std::string Description() const override;

@@ -19,7 +19,9 @@ StatusOr<std::vector<ncclComm_t>> Communicators(const std::vector<int>& ordinals
   auto it = g_comms->find(ordinals);
   if (it != g_comms->end()) return it->second;
   std::vector<ncclComm_t> comms(ordinals.size());
-  PF_GPU_RETURN_IF_ERROR(ordinals[0], ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()));
+  PF_GPU_RETURN_IF_ERROR(
+      ordinals[0],
+      ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()));
   (*g_comms)[ordinals] = comms;
   return comms;
 }
@@ -32,8 +34,8 @@ bool NcclUsable(const std::vector<GpuDevice*>& gpus) {
   return gpus.size() > 1 && ordinals.size() == gpus.size();
 }
 
-Status NcclAllReduceSum(const std::vector<GpuDevice*>& gpus, const std::vector<void*>& buffers, int64_t count,
-                        DType dtype) {
+Status NcclAllReduceSum(const std::vector<GpuDevice*>& gpus, const std::vector<void*>& buffers,
+                        int64_t count, DType dtype) {
   if (!NcclUsable(gpus)) return errors::Internal("NCCL needs one device per physical GPU");
   std::vector<int> ordinals;
   for (const GpuDevice* g : gpus) ordinals.push_back(g->ordinal());
@@ -42,8 +44,8 @@ Status NcclAllReduceSum(const std::vector<GpuDevice*>& gpus, const std::vector<v
   PF_GPU_RETURN_IF_ERROR(ordinals[0], ncclGroupStart());
   Status s = Status::OK();
   for (size_t i = 0; i < gpus.size() && s.ok(); ++i) {
-    s = cuda::CheckCall(ncclAllReduce(buffers[i], buffers[i], static_cast<size_t>(count), type, ncclSum, comms[i],
-                                      gpus[i]->compute_stream()),
+    s = cuda::CheckCall(ncclAllReduce(buffers[i], buffers[i], static_cast<size_t>(count), type,
+                                      ncclSum, comms[i], gpus[i]->compute_stream()),
                         "ncclAllReduce", ordinals[i], __FILE__, __LINE__);
   }
   // The group must be closed even when a call in it failed.

@@ -16,7 +16,7 @@ namespace pf {
 
 // NCCL needs one rank per physical GPU: false when two devices share one (logical devices).
 bool NcclUsable(const std::vector<GpuDevice*>& gpus);
-Status NcclAllReduceSum(const std::vector<GpuDevice*>& gpus, const std::vector<void*>& buffers, int64_t count,
-                        DType dtype);
+Status NcclAllReduceSum(const std::vector<GpuDevice*>& gpus, const std::vector<void*>& buffers,
+                        int64_t count, DType dtype);
 
 }  // namespace pf

@@ -20,7 +20,8 @@ __global__ void StridedCopyKernel(const E* in, E* out, StridedBox b, int64_t n) 
 }
 
 template <typename E, typename Index>
-__global__ void GatherKernel(const E* params, const Index* idx, E* out, int64_t n, int64_t row, int64_t limit) {
+__global__ void GatherKernel(const E* params, const Index* idx, E* out, int64_t n, int64_t row,
+                             int64_t limit) {
   PF_GRID_LOOP(i, n) {
     const int64_t r = i / row, c = i % row;
     const int64_t k = static_cast<int64_t>(idx[r]);
@@ -29,7 +30,8 @@ __global__ void GatherKernel(const E* params, const Index* idx, E* out, int64_t 
 }
 
 template <typename T, typename Index>
-__global__ void ScatterAddKernel(const T* g, const Index* idx, T* out, int64_t n, int64_t row, int64_t limit) {
+__global__ void ScatterAddKernel(const T* g, const Index* idx, T* out, int64_t n, int64_t row,
+                                 int64_t limit) {
   PF_GRID_LOOP(i, n) {
     const int64_t r = i / row, c = i % row;
     const int64_t k = static_cast<int64_t>(idx[r]);
@@ -39,18 +41,23 @@ __global__ void ScatterAddKernel(const T* g, const Index* idx, T* out, int64_t n
 
 template <typename T, typename Index>
 __global__ void OneHotKernel(const Index* idx, T* out, int64_t n, int64_t depth, T on, T off) {
-  PF_GRID_LOOP(i, n * depth) { out[i] = static_cast<int64_t>(idx[i / depth]) == i % depth ? on : off; }
+  PF_GRID_LOOP(i, n * depth) {
+    out[i] = static_cast<int64_t>(idx[i / depth]) == i % depth ? on : off;
+  }
 }
 
 template <typename E>
 void Strided(const void* in, void* out, const StridedBox& b, int64_t n, Stream s) {
-  StridedCopyKernel<<<Blocks(n), kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), b, n);
+  StridedCopyKernel<<<Blocks(n), kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out),
+                                                   b, n);
 }
 
 template <typename E, typename Index>
-void GatherAs(const void* params, const Index* idx, void* out, int64_t rows, int64_t row, int64_t limit, Stream s) {
+void GatherAs(const void* params, const Index* idx, void* out, int64_t rows, int64_t row,
+              int64_t limit, Stream s) {
   const int64_t n = rows * row;
-  GatherKernel<<<Blocks(n), kThreads, 0, s>>>(static_cast<const E*>(params), idx, static_cast<E*>(out), n, row, limit);
+  GatherKernel<<<Blocks(n), kThreads, 0, s>>>(static_cast<const E*>(params), idx,
+                                              static_cast<E*>(out), n, row, limit);
 }
 
 }  // namespace
@@ -60,48 +67,65 @@ void StridedCopy(int elem_size, const void* in, void* out, const StridedBox& b, 
   for (int d = 0; d < b.rank; ++d) n *= b.dims[d];
   if (n == 0) return;
   switch (elem_size) {
-    case 1: return Strided<uint8_t>(in, out, b, n, s);
-    case 2: return Strided<uint16_t>(in, out, b, n, s);
-    case 4: return Strided<uint32_t>(in, out, b, n, s);
-    default: return Strided<uint64_t>(in, out, b, n, s);
+    case 1:
+      return Strided<uint8_t>(in, out, b, n, s);
+    case 2:
+      return Strided<uint16_t>(in, out, b, n, s);
+    case 4:
+      return Strided<uint32_t>(in, out, b, n, s);
+    default:
+      return Strided<uint64_t>(in, out, b, n, s);
   }
 }
 
 template <typename Index>
-void Gather(int elem_size, const void* params, const Index* idx, void* out, int64_t rows, int64_t row, int64_t limit,
-            Stream s) {
+void Gather(int elem_size, const void* params, const Index* idx, void* out, int64_t rows,
+            int64_t row, int64_t limit, Stream s) {
   if (rows * row == 0) return;
   switch (elem_size) {
-    case 1: return GatherAs<uint8_t>(params, idx, out, rows, row, limit, s);
-    case 2: return GatherAs<uint16_t>(params, idx, out, rows, row, limit, s);
-    case 4: return GatherAs<uint32_t>(params, idx, out, rows, row, limit, s);
-    default: return GatherAs<uint64_t>(params, idx, out, rows, row, limit, s);
+    case 1:
+      return GatherAs<uint8_t>(params, idx, out, rows, row, limit, s);
+    case 2:
+      return GatherAs<uint16_t>(params, idx, out, rows, row, limit, s);
+    case 4:
+      return GatherAs<uint32_t>(params, idx, out, rows, row, limit, s);
+    default:
+      return GatherAs<uint64_t>(params, idx, out, rows, row, limit, s);
   }
 }
 
 template <typename T, typename Index>
-void ScatterAdd(const T* g, const Index* idx, T* out, int64_t rows, int64_t row, int64_t limit, Stream s) {
+void ScatterAdd(const T* g, const Index* idx, T* out, int64_t rows, int64_t row, int64_t limit,
+                Stream s) {
   Fill<T>(out, limit * row, T(0), nullptr, s);
-  if (rows * row > 0) ScatterAddKernel<<<Blocks(rows * row), kThreads, 0, s>>>(g, idx, out, rows * row, row, limit);
+  if (rows * row > 0)
+    ScatterAddKernel<<<Blocks(rows * row), kThreads, 0, s>>>(g, idx, out, rows * row, row, limit);
 }
 
 template <typename T, typename Index>
 void OneHot(const Index* idx, T* out, int64_t n, int64_t depth, T on, T off, Stream s) {
-  if (n * depth > 0) OneHotKernel<<<Blocks(n * depth), kThreads, 0, s>>>(idx, out, n, depth, on, off);
+  if (n * depth > 0)
+    OneHotKernel<<<Blocks(n * depth), kThreads, 0, s>>>(idx, out, n, depth, on, off);
 }
 
-template void Gather<int32_t>(int, const void*, const int32_t*, void*, int64_t, int64_t, int64_t, Stream);
-template void Gather<int64_t>(int, const void*, const int64_t*, void*, int64_t, int64_t, int64_t, Stream);
-#define PF_INDEXED(T, I)                                                                              \
-  template void ScatterAdd<T, I>(const T*, const I*, T*, int64_t, int64_t, int64_t, Stream);           \
+template void Gather<int32_t>(int, const void*, const int32_t*, void*, int64_t, int64_t, int64_t,
+                              Stream);
+template void Gather<int64_t>(int, const void*, const int64_t*, void*, int64_t, int64_t, int64_t,
+                              Stream);
+#define PF_INDEXED(T, I)                                                                     \
+  template void ScatterAdd<T, I>(const T*, const I*, T*, int64_t, int64_t, int64_t, Stream); \
   template void OneHot<T, I>(const I*, T*, int64_t, int64_t, T, T, Stream);
 PF_INDEXED(float, int32_t)
 PF_INDEXED(float, int64_t)
 PF_INDEXED(double, int32_t)
 PF_INDEXED(double, int64_t)
-template void OneHot<int32_t, int32_t>(const int32_t*, int32_t*, int64_t, int64_t, int32_t, int32_t, Stream);
-template void OneHot<int32_t, int64_t>(const int64_t*, int32_t*, int64_t, int64_t, int32_t, int32_t, Stream);
-template void OneHot<int64_t, int32_t>(const int32_t*, int64_t*, int64_t, int64_t, int64_t, int64_t, Stream);
-template void OneHot<int64_t, int64_t>(const int64_t*, int64_t*, int64_t, int64_t, int64_t, int64_t, Stream);
+template void OneHot<int32_t, int32_t>(const int32_t*, int32_t*, int64_t, int64_t, int32_t, int32_t,
+                                       Stream);
+template void OneHot<int32_t, int64_t>(const int64_t*, int32_t*, int64_t, int64_t, int32_t, int32_t,
+                                       Stream);
+template void OneHot<int64_t, int32_t>(const int32_t*, int64_t*, int64_t, int64_t, int64_t, int64_t,
+                                       Stream);
+template void OneHot<int64_t, int64_t>(const int64_t*, int64_t*, int64_t, int64_t, int64_t, int64_t,
+                                       Stream);
 
 }  // namespace pf::gpu

@@ -18,8 +18,8 @@ void OuterInner(const Shape& s, int axis, int64_t* outer, int64_t* inner) {
 
 // Copies [outer, piece] from `src` (row length src_row, starting at column src_col) to `dst`
 // (row length dst_row, column dst_col).
-void CopyColumns(GpuDevice* gpu, int es, const void* src, int64_t src_row, int64_t src_col, void* dst, int64_t dst_row,
-                 int64_t dst_col, int64_t outer, int64_t piece) {
+void CopyColumns(GpuDevice* gpu, int es, const void* src, int64_t src_row, int64_t src_col,
+                 void* dst, int64_t dst_row, int64_t dst_col, int64_t outer, int64_t piece) {
   gpu::StridedBox b;
   b.rank = 2;
   b.dims[0] = outer;
@@ -39,15 +39,15 @@ class ConcatGpuOp : public GpuOpKernel {
  public:
   explicit ConcatGpuOp(const Node& n) : GpuOpKernel(n), axis_(n.attr<int64_t>("axis")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int axis = Axis(axis_, out->rank());
     int64_t outer, out_inner, col = 0;
     OuterInner(out->shape(), axis, &outer, &out_inner);
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       int64_t o, inner;
       OuterInner(ctx->input(i).shape(), axis, &o, &inner);
-      CopyColumns(gpu, ElemSize(out->dtype()), ctx->input(i).raw_data(), inner, 0, out->raw_data(), out_inner, col, outer,
-                  inner);
+      CopyColumns(gpu, ElemSize(out->dtype()), ctx->input(i).raw_data(), inner, 0, out->raw_data(),
+                  out_inner, col, outer, inner);
       col += inner;
     }
     return Status::OK();
@@ -68,10 +68,11 @@ class CutGpuOp : public GpuOpKernel {
     int64_t outer, in_inner, col = 0;
     OuterInner(in.shape(), axis, &outer, &in_inner);
     for (int i = 0; i < ctx->num_outputs(); ++i) {
-      PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(i));
+      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(i));
       int64_t o, inner;
       OuterInner(out->shape(), axis, &o, &inner);
-      CopyColumns(gpu, ElemSize(in.dtype()), in.raw_data(), in_inner, col, out->raw_data(), inner, 0, outer, inner);
+      CopyColumns(gpu, ElemSize(in.dtype()), in.raw_data(), in_inner, col, out->raw_data(), inner,
+                  0, outer, inner);
       col += inner;
     }
     return Status::OK();
@@ -88,8 +89,10 @@ std::vector<int64_t> RowMajorStrides(const Shape& s) {
 }
 
 // The box of `small` inside `big` at `begin`: Slice reads it, SliceGrad writes it.
-StatusOr<gpu::StridedBox> BoxAt(const Shape& big, const Shape& small, const std::vector<int64_t>& begin, bool read) {
-  if (big.rank() > gpu::kMaxDims) return errors::Unimplemented("GPU slices support up to ", gpu::kMaxDims, " dims");
+StatusOr<gpu::StridedBox> BoxAt(const Shape& big, const Shape& small,
+                                const std::vector<int64_t>& begin, bool read) {
+  if (big.rank() > gpu::kMaxDims)
+    return errors::Unimplemented("GPU slices support up to ", gpu::kMaxDims, " dims");
   gpu::StridedBox b;
   b.rank = big.rank();
   const std::vector<int64_t> big_st = RowMajorStrides(big), small_st = RowMajorStrides(small);
@@ -106,14 +109,16 @@ StatusOr<gpu::StridedBox> BoxAt(const Shape& big, const Shape& small, const std:
 
 class SliceGpuOp : public GpuOpKernel {
  public:
-  explicit SliceGpuOp(const Node& n) : GpuOpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
+  explicit SliceGpuOp(const Node& n)
+      : GpuOpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     if (out->num_elements() == 0) return Status::OK();
     if (in.rank() == 0) return ctx->SetOutput(0, in);
     PF_ASSIGN_OR_RETURN(gpu::StridedBox b, BoxAt(in.shape(), out->shape(), begin_, true));
-    gpu::StridedCopy(ElemSize(in.dtype()), in.raw_data(), out->raw_data(), b, gpu->compute_stream());
+    gpu::StridedCopy(ElemSize(in.dtype()), in.raw_data(), out->raw_data(), b,
+                     gpu->compute_stream());
     return Status::OK();
   }
 
@@ -123,10 +128,11 @@ class SliceGpuOp : public GpuOpKernel {
 
 class SliceGradGpuOp : public GpuOpKernel {
  public:
-  explicit SliceGradGpuOp(const Node& n) : GpuOpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
+  explicit SliceGradGpuOp(const Node& n)
+      : GpuOpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     if (out->rank() == 0) return ctx->SetOutput(0, g);
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
@@ -144,13 +150,16 @@ class SliceGradGpuOp : public GpuOpKernel {
 
 class TransposeGpuOp : public GpuOpKernel {
  public:
-  explicit TransposeGpuOp(const Node& n) : GpuOpKernel(n), perm_(n.attr<std::vector<int64_t>>("perm")) {}
+  explicit TransposeGpuOp(const Node& n)
+      : GpuOpKernel(n), perm_(n.attr<std::vector<int64_t>>("perm")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     if (in.num_elements() == 0) return Status::OK();
-    if (in.rank() > gpu::kMaxDims) return errors::Unimplemented("GPU Transpose supports up to ", gpu::kMaxDims, " dims");
-    const std::vector<int64_t> in_st = RowMajorStrides(in.shape()), out_st = RowMajorStrides(out->shape());
+    if (in.rank() > gpu::kMaxDims)
+      return errors::Unimplemented("GPU Transpose supports up to ", gpu::kMaxDims, " dims");
+    const std::vector<int64_t> in_st = RowMajorStrides(in.shape()),
+                               out_st = RowMajorStrides(out->shape());
     gpu::StridedBox b;
     b.rank = in.rank();
     for (int d = 0; d < b.rank; ++d) {
@@ -158,7 +167,8 @@ class TransposeGpuOp : public GpuOpKernel {
       b.in_strides[d] = in_st[perm_[d]];
       b.out_strides[d] = out_st[d];
     }
-    gpu::StridedCopy(ElemSize(in.dtype()), in.raw_data(), out->raw_data(), b, gpu->compute_stream());
+    gpu::StridedCopy(ElemSize(in.dtype()), in.raw_data(), out->raw_data(), b,
+                     gpu->compute_stream());
     return Status::OK();
   }
 
@@ -173,11 +183,11 @@ class GatherGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& params = ctx->input(0);
     const Tensor& indices = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t limit = params.dim(0);
     const int64_t row = limit == 0 ? 0 : params.num_elements() / limit;
-    gpu::Gather<Index>(ElemSize(params.dtype()), params.raw_data(), indices.data<Index>(), out->raw_data(),
-                       indices.num_elements(), row, limit, gpu->compute_stream());
+    gpu::Gather<Index>(ElemSize(params.dtype()), params.raw_data(), indices.data<Index>(),
+                       out->raw_data(), indices.num_elements(), row, limit, gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -189,11 +199,11 @@ class GatherGradGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& g = ctx->input(0);
     const Tensor& indices = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t limit = out->rank() == 0 ? 1 : out->dim(0);
     const int64_t row = limit == 0 ? 0 : out->num_elements() / limit;
-    gpu::ScatterAdd<T, Index>(g.data<T>(), indices.data<Index>(), out->data<T>(), indices.num_elements(), row, limit,
-                              gpu->compute_stream());
+    gpu::ScatterAdd<T, Index>(g.data<T>(), indices.data<Index>(), out->data<T>(),
+                              indices.num_elements(), row, limit, gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -204,15 +214,15 @@ class OneHotGpuOp : public GpuOpKernel {
   explicit OneHotGpuOp(const Node& n)
       : GpuOpKernel(n), on_(n.attr<float>("on_value")), off_(n.attr<float>("off_value")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t depth = out->dim(out->rank() - 1);
     const Index* idx = ctx->input(0).template data<Index>();
     const int64_t n = ctx->input(0).num_elements();
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
       if constexpr (!std::is_same_v<T, bool>) {
-        gpu::OneHot<T, Index>(idx, out->data<T>(), n, depth, static_cast<T>(on_), static_cast<T>(off_),
-                              gpu->compute_stream());
+        gpu::OneHot<T, Index>(idx, out->data<T>(), n, depth, static_cast<T>(on_),
+                              static_cast<T>(off_), gpu->compute_stream());
       }
     });
     return Status::OK();
@@ -230,9 +240,10 @@ PF_REGISTER_KERNEL(KernelDef("SliceGrad", kDeviceGpu), SliceGradGpuOp);
 PF_REGISTER_KERNEL(KernelDef("Transpose", kDeviceGpu), TransposeGpuOp);
 PF_REGISTER_KERNEL(Gpu("Gather", DT_INT32, "Tindices"), GatherGpuOp<int32_t>);
 PF_REGISTER_KERNEL(Gpu("Gather", DT_INT64, "Tindices"), GatherGpuOp<int64_t>);
-#define PF_GPU_GATHER_GRAD(T, I)                                                                             \
-  PF_REGISTER_KERNEL(Gpu("GatherGrad", DataTypeOf<T>()).TypeConstraint("Tindices", {DataTypeOf<I>()}),     \
-                     GatherGradGpuOp<T, I>)
+#define PF_GPU_GATHER_GRAD(T, I)                                                        \
+  PF_REGISTER_KERNEL(                                                                   \
+      Gpu("GatherGrad", DataTypeOf<T>()).TypeConstraint("Tindices", {DataTypeOf<I>()}), \
+      GatherGradGpuOp<T, I>)
 PF_GPU_GATHER_GRAD(float, int32_t);
 PF_GPU_GATHER_GRAD(float, int64_t);
 PF_GPU_GATHER_GRAD(double, int32_t);

@@ -26,15 +26,17 @@ class WeightedMeanGpuOp : public GpuOpKernel {
     std::vector<double> w;
     for (int i = 0; i < n; ++i) {
       if (ctx->input(i).shape() != ctx->input(0).shape()) {
-        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ", ctx->input(i).shape().ToString(),
-                                       " but value 0 has shape ", ctx->input(0).shape().ToString());
+        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ",
+                                       ctx->input(i).shape().ToString(), " but value 0 has shape ",
+                                       ctx->input(0).shape().ToString());
       }
       values.push_back(ctx->input(i).data<T>());
       w.push_back(WeightOf(ctx->input(n + i)));
     }
     PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
-    gpu::WeightedSum<T>(values.data(), scale.data(), n, out->data<T>(), out->num_elements(), gpu->compute_stream());
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::WeightedSum<T>(values.data(), scale.data(), n, out->data<T>(), out->num_elements(),
+                        gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -49,13 +51,19 @@ class AllReduceGpuOp : public OpKernel {
         rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
-  Status Compute(OpKernelContext*) override { return errors::Internal("CollectiveAllReduce is asynchronous"); }
+  Status Compute(OpKernelContext*) override {
+    return errors::Internal("CollectiveAllReduce is asynchronous");
+  }
 
   void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    if (ctx->collectives() == nullptr) return done(errors::Internal("CollectiveAllReduce outside a step"));
+    if (ctx->collectives() == nullptr)
+      return done(errors::Internal("CollectiveAllReduce outside a step"));
     ThreadPool* pool = IntraOpPool(ctx);
-    auto finish = [pool, done = std::move(done)](Status s) { pool->Schedule([done, s] { done(s); }); };
-    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)}, [this](auto& all) { return Reduce(all); });
+    auto finish = [pool, done = std::move(done)](Status s) {
+      pool->Schedule([done, s] { done(s); });
+    };
+    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)},
+                             [this](auto& all) { return Reduce(all); });
   }
 
  private:
@@ -69,17 +77,19 @@ class AllReduceGpuOp : public OpKernel {
     for (auto& p : all) {
       if (p.ctx->device()->device_type() != kDeviceGpu) {
         return errors::InvalidArgument("CollectiveAllReduce '", key_, "': rank ", p.rank, " is on ",
-                                       p.ctx->device()->name(), "; GPU participants need GPU peers");
+                                       p.ctx->device()->name(),
+                                       "; GPU participants need GPU peers");
       }
       if (p.ctx->num_outputs() != n) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n, " and ",
-                                       p.ctx->num_outputs(), " tensors");
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
+                                       " and ", p.ctx->num_outputs(), " tensors");
       }
       for (int k = 0; k < n; ++k) {
         if (p.ctx->input(k).shape() != first->input(k).shape()) {
-          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k, " has shape ",
-                                         first->input(k).shape().ToString(), " on rank 0 and ",
-                                         p.ctx->input(k).shape().ToString(), " on rank ", p.rank);
+          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
+                                         " has shape ", first->input(k).shape().ToString(),
+                                         " on rank 0 and ", p.ctx->input(k).shape().ToString(),
+                                         " on rank ", p.rank);
         }
       }
       w.push_back(WeightOf(p.ctx->input(n)));
@@ -93,8 +103,9 @@ class AllReduceGpuOp : public OpKernel {
 
   // Each rank packs scale_i * its tensors into one buffer; NCCL sums the buffers in place; the
   // outputs are views into the packed result.
-  Status ReduceWithNccl(std::vector<CollectiveTable::Participant>& all, const std::vector<GpuDevice*>& gpus,
-                        const std::vector<double>& scale, int64_t total) const {
+  Status ReduceWithNccl(std::vector<CollectiveTable::Participant>& all,
+                        const std::vector<GpuDevice*>& gpus, const std::vector<double>& scale,
+                        int64_t total) const {
     const int n = all[0].ctx->num_outputs();
     std::vector<Tensor> packed(all.size());
     std::vector<void*> buffers;
@@ -116,7 +127,8 @@ class AllReduceGpuOp : public OpKernel {
       int64_t offset = 0;
       for (int k = 0; k < n; ++k) {
         const Shape& shape = all[i].ctx->input(k).shape();
-        PF_ASSIGN_OR_RETURN(Tensor piece, packed[i].SliceRows(offset, offset + shape.num_elements()));
+        PF_ASSIGN_OR_RETURN(Tensor piece,
+                            packed[i].SliceRows(offset, offset + shape.num_elements()));
         PF_ASSIGN_OR_RETURN(Tensor out, piece.Reshaped(shape));
         PF_RETURN_IF_ERROR(all[i].ctx->SetOutput(k, std::move(out)));
         offset += shape.num_elements();
@@ -126,7 +138,8 @@ class AllReduceGpuOp : public OpKernel {
   }
 
   // Logical devices of one GPU (NCCL needs distinct GPUs): gather to the first, sum, share back.
-  Status ReduceOnFirst(std::vector<CollectiveTable::Participant>& all, const std::vector<GpuDevice*>& gpus,
+  Status ReduceOnFirst(std::vector<CollectiveTable::Participant>& all,
+                       const std::vector<GpuDevice*>& gpus,
                        const std::vector<double>& scale) const {
     OpKernelContext* first = all[0].ctx;
     PF_RETURN_IF_ERROR(gpus[0]->Activate());
@@ -135,14 +148,15 @@ class AllReduceGpuOp : public OpKernel {
       std::vector<const T*> values;
       for (size_t i = 0; i < all.size(); ++i) {
         const Tensor& in = all[i].ctx->input(k);
-        PF_ASSIGN_OR_RETURN(Tensor t, i == 0 ? StatusOr<Tensor>(in) : CopyRegistry::Global()->Copy(in, gpus[i], gpus[0]));
+        PF_ASSIGN_OR_RETURN(Tensor t, i == 0 ? StatusOr<Tensor>(in)
+                                             : CopyRegistry::Global()->Copy(in, gpus[i], gpus[0]));
         on_first.push_back(t);
         values.push_back(t.data<T>());
       }
-      PF_ASSIGN_OR_RETURN(Tensor* out, first->AllocateOutput(k));
+      PF_ASSIGN_OR_RETURN(Tensor * out, first->AllocateOutput(k));
       PF_RETURN_IF_ERROR(gpus[0]->Activate());
-      gpu::WeightedSum<T>(values.data(), scale.data(), static_cast<int>(values.size()), out->data<T>(),
-                          out->num_elements(), gpus[0]->compute_stream());
+      gpu::WeightedSum<T>(values.data(), scale.data(), static_cast<int>(values.size()),
+                          out->data<T>(), out->num_elements(), gpus[0]->compute_stream());
       PF_RETURN_IF_ERROR(gpus[0]->CheckLaunch(name()));
       for (size_t i = 1; i < all.size(); ++i) {
         PF_ASSIGN_OR_RETURN(Tensor copy, CopyRegistry::Global()->Copy(*out, gpus[0], gpus[i]));
@@ -157,7 +171,8 @@ class AllReduceGpuOp : public OpKernel {
     std::string devices;
     for (const GpuDevice* g : gpus) devices += (devices.empty() ? "" : ", ") + g->name();
     PF_LOG_INFO("All-reduce '{}' over [{}]: {}", key_, devices,
-                NcclUsable(gpus) ? "NCCL, one packed buffer per GPU" : "reduced on the first GPU and copied back");
+                NcclUsable(gpus) ? "NCCL, one packed buffer per GPU"
+                                 : "reduced on the first GPU and copied back");
   }
 
   std::string key_;
@@ -165,9 +180,11 @@ class AllReduceGpuOp : public OpKernel {
   mutable std::atomic<bool> logged_{false};
 };
 
-#define PF_GPU_AGGREGATE(T)                                                                               \
-  PF_REGISTER_KERNEL(Gpu("WeightedMean", DataTypeOf<T>()).HostMemory("weights"), WeightedMeanGpuOp<T>); \
-  PF_REGISTER_KERNEL(Gpu("CollectiveAllReduce", DataTypeOf<T>()).HostMemory("weight"), AllReduceGpuOp<T>)
+#define PF_GPU_AGGREGATE(T)                                                            \
+  PF_REGISTER_KERNEL(Gpu("WeightedMean", DataTypeOf<T>()).HostMemory("weights"),       \
+                     WeightedMeanGpuOp<T>);                                            \
+  PF_REGISTER_KERNEL(Gpu("CollectiveAllReduce", DataTypeOf<T>()).HostMemory("weight"), \
+                     AllReduceGpuOp<T>)
 PF_GPU_AGGREGATE(float);
 PF_GPU_AGGREGATE(double);
 

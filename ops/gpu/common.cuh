@@ -17,8 +17,9 @@ inline int Blocks(int64_t n) {
   return static_cast<int>(b < 1 ? 1 : b);
 }
 
-#define PF_GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#define PF_GRID_LOOP(i, n)                                                               \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 template <typename T>
 __device__ __forceinline__ T WarpSum(T v) {

@@ -35,16 +35,19 @@ enum class ReduceFn { kSum, kMax, kMin };
 
 // out = f(a, b), n output elements.
 template <typename T>
-void Binary(BinaryFn f, const T* a, const T* b, T* out, int64_t n, const BroadcastDims& dims, Stream stream);
+void Binary(BinaryFn f, const T* a, const T* b, T* out, int64_t n, const BroadcastDims& dims,
+            Stream stream);
 template <typename T>
-void Compare(CompareFn f, const T* a, const T* b, bool* out, int64_t n, const BroadcastDims& dims, Stream stream);
+void Compare(CompareFn f, const T* a, const T* b, bool* out, int64_t n, const BroadcastDims& dims,
+             Stream stream);
 template <typename T>
 void Unary(UnaryFn f, const T* x, T* y, int64_t n, Stream stream);
 template <typename T>
 void ActivationGrad(ActivationGradFn f, const T* g, const T* y, T* out, int64_t n, Stream stream);
 // out[i] = scale * a[broadcast offset of i] (b's strides are ignored).
 template <typename T>
-void BroadcastScaled(const T* a, T scale, T* out, int64_t n, const BroadcastDims& dims, Stream stream);
+void BroadcastScaled(const T* a, T scale, T* out, int64_t n, const BroadcastDims& dims,
+                     Stream stream);
 // out = scale * x (scale read from device memory when `scale_on_device` is set).
 template <typename T>
 void Scale(const T* x, T scale, const T* scale_on_device, T* out, int64_t n, Stream stream);
@@ -57,7 +60,8 @@ template <typename T>
 void BiasAdd(const T* x, const T* bias, T* out, int64_t n, int64_t channels, Stream stream);
 // out = sum_i scale[i] * inputs[i], summed in index order (pointers and scales on the host).
 template <typename T>
-void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n, Stream stream);
+void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n,
+                 Stream stream);
 // out = sum of `count` inputs (the pointer array lives on the host).
 template <typename T>
 void AddN(const T* const* inputs, int count, T* out, int64_t n, Stream stream);
@@ -76,7 +80,8 @@ struct ReduceDims {
 };
 // out = R(in) per output element; sums are divided by `divisor` (Mean: the count).
 template <typename T>
-void Reduce(ReduceFn f, const T* in, T* out, const ReduceDims& dims, int64_t divisor, Stream stream);
+void Reduce(ReduceFn f, const T* in, T* out, const ReduceDims& dims, int64_t divisor,
+            Stream stream);
 // Index of the largest value along the middle axis of [outer, axis, inner] (first on ties).
 template <typename T, typename Index>
 void ArgMax(const T* in, Index* out, int64_t outer, int64_t axis, int64_t inner, Stream stream);
@@ -85,23 +90,25 @@ void ArgMax(const T* in, Index* out, int64_t outer, int64_t axis, int64_t inner,
 // Dense labels p [rows, cols], or sparse class indices (an index out of range gives NaN, as
 // TensorFlow's GPU kernel does).
 template <typename T>
-void SoftmaxXent(const T* logits, const T* labels, T* loss, T* backprop, int64_t rows, int64_t cols, Stream stream);
+void SoftmaxXent(const T* logits, const T* labels, T* loss, T* backprop, int64_t rows, int64_t cols,
+                 Stream stream);
 template <typename T, typename Index>
-void SparseSoftmaxXent(const T* logits, const Index* labels, T* loss, T* backprop, int64_t rows, int64_t cols,
-                       Stream stream);
+void SparseSoftmaxXent(const T* logits, const Index* labels, T* loss, T* backprop, int64_t rows,
+                       int64_t cols, Stream stream);
 
 // Fused optimizer updates; scalars (lr, decay rates) are read from device memory.
 template <typename T>
 void ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, Stream stream);
 template <typename T>
-void ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool nesterov, int64_t n,
-                   Stream stream);
+void ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool nesterov,
+                   int64_t n, Stream stream);
 template <typename T>
-void ApplyAdam(T* var, T* m, T* v, const T* beta1_power, const T* beta2_power, const T* lr, const T* beta1,
-               const T* beta2, const T* epsilon, const T* grad, int64_t n, Stream stream);
+void ApplyAdam(T* var, T* m, T* v, const T* beta1_power, const T* beta2_power, const T* lr,
+               const T* beta1, const T* beta2, const T* epsilon, const T* grad, int64_t n,
+               Stream stream);
 template <typename T>
-void ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum, const T* epsilon,
-                  const T* grad, int64_t n, Stream stream);
+void ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum,
+                  const T* epsilon, const T* grad, int64_t n, Stream stream);
 template <typename T>
 void ApplyAdagrad(T* var, T* accum, const T* lr, const T* grad, int64_t n, Stream stream);
 
@@ -124,8 +131,8 @@ void Gather(int elem_size, const void* params, const Index* indices, void* out, 
             int64_t row_elems, int64_t limit, Stream stream);
 // out (zeroed first) [limit, row] += grad[i, :] at row indices[i] (atomic adds).
 template <typename T, typename Index>
-void ScatterAdd(const T* grad, const Index* indices, T* out, int64_t num_indices, int64_t row_elems, int64_t limit,
-                Stream stream);
+void ScatterAdd(const T* grad, const Index* indices, T* out, int64_t num_indices, int64_t row_elems,
+                int64_t limit, Stream stream);
 // out[i, k] = k == indices[i] ? on : off, depth columns.
 template <typename T, typename Index>
 void OneHot(const Index* indices, T* out, int64_t n, int64_t depth, T on, T off, Stream stream);
@@ -134,6 +141,7 @@ void OneHot(const Index* indices, T* out, int64_t n, int64_t depth, T on, T off,
 // attempt) exactly as the CPU kernels do (random_ops.cc): 0 uniform [0, 1), 1 normal, 2
 // normal truncated to two standard deviations.
 template <typename T>
-void RandomFill(int distribution, T* out, int64_t n, uint32_t key0, uint32_t key1, uint32_t call, Stream stream);
+void RandomFill(int distribution, T* out, int64_t n, uint32_t key0, uint32_t key1, uint32_t call,
+                Stream stream);
 
 }  // namespace pf::gpu

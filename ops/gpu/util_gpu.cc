@@ -4,12 +4,18 @@ namespace pf {
 
 StatusOr<gpu::Type> GpuTypeOf(DType t) {
   switch (t) {
-    case DT_FLOAT: return gpu::Type::kF32;
-    case DT_DOUBLE: return gpu::Type::kF64;
-    case DT_INT32: return gpu::Type::kI32;
-    case DT_INT64: return gpu::Type::kI64;
-    case DT_BOOL: return gpu::Type::kBool;
-    default: return errors::Unimplemented("No GPU kernels for dtype ", DTypeName(t));
+    case DT_FLOAT:
+      return gpu::Type::kF32;
+    case DT_DOUBLE:
+      return gpu::Type::kF64;
+    case DT_INT32:
+      return gpu::Type::kI32;
+    case DT_INT64:
+      return gpu::Type::kI64;
+    case DT_BOOL:
+      return gpu::Type::kBool;
+    default:
+      return errors::Unimplemented("No GPU kernels for dtype ", DTypeName(t));
   }
 }
 
@@ -21,8 +27,8 @@ StatusOr<gpu::BroadcastDims> GpuBroadcast(const Shape& a, const Shape& b, const 
   d.b_scalar = p.b_scalar;
   if (d.same_shape || d.a_scalar || d.b_scalar) return d;
   if (p.out_dims.size() > static_cast<size_t>(gpu::kMaxDims)) {
-    return errors::Unimplemented("GPU broadcasting supports up to ", gpu::kMaxDims, " dims, got ", a.ToString(), " and ",
-                                 b.ToString());
+    return errors::Unimplemented("GPU broadcasting supports up to ", gpu::kMaxDims, " dims, got ",
+                                 a.ToString(), " and ", b.ToString());
   }
   d.rank = static_cast<int>(p.out_dims.size());
   for (int i = 0; i < d.rank; ++i) {
@@ -50,8 +56,10 @@ StatusOr<gpu::ReduceDims> GpuReduce(const Shape& in, const std::vector<bool>& re
     }
     stride *= n;
   }
-  if (kept.size() > static_cast<size_t>(gpu::kMaxDims) || red.size() > static_cast<size_t>(gpu::kMaxDims)) {
-    return errors::Unimplemented("GPU reductions support up to ", gpu::kMaxDims, " dims, got ", in.ToString());
+  if (kept.size() > static_cast<size_t>(gpu::kMaxDims) ||
+      red.size() > static_cast<size_t>(gpu::kMaxDims)) {
+    return errors::Unimplemented("GPU reductions support up to ", gpu::kMaxDims, " dims, got ",
+                                 in.ToString());
   }
   d.kept_rank = static_cast<int>(kept.size());
   d.reduced_rank = static_cast<int>(red.size());
@@ -80,8 +88,9 @@ StatusOr<Tensor> GpuTemp(OpKernelContext* ctx, DType dtype, const Shape& shape) 
   Tensor t(a, dtype, shape);
   if (!t.IsInitialized()) {
     const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
-    return errors::ResourceExhausted("OOM when allocating temporary tensor with shape ", shape.ToString(), " and type ",
-                                     DTypeName(dtype), " (", bytes, " bytes) by allocator ", a->Name(), ": ",
+    return errors::ResourceExhausted("OOM when allocating temporary tensor with shape ",
+                                     shape.ToString(), " and type ", DTypeName(dtype), " (", bytes,
+                                     " bytes) by allocator ", a->Name(), ": ",
                                      a->DescribeFailure(bytes));
   }
   return t;

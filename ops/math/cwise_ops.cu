@@ -23,7 +23,8 @@ __device__ __forceinline__ T Apply(T a, T b) {
   if constexpr (F == BinaryFn::kDiv) return a / b;
   if constexpr (F == BinaryFn::kMax) return a > b ? a : b;
   if constexpr (F == BinaryFn::kMin) return a < b ? a : b;
-  if constexpr (F == BinaryFn::kPow) return static_cast<T>(pow(static_cast<double>(a), static_cast<double>(b)));
+  if constexpr (F == BinaryFn::kPow)
+    return static_cast<T>(pow(static_cast<double>(a), static_cast<double>(b)));
   if constexpr (F == BinaryFn::kSquaredDiff) return (a - b) * (a - b);
   if constexpr (F == BinaryFn::kSigmoidXent && std::is_floating_point_v<T>) {
     // max(x, 0) - x z + log(1 + exp(-|x|)), with a = logits x, b = labels z
@@ -32,7 +33,8 @@ __device__ __forceinline__ T Apply(T a, T b) {
   return T();
 }
 
-__device__ __forceinline__ void Offsets(const BroadcastDims& d, int64_t i, int64_t* oa, int64_t* ob) {
+__device__ __forceinline__ void Offsets(const BroadcastDims& d, int64_t i, int64_t* oa,
+                                        int64_t* ob) {
   int64_t a = 0, b = 0;
   for (int k = d.rank - 1; k >= 0; --k) {
     const int64_t idx = i % d.dims[k];
@@ -137,11 +139,21 @@ __global__ void CastKernel(const From* x, To* y, int64_t n) {
 template <typename From>
 void CastFrom(const From* x, Type to, void* y, int64_t n, Stream s) {
   switch (to) {
-    case Type::kF32: CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<float*>(y), n); break;
-    case Type::kF64: CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<double*>(y), n); break;
-    case Type::kI32: CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<int32_t*>(y), n); break;
-    case Type::kI64: CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<int64_t*>(y), n); break;
-    case Type::kBool: CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<bool*>(y), n); break;
+    case Type::kF32:
+      CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<float*>(y), n);
+      break;
+    case Type::kF64:
+      CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<double*>(y), n);
+      break;
+    case Type::kI32:
+      CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<int32_t*>(y), n);
+      break;
+    case Type::kI64:
+      CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<int64_t*>(y), n);
+      break;
+    case Type::kBool:
+      CastKernel<<<Blocks(n), kThreads, 0, s>>>(x, static_cast<bool*>(y), n);
+      break;
   }
 }
 
@@ -174,7 +186,8 @@ __global__ void AddNKernel(Pointers<T> in, int count, bool accumulate, T* out, i
 }
 
 template <typename T>
-__global__ void WeightedSumKernel(Pointers<T> in, Scales sc, int count, bool accumulate, T* out, int64_t n) {
+__global__ void WeightedSumKernel(Pointers<T> in, Scales sc, int count, bool accumulate, T* out,
+                                  int64_t n) {
   PF_GRID_LOOP(i, n) {
     T acc = accumulate ? out[i] : T(0);
     for (int k = 0; k < count; ++k) acc += static_cast<T>(sc.s[k]) * in.p[k][i];
@@ -185,7 +198,8 @@ __global__ void WeightedSumKernel(Pointers<T> in, Scales sc, int count, bool acc
 }  // namespace
 
 template <typename T>
-void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n, Stream s) {
+void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n,
+                 Stream s) {
   if (n == 0) return;
   for (int start = 0; start < count; start += kAddNChunk) {
     Pointers<T> p{};
@@ -200,33 +214,47 @@ void WeightedSum(const T* const* inputs, const double* scale, int count, T* out,
 }
 
 template <typename T>
-void Binary(BinaryFn f, const T* a, const T* b, T* out, int64_t n, const BroadcastDims& d, Stream s) {
+void Binary(BinaryFn f, const T* a, const T* b, T* out, int64_t n, const BroadcastDims& d,
+            Stream s) {
   if (n == 0) return;
   switch (f) {
-    case BinaryFn::kAdd: return BinaryImpl<BinaryFn::kAdd>(a, b, out, n, d, s);
-    case BinaryFn::kSub: return BinaryImpl<BinaryFn::kSub>(a, b, out, n, d, s);
-    case BinaryFn::kMul: return BinaryImpl<BinaryFn::kMul>(a, b, out, n, d, s);
-    case BinaryFn::kDiv: return BinaryImpl<BinaryFn::kDiv>(a, b, out, n, d, s);
-    case BinaryFn::kMax: return BinaryImpl<BinaryFn::kMax>(a, b, out, n, d, s);
-    case BinaryFn::kMin: return BinaryImpl<BinaryFn::kMin>(a, b, out, n, d, s);
-    case BinaryFn::kPow: return BinaryImpl<BinaryFn::kPow>(a, b, out, n, d, s);
-    case BinaryFn::kSquaredDiff: return BinaryImpl<BinaryFn::kSquaredDiff>(a, b, out, n, d, s);
-    case BinaryFn::kSigmoidXent: return BinaryImpl<BinaryFn::kSigmoidXent>(a, b, out, n, d, s);
+    case BinaryFn::kAdd:
+      return BinaryImpl<BinaryFn::kAdd>(a, b, out, n, d, s);
+    case BinaryFn::kSub:
+      return BinaryImpl<BinaryFn::kSub>(a, b, out, n, d, s);
+    case BinaryFn::kMul:
+      return BinaryImpl<BinaryFn::kMul>(a, b, out, n, d, s);
+    case BinaryFn::kDiv:
+      return BinaryImpl<BinaryFn::kDiv>(a, b, out, n, d, s);
+    case BinaryFn::kMax:
+      return BinaryImpl<BinaryFn::kMax>(a, b, out, n, d, s);
+    case BinaryFn::kMin:
+      return BinaryImpl<BinaryFn::kMin>(a, b, out, n, d, s);
+    case BinaryFn::kPow:
+      return BinaryImpl<BinaryFn::kPow>(a, b, out, n, d, s);
+    case BinaryFn::kSquaredDiff:
+      return BinaryImpl<BinaryFn::kSquaredDiff>(a, b, out, n, d, s);
+    case BinaryFn::kSigmoidXent:
+      return BinaryImpl<BinaryFn::kSigmoidXent>(a, b, out, n, d, s);
   }
 }
 
 template <typename T>
-void Compare(CompareFn f, const T* a, const T* b, bool* out, int64_t n, const BroadcastDims& d, Stream s) {
+void Compare(CompareFn f, const T* a, const T* b, bool* out, int64_t n, const BroadcastDims& d,
+             Stream s) {
   if (n == 0) return;
   switch (f) {
     case CompareFn::kEqual:
-      BinaryKernel<bool><<<Blocks(n), kThreads, 0, s>>>(a, b, out, n, d, [] __device__(T x, T y) { return x == y; });
+      BinaryKernel<bool><<<Blocks(n), kThreads, 0, s>>>(a, b, out, n, d,
+                                                        [] __device__(T x, T y) { return x == y; });
       break;
     case CompareFn::kLess:
-      BinaryKernel<bool><<<Blocks(n), kThreads, 0, s>>>(a, b, out, n, d, [] __device__(T x, T y) { return x < y; });
+      BinaryKernel<bool><<<Blocks(n), kThreads, 0, s>>>(a, b, out, n, d,
+                                                        [] __device__(T x, T y) { return x < y; });
       break;
     case CompareFn::kGreater:
-      BinaryKernel<bool><<<Blocks(n), kThreads, 0, s>>>(a, b, out, n, d, [] __device__(T x, T y) { return x > y; });
+      BinaryKernel<bool><<<Blocks(n), kThreads, 0, s>>>(a, b, out, n, d,
+                                                        [] __device__(T x, T y) { return x > y; });
       break;
   }
 }
@@ -234,8 +262,10 @@ void Compare(CompareFn f, const T* a, const T* b, bool* out, int64_t n, const Br
 template <typename T>
 void Unary(UnaryFn f, const T* x, T* y, int64_t n, Stream s) {
   if (n == 0) return;
-#define PF_UNARY_CASE(F) \
-  case UnaryFn::F: UnaryKernel<UnaryFn::F, T><<<Blocks(n), kThreads, 0, s>>>(x, y, n); break;
+#define PF_UNARY_CASE(F)                                                \
+  case UnaryFn::F:                                                      \
+    UnaryKernel<UnaryFn::F, T><<<Blocks(n), kThreads, 0, s>>>(x, y, n); \
+    break;
   switch (f) {
     PF_UNARY_CASE(kNeg)
     PF_UNARY_CASE(kSquare)
@@ -259,7 +289,8 @@ void ActivationGrad(ActivationGradFn f, const T* g, const T* y, T* out, int64_t 
 template <typename T>
 void BroadcastScaled(const T* a, T scale, T* out, int64_t n, const BroadcastDims& d, Stream s) {
   if (n == 0) return;
-  BinaryKernel<T><<<Blocks(n), kThreads, 0, s>>>(a, a, out, n, d, [scale] __device__(T x, T) { return x * scale; });
+  BinaryKernel<T><<<Blocks(n), kThreads, 0, s>>>(a, a, out, n, d,
+                                                 [scale] __device__(T x, T) { return x * scale; });
 }
 
 template <typename T>
@@ -270,11 +301,16 @@ void Scale(const T* x, T scale, const T* scale_dev, T* out, int64_t n, Stream s)
 void Cast(Type from, const void* x, Type to, void* y, int64_t n, Stream s) {
   if (n == 0) return;
   switch (from) {
-    case Type::kF32: return CastFrom(static_cast<const float*>(x), to, y, n, s);
-    case Type::kF64: return CastFrom(static_cast<const double*>(x), to, y, n, s);
-    case Type::kI32: return CastFrom(static_cast<const int32_t*>(x), to, y, n, s);
-    case Type::kI64: return CastFrom(static_cast<const int64_t*>(x), to, y, n, s);
-    case Type::kBool: return CastFrom(static_cast<const bool*>(x), to, y, n, s);
+    case Type::kF32:
+      return CastFrom(static_cast<const float*>(x), to, y, n, s);
+    case Type::kF64:
+      return CastFrom(static_cast<const double*>(x), to, y, n, s);
+    case Type::kI32:
+      return CastFrom(static_cast<const int32_t*>(x), to, y, n, s);
+    case Type::kI64:
+      return CastFrom(static_cast<const int64_t*>(x), to, y, n, s);
+    case Type::kBool:
+      return CastFrom(static_cast<const bool*>(x), to, y, n, s);
   }
 }
 
@@ -299,14 +335,16 @@ void AddN(const T* const* inputs, int count, T* out, int64_t n, Stream s) {
   }
 }
 
-#define PF_INSTANTIATE_NUMBER(T)                                                                         \
-  template void Binary<T>(BinaryFn, const T*, const T*, T*, int64_t, const BroadcastDims&, Stream);     \
-  template void Compare<T>(CompareFn, const T*, const T*, bool*, int64_t, const BroadcastDims&, Stream); \
-  template void Unary<T>(UnaryFn, const T*, T*, int64_t, Stream);                                        \
-  template void Scale<T>(const T*, T, const T*, T*, int64_t, Stream);                                    \
-  template void BroadcastScaled<T>(const T*, T, T*, int64_t, const BroadcastDims&, Stream);              \
-  template void Fill<T>(T*, int64_t, T, const T*, Stream);                                               \
-  template void BiasAdd<T>(const T*, const T*, T*, int64_t, int64_t, Stream);                            \
+#define PF_INSTANTIATE_NUMBER(T)                                                                \
+  template void Binary<T>(BinaryFn, const T*, const T*, T*, int64_t, const BroadcastDims&,      \
+                          Stream);                                                              \
+  template void Compare<T>(CompareFn, const T*, const T*, bool*, int64_t, const BroadcastDims&, \
+                           Stream);                                                             \
+  template void Unary<T>(UnaryFn, const T*, T*, int64_t, Stream);                               \
+  template void Scale<T>(const T*, T, const T*, T*, int64_t, Stream);                           \
+  template void BroadcastScaled<T>(const T*, T, T*, int64_t, const BroadcastDims&, Stream);     \
+  template void Fill<T>(T*, int64_t, T, const T*, Stream);                                      \
+  template void BiasAdd<T>(const T*, const T*, T*, int64_t, int64_t, Stream);                   \
   template void AddN<T>(const T* const*, int, T*, int64_t, Stream);
 PF_INSTANTIATE_NUMBER(float)
 PF_INSTANTIATE_NUMBER(double)
@@ -314,8 +352,11 @@ PF_INSTANTIATE_NUMBER(int32_t)
 PF_INSTANTIATE_NUMBER(int64_t)
 template void Fill<bool>(bool*, int64_t, bool, const bool*, Stream);
 template void WeightedSum<float>(const float* const*, const double*, int, float*, int64_t, Stream);
-template void WeightedSum<double>(const double* const*, const double*, int, double*, int64_t, Stream);
-template void ActivationGrad<float>(ActivationGradFn, const float*, const float*, float*, int64_t, Stream);
-template void ActivationGrad<double>(ActivationGradFn, const double*, const double*, double*, int64_t, Stream);
+template void WeightedSum<double>(const double* const*, const double*, int, double*, int64_t,
+                                  Stream);
+template void ActivationGrad<float>(ActivationGradFn, const float*, const float*, float*, int64_t,
+                                    Stream);
+template void ActivationGrad<double>(ActivationGradFn, const double*, const double*, double*,
+                                     int64_t, Stream);
 
 }  // namespace pf::gpu

@@ -14,9 +14,10 @@ class BinaryGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(a.shape(), b.shape(), out->shape()));
-    gpu::Binary<T>(F, a.data<T>(), b.data<T>(), out->data<T>(), out->num_elements(), d, gpu->compute_stream());
+    gpu::Binary<T>(F, a.data<T>(), b.data<T>(), out->data<T>(), out->num_elements(), d,
+                   gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -28,9 +29,10 @@ class CompareGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(a.shape(), b.shape(), out->shape()));
-    gpu::Compare<T>(F, a.data<T>(), b.data<T>(), out->data<bool>(), out->num_elements(), d, gpu->compute_stream());
+    gpu::Compare<T>(F, a.data<T>(), b.data<T>(), out->data<bool>(), out->num_elements(), d,
+                    gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -40,8 +42,9 @@ class UnaryGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
-    gpu::Unary<T>(F, ctx->input(0).data<T>(), out->data<T>(), out->num_elements(), gpu->compute_stream());
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::Unary<T>(F, ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
+                  gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -52,12 +55,13 @@ class ActivationGradGpuOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     if (ctx->input(0).shape() != ctx->input(1).shape()) {
-      return errors::InvalidArgument(node().op(), ": gradients and outputs must have the same shape, got ",
-                                     ctx->input(0).shape().ToString(), " and ", ctx->input(1).shape().ToString());
+      return errors::InvalidArgument(
+          node().op(), ": gradients and outputs must have the same shape, got ",
+          ctx->input(0).shape().ToString(), " and ", ctx->input(1).shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
-    gpu::ActivationGrad<T>(F, ctx->input(0).data<T>(), ctx->input(1).data<T>(), out->data<T>(), out->num_elements(),
-                           gpu->compute_stream());
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::ActivationGrad<T>(F, ctx->input(0).data<T>(), ctx->input(1).data<T>(), out->data<T>(),
+                           out->num_elements(), gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -70,7 +74,7 @@ class CastGpuOp : public GpuOpKernel {
     if (in.dtype() == ctx->output_dtype(0)) return ctx->ForwardInput(0, 0);
     PF_ASSIGN_OR_RETURN(gpu::Type from, GpuTypeOf(in.dtype()));
     PF_ASSIGN_OR_RETURN(gpu::Type to, GpuTypeOf(ctx->output_dtype(0)));
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     gpu::Cast(from, in.raw_data(), to, out->raw_data(), in.num_elements(), gpu->compute_stream());
     return Status::OK();
   }
@@ -84,11 +88,13 @@ class BiasAddGpuOp : public GpuOpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
     if (x.rank() < 1 || bias.rank() != 1 || bias.dim(0) != x.dim(x.rank() - 1)) {
-      return errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
-                                     bias.shape().ToString(), " vs. ", x.shape().ToString());
+      return errors::InvalidArgument(
+          "Must provide as many biases as the last dimension of the input tensor: ",
+          bias.shape().ToString(), " vs. ", x.shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
-    gpu::BiasAdd<T>(x.data<T>(), bias.data<T>(), out->data<T>(), x.num_elements(), bias.dim(0), gpu->compute_stream());
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::BiasAdd<T>(x.data<T>(), bias.data<T>(), out->data<T>(), x.num_elements(), bias.dim(0),
+                    gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -98,37 +104,40 @@ class AddNGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     std::vector<const T*> in;
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       if (ctx->input(i).shape() != out->shape()) {
-        return errors::InvalidArgument("AddN: input ", i, " has shape ", ctx->input(i).shape().ToString(),
-                                       " but the output has ", out->shape().ToString());
+        return errors::InvalidArgument("AddN: input ", i, " has shape ",
+                                       ctx->input(i).shape().ToString(), " but the output has ",
+                                       out->shape().ToString());
       }
       in.push_back(ctx->input(i).data<T>());
     }
-    gpu::AddN<T>(in.data(), static_cast<int>(in.size()), out->data<T>(), out->num_elements(), gpu->compute_stream());
+    gpu::AddN<T>(in.data(), static_cast<int>(in.size()), out->data<T>(), out->num_elements(),
+                 gpu->compute_stream());
     return Status::OK();
   }
 };
 
-#define PF_GPU_NUMBER(op, Kernel, F)                                 \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float, F>);          \
-  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double, F>);        \
-  PF_REGISTER_KERNEL(Gpu(op, DT_INT32), Kernel<int32_t, F>);        \
+#define PF_GPU_NUMBER(op, Kernel, F)                         \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float, F>);   \
+  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double, F>); \
+  PF_REGISTER_KERNEL(Gpu(op, DT_INT32), Kernel<int32_t, F>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_INT64), Kernel<int64_t, F>)
-#define PF_GPU_REAL(op, Kernel, F)                          \
+#define PF_GPU_REAL(op, Kernel, F)                         \
   PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float, F>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double, F>)
 
+using gpu::ActivationGradFn;
 using gpu::BinaryFn;
 using gpu::CompareFn;
 using gpu::UnaryFn;
-using gpu::ActivationGradFn;
 PF_GPU_NUMBER("Add", BinaryGpuOp, BinaryFn::kAdd);
 PF_GPU_NUMBER("Sub", BinaryGpuOp, BinaryFn::kSub);
 PF_GPU_NUMBER("Mul", BinaryGpuOp, BinaryFn::kMul);
-PF_GPU_REAL("Div", BinaryGpuOp, BinaryFn::kDiv);  // integer division stays on the CPU (it checks for zero)
+PF_GPU_REAL("Div", BinaryGpuOp,
+            BinaryFn::kDiv);  // integer division stays on the CPU (it checks for zero)
 PF_GPU_NUMBER("Maximum", BinaryGpuOp, BinaryFn::kMax);
 PF_GPU_NUMBER("Minimum", BinaryGpuOp, BinaryFn::kMin);
 PF_GPU_REAL("Pow", BinaryGpuOp, BinaryFn::kPow);

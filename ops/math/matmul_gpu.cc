@@ -16,10 +16,10 @@ class MatMulGpuOp : public GpuOpKernel {
     const int64_t m = ta_ ? a.dim(1) : a.dim(0), k = ta_ ? a.dim(0) : a.dim(1);
     const int64_t kb = tb_ ? b.dim(1) : b.dim(0), n = tb_ ? b.dim(0) : b.dim(1);
     if (k != kb) {
-      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(), ", In[1]: ",
-                                     b.shape().ToString());
+      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(),
+                                     ", In[1]: ", b.shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     if (k == 0) {
       VisitDType(out->dtype(), [&](auto t) {
         using T = decltype(t);

@@ -74,13 +74,15 @@ __global__ void BlockPerOutput(const T* in, T* out, ReduceDims d, int64_t diviso
     const int64_t base = KeptOffset(d, o);
     T acc = Identity<F, T>();
     if (d.reduced_rank == 1 && d.reduced_strides[0] == 1) {
-      for (int64_t r = threadIdx.x; r < d.num_reduced; r += blockDim.x) acc = Combine<F, T>(acc, in[base + r]);
+      for (int64_t r = threadIdx.x; r < d.num_reduced; r += blockDim.x)
+        acc = Combine<F, T>(acc, in[base + r]);
     } else {
       for (int64_t r = threadIdx.x; r < d.num_reduced; r += blockDim.x) {
         acc = Combine<F, T>(acc, in[base + ReducedOffset(d, r)]);
       }
     }
-    acc = BlockReduce(acc, [](T v) { return WarpReduce<F, T>(v); }, Identity<F, T>());
+    acc = BlockReduce(
+        acc, [](T v) { return WarpReduce<F, T>(v); }, Identity<F, T>());
     if (threadIdx.x == 0) out[o] = F == ReduceFn::kSum ? acc / static_cast<T>(divisor) : acc;
   }
 }
@@ -90,7 +92,8 @@ __global__ void ThreadPerOutput(const T* in, T* out, ReduceDims d, int64_t divis
   PF_GRID_LOOP(o, d.num_out) {
     const int64_t base = KeptOffset(d, o);
     T acc = Identity<F, T>();
-    for (int64_t r = 0; r < d.num_reduced; ++r) acc = Combine<F, T>(acc, in[base + ReducedOffset(d, r)]);
+    for (int64_t r = 0; r < d.num_reduced; ++r)
+      acc = Combine<F, T>(acc, in[base + ReducedOffset(d, r)]);
     out[o] = F == ReduceFn::kSum ? acc / static_cast<T>(divisor) : acc;
   }
 }
@@ -130,26 +133,33 @@ template <typename T>
 void Reduce(ReduceFn f, const T* in, T* out, const ReduceDims& d, int64_t divisor, Stream s) {
   if (d.num_out == 0) return;
   if (d.num_reduced == 0) {
-    Fill<T>(out, d.num_out, T(0), nullptr, s);  // an empty sum; Max/Min of nothing is rejected earlier
+    Fill<T>(out, d.num_out, T(0), nullptr,
+            s);  // an empty sum; Max/Min of nothing is rejected earlier
     return;
   }
   switch (f) {
-    case ReduceFn::kSum: return ReduceImpl<ReduceFn::kSum, T>(in, out, d, divisor, s);
-    case ReduceFn::kMax: return ReduceImpl<ReduceFn::kMax, T>(in, out, d, divisor, s);
-    case ReduceFn::kMin: return ReduceImpl<ReduceFn::kMin, T>(in, out, d, divisor, s);
+    case ReduceFn::kSum:
+      return ReduceImpl<ReduceFn::kSum, T>(in, out, d, divisor, s);
+    case ReduceFn::kMax:
+      return ReduceImpl<ReduceFn::kMax, T>(in, out, d, divisor, s);
+    case ReduceFn::kMin:
+      return ReduceImpl<ReduceFn::kMin, T>(in, out, d, divisor, s);
   }
 }
 
 template <typename T, typename Index>
 void ArgMax(const T* in, Index* out, int64_t outer, int64_t axis, int64_t inner, Stream s) {
-  if (outer * inner > 0) ArgMaxKernel<<<Blocks(outer * inner), kThreads, 0, s>>>(in, out, outer, axis, inner);
+  if (outer * inner > 0)
+    ArgMaxKernel<<<Blocks(outer * inner), kThreads, 0, s>>>(in, out, outer, axis, inner);
 }
 
 template void Reduce<float>(ReduceFn, const float*, float*, const ReduceDims&, int64_t, Stream);
 template void Reduce<double>(ReduceFn, const double*, double*, const ReduceDims&, int64_t, Stream);
-template void Reduce<int32_t>(ReduceFn, const int32_t*, int32_t*, const ReduceDims&, int64_t, Stream);
-template void Reduce<int64_t>(ReduceFn, const int64_t*, int64_t*, const ReduceDims&, int64_t, Stream);
-#define PF_ARGMAX(T)                                                                \
+template void Reduce<int32_t>(ReduceFn, const int32_t*, int32_t*, const ReduceDims&, int64_t,
+                              Stream);
+template void Reduce<int64_t>(ReduceFn, const int64_t*, int64_t*, const ReduceDims&, int64_t,
+                              Stream);
+#define PF_ARGMAX(T)                                                                       \
   template void ArgMax<T, int32_t>(const T*, int32_t*, int64_t, int64_t, int64_t, Stream); \
   template void ArgMax<T, int64_t>(const T*, int64_t*, int64_t, int64_t, int64_t, Stream);
 PF_ARGMAX(float)

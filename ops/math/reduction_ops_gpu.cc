@@ -26,15 +26,17 @@ Status LaunchReduce(OpKernelContext* ctx, GpuDevice* gpu, gpu::ReduceFn f, const
 template <typename T, gpu::ReduceFn F, bool kMean>
 class ReduceGpuOp : public GpuOpKernel {
  public:
-  explicit ReduceGpuOp(const Node& n) : GpuOpKernel(n), axes_(n.attr<std::vector<int64_t>>("axes")) {}
+  explicit ReduceGpuOp(const Node& n)
+      : GpuOpKernel(n), axes_(n.attr<std::vector<int64_t>>("axes")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& in = ctx->input(0);
     for (int64_t a : axes_) {
       if (a < -in.rank() || a >= in.rank()) {
-        return errors::InvalidArgument("Invalid reduction dimension (", a, " for input with ", in.rank(), " dimension(s)");
+        return errors::InvalidArgument("Invalid reduction dimension (", a, " for input with ",
+                                       in.rank(), " dimension(s)");
       }
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     return LaunchReduce<T>(ctx, gpu, F, in, ReducedFromAxes(axes_, in.rank()), kMean, out);
   }
 
@@ -48,13 +50,16 @@ class ArgMaxGpuOp : public GpuOpKernel {
   explicit ArgMaxGpuOp(const Node& n) : GpuOpKernel(n), axis_(n.attr<int64_t>("axis")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + in.rank() : axis_);
-    if (in.dim(axis) == 0) return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ", in.shape().ToString());
+    if (in.dim(axis) == 0)
+      return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ",
+                                     in.shape().ToString());
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= in.dim(d);
     for (int d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
-    gpu::ArgMax<T, Index>(in.data<T>(), out->data<Index>(), outer, in.dim(axis), inner, gpu->compute_stream());
+    gpu::ArgMax<T, Index>(in.data<T>(), out->data<Index>(), outer, in.dim(axis), inner,
+                          gpu->compute_stream());
     return Status::OK();
   }
 
@@ -68,7 +73,7 @@ class BiasAddGradGpuOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     std::vector<bool> reduced(g.rank(), true);
     reduced.back() = false;
     return LaunchReduce<T>(ctx, gpu, gpu::ReduceFn::kSum, g, reduced, false, out);
@@ -84,7 +89,9 @@ class SumToShapeGpuOp : public GpuOpKernel {
     const Shape& target = ctx->input(1).shape();
     if (g.shape() == target) return ctx->SetOutput(0, g);
     const int shift = g.rank() - target.rank();
-    if (shift < 0) return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " has lower rank than ", target.ToString());
+    if (shift < 0)
+      return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " has lower rank than ",
+                                     target.ToString());
     std::vector<bool> reduced(g.rank(), false);
     for (int d = 0; d < g.rank(); ++d) {
       if (d < shift) {
@@ -92,10 +99,11 @@ class SumToShapeGpuOp : public GpuOpKernel {
       } else if (target.dim(d - shift) == 1 && g.dim(d) != 1) {
         reduced[d] = true;
       } else if (target.dim(d - shift) != g.dim(d)) {
-        return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " does not broadcast from ", target.ToString());
+        return errors::InvalidArgument("SumToShape: ", g.shape().ToString(),
+                                       " does not broadcast from ", target.ToString());
       }
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     return LaunchReduce<T>(ctx, gpu, gpu::ReduceFn::kSum, g, reduced, false, out);
   }
 };
@@ -108,16 +116,20 @@ class ReduceGradGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& g = ctx->input(0);
     const Shape& x = ctx->input(1).shape();
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     std::vector<bool> reduced = ReducedFromAxes(axes_, x.rank());
     Shape kept;
     for (int d = 0; d < x.rank(); ++d) kept.AddDim(reduced[d] ? 1 : x.dim(d));
     if (kept.num_elements() != g.num_elements()) {
-      return errors::InvalidArgument("ReduceGrad: gradient ", g.shape().ToString(), " does not match input ", x.ToString());
+      return errors::InvalidArgument("ReduceGrad: gradient ", g.shape().ToString(),
+                                     " does not match input ", x.ToString());
     }
-    const T scale = mean_ && g.num_elements() > 0 ? T(1) / static_cast<T>(x.num_elements() / g.num_elements()) : T(1);
+    const T scale = mean_ && g.num_elements() > 0
+                        ? T(1) / static_cast<T>(x.num_elements() / g.num_elements())
+                        : T(1);
     PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(kept, x, x));
-    gpu::BroadcastScaled<T>(g.data<T>(), scale, out->data<T>(), out->num_elements(), d, gpu->compute_stream());
+    gpu::BroadcastScaled<T>(g.data<T>(), scale, out->data<T>(), out->num_elements(), d,
+                            gpu->compute_stream());
     return Status::OK();
   }
 
@@ -132,11 +144,14 @@ class FillGpuOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& value = ctx->input(1);
-    if (value.num_elements() != 1) return errors::InvalidArgument("value must be a scalar, got shape ", value.shape().ToString());
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    if (value.num_elements() != 1)
+      return errors::InvalidArgument("value must be a scalar, got shape ",
+                                     value.shape().ToString());
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
-      gpu::Fill<T>(out->data<T>(), out->num_elements(), T{}, value.data<T>(), gpu->compute_stream());
+      gpu::Fill<T>(out->data<T>(), out->num_elements(), T{}, value.data<T>(),
+                   gpu->compute_stream());
     });
     return Status::OK();
   }
@@ -147,44 +162,50 @@ class ConstantLikeGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
-      gpu::Fill<T>(out->data<T>(), out->num_elements(), static_cast<T>(kValue), nullptr, gpu->compute_stream());
+      gpu::Fill<T>(out->data<T>(), out->num_elements(), static_cast<T>(kValue), nullptr,
+                   gpu->compute_stream());
     });
     return Status::OK();
   }
 };
 
-#define PF_GPU_REDUCE(op, F, mean)                                              \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), ReduceGpuOp<float, F, mean>);          \
-  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), ReduceGpuOp<double, F, mean>);        \
-  PF_REGISTER_KERNEL(Gpu(op, DT_INT32), ReduceGpuOp<int32_t, F, mean>);        \
+#define PF_GPU_REDUCE(op, F, mean)                                      \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), ReduceGpuOp<float, F, mean>);   \
+  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), ReduceGpuOp<double, F, mean>); \
+  PF_REGISTER_KERNEL(Gpu(op, DT_INT32), ReduceGpuOp<int32_t, F, mean>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_INT64), ReduceGpuOp<int64_t, F, mean>)
 PF_GPU_REDUCE("Sum", gpu::ReduceFn::kSum, false);
 PF_GPU_REDUCE("Mean", gpu::ReduceFn::kSum, true);
 PF_GPU_REDUCE("Max", gpu::ReduceFn::kMax, false);
 PF_GPU_REDUCE("Min", gpu::ReduceFn::kMin, false);
 
-#define PF_GPU_ARGMAX(T)                                                                                  \
-  PF_REGISTER_KERNEL(Gpu("ArgMax", DataTypeOf<T>()).TypeConstraint("output_type", {DT_INT32}), ArgMaxGpuOp<T, int32_t>); \
-  PF_REGISTER_KERNEL(Gpu("ArgMax", DataTypeOf<T>()).TypeConstraint("output_type", {DT_INT64}), ArgMaxGpuOp<T, int64_t>)
+#define PF_GPU_ARGMAX(T)                                                                       \
+  PF_REGISTER_KERNEL(Gpu("ArgMax", DataTypeOf<T>()).TypeConstraint("output_type", {DT_INT32}), \
+                     ArgMaxGpuOp<T, int32_t>);                                                 \
+  PF_REGISTER_KERNEL(Gpu("ArgMax", DataTypeOf<T>()).TypeConstraint("output_type", {DT_INT64}), \
+                     ArgMaxGpuOp<T, int64_t>)
 PF_GPU_ARGMAX(float);
 PF_GPU_ARGMAX(double);
 PF_GPU_ARGMAX(int32_t);
 PF_GPU_ARGMAX(int64_t);
 
-#define PF_GPU_REAL_KERNEL(op, Kernel)                       \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>);     \
+#define PF_GPU_REAL_KERNEL(op, Kernel)                  \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double>)
 PF_GPU_REAL_KERNEL("BiasAddGrad", BiasAddGradGpuOp);
 PF_GPU_REAL_KERNEL("SumToShape", SumToShapeGpuOp);
 PF_GPU_REAL_KERNEL("ReduceGrad", ReduceGradGpuOp);
 
 const std::vector<DType> kFillTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
-PF_REGISTER_KERNEL(KernelDef("Fill", kDeviceGpu).TypeConstraint("T", kFillTypes).HostMemory("dims"), FillGpuOp);
-PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceGpu).TypeConstraint("T", kFillTypes), ConstantLikeGpuOp<0>);
-PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceGpu).TypeConstraint("T", kFillTypes), ConstantLikeGpuOp<1>);
+PF_REGISTER_KERNEL(KernelDef("Fill", kDeviceGpu).TypeConstraint("T", kFillTypes).HostMemory("dims"),
+                   FillGpuOp);
+PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceGpu).TypeConstraint("T", kFillTypes),
+                   ConstantLikeGpuOp<0>);
+PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceGpu).TypeConstraint("T", kFillTypes),
+                   ConstantLikeGpuOp<1>);
 
 }  // namespace
 }  // namespace pf

@@ -23,16 +23,19 @@ struct SparseLabels {
 };
 
 template <typename T, typename Labels>
-__global__ void XentKernel(const T* logits, Labels labels, T* loss, T* backprop, int64_t rows, int64_t cols) {
+__global__ void XentKernel(const T* logits, Labels labels, T* loss, T* backprop, int64_t rows,
+                           int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* x = logits + r * cols;
     T* b = backprop + r * cols;
     T m = -INFINITY;
     for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) m = x[i] > m ? x[i] : m;
-    m = BlockReduce(m, [](T v) { return WarpMax(v); }, T(-INFINITY));
+    m = BlockReduce(
+        m, [](T v) { return WarpMax(v); }, T(-INFINITY));
     T sum = 0;
     for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) sum += exp(x[i] - m);
-    sum = BlockReduce(sum, [](T v) { return WarpSum(v); }, T(0));
+    sum = BlockReduce(
+        sum, [](T v) { return WarpSum(v); }, T(0));
     const T log_sum = log(sum);
     const bool ok = labels.valid(r);
     T l = 0;
@@ -42,38 +45,46 @@ __global__ void XentKernel(const T* logits, Labels labels, T* loss, T* backprop,
       if (p != T(0)) l -= p * log_softmax;
       b[i] = ok ? exp(log_softmax) - p : T(NAN);
     }
-    l = BlockReduce(l, [](T v) { return WarpSum(v); }, T(0));
+    l = BlockReduce(
+        l, [](T v) { return WarpSum(v); }, T(0));
     if (threadIdx.x == 0) loss[r] = ok ? l : T(NAN);
   }
 }
 
-int RowBlocks(int64_t rows) { return static_cast<int>(rows < 65535 ? (rows < 1 ? 1 : rows) : 65535); }
+int RowBlocks(int64_t rows) {
+  return static_cast<int>(rows < 65535 ? (rows < 1 ? 1 : rows) : 65535);
+}
 int RowThreads(int64_t cols) { return cols <= 64 ? 64 : (cols <= 128 ? 128 : kThreads); }
 
 }  // namespace
 
 template <typename T>
-void SoftmaxXent(const T* logits, const T* labels, T* loss, T* backprop, int64_t rows, int64_t cols, Stream s) {
+void SoftmaxXent(const T* logits, const T* labels, T* loss, T* backprop, int64_t rows, int64_t cols,
+                 Stream s) {
   if (rows == 0) return;
-  XentKernel<<<RowBlocks(rows), RowThreads(cols), 0, s>>>(logits, DenseLabels<T>{labels, cols}, loss, backprop, rows,
-                                                           cols);
+  XentKernel<<<RowBlocks(rows), RowThreads(cols), 0, s>>>(logits, DenseLabels<T>{labels, cols},
+                                                          loss, backprop, rows, cols);
 }
 
 template <typename T, typename Index>
-void SparseSoftmaxXent(const T* logits, const Index* labels, T* loss, T* backprop, int64_t rows, int64_t cols,
-                       Stream s) {
+void SparseSoftmaxXent(const T* logits, const Index* labels, T* loss, T* backprop, int64_t rows,
+                       int64_t cols, Stream s) {
   if (rows == 0) return;
-  XentKernel<<<RowBlocks(rows), RowThreads(cols), 0, s>>>(logits, SparseLabels<T, Index>{labels, cols}, loss,
-                                                           backprop, rows, cols);
+  XentKernel<<<RowBlocks(rows), RowThreads(cols), 0, s>>>(
+      logits, SparseLabels<T, Index>{labels, cols}, loss, backprop, rows, cols);
 }
 
-template void SoftmaxXent<float>(const float*, const float*, float*, float*, int64_t, int64_t, Stream);
-template void SoftmaxXent<double>(const double*, const double*, double*, double*, int64_t, int64_t, Stream);
-template void SparseSoftmaxXent<float, int32_t>(const float*, const int32_t*, float*, float*, int64_t, int64_t, Stream);
-template void SparseSoftmaxXent<float, int64_t>(const float*, const int64_t*, float*, float*, int64_t, int64_t, Stream);
-template void SparseSoftmaxXent<double, int32_t>(const double*, const int32_t*, double*, double*, int64_t, int64_t,
-                                                 Stream);
-template void SparseSoftmaxXent<double, int64_t>(const double*, const int64_t*, double*, double*, int64_t, int64_t,
-                                                 Stream);
+template void SoftmaxXent<float>(const float*, const float*, float*, float*, int64_t, int64_t,
+                                 Stream);
+template void SoftmaxXent<double>(const double*, const double*, double*, double*, int64_t, int64_t,
+                                  Stream);
+template void SparseSoftmaxXent<float, int32_t>(const float*, const int32_t*, float*, float*,
+                                                int64_t, int64_t, Stream);
+template void SparseSoftmaxXent<float, int64_t>(const float*, const int64_t*, float*, float*,
+                                                int64_t, int64_t, Stream);
+template void SparseSoftmaxXent<double, int32_t>(const double*, const int32_t*, double*, double*,
+                                                 int64_t, int64_t, Stream);
+template void SparseSoftmaxXent<double, int64_t>(const double*, const int64_t*, double*, double*,
+                                                 int64_t, int64_t, Stream);
 
 }  // namespace pf::gpu

@@ -13,7 +13,7 @@ class SoftmaxGpuOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& x = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
     if (c == 0) return Status::OK();
     return GpuSoftmax(gpu, x.dtype(), kLog, x.num_elements() / c, c, x.raw_data(), out->raw_data());
@@ -28,13 +28,14 @@ class SoftmaxXentGpuOp : public GpuOpKernel {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
     if (logits.shape() != labels.shape()) {
-      return errors::InvalidArgument("logits and labels must be same size: logits_size=", logits.shape().ToString(),
-                                     " labels_size=", labels.shape().ToString());
+      return errors::InvalidArgument(
+          "logits and labels must be same size: logits_size=", logits.shape().ToString(),
+          " labels_size=", labels.shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* loss, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor* backprop, ctx->AllocateOutput(1));
-    gpu::SoftmaxXent<T>(logits.data<T>(), labels.data<T>(), loss->data<T>(), backprop->data<T>(), logits.dim(0),
-                        logits.dim(1), gpu->compute_stream());
+    PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
+    gpu::SoftmaxXent<T>(logits.data<T>(), labels.data<T>(), loss->data<T>(), backprop->data<T>(),
+                        logits.dim(0), logits.dim(1), gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -49,13 +50,15 @@ class SparseSoftmaxXentGpuOp : public GpuOpKernel {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
     if (labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
-      return errors::InvalidArgument("logits and labels must have the same first dimension, got logits shape ",
-                                     logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
+      return errors::InvalidArgument(
+          "logits and labels must have the same first dimension, got logits shape ",
+          logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* loss, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor* backprop, ctx->AllocateOutput(1));
-    gpu::SparseSoftmaxXent<T, Index>(logits.data<T>(), labels.data<Index>(), loss->data<T>(), backprop->data<T>(),
-                                     logits.dim(0), logits.dim(1), gpu->compute_stream());
+    PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
+    gpu::SparseSoftmaxXent<T, Index>(logits.data<T>(), labels.data<Index>(), loss->data<T>(),
+                                     backprop->data<T>(), logits.dim(0), logits.dim(1),
+                                     gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -68,14 +71,14 @@ class SigmoidXentGpuOp : public GpuOpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& z = ctx->input(1);
     if (x.shape() != z.shape()) {
-      return errors::InvalidArgument("logits and labels must have the same shape (", x.shape().ToString(), " vs ",
-                                     z.shape().ToString(), ")");
+      return errors::InvalidArgument("logits and labels must have the same shape (",
+                                     x.shape().ToString(), " vs ", z.shape().ToString(), ")");
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     gpu::BroadcastDims same;
     same.same_shape = true;
-    gpu::Binary<T>(gpu::BinaryFn::kSigmoidXent, x.data<T>(), z.data<T>(), out->data<T>(), x.num_elements(), same,
-                   gpu->compute_stream());
+    gpu::Binary<T>(gpu::BinaryFn::kSigmoidXent, x.data<T>(), z.data<T>(), out->data<T>(),
+                   x.num_elements(), same, gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -84,7 +87,8 @@ class SigmoidXentGpuOp : public GpuOpKernel {
 template <typename T>
 Status SumAll(const Tensor& t, int64_t divisor, Tensor* out, GpuDevice* gpu) {
   PF_ASSIGN_OR_RETURN(gpu::ReduceDims d, GpuReduce(t.shape(), std::vector<bool>(t.rank(), true)));
-  gpu::Reduce<T>(gpu::ReduceFn::kSum, t.data<T>(), out->data<T>(), d, divisor, gpu->compute_stream());
+  gpu::Reduce<T>(gpu::ReduceFn::kSum, t.data<T>(), out->data<T>(), d, divisor,
+                 gpu->compute_stream());
   return Status::OK();
 }
 
@@ -96,11 +100,11 @@ class MseGpuOp : public GpuOpKernel {
     const Tensor& p = ctx->input(0);
     const Tensor& l = ctx->input(1);
     PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(Tensor sq, GpuTemp(ctx, DataTypeOf<T>(), full));
     PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(p.shape(), l.shape(), full));
-    gpu::Binary<T>(gpu::BinaryFn::kSquaredDiff, p.data<T>(), l.data<T>(), sq.data<T>(), full.num_elements(), d,
-                   gpu->compute_stream());
+    gpu::Binary<T>(gpu::BinaryFn::kSquaredDiff, p.data<T>(), l.data<T>(), sq.data<T>(),
+                   full.num_elements(), d, gpu->compute_stream());
     return SumAll<T>(sq, std::max<int64_t>(1, full.num_elements()), out, gpu);
   }
 };
@@ -109,13 +113,14 @@ class MseGpuOp : public GpuOpKernel {
 template <typename T>
 class MseGradGpuOp : public GpuOpKernel {
  public:
-  explicit MseGradGpuOp(const Node& n) : GpuOpKernel(n), wrt_(static_cast<int>(n.attr<int64_t>("wrt"))) {}
+  explicit MseGradGpuOp(const Node& n)
+      : GpuOpKernel(n), wrt_(static_cast<int>(n.attr<int64_t>("wrt"))) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& g = ctx->input(0);
     const Tensor& p = ctx->input(1);
     const Tensor& l = ctx->input(2);
     PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t count = std::max<int64_t>(1, full.num_elements());
     const T factor = (wrt_ == 0 ? T(2) : T(-2)) / static_cast<T>(count);
     GpuStream s = gpu->compute_stream();
@@ -124,12 +129,14 @@ class MseGradGpuOp : public GpuOpKernel {
     if (full != out->shape()) {
       PF_ASSIGN_OR_RETURN(diff, GpuTemp(ctx, DataTypeOf<T>(), full));
     }
-    gpu::Binary<T>(gpu::BinaryFn::kSub, p.data<T>(), l.data<T>(), diff.data<T>(), full.num_elements(), d, s);
+    gpu::Binary<T>(gpu::BinaryFn::kSub, p.data<T>(), l.data<T>(), diff.data<T>(),
+                   full.num_elements(), d, s);
     if (full != out->shape()) {
       const Shape& narrow = out->shape();
       const int shift = full.rank() - narrow.rank();
       std::vector<bool> reduced(full.rank(), false);
-      for (int k = 0; k < full.rank(); ++k) reduced[k] = k < shift || (narrow.dim(k - shift) == 1 && full.dim(k) != 1);
+      for (int k = 0; k < full.rank(); ++k)
+        reduced[k] = k < shift || (narrow.dim(k - shift) == 1 && full.dim(k) != 1);
       PF_ASSIGN_OR_RETURN(gpu::ReduceDims rd, GpuReduce(full, reduced));
       gpu::Reduce<T>(gpu::ReduceFn::kSum, diff.data<T>(), out->data<T>(), rd, 1, s);
     }
@@ -148,29 +155,31 @@ class L2LossGpuOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& x = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(Tensor sq, GpuTemp(ctx, DataTypeOf<T>(), x.shape()));
     gpu::BroadcastDims same;
     same.same_shape = true;
-    gpu::Binary<T>(gpu::BinaryFn::kMul, x.data<T>(), x.data<T>(), sq.data<T>(), x.num_elements(), same,
-                   gpu->compute_stream());
+    gpu::Binary<T>(gpu::BinaryFn::kMul, x.data<T>(), x.data<T>(), sq.data<T>(), x.num_elements(),
+                   same, gpu->compute_stream());
     return SumAll<T>(sq, 2, out, gpu);
   }
 };
 
-#define PF_GPU_REAL_KERNEL(op, Kernel)                   \
+#define PF_GPU_REAL_KERNEL(op, Kernel)                  \
   PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double>)
-PF_REGISTER_KERNEL(KernelDef("Softmax", kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}), SoftmaxGpuOp<false>);
-PF_REGISTER_KERNEL(KernelDef("LogSoftmax", kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}), SoftmaxGpuOp<true>);
+PF_REGISTER_KERNEL(KernelDef("Softmax", kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
+                   SoftmaxGpuOp<false>);
+PF_REGISTER_KERNEL(KernelDef("LogSoftmax", kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
+                   SoftmaxGpuOp<true>);
 PF_GPU_REAL_KERNEL("SoftmaxCrossEntropyWithLogits", SoftmaxXentGpuOp);
 PF_GPU_REAL_KERNEL("SigmoidCrossEntropyWithLogits", SigmoidXentGpuOp);
 PF_GPU_REAL_KERNEL("MeanSquaredError", MseGpuOp);
 PF_GPU_REAL_KERNEL("MeanSquaredErrorGrad", MseGradGpuOp);
 PF_GPU_REAL_KERNEL("L2Loss", L2LossGpuOp);
-#define PF_GPU_SPARSE_XENT(T, I)                                                                     \
-  PF_REGISTER_KERNEL(Gpu("SparseSoftmaxCrossEntropyWithLogits", DataTypeOf<T>())                     \
-                         .TypeConstraint("Tlabels", {DataTypeOf<I>()}),                              \
+#define PF_GPU_SPARSE_XENT(T, I)                                                 \
+  PF_REGISTER_KERNEL(Gpu("SparseSoftmaxCrossEntropyWithLogits", DataTypeOf<T>()) \
+                         .TypeConstraint("Tlabels", {DataTypeOf<I>()}),          \
                      SparseSoftmaxXentGpuOp<T, I>)
 PF_GPU_SPARSE_XENT(float, int32_t);
 PF_GPU_SPARSE_XENT(float, int64_t);

@@ -22,14 +22,17 @@ __device__ __forceinline__ uint4 Philox(uint4 c, uint2 k) {
   return c;
 }
 
-__device__ __forceinline__ float ToUniform(uint32_t x) { return static_cast<float>(x >> 8) * (1.0f / 16777216.0f); }
+__device__ __forceinline__ float ToUniform(uint32_t x) {
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
+}
 
 template <typename T>
 __global__ void RandomKernel(int dist, T* out, int64_t n, uint2 key, uint32_t call) {
   PF_GRID_LOOP(i, n) {
     float v = 0.f;
     for (uint32_t attempt = 0;; ++attempt) {
-      const uint4 r = Philox(make_uint4(static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), call, attempt), key);
+      const uint4 r = Philox(
+          make_uint4(static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), call, attempt), key);
       if (dist == 0) {
         v = ToUniform(r.x);
         break;
@@ -53,8 +56,10 @@ __global__ void RandomKernel(int dist, T* out, int64_t n, uint2 key, uint32_t ca
 }  // namespace
 
 template <typename T>
-void RandomFill(int dist, T* out, int64_t n, uint32_t key0, uint32_t key1, uint32_t call, Stream s) {
-  if (n > 0) RandomKernel<<<Blocks(n), kThreads, 0, s>>>(dist, out, n, make_uint2(key0, key1), call);
+void RandomFill(int dist, T* out, int64_t n, uint32_t key0, uint32_t key1, uint32_t call,
+                Stream s) {
+  if (n > 0)
+    RandomKernel<<<Blocks(n), kThreads, 0, s>>>(dist, out, n, make_uint2(key0, key1), call);
 }
 
 template void RandomFill<float>(int, float*, int64_t, uint32_t, uint32_t, uint32_t, Stream);

@@ -14,13 +14,14 @@ class RandomGpuOp : public GpuOpKernel {
  public:
   explicit RandomGpuOp(const Node& n) : GpuOpKernel(n), key_(PhiloxKey(n)) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     uint32_t call;
     {
       std::lock_guard<std::mutex> lock(mu_);
       call = calls_++;
     }
-    gpu::RandomFill<T>(kDist, out->data<T>(), out->num_elements(), key_[0], key_[1], call, gpu->compute_stream());
+    gpu::RandomFill<T>(kDist, out->data<T>(), out->num_elements(), key_[0], key_[1], call,
+                       gpu->compute_stream());
     return Status::OK();
   }
 
@@ -30,8 +31,8 @@ class RandomGpuOp : public GpuOpKernel {
   uint32_t calls_ = 0;
 };
 
-#define PF_GPU_RANDOM(op, dist)                                                        \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT, "dtype"), RandomGpuOp<float, dist>);           \
+#define PF_GPU_RANDOM(op, dist)                                             \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT, "dtype"), RandomGpuOp<float, dist>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE, "dtype"), RandomGpuOp<double, dist>)
 PF_GPU_RANDOM("RandomUniform", 0);
 PF_GPU_RANDOM("RandomNormal", 1);

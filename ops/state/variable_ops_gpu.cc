@@ -2,8 +2,8 @@
 // copied to the GPU once, on first use, and shared by every step).
 #include <mutex>
 
-#include "executor/rendezvous.h"
 #include "devices/device_set.h"
+#include "executor/rendezvous.h"
 #include "ops/gpu/gpu_kernel.h"
 #include "ops/ops.h"
 
@@ -16,15 +16,18 @@ class AssignUpdateGpuOp : public GpuOpKernel {
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     VarState* var = ctx->ref_input(0);
-    if (var == nullptr) return errors::Internal(node().op(), ": input 0 is not a variable reference");
+    if (var == nullptr)
+      return errors::Internal(node().op(), ": input 0 is not a variable reference");
     const Tensor& value = ctx->input(1);
     std::lock_guard<std::mutex> lock(var->mu);
     if (!var->initialized()) {
-      return errors::FailedPrecondition("Attempting to use uninitialized value ", node().input(0).node->name());
+      return errors::FailedPrecondition("Attempting to use uninitialized value ",
+                                        node().input(0).node->name());
     }
     if (var->value.shape() != value.shape()) {
-      return errors::InvalidArgument("Must have updates.shape = ref.shape: ", value.shape().ToString(), " vs. ",
-                                     var->value.shape().ToString());
+      return errors::InvalidArgument(
+          "Must have updates.shape = ref.shape: ", value.shape().ToString(), " vs. ",
+          var->value.shape().ToString());
     }
     gpu::BroadcastDims same;
     same.same_shape = true;
@@ -41,7 +44,8 @@ class ConstGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!on_device_.IsInitialized()) {
-      PF_ASSIGN_OR_RETURN(on_device_, CopyRegistry::Global()->Copy(value_, ctx->devices()->host(), gpu));
+      PF_ASSIGN_OR_RETURN(on_device_,
+                          CopyRegistry::Global()->Copy(value_, ctx->devices()->host(), gpu));
     }
     return ctx->SetOutput(0, on_device_);
   }
@@ -52,14 +56,15 @@ class ConstGpuOp : public GpuOpKernel {
   Tensor on_device_;
 };
 
-#define PF_GPU_ASSIGN_UPDATE(op, F)                                                      \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), AssignUpdateGpuOp<float, F>);                   \
-  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), AssignUpdateGpuOp<double, F>);                 \
-  PF_REGISTER_KERNEL(Gpu(op, DT_INT32), AssignUpdateGpuOp<int32_t, F>);                 \
+#define PF_GPU_ASSIGN_UPDATE(op, F)                                     \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), AssignUpdateGpuOp<float, F>);   \
+  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), AssignUpdateGpuOp<double, F>); \
+  PF_REGISTER_KERNEL(Gpu(op, DT_INT32), AssignUpdateGpuOp<int32_t, F>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_INT64), AssignUpdateGpuOp<int64_t, F>)
 PF_GPU_ASSIGN_UPDATE("AssignAdd", gpu::BinaryFn::kAdd);
 PF_GPU_ASSIGN_UPDATE("AssignSub", gpu::BinaryFn::kSub);
-PF_REGISTER_KERNEL(KernelDef("Const", kDeviceGpu).TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL}),
+PF_REGISTER_KERNEL(KernelDef("Const", kDeviceGpu)
+                       .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL}),
                    ConstGpuOp);
 
 }  // namespace

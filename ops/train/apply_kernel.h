@@ -15,22 +15,25 @@ namespace pf {
 template <typename T>
 class ApplyKernel : public OpKernel {
  public:
-  ApplyKernel(const Node& n, std::vector<int> refs, int grad) : OpKernel(n), refs_(std::move(refs)), grad_(grad) {}
+  ApplyKernel(const Node& n, std::vector<int> refs, int grad)
+      : OpKernel(n), refs_(std::move(refs)), grad_(grad) {}
   Status Compute(OpKernelContext* ctx) override {
     std::vector<std::unique_lock<std::mutex>> locks;
     std::vector<T*> data;
     const Tensor& grad = ctx->input(grad_);
     for (int r : refs_) {
       VarState* v = ctx->ref_input(r);
-      if (v == nullptr) return errors::Internal(node().op(), ": input ", r, " is not a variable reference");
+      if (v == nullptr)
+        return errors::Internal(node().op(), ": input ", r, " is not a variable reference");
       locks.emplace_back(v->mu);
       if (!v->initialized()) {
-        return errors::FailedPrecondition("Attempting to use uninitialized value ", node().input(r).node->name());
+        return errors::FailedPrecondition("Attempting to use uninitialized value ",
+                                          node().input(r).node->name());
       }
       if (v->value.shape() != grad.shape()) {
-        return errors::InvalidArgument(node().op(), ": var and grad do not have the same shape: ",
-                                       v->value.shape().ToString(), " vs ", grad.shape().ToString(), " (variable ",
-                                       node().input(r).node->name(), ")");
+        return errors::InvalidArgument(
+            node().op(), ": var and grad do not have the same shape: ", v->value.shape().ToString(),
+            " vs ", grad.shape().ToString(), " (variable ", node().input(r).node->name(), ")");
       }
       data.push_back(v->value.template data<T>());
     }

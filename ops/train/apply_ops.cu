@@ -14,8 +14,8 @@ __global__ void SgdKernel(T* var, const T* lr, const T* g, int64_t n) {
 }
 
 template <typename T>
-__global__ void MomentumKernel(T* var, T* accum, const T* lr, const T* g, const T* momentum, bool nesterov,
-                               int64_t n) {
+__global__ void MomentumKernel(T* var, T* accum, const T* lr, const T* g, const T* momentum,
+                               bool nesterov, int64_t n) {
   const T a = *lr, mu = *momentum;
   PF_GRID_LOOP(i, n) {
     const T acc = mu * accum[i] + g[i];
@@ -25,8 +25,8 @@ __global__ void MomentumKernel(T* var, T* accum, const T* lr, const T* g, const 
 }
 
 template <typename T>
-__global__ void AdamKernel(T* var, T* m, T* v, const T* b1p, const T* b2p, const T* lr, const T* b1, const T* b2,
-                           const T* eps, const T* g, int64_t n) {
+__global__ void AdamKernel(T* var, T* m, T* v, const T* b1p, const T* b2p, const T* lr, const T* b1,
+                           const T* b2, const T* eps, const T* g, int64_t n) {
   const T lr_t = *lr * sqrt(T(1) - *b2p) / (T(1) - *b1p);
   const T one_b1 = T(1) - *b1, one_b2 = T(1) - *b2, e = *eps;
   PF_GRID_LOOP(i, n) {
@@ -40,8 +40,8 @@ __global__ void AdamKernel(T* var, T* m, T* v, const T* b1p, const T* b2p, const
 }
 
 template <typename T>
-__global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum, const T* eps,
-                              const T* g, int64_t n) {
+__global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum,
+                              const T* eps, const T* g, int64_t n) {
   const T a = *lr, r = *rho, mu = *momentum, e = *eps;
   PF_GRID_LOOP(i, n) {
     const T gi = g[i];
@@ -70,31 +70,35 @@ void ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, Stream 
   if (n > 0) SgdKernel<<<Blocks(n), kThreads, 0, s>>>(var, lr, grad, n);
 }
 template <typename T>
-void ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool nesterov, int64_t n,
-                   Stream s) {
-  if (n > 0) MomentumKernel<<<Blocks(n), kThreads, 0, s>>>(var, accum, lr, grad, momentum, nesterov, n);
+void ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool nesterov,
+                   int64_t n, Stream s) {
+  if (n > 0)
+    MomentumKernel<<<Blocks(n), kThreads, 0, s>>>(var, accum, lr, grad, momentum, nesterov, n);
 }
 template <typename T>
-void ApplyAdam(T* var, T* m, T* v, const T* b1p, const T* b2p, const T* lr, const T* b1, const T* b2, const T* eps,
-               const T* grad, int64_t n, Stream s) {
-  if (n > 0) AdamKernel<<<Blocks(n), kThreads, 0, s>>>(var, m, v, b1p, b2p, lr, b1, b2, eps, grad, n);
+void ApplyAdam(T* var, T* m, T* v, const T* b1p, const T* b2p, const T* lr, const T* b1,
+               const T* b2, const T* eps, const T* grad, int64_t n, Stream s) {
+  if (n > 0)
+    AdamKernel<<<Blocks(n), kThreads, 0, s>>>(var, m, v, b1p, b2p, lr, b1, b2, eps, grad, n);
 }
 template <typename T>
-void ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum, const T* eps, const T* grad,
-                  int64_t n, Stream s) {
-  if (n > 0) RMSPropKernel<<<Blocks(n), kThreads, 0, s>>>(var, ms, mom, lr, rho, momentum, eps, grad, n);
+void ApplyRMSProp(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum, const T* eps,
+                  const T* grad, int64_t n, Stream s) {
+  if (n > 0)
+    RMSPropKernel<<<Blocks(n), kThreads, 0, s>>>(var, ms, mom, lr, rho, momentum, eps, grad, n);
 }
 template <typename T>
 void ApplyAdagrad(T* var, T* accum, const T* lr, const T* grad, int64_t n, Stream s) {
   if (n > 0) AdagradKernel<<<Blocks(n), kThreads, 0, s>>>(var, accum, lr, grad, n);
 }
 
-#define PF_APPLY_INSTANTIATE(T)                                                                                  \
-  template void ApplyGradientDescent<T>(T*, const T*, const T*, int64_t, Stream);                               \
-  template void ApplyMomentum<T>(T*, T*, const T*, const T*, const T*, bool, int64_t, Stream);                  \
-  template void ApplyAdam<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, const T*, const T*, \
-                             int64_t, Stream);                                                                  \
-  template void ApplyRMSProp<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, Stream); \
+#define PF_APPLY_INSTANTIATE(T)                                                                \
+  template void ApplyGradientDescent<T>(T*, const T*, const T*, int64_t, Stream);              \
+  template void ApplyMomentum<T>(T*, T*, const T*, const T*, const T*, bool, int64_t, Stream); \
+  template void ApplyAdam<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,     \
+                             const T*, const T*, int64_t, Stream);                             \
+  template void ApplyRMSProp<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,  \
+                                int64_t, Stream);                                              \
   template void ApplyAdagrad<T>(T*, T*, const T*, const T*, int64_t, Stream);
 PF_APPLY_INSTANTIATE(float)
 PF_APPLY_INSTANTIATE(double)

@@ -20,7 +20,8 @@ class ApplyGpuKernel : public ApplyKernel<T> {
     Launch(ctx, v, g, n, gpu->compute_stream());
     return gpu->CheckLaunch(this->name() + " (" + this->node().op() + ")");
   }
-  virtual void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n, GpuStream s) = 0;
+  virtual void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n,
+                      GpuStream s) = 0;
   static const T* In(OpKernelContext* ctx, int i) { return ctx->input(i).template data<T>(); }
 };
 
@@ -28,7 +29,8 @@ template <typename T>
 class GradientDescentGpuOp : public ApplyGpuKernel<T> {
  public:
   explicit GradientDescentGpuOp(const Node& n) : ApplyGpuKernel<T>(n, {0}, 2) {}
-  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n, GpuStream s) override {
+  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n,
+              GpuStream s) override {
     gpu::ApplyGradientDescent<T>(v[0], this->In(ctx, 1), g, n, s);
   }
 };
@@ -36,8 +38,10 @@ class GradientDescentGpuOp : public ApplyGpuKernel<T> {
 template <typename T>
 class MomentumGpuOp : public ApplyGpuKernel<T> {
  public:
-  explicit MomentumGpuOp(const Node& n) : ApplyGpuKernel<T>(n, {0, 1}, 3), nesterov_(n.attr<bool>("use_nesterov")) {}
-  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n, GpuStream s) override {
+  explicit MomentumGpuOp(const Node& n)
+      : ApplyGpuKernel<T>(n, {0, 1}, 3), nesterov_(n.attr<bool>("use_nesterov")) {}
+  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n,
+              GpuStream s) override {
     gpu::ApplyMomentum<T>(v[0], v[1], this->In(ctx, 2), g, this->In(ctx, 4), nesterov_, n, s);
   }
 
@@ -49,9 +53,10 @@ template <typename T>
 class AdamGpuOp : public ApplyGpuKernel<T> {
  public:
   explicit AdamGpuOp(const Node& n) : ApplyGpuKernel<T>(n, {0, 1, 2}, 9) {}
-  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n, GpuStream s) override {
-    gpu::ApplyAdam<T>(v[0], v[1], v[2], this->In(ctx, 3), this->In(ctx, 4), this->In(ctx, 5), this->In(ctx, 6),
-                      this->In(ctx, 7), this->In(ctx, 8), g, n, s);
+  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n,
+              GpuStream s) override {
+    gpu::ApplyAdam<T>(v[0], v[1], v[2], this->In(ctx, 3), this->In(ctx, 4), this->In(ctx, 5),
+                      this->In(ctx, 6), this->In(ctx, 7), this->In(ctx, 8), g, n, s);
   }
 };
 
@@ -59,9 +64,10 @@ template <typename T>
 class RMSPropGpuOp : public ApplyGpuKernel<T> {
  public:
   explicit RMSPropGpuOp(const Node& n) : ApplyGpuKernel<T>(n, {0, 1, 2}, 7) {}
-  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n, GpuStream s) override {
-    gpu::ApplyRMSProp<T>(v[0], v[1], v[2], this->In(ctx, 3), this->In(ctx, 4), this->In(ctx, 5), this->In(ctx, 6), g,
-                         n, s);
+  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n,
+              GpuStream s) override {
+    gpu::ApplyRMSProp<T>(v[0], v[1], v[2], this->In(ctx, 3), this->In(ctx, 4), this->In(ctx, 5),
+                         this->In(ctx, 6), g, n, s);
   }
 };
 
@@ -69,12 +75,13 @@ template <typename T>
 class AdagradGpuOp : public ApplyGpuKernel<T> {
  public:
   explicit AdagradGpuOp(const Node& n) : ApplyGpuKernel<T>(n, {0, 1}, 3) {}
-  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n, GpuStream s) override {
+  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n,
+              GpuStream s) override {
     gpu::ApplyAdagrad<T>(v[0], v[1], this->In(ctx, 2), g, n, s);
   }
 };
 
-#define PF_GPU_APPLY(op, Kernel)                         \
+#define PF_GPU_APPLY(op, Kernel)                        \
   PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double>)
 PF_GPU_APPLY("ApplyGradientDescent", GradientDescentGpuOp);

@@ -3,9 +3,8 @@
 // cudaMalloc (tests/devices/gpu_device_test.cc stresses it there).
 #include "core/bfc_allocator.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -36,11 +35,13 @@ class CountingSubAllocator : public SubAllocator {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-std::unique_ptr<BfcAllocator> Make(size_t limit, bool growth, size_t capacity, size_t* outstanding) {
+std::unique_ptr<BfcAllocator> Make(size_t limit, bool growth, size_t capacity,
+                                   size_t* outstanding) {
   BfcOptions o;
   o.allow_growth = growth;
   o.name = "test_bfc";
-  return std::make_unique<BfcAllocator>(std::make_unique<CountingSubAllocator>(capacity, outstanding), limit, o);
+  return std::make_unique<BfcAllocator>(
+      std::make_unique<CountingSubAllocator>(capacity, outstanding), limit, o);
 }
 
 TEST_CASE("BFC reuses a freed chunk and keeps statistics", "[core][allocator]") {
@@ -120,7 +121,8 @@ TEST_CASE("BFC fragmentation: free bytes are not one free chunk", "[core][alloca
   CHECK(a->Allocate(2 * kMiB) != nullptr);
 }
 
-TEST_CASE("BFC growth falls back to smaller regions when the device has less", "[core][allocator]") {
+TEST_CASE("BFC growth falls back to smaller regions when the device has less",
+          "[core][allocator]") {
   size_t outstanding = 0;
   // A 1 GiB limit over a "device" of 5 MiB: regions shrink to what is there.
   auto a = Make(1024 * kMiB, true, 5 * kMiB, &outstanding);
@@ -142,7 +144,8 @@ TEST_CASE("BFC growth falls back to smaller regions when the device has less", "
   CHECK(a->Stats().bytes_reserved == 0);
 }
 
-TEST_CASE("BFC stress: random allocations never overlap and everything comes back", "[core][allocator]") {
+TEST_CASE("BFC stress: random allocations never overlap and everything comes back",
+          "[core][allocator]") {
   for (bool growth : {true, false}) {
     size_t outstanding = 0;
     auto a = Make(32 * kMiB, growth, 32 * kMiB, &outstanding);

@@ -37,7 +37,8 @@ TEST_CASE("GPU devices describe themselves the way TensorFlow's device mapping d
   auto gpus = MakeGpus({});
   REQUIRE(gpus.size() == static_cast<size_t>(CudaDeviceCount()));
   CHECK(gpus[0]->name() == "/job:localhost/replica:0/task:0/device:GPU:0");
-  const std::regex form(R"(device: \d+, name: .+, pci bus id: [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.0, compute capability: \d+\.\d+)");
+  const std::regex form(
+      R"(device: \d+, name: .+, pci bus id: [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.0, compute capability: \d+\.\d+)");
   CHECK(std::regex_match(gpus[0]->Description(), form));
   WARN(gpus[0]->name() << " -> " << gpus[0]->Description());
 }
@@ -91,7 +92,8 @@ TEST_CASE("GPU caching allocator: stress, statistics and reuse on the device", "
   WARN("device allocator after stress: " << s.DebugString());
 }
 
-TEST_CASE("Out of GPU memory is a ResourceExhausted error naming the node, and nothing is lost", "[gpu][allocator]") {
+TEST_CASE("Out of GPU memory is a ResourceExhausted error naming the node, and nothing is lost",
+          "[gpu][allocator]") {
   PF_REQUIRE_GPU();
   Graph g;
   Scope root = Scope::Root(&g);
@@ -106,7 +108,8 @@ TEST_CASE("Out of GPU memory is a ResourceExhausted error naming the node, and n
   Session sess(g, opts);
   std::vector<Tensor> out;
   // [4096, 1024] x [1024, 8192] -> 128 MiB of output: cannot fit.
-  Status s = sess.RunWithStatus({{a, Tensor(DT_FLOAT, {4096, 1024})}, {b, Tensor(DT_FLOAT, {1024, 8192})}}, {sum}, {}, &out);
+  Status s = sess.RunWithStatus(
+      {{a, Tensor(DT_FLOAT, {4096, 1024})}, {b, Tensor(DT_FLOAT, {1024, 8192})}}, {sum}, {}, &out);
   REQUIRE(s.code() == Code::kResourceExhausted);
   CHECK_THAT(s.message(), Catch::Contains("big_product"));
   CHECK_THAT(s.message(), Catch::Contains("[4096,8192]"));
@@ -115,14 +118,20 @@ TEST_CASE("Out of GPU memory is a ResourceExhausted error naming the node, and n
   // The session still works for what fits.
   Tensor x = testing::RandomTensor({8, 1024}, 1), y = testing::RandomTensor({1024, 4}, 2);
   out = sess.Run({{a, x}, {b, y}}, {sum});
-  Session cpu(g, [] { SessionOptions c; c.allow_soft_placement = true; c.device_count["GPU"] = 0; return c; }());
+  Session cpu(g, [] {
+    SessionOptions c;
+    c.allow_soft_placement = true;
+    c.device_count["GPU"] = 0;
+    return c;
+  }());
   Tensor want = cpu.Run({{a, x}, {b, y}}, {sum})[0];
   CHECK(out[0].scalar<float>() == Approx(want.scalar<float>()).epsilon(1e-4));
 }
 
 // Trains `name` for `steps` steps with the CPU and with the GPU (same seeds, same batches) and
 // returns both loss curves.
-void LossCurves(const std::string& name, int steps, std::vector<float>* cpu, std::vector<float>* gpu) {
+void LossCurves(const std::string& name, int steps, std::vector<float>* cpu,
+                std::vector<float>* gpu) {
   for (int k = 0; k < 2; ++k) {
     Graph g;
     g.set_seed(5);
@@ -142,9 +151,11 @@ void LossCurves(const std::string& name, int steps, std::vector<float>* cpu, std
       } else {
         x = testing::RandomTensor({128, 784}, static_cast<uint32_t>(step), 0, 1);
         y = Tensor(DT_INT32, {128});
-        for (int64_t i = 0; i < 128; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((i * 7 + step) % 10);
+        for (int64_t i = 0; i < 128; ++i)
+          y.data<int32_t>()[i] = static_cast<int32_t>((i * 7 + step) % 10);
       }
-      float loss = sess.Run({{m.input, x}, {m.target, y}}, {m.loss}, {m.train_op})[0].scalar<float>();
+      float loss =
+          sess.Run({{m.input, x}, {m.target, y}}, {m.loss}, {m.train_op})[0].scalar<float>();
       (k == 0 ? cpu : gpu)->push_back(loss);
     }
     if (k == 1) {
@@ -157,7 +168,8 @@ void LossCurves(const std::string& name, int steps, std::vector<float>* cpu, std
   }
 }
 
-TEST_CASE("Training on /gpu:0 follows the CPU loss curve (mlp_seed000, mnist_mlp)", "[gpu][training]") {
+TEST_CASE("Training on /gpu:0 follows the CPU loss curve (mlp_seed000, mnist_mlp)",
+          "[gpu][training]") {
   PF_REQUIRE_GPU();
   for (const std::string name : {"mlp_seed000", "mnist_mlp"}) {
     INFO(name);
@@ -192,8 +204,9 @@ TEST_CASE("CollectiveAllReduce on GPUs matches a weighted sum on the host", "[gp
   const Tensor* ins[2][2] = {{&a, &c}, {&b, &d}};
   for (int r = 0; r < 2; ++r) {
     Scope s = root.WithDevice(fmt::format("/gpu:{}", r));
-    auto reduced = ops::CollectiveAllReduce(s, {ops::Const(s, *ins[r][0]), ops::Const(s, *ins[r][1])},
-                                            ops::Const(s, weights[r]), "grads", 2, r);
+    auto reduced =
+        ops::CollectiveAllReduce(s, {ops::Const(s, *ins[r][0]), ops::Const(s, *ins[r][1])},
+                                 ops::Const(s, weights[r]), "grads", 2, r);
     outs.insert(outs.end(), reduced.begin(), reduced.end());
   }
   SessionOptions o;
@@ -205,7 +218,8 @@ TEST_CASE("CollectiveAllReduce on GPUs matches a weighted sum on the host", "[gp
   std::vector<Tensor> got = sess.Run(outs);
   auto expect = [&](const Tensor& x, const Tensor& y, const Tensor& out) {
     for (int64_t i = 0; i < x.num_elements(); ++i) {
-      CHECK(out.data<float>()[i] == Approx(0.75 * x.data<float>()[i] + 0.25 * y.data<float>()[i]).margin(1e-6));
+      CHECK(out.data<float>()[i] ==
+            Approx(0.75 * x.data<float>()[i] + 0.25 * y.data<float>()[i]).margin(1e-6));
     }
   };
   for (int r = 0; r < 2; ++r) {

@@ -33,12 +33,23 @@ Tensor RandomInput(const InputSpec& s, uint32_t seed) {
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     const double v = real(rng);
     switch (s.dtype) {
-      case DT_FLOAT: t.data<float>()[i] = static_cast<float>(v); break;
-      case DT_DOUBLE: t.data<double>()[i] = v; break;
-      case DT_INT32: t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(v)); break;
-      case DT_INT64: t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(v)); break;
-      case DT_BOOL: t.data<bool>()[i] = v > (s.lo + s.hi) / 2; break;
-      default: break;
+      case DT_FLOAT:
+        t.data<float>()[i] = static_cast<float>(v);
+        break;
+      case DT_DOUBLE:
+        t.data<double>()[i] = v;
+        break;
+      case DT_INT32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(v));
+        break;
+      case DT_INT64:
+        t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(v));
+        break;
+      case DT_BOOL:
+        t.data<bool>()[i] = v > (s.lo + s.hi) / 2;
+        break;
+      default:
+        break;
     }
   }
   return t;
@@ -61,7 +72,8 @@ void Build(const Case& c, Built* b) {
   Scope cpu = root.WithDevice("/cpu:0");
   Scope gpu = root.WithDevice(kGpu);
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    b->inputs.push_back(ops::Placeholder(cpu.WithOpName(fmt::format("in{}", i)), c.inputs[i].dtype, c.inputs[i].shape));
+    b->inputs.push_back(ops::Placeholder(cpu.WithOpName(fmt::format("in{}", i)), c.inputs[i].dtype,
+                                         c.inputs[i].shape));
   }
   std::vector<Output> outs = c.build(gpu.NewSubScope("op"), b->inputs);
   for (const Output& o : outs) b->checked_nodes.push_back(o.node->name());
@@ -72,7 +84,8 @@ void Build(const Case& c, Built* b) {
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!IsReal(outs[i].dtype()) || !outs[i].shape().IsFullyDefined()) continue;
     // A fixed random weight per output element makes every element's gradient distinct.
-    Tensor w = RandomInput({outs[i].dtype(), outs[i].shape(), 0.5, 1.5}, 100 + static_cast<uint32_t>(i));
+    Tensor w =
+        RandomInput({outs[i].dtype(), outs[i].shape(), 0.5, 1.5}, 100 + static_cast<uint32_t>(i));
     terms.push_back(ops::Sum(gs, ops::Mul(gs, outs[i], ops::Const(gs, w))));
   }
   for (const Output& in : b->inputs) {
@@ -108,12 +121,17 @@ std::vector<Case> OpCases() {
   const DType f = DT_FLOAT, d = DT_DOUBLE, i32 = DT_INT32, i64 = DT_INT64;
   std::vector<Case> cases;
   using In = const std::vector<Output>&;
-  auto binary = [&](const char* name, Output (*fn)(const Scope&, Output, Output), DType t, double lo, double hi) {
+  auto binary = [&](const char* name, Output (*fn)(const Scope&, Output, Output), DType t,
+                    double lo, double hi) {
     // Broadcasting [4,1,5] against [3,1], and same shapes (the vectorised path).
-    cases.push_back({fmt::format("{} broadcast {}", name, DTypeName(t)), {{t, {4, 1, 5}, lo, hi}, {t, {3, 1}, lo, hi}},
-                     [fn](const Scope& s, In in) { return std::vector<Output>{fn(s, in[0], in[1])}; }});
-    cases.push_back({fmt::format("{} same shape {}", name, DTypeName(t)), {{t, {8, 64}, lo, hi}, {t, {8, 64}, lo, hi}},
-                     [fn](const Scope& s, In in) { return std::vector<Output>{fn(s, in[0], in[1])}; }});
+    cases.push_back(
+        {fmt::format("{} broadcast {}", name, DTypeName(t)),
+         {{t, {4, 1, 5}, lo, hi}, {t, {3, 1}, lo, hi}},
+         [fn](const Scope& s, In in) { return std::vector<Output>{fn(s, in[0], in[1])}; }});
+    cases.push_back(
+        {fmt::format("{} same shape {}", name, DTypeName(t)),
+         {{t, {8, 64}, lo, hi}, {t, {8, 64}, lo, hi}},
+         [fn](const Scope& s, In in) { return std::vector<Output>{fn(s, in[0], in[1])}; }});
   };
   for (DType t : {f, d}) {
     binary("Add", ops::Add, t, -1, 1);
@@ -137,9 +155,12 @@ std::vector<Case> OpCases() {
   binary("Equal", ops::Equal, f, -1, 1);
   binary("Less", ops::Less, f, -1, 1);
   binary("Greater", ops::Greater, d, -1, 1);
-  auto unary = [&](const char* name, Output (*fn)(const Scope&, Output), double lo, double hi, DType t = DT_FLOAT) {
-    cases.push_back({fmt::format("{} {}", name, DTypeName(t)), {{t, {7, 33}, lo, hi}},
-                     [fn](const Scope& s, In in) { return std::vector<Output>{fn(s, in[0])}; }, IsReal(t)});
+  auto unary = [&](const char* name, Output (*fn)(const Scope&, Output), double lo, double hi,
+                   DType t = DT_FLOAT) {
+    cases.push_back({fmt::format("{} {}", name, DTypeName(t)),
+                     {{t, {7, 33}, lo, hi}},
+                     [fn](const Scope& s, In in) { return std::vector<Output>{fn(s, in[0])}; },
+                     IsReal(t)});
   };
   for (DType t : {f, d}) {
     unary("Neg", ops::Neg, -2, 2, t);
@@ -154,111 +175,217 @@ std::vector<Case> OpCases() {
   }
   unary("Neg", ops::Neg, -100, 100, i32);
   unary("Square", ops::Square, -100, 100, i64);
-  cases.push_back({"Floor", {{f, {5, 9}, -3, 3}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Floor(s, in[0])}; }, false});
-  for (auto [from, to] : std::vector<std::pair<DType, DType>>{{f, i32}, {i32, f}, {f, d}, {i64, d}, {DT_BOOL, f}, {f, DT_BOOL}}) {
-    cases.push_back({fmt::format("Cast {} to {}", DTypeName(from), DTypeName(to)), {{from, {6, 7}, -5, 5}},
-                     [to](const Scope& s, In in) { return std::vector<Output>{ops::Cast(s, in[0], to)}; }, false});
+  cases.push_back({"Floor",
+                   {{f, {5, 9}, -3, 3}},
+                   [](const Scope& s, In in) { return std::vector<Output>{ops::Floor(s, in[0])}; },
+                   false});
+  for (auto [from, to] : std::vector<std::pair<DType, DType>>{
+           {f, i32}, {i32, f}, {f, d}, {i64, d}, {DT_BOOL, f}, {f, DT_BOOL}}) {
+    cases.push_back(
+        {fmt::format("Cast {} to {}", DTypeName(from), DTypeName(to)),
+         {{from, {6, 7}, -5, 5}},
+         [to](const Scope& s, In in) { return std::vector<Output>{ops::Cast(s, in[0], to)}; },
+         false});
   }
-  cases.push_back({"BiasAdd", {{f, {16, 24}}, {f, {24}}},
-                   [](const Scope& s, In in) { return std::vector<Output>{ops::BiasAdd(s, in[0], in[1])}; }});
+  cases.push_back({"BiasAdd", {{f, {16, 24}}, {f, {24}}}, [](const Scope& s, In in) {
+                     return std::vector<Output>{ops::BiasAdd(s, in[0], in[1])};
+                   }});
   cases.push_back({"AddN of 10", std::vector<InputSpec>(10, {f, {5, 40}}),
                    [](const Scope& s, In in) { return std::vector<Output>{ops::AddN(s, in)}; }});
   const std::vector<std::vector<int32_t>> axes_list = {{}, {0}, {1}, {2}, {0, 2}, {-1}};
   for (const auto& axes : axes_list) {
     for (bool keep : {false, true}) {
       const std::string tag = fmt::format("axes [{}] keep_dims {}", fmt::join(axes, ","), keep);
-      cases.push_back({"Sum " + tag, {{f, {6, 50, 7}}}, [axes, keep](const Scope& s, In in) { return std::vector<Output>{ops::Sum(s, in[0], axes, keep)}; }});
-      cases.push_back({"Mean " + tag, {{d, {6, 50, 7}}}, [axes, keep](const Scope& s, In in) { return std::vector<Output>{ops::Mean(s, in[0], axes, keep)}; }});
-      cases.push_back({"Max " + tag, {{f, {6, 50, 7}}}, [axes, keep](const Scope& s, In in) { return std::vector<Output>{ops::Max(s, in[0], axes, keep)}; }});
-      cases.push_back({"Min " + tag, {{i32, {6, 50, 7}, -1000, 1000}}, [axes, keep](const Scope& s, In in) { return std::vector<Output>{ops::Min(s, in[0], axes, keep)}; }, false});
+      cases.push_back({"Sum " + tag, {{f, {6, 50, 7}}}, [axes, keep](const Scope& s, In in) {
+                         return std::vector<Output>{ops::Sum(s, in[0], axes, keep)};
+                       }});
+      cases.push_back({"Mean " + tag, {{d, {6, 50, 7}}}, [axes, keep](const Scope& s, In in) {
+                         return std::vector<Output>{ops::Mean(s, in[0], axes, keep)};
+                       }});
+      cases.push_back({"Max " + tag, {{f, {6, 50, 7}}}, [axes, keep](const Scope& s, In in) {
+                         return std::vector<Output>{ops::Max(s, in[0], axes, keep)};
+                       }});
+      cases.push_back({"Min " + tag,
+                       {{i32, {6, 50, 7}, -1000, 1000}},
+                       [axes, keep](const Scope& s, In in) {
+                         return std::vector<Output>{ops::Min(s, in[0], axes, keep)};
+                       },
+                       false});
     }
   }
-  cases.push_back({"Mean int64 (integer division)", {{i64, {3, 7}, -100, 100}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Mean(s, in[0], {1})}; }, false});
-  cases.push_back({"Sum of a large row", {{f, {2, 100000}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Sum(s, in[0], {1})}; }, true, 1e-4});
+  cases.push_back(
+      {"Mean int64 (integer division)",
+       {{i64, {3, 7}, -100, 100}},
+       [](const Scope& s, In in) { return std::vector<Output>{ops::Mean(s, in[0], {1})}; },
+       false});
+  cases.push_back(
+      {"Sum of a large row",
+       {{f, {2, 100000}}},
+       [](const Scope& s, In in) { return std::vector<Output>{ops::Sum(s, in[0], {1})}; },
+       true,
+       1e-4});
   for (int axis : {0, 1, -1}) {
-    cases.push_back({fmt::format("ArgMax axis {}", axis), {{f, {9, 13}}}, [axis](const Scope& s, In in) {
-                       return std::vector<Output>{ops::ArgMax(s, in[0], axis, DT_INT64), ops::ArgMax(s, in[0], axis, DT_INT32)};
-                     }, false});
+    cases.push_back({fmt::format("ArgMax axis {}", axis),
+                     {{f, {9, 13}}},
+                     [axis](const Scope& s, In in) {
+                       return std::vector<Output>{ops::ArgMax(s, in[0], axis, DT_INT64),
+                                                  ops::ArgMax(s, in[0], axis, DT_INT32)};
+                     },
+                     false});
   }
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       for (DType t : {f, d}) {
         const Shape a = ta ? Shape{37, 19} : Shape{19, 37};
         const Shape b = tb ? Shape{23, 37} : Shape{37, 23};
-        cases.push_back({fmt::format("MatMul ta={} tb={} {}", ta, tb, DTypeName(t)), {{t, a}, {t, b}},
-                         [ta, tb](const Scope& s, In in) { return std::vector<Output>{ops::MatMul(s, in[0], in[1], ta, tb)}; }});
+        cases.push_back({fmt::format("MatMul ta={} tb={} {}", ta, tb, DTypeName(t)),
+                         {{t, a}, {t, b}},
+                         [ta, tb](const Scope& s, In in) {
+                           return std::vector<Output>{ops::MatMul(s, in[0], in[1], ta, tb)};
+                         }});
       }
     }
   }
-  cases.push_back({"MatMul 512x600x2000 (seed 000's first layer)", {{f, {2000, 600}}, {f, {600, 512}}},
-                   [](const Scope& s, In in) { return std::vector<Output>{ops::MatMul(s, in[0], in[1])}; }, true, 1e-4});
+  cases.push_back(
+      {"MatMul 512x600x2000 (seed 000's first layer)",
+       {{f, {2000, 600}}, {f, {600, 512}}},
+       [](const Scope& s, In in) { return std::vector<Output>{ops::MatMul(s, in[0], in[1])}; },
+       true,
+       1e-4});
   for (DType t : {f, d}) {
-    cases.push_back({fmt::format("Softmax {}", DTypeName(t)), {{t, {11, 10}, -5, 5}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Softmax(s, in[0])}; }});
-    cases.push_back({fmt::format("LogSoftmax {}", DTypeName(t)), {{t, {11, 300}, -5, 5}}, [](const Scope& s, In in) { return std::vector<Output>{ops::LogSoftmax(s, in[0])}; }});
-    cases.push_back({fmt::format("SoftmaxCrossEntropyWithLogits {}", DTypeName(t)), {{t, {12, 10}, -5, 5}, {t, {12, 10}, 0, 1}},
+    cases.push_back(
+        {fmt::format("Softmax {}", DTypeName(t)),
+         {{t, {11, 10}, -5, 5}},
+         [](const Scope& s, In in) { return std::vector<Output>{ops::Softmax(s, in[0])}; }});
+    cases.push_back(
+        {fmt::format("LogSoftmax {}", DTypeName(t)),
+         {{t, {11, 300}, -5, 5}},
+         [](const Scope& s, In in) { return std::vector<Output>{ops::LogSoftmax(s, in[0])}; }});
+    cases.push_back({fmt::format("SoftmaxCrossEntropyWithLogits {}", DTypeName(t)),
+                     {{t, {12, 10}, -5, 5}, {t, {12, 10}, 0, 1}},
                      [](const Scope& s, In in) {
                        auto [loss, backprop] = ops::SoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
                        return std::vector<Output>{loss, backprop};
                      }});
     for (DType it : {i32, i64}) {
-      cases.push_back({fmt::format("SparseSoftmaxCrossEntropyWithLogits {} {}", DTypeName(t), DTypeName(it)), {{t, {50, 10}, -5, 5}, {it, {50}, 0, 10}},
-                       [](const Scope& s, In in) {
-                         auto [loss, backprop] = ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
-                         return std::vector<Output>{loss, backprop};
-                       }});
+      cases.push_back(
+          {fmt::format("SparseSoftmaxCrossEntropyWithLogits {} {}", DTypeName(t), DTypeName(it)),
+           {{t, {50, 10}, -5, 5}, {it, {50}, 0, 10}},
+           [](const Scope& s, In in) {
+             auto [loss, backprop] = ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
+             return std::vector<Output>{loss, backprop};
+           }});
     }
-    cases.push_back({fmt::format("SigmoidCrossEntropyWithLogits {}", DTypeName(t)), {{t, {9, 8}, -30, 30}, {t, {9, 8}, 0, 1}},
-                     [](const Scope& s, In in) { return std::vector<Output>{ops::SigmoidCrossEntropyWithLogits(s, in[0], in[1])}; }});
-    cases.push_back({fmt::format("MeanSquaredError same shape {}", DTypeName(t)), {{t, {30, 4}}, {t, {30, 4}}},
-                     [](const Scope& s, In in) { return std::vector<Output>{ops::MeanSquaredError(s, in[0], in[1])}; }});
-    cases.push_back({fmt::format("MeanSquaredError [N,1] vs [N,C] {}", DTypeName(t)), {{t, {40, 1}}, {t, {40, 60}}},
-                     [](const Scope& s, In in) { return std::vector<Output>{ops::MeanSquaredError(s, in[0], in[1])}; }});
-    cases.push_back({fmt::format("L2Loss {}", DTypeName(t)), {{t, {17, 3}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::L2Loss(s, in[0])}; }});
+    cases.push_back({fmt::format("SigmoidCrossEntropyWithLogits {}", DTypeName(t)),
+                     {{t, {9, 8}, -30, 30}, {t, {9, 8}, 0, 1}},
+                     [](const Scope& s, In in) {
+                       return std::vector<Output>{
+                           ops::SigmoidCrossEntropyWithLogits(s, in[0], in[1])};
+                     }});
+    cases.push_back({fmt::format("MeanSquaredError same shape {}", DTypeName(t)),
+                     {{t, {30, 4}}, {t, {30, 4}}},
+                     [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::MeanSquaredError(s, in[0], in[1])};
+                     }});
+    cases.push_back({fmt::format("MeanSquaredError [N,1] vs [N,C] {}", DTypeName(t)),
+                     {{t, {40, 1}}, {t, {40, 60}}},
+                     [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::MeanSquaredError(s, in[0], in[1])};
+                     }});
+    cases.push_back(
+        {fmt::format("L2Loss {}", DTypeName(t)), {{t, {17, 3}}}, [](const Scope& s, In in) {
+           return std::vector<Output>{ops::L2Loss(s, in[0])};
+         }});
   }
-  cases.push_back({"Fill, ZerosLike, OnesLike", {{f, {}}, {i64, {3, 4}, -9, 9}},
+  cases.push_back({"Fill, ZerosLike, OnesLike",
+                   {{f, {}}, {i64, {3, 4}, -9, 9}},
                    [](const Scope& s, In in) {
-                     return std::vector<Output>{ops::Fill(s, ops::ConstInt(s, {2, 5}), in[0]), ops::ZerosLike(s, in[1]),
-                                                ops::OnesLike(s, in[1])};
-                   }, false});
-  cases.push_back({"Identity, StopGradient, Reshape, ExpandDims, Squeeze, Shape, Const", {{f, {4, 1, 6}}},
+                     return std::vector<Output>{ops::Fill(s, ops::ConstInt(s, {2, 5}), in[0]),
+                                                ops::ZerosLike(s, in[1]), ops::OnesLike(s, in[1])};
+                   },
+                   false});
+  cases.push_back({"Identity, StopGradient, Reshape, ExpandDims, Squeeze, Shape, Const",
+                   {{f, {4, 1, 6}}},
                    [](const Scope& s, In in) {
                      Output x = ops::Identity(s, in[0]);
                      Output r = ops::Reshape(s, ops::StopGradient(s, x), {6, 4});
                      Output e = ops::ExpandDims(s, ops::Squeeze(s, x, {1}), 0);
                      Output shape = ops::ShapeOf(s, e);
-                     Output shaped = ops::Reshape(s, ops::Add(s, r, ops::Const(s, 1.5f)), shape);  // a shape made on the GPU
+                     Output shaped = ops::Reshape(s, ops::Add(s, r, ops::Const(s, 1.5f)),
+                                                  shape);  // a shape made on the GPU
                      return std::vector<Output>{r, e, shape, ops::ShapeOf(s, x, DT_INT64), shaped};
-                   }, false});
-  cases.push_back({"Transpose [2,3,4] perm 2,0,1", {{f, {2, 3, 4}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Transpose(s, in[0], {2, 0, 1})}; }});
-  cases.push_back({"Transpose int64 [5,7]", {{i64, {5, 7}, -9, 9}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Transpose(s, in[0], {1, 0})}; }, false});
+                   },
+                   false});
+  cases.push_back({"Transpose [2,3,4] perm 2,0,1", {{f, {2, 3, 4}}}, [](const Scope& s, In in) {
+                     return std::vector<Output>{ops::Transpose(s, in[0], {2, 0, 1})};
+                   }});
+  cases.push_back({"Transpose int64 [5,7]",
+                   {{i64, {5, 7}, -9, 9}},
+                   [](const Scope& s, In in) {
+                     return std::vector<Output>{ops::Transpose(s, in[0], {1, 0})};
+                   },
+                   false});
   for (int axis : {0, 1, -1}) {
-    cases.push_back({fmt::format("Concat axis {}", axis), {{f, {3, 4, 5}}, {f, {3, 4, 5}}, {f, {3, 4, 5}}},
-                     [axis](const Scope& s, In in) { return std::vector<Output>{ops::Concat(s, in, axis)}; }});
-    cases.push_back({fmt::format("Split axis {}", axis), {{d, {6, 6, 6}}},
+    cases.push_back(
+        {fmt::format("Concat axis {}", axis),
+         {{f, {3, 4, 5}}, {f, {3, 4, 5}}, {f, {3, 4, 5}}},
+         [axis](const Scope& s, In in) { return std::vector<Output>{ops::Concat(s, in, axis)}; }});
+    cases.push_back({fmt::format("Split axis {}", axis),
+                     {{d, {6, 6, 6}}},
                      [axis](const Scope& s, In in) { return ops::Split(s, in[0], axis, 3); }});
   }
-  cases.push_back({"Concat of uneven pieces", {{f, {4, 2}}, {f, {4, 7}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Concat(s, in, 1)}; }});
-  cases.push_back({"Slice", {{f, {6, 7, 8}}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Slice(s, in[0], {1, 2, 3}, {4, -1, 2})}; }});
-  cases.push_back({"Slice int32", {{i32, {9, 4}, -9, 9}}, [](const Scope& s, In in) { return std::vector<Output>{ops::Slice(s, in[0], {2, 1}, {3, 3})}; }, false});
-  for (DType it : {i32, i64}) {
-    cases.push_back({fmt::format("Gather {}", DTypeName(it)), {{f, {10, 6}}, {it, {15}, 0, 10}},
-                     [](const Scope& s, In in) { return std::vector<Output>{ops::Gather(s, in[0], in[1])}; }});
-    cases.push_back({fmt::format("OneHot {}", DTypeName(it)), {{it, {12}, -1, 11}},
-                     [](const Scope& s, In in) { return std::vector<Output>{ops::OneHot(s, in[0], 10, 2.f, -1.f)}; }, false});
-  }
- cases.push_back({"RandomUniform, RandomNormal, TruncatedNormal (seeded: the same numbers as the CPU)", {},
-                   [](const Scope& s, In) {
-                     return std::vector<Output>{ops::RandomUniform(s, {100, 30}, DT_FLOAT, 3), ops::RandomNormal(s, {1000}, DT_DOUBLE, 4),
-                                                ops::TruncatedNormal(s, {77, 13}, DT_FLOAT, 5)};
-                   }, false, 1e-5});
- cases.push_back({"WeightedMean of 3", {{f, {6, 5}}, {f, {6, 5}}, {f, {6, 5}}},
+  cases.push_back(
+      {"Concat of uneven pieces", {{f, {4, 2}}, {f, {4, 7}}}, [](const Scope& s, In in) {
+         return std::vector<Output>{ops::Concat(s, in, 1)};
+       }});
+  cases.push_back({"Slice", {{f, {6, 7, 8}}}, [](const Scope& s, In in) {
+                     return std::vector<Output>{ops::Slice(s, in[0], {1, 2, 3}, {4, -1, 2})};
+                   }});
+  cases.push_back({"Slice int32",
+                   {{i32, {9, 4}, -9, 9}},
                    [](const Scope& s, In in) {
-                     std::vector<Output> w = {ops::Const(s, 2.f), ops::Const(s, 1.f), ops::Const(s, 5.f)};
-                     return std::vector<Output>{ops::WeightedMean(s, in, w)};
-                   }, false});
-  cases.push_back({"CollectiveAllReduce, a group of one", {{d, {4, 3}}, {d, {7}}},
-                   [](const Scope& s, In in) { return ops::CollectiveAllReduce(s, in, ops::Const(s, 3.f), "solo", 1, 0); }, false});
-  cases.push_back({"BatchSplit", {{f, {7, 3}}}, [](const Scope& s, In in) { return ops::BatchSplit(s, in[0], 3); }});
+                     return std::vector<Output>{ops::Slice(s, in[0], {2, 1}, {3, 3})};
+                   },
+                   false});
+  for (DType it : {i32, i64}) {
+    cases.push_back(
+        {fmt::format("Gather {}", DTypeName(it)),
+         {{f, {10, 6}}, {it, {15}, 0, 10}},
+         [](const Scope& s, In in) { return std::vector<Output>{ops::Gather(s, in[0], in[1])}; }});
+    cases.push_back({fmt::format("OneHot {}", DTypeName(it)),
+                     {{it, {12}, -1, 11}},
+                     [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::OneHot(s, in[0], 10, 2.f, -1.f)};
+                     },
+                     false});
+  }
+  cases.push_back(
+      {"RandomUniform, RandomNormal, TruncatedNormal (seeded: the same numbers as the CPU)",
+       {},
+       [](const Scope& s, In) {
+         return std::vector<Output>{ops::RandomUniform(s, {100, 30}, DT_FLOAT, 3),
+                                    ops::RandomNormal(s, {1000}, DT_DOUBLE, 4),
+                                    ops::TruncatedNormal(s, {77, 13}, DT_FLOAT, 5)};
+       },
+       false,
+       1e-5});
+  cases.push_back(
+      {"WeightedMean of 3",
+       {{f, {6, 5}}, {f, {6, 5}}, {f, {6, 5}}},
+       [](const Scope& s, In in) {
+         std::vector<Output> w = {ops::Const(s, 2.f), ops::Const(s, 1.f), ops::Const(s, 5.f)};
+         return std::vector<Output>{ops::WeightedMean(s, in, w)};
+       },
+       false});
+  cases.push_back({"CollectiveAllReduce, a group of one",
+                   {{d, {4, 3}}, {d, {7}}},
+                   [](const Scope& s, In in) {
+                     return ops::CollectiveAllReduce(s, in, ops::Const(s, 3.f), "solo", 1, 0);
+                   },
+                   false});
+  cases.push_back({"BatchSplit", {{f, {7, 3}}}, [](const Scope& s, In in) {
+                     return ops::BatchSplit(s, in[0], 3);
+                   }});
   return cases;
 }
 
@@ -324,7 +451,8 @@ TEST_CASE("Every op with a GPU kernel has a conformance case", "[ops][conformanc
   std::set<std::string> covered;
   auto collect = [&](const Graph& g) {
     for (const Node* n : g.nodes()) {
-      if (n->requested_device().find("GPU") != std::string::npos || n->requested_device().find("gpu") != std::string::npos) {
+      if (n->requested_device().find("GPU") != std::string::npos ||
+          n->requested_device().find("gpu") != std::string::npos) {
         covered.insert(n->op());
       }
     }
@@ -353,7 +481,8 @@ TEST_CASE("Every op with a GPU kernel has a conformance case", "[ops][conformanc
   INFO("GPU kernels without a conformance case: " << fmt::format("{}", fmt::join(missing, ", ")));
   CHECK(missing.empty());
   // Reported, not failed: these run on the CPU (soft placement) when asked for a GPU.
-  WARN("Ops without a GPU kernel (conformance skipped): " << fmt::format("{}", fmt::join(without_gpu, ", ")));
+  WARN("Ops without a GPU kernel (conformance skipped): " << fmt::format(
+           "{}", fmt::join(without_gpu, ", ")));
   if (BuiltWithCuda()) CHECK(gpu_ops.size() >= 50);
 }
 
@@ -367,7 +496,8 @@ TEST_CASE("GPU conformance: every op and its gradient match the CPU", "[gpu][con
     Built b;
     Build(c, &b);
     FeedDict feeds;
-    for (size_t i = 0; i < b.inputs.size(); ++i) feeds.emplace_back(b.inputs[i], RandomInput(c.inputs[i], seed++));
+    for (size_t i = 0; i < b.inputs.size(); ++i)
+      feeds.emplace_back(b.inputs[i], RandomInput(c.inputs[i], seed++));
     Session cpu(b.g, CpuOnly());
     Session gpu(b.g, WithGpu());
     std::vector<Tensor> want = cpu.Run(feeds, b.fetches);
@@ -379,17 +509,20 @@ TEST_CASE("GPU conformance: every op and its gradient match the CPU", "[gpu][con
     }
     for (const auto& [node, dev] : where) {
       const Node* n = b.g.FindNode(node);
-      if (n && n->requested_device().find("gpu") != std::string::npos && dev.find("GPU") == std::string::npos) {
+      if (n && n->requested_device().find("gpu") != std::string::npos &&
+          dev.find("GPU") == std::string::npos) {
         fell_back.push_back(fmt::format("{} ({})", n->op(), c.name));
       }
     }
     for (size_t i = 0; i < want.size(); ++i) {
-      Compare(fmt::format("{} fetch {} ({})", c.name, i, b.fetches[i].name()), want[i], got[i], c.tol);
+      Compare(fmt::format("{} fetch {} ({})", c.name, i, b.fetches[i].name()), want[i], got[i],
+              c.tol);
       ++compared;
     }
   }
   WARN(compared << " tensors compared; GPU-requested nodes that ran on the CPU: "
-                << (fell_back.empty() ? std::string("none") : fmt::format("{}", fmt::join(fell_back, "; "))));
+                << (fell_back.empty() ? std::string("none")
+                                      : fmt::format("{}", fmt::join(fell_back, "; "))));
 }
 
 TEST_CASE("GPU conformance: optimizers and variable updates match the CPU", "[gpu][conformance]") {
