@@ -16,7 +16,7 @@
 #include "executor/collective.h"
 #include "executor/rendezvous.h"
 #include "ops/op_util.h"
-#include "ops/comm/weights.h"
+#include "ops/comm/aggregate.h"
 #include "ops/ops.h"
 
 namespace pf {
@@ -130,57 +130,18 @@ Status AllReduceShape(ShapeContext& c) {
 }
 
 template <typename T>
-class AllReduceOp : public OpKernel {
+class AllReduceOp : public AllReduceKernel {
  public:
-  explicit AllReduceOp(const Node& n)
-      : OpKernel(n),
-        key_(n.attr<std::string>("group_key")),
-        size_(static_cast<int>(n.attr<int64_t>("group_size"))),
-        rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
-  bool IsAsync() const override { return true; }
-  bool IsExpensive() const override { return false; }
-  Status Compute(OpKernelContext*) override {
-    return errors::Internal("CollectiveAllReduce is asynchronous");
-  }
-
-  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    if (ctx->collectives() == nullptr)
-      return done(errors::Internal("CollectiveAllReduce outside a step"));
-    // The participant that completes the collective finishes the others: their executors
-    // continue on the pool, not on its thread.
-    ThreadPool* pool = IntraOpPool(ctx);
-    auto finish = [pool, done = std::move(done)](Status s) {
-      pool->Schedule([done, s] { done(s); });
-    };
-    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)},
-                             [this](auto& all) { return Reduce(all); });
-  }
+  using AllReduceKernel::AllReduceKernel;
 
  private:
-  Status Reduce(std::vector<CollectiveTable::Participant>& all) const {
+  Status Reduce(std::vector<CollectiveTable::Participant>& all,
+                const std::vector<double>& scale) const override {
     LogOnce(all);
     OpKernelContext* first = all[0].ctx;
-    const int n = first->num_outputs();
-    std::vector<double> w;
-    for (auto& p : all) {
-      if (p.ctx->num_outputs() != n) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
-                                       " and ", p.ctx->num_outputs(), " tensors");
-      }
-      w.push_back(WeightOf(p.ctx->input(n)));
-    }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
-    for (int k = 0; k < n; ++k) {
+    for (int k = 0; k < first->num_outputs(); ++k) {
       std::vector<const Tensor*> values;
-      for (auto& p : all) {
-        if (p.ctx->input(k).shape() != first->input(k).shape()) {
-          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
-                                         " has shape ", first->input(k).shape().ToString(),
-                                         " on rank 0 and ", p.ctx->input(k).shape().ToString(),
-                                         " on rank ", p.rank);
-        }
-        values.push_back(&p.ctx->input(k));
-      }
+      for (auto& p : all) values.push_back(&p.ctx->input(k));
       PF_ASSIGN_OR_RETURN(Tensor * out, first->AllocateOutput(k));
       WeightedSum<T>(first, values, scale, out);
       // Every other participant gets the same bits on its device.
@@ -200,11 +161,9 @@ class AllReduceOp : public OpKernel {
     PF_LOG_INFO(
         "All-reduce '{}' over {} device(s) [{}]: reduced on {} and shared back (NCCL is used "
         "only between distinct physical GPUs)",
-        key_, all.size(), devices, all[0].ctx->device()->name());
+        key(), all.size(), devices, all[0].ctx->device()->name());
   }
 
-  std::string key_;
-  int size_, rank_;
   mutable std::atomic<bool> logged_{false};
 };
 

@@ -9,7 +9,7 @@
 #include "devices/cuda/gpu_nccl.h"
 #include "executor/collective.h"
 #include "executor/rendezvous.h"
-#include "ops/comm/weights.h"
+#include "ops/comm/aggregate.h"
 #include "ops/gpu/gpu_kernel.h"
 #include "ops/ops.h"
 
@@ -42,60 +42,25 @@ class WeightedMeanGpuOp : public GpuOpKernel {
 };
 
 template <typename T>
-class AllReduceGpuOp : public OpKernel {
+class AllReduceGpuOp : public AllReduceKernel {
  public:
-  explicit AllReduceGpuOp(const Node& n)
-      : OpKernel(n),
-        key_(n.attr<std::string>("group_key")),
-        size_(static_cast<int>(n.attr<int64_t>("group_size"))),
-        rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
-  bool IsAsync() const override { return true; }
-  bool IsExpensive() const override { return false; }
-  Status Compute(OpKernelContext*) override {
-    return errors::Internal("CollectiveAllReduce is asynchronous");
-  }
-
-  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    if (ctx->collectives() == nullptr)
-      return done(errors::Internal("CollectiveAllReduce outside a step"));
-    ThreadPool* pool = IntraOpPool(ctx);
-    auto finish = [pool, done = std::move(done)](Status s) {
-      pool->Schedule([done, s] { done(s); });
-    };
-    ctx->collectives()->Join(key_, size_, {rank_, ctx, std::move(finish)},
-                             [this](auto& all) { return Reduce(all); });
-  }
+  using AllReduceKernel::AllReduceKernel;
 
  private:
-  Status Reduce(std::vector<CollectiveTable::Participant>& all) const {
-    OpKernelContext* first = all[0].ctx;
-    const int n = first->num_outputs();
-    std::vector<double> w;
+  Status Reduce(std::vector<CollectiveTable::Participant>& all,
+                const std::vector<double>& scale) const override {
     std::vector<GpuDevice*> gpus;
-    int64_t total = 0;
-    for (int k = 0; k < n; ++k) total += first->input(k).num_elements();
     for (auto& p : all) {
       if (p.ctx->device()->device_type() != kDeviceGpu) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': rank ", p.rank, " is on ",
-                                       p.ctx->device()->name(),
+        return errors::InvalidArgument("CollectiveAllReduce '", key(), "': rank ", p.rank,
+                                       " is on ", p.ctx->device()->name(),
                                        "; GPU participants need GPU peers");
       }
-      if (p.ctx->num_outputs() != n) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
-                                       " and ", p.ctx->num_outputs(), " tensors");
-      }
-      for (int k = 0; k < n; ++k) {
-        if (p.ctx->input(k).shape() != first->input(k).shape()) {
-          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
-                                         " has shape ", first->input(k).shape().ToString(),
-                                         " on rank 0 and ", p.ctx->input(k).shape().ToString(),
-                                         " on rank ", p.rank);
-        }
-      }
-      w.push_back(WeightOf(p.ctx->input(n)));
       gpus.push_back(static_cast<GpuDevice*>(p.ctx->device()));
     }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    int64_t total = 0;
+    for (int k = 0; k < all[0].ctx->num_outputs(); ++k)
+      total += all[0].ctx->input(k).num_elements();
     LogOnce(gpus);
     if (NcclUsable(gpus)) return ReduceWithNccl(all, gpus, scale, total);
     return ReduceOnFirst(all, gpus, scale);
@@ -170,13 +135,11 @@ class AllReduceGpuOp : public OpKernel {
     if (logged_.exchange(true)) return;
     std::string devices;
     for (const GpuDevice* g : gpus) devices += (devices.empty() ? "" : ", ") + g->name();
-    PF_LOG_INFO("All-reduce '{}' over [{}]: {}", key_, devices,
+    PF_LOG_INFO("All-reduce '{}' over [{}]: {}", key(), devices,
                 NcclUsable(gpus) ? "NCCL, one packed buffer per GPU"
                                  : "reduced on the first GPU and copied back");
   }
 
-  std::string key_;
-  int size_, rank_;
   mutable std::atomic<bool> logged_{false};
 };
 

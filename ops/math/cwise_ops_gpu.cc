@@ -7,8 +7,9 @@
 namespace pf {
 namespace {
 
-template <typename T, gpu::BinaryFn F>
-class BinaryGpuOp : public GpuOpKernel {
+// Binary ops (F a gpu::BinaryFn, output T) and comparisons (F a gpu::CompareFn, output bool).
+template <typename T, auto F>
+class BroadcastGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
@@ -16,23 +17,13 @@ class BinaryGpuOp : public GpuOpKernel {
     const Tensor& b = ctx->input(1);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(a.shape(), b.shape(), out->shape()));
-    gpu::Binary<T>(F, a.data<T>(), b.data<T>(), out->data<T>(), out->num_elements(), d,
-                   gpu->compute_stream());
-    return Status::OK();
-  }
-};
-
-template <typename T, gpu::CompareFn F>
-class CompareGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& a = ctx->input(0);
-    const Tensor& b = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(a.shape(), b.shape(), out->shape()));
-    gpu::Compare<T>(F, a.data<T>(), b.data<T>(), out->data<bool>(), out->num_elements(), d,
-                    gpu->compute_stream());
+    if constexpr (std::is_same_v<decltype(F), gpu::BinaryFn>) {
+      gpu::Binary<T>(F, a.data<T>(), b.data<T>(), out->data<T>(), out->num_elements(), d,
+                     gpu->compute_stream());
+    } else {
+      gpu::Compare<T>(F, a.data<T>(), b.data<T>(), out->data<bool>(), out->num_elements(), d,
+                      gpu->compute_stream());
+    }
     return Status::OK();
   }
 };
@@ -133,17 +124,17 @@ using gpu::ActivationGradFn;
 using gpu::BinaryFn;
 using gpu::CompareFn;
 using gpu::UnaryFn;
-PF_GPU_NUMBER("Add", BinaryGpuOp, BinaryFn::kAdd);
-PF_GPU_NUMBER("Sub", BinaryGpuOp, BinaryFn::kSub);
-PF_GPU_NUMBER("Mul", BinaryGpuOp, BinaryFn::kMul);
-PF_GPU_REAL("Div", BinaryGpuOp,
+PF_GPU_NUMBER("Add", BroadcastGpuOp, BinaryFn::kAdd);
+PF_GPU_NUMBER("Sub", BroadcastGpuOp, BinaryFn::kSub);
+PF_GPU_NUMBER("Mul", BroadcastGpuOp, BinaryFn::kMul);
+PF_GPU_REAL("Div", BroadcastGpuOp,
             BinaryFn::kDiv);  // integer division stays on the CPU (it checks for zero)
-PF_GPU_NUMBER("Maximum", BinaryGpuOp, BinaryFn::kMax);
-PF_GPU_NUMBER("Minimum", BinaryGpuOp, BinaryFn::kMin);
-PF_GPU_REAL("Pow", BinaryGpuOp, BinaryFn::kPow);
-PF_GPU_NUMBER("Equal", CompareGpuOp, CompareFn::kEqual);
-PF_GPU_NUMBER("Less", CompareGpuOp, CompareFn::kLess);
-PF_GPU_NUMBER("Greater", CompareGpuOp, CompareFn::kGreater);
+PF_GPU_NUMBER("Maximum", BroadcastGpuOp, BinaryFn::kMax);
+PF_GPU_NUMBER("Minimum", BroadcastGpuOp, BinaryFn::kMin);
+PF_GPU_REAL("Pow", BroadcastGpuOp, BinaryFn::kPow);
+PF_GPU_NUMBER("Equal", BroadcastGpuOp, CompareFn::kEqual);
+PF_GPU_NUMBER("Less", BroadcastGpuOp, CompareFn::kLess);
+PF_GPU_NUMBER("Greater", BroadcastGpuOp, CompareFn::kGreater);
 PF_GPU_NUMBER("Neg", UnaryGpuOp, UnaryFn::kNeg);
 PF_GPU_NUMBER("Square", UnaryGpuOp, UnaryFn::kSquare);
 PF_GPU_REAL("Sqrt", UnaryGpuOp, UnaryFn::kSqrt);
