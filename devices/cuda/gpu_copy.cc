@@ -91,14 +91,13 @@ void GpuToGpu(const Tensor& in, GpuDevice* src, GpuDevice* dst, CopyDone done) {
   if (in.TotalBytes() > 0) {
     Status s = src->Activate();
     if (s.ok()) s = src->StreamWaitStream(src->d2d_stream(), src->compute_stream());
-    if (s.ok()) s = src->StreamWaitStream(src->d2d_stream(), dst->compute_stream());
+    if (s.ok()) s = src->StreamWaitStream(src->d2d_stream(), *dst, dst->compute_stream());
     if (s.ok()) {
       s = cuda::CheckCall(cudaMemcpyPeerAsync(t.raw_data(), dst->ordinal(), in.raw_data(),
                                               src->ordinal(), in.TotalBytes(), src->d2d_stream()),
                           "cudaMemcpyPeerAsync", src->ordinal(), __FILE__, __LINE__);
     }
-    if (s.ok()) s = dst->Activate();
-    if (s.ok()) s = dst->StreamWaitStream(dst->compute_stream(), src->d2d_stream());
+    if (s.ok()) s = dst->StreamWaitStream(dst->compute_stream(), *src, src->d2d_stream());
     if (s.ok()) s = src->ThenExecute(src->d2d_stream(), [in] {});
     if (!s.ok()) return done(s);
   }

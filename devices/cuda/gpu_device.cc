@@ -311,12 +311,18 @@ Status GpuDevice::ThenExecute(GpuStream stream, std::function<void()> fn) {
   return Status::OK();
 }
 
-Status GpuDevice::StreamWaitStream(GpuStream waiter, GpuStream signaler) const {
+Status GpuDevice::StreamWaitStream(GpuStream waiter, const GpuDevice& signaler_gpu,
+                                   GpuStream signaler) const {
   if (waiter == signaler) return Status::OK();
+  // An event is recorded on a stream of the GPU it was created on; a stream of any GPU may wait
+  // for it.
+  const int dev = signaler_gpu.ordinal();
+  PF_GPU_RETURN_IF_ERROR(dev, cudaSetDevice(dev));
   cudaEvent_t ev;
-  PF_GPU_RETURN_IF_ERROR(ordinal(), cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  Status s = cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", ordinal(), __FILE__,
+  PF_GPU_RETURN_IF_ERROR(dev, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  Status s = cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", dev, __FILE__,
                              __LINE__);
+  if (s.ok()) s = Activate();
   if (s.ok())
     s = cuda::CheckCall(cudaStreamWaitEvent(waiter, ev, 0), "cudaStreamWaitEvent", ordinal(),
                         __FILE__, __LINE__);

@@ -68,8 +68,13 @@ class GpuDevice final : public Device {
   Status CheckLaunch(const std::string& what) const;
   // Runs `fn` on this device's callback thread once `stream`'s work so far is done.
   Status ThenExecute(GpuStream stream, std::function<void()> fn);
-  // `waiter` waits (on the GPU, not the host) for the work enqueued on `signaler` so far.
-  Status StreamWaitStream(GpuStream waiter, GpuStream signaler) const;
+  // `waiter` (a stream of this GPU) waits, on the GPU and not the host, for the work enqueued
+  // so far on `signaler`, a stream of `signaler_gpu` (this GPU or another). Leaves this GPU
+  // current.
+  Status StreamWaitStream(GpuStream waiter, const GpuDevice& signaler_gpu, GpuStream signaler) const;
+  Status StreamWaitStream(GpuStream waiter, GpuStream signaler) const {
+    return StreamWaitStream(waiter, *this, signaler);
+  }
   // Whether this GPU reads and writes `other`'s memory directly (peer access enabled).
   bool CanAccessPeer(const GpuDevice& other) const;
 
