@@ -55,6 +55,7 @@ StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::Clone() const {
+  assert(InHostMemory() && "Clone copies host memory; copy device tensors with the CopyRegistry");
   Tensor t(dtype_, shape_);
   if (TotalBytes() > 0 && raw_data() != nullptr) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   return t;
@@ -82,6 +83,7 @@ void AppendValue(std::string* s, const Tensor& t, int64_t i) {
 std::string Tensor::DebugString(int max_entries) const {
   std::string s = fmt::format("Tensor<{} {}>", DTypeName(dtype_), shape_.ToString());
   if (!IsInitialized()) return s + " <uninitialized>";
+  if (!InHostMemory()) return s + " <device memory>";
   if (!VisitDType(dtype_, [](auto) {})) return s;
   s += ' ';
   const int rank = shape_.rank();

@@ -78,7 +78,7 @@ class Tensor {
   StatusOr<Tensor> Reshaped(const Shape& shape) const;
   // Rows [begin, end) of dimension 0, sharing this buffer (no copy; rank >= 1).
   StatusOr<Tensor> SliceRows(int64_t begin, int64_t end) const;
-  // A deep copy in host memory.
+  // A deep copy in host memory (of a tensor in host memory).
   Tensor Clone() const;
   // True when dtype, shape and bytes match.
   bool BitwiseEqual(const Tensor& o) const;
