@@ -481,8 +481,9 @@ TEST_CASE("Every op with a GPU kernel has a conformance case", "[ops][conformanc
   INFO("GPU kernels without a conformance case: " << fmt::format("{}", fmt::join(missing, ", ")));
   CHECK(missing.empty());
   // Reported, not failed: these run on the CPU (soft placement) when asked for a GPU.
-  WARN("Ops without a GPU kernel (conformance skipped): " << fmt::format(
-           "{}", fmt::join(without_gpu, ", ")));
+  WARN(OpCases().size() << " op cases, " << TrainCases().size() << " optimizer cases. "
+                        << "Ops without a GPU kernel (conformance skipped): "
+                        << fmt::format("{}", fmt::join(without_gpu, ", ")));
   if (BuiltWithCuda()) CHECK(gpu_ops.size() >= 50);
 }
 
