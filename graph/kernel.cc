@@ -123,16 +123,20 @@ std::vector<bool> ArgSlots(const std::vector<ArgDef>& args, const Node& node, co
   return host;
 }
 
+void HostMemorySlots(const KernelDef* def, const Node& node, std::vector<bool>* host_inputs,
+                     std::vector<bool>* host_outputs) {
+  host_inputs->assign(node.num_inputs(), false);
+  host_outputs->assign(node.num_outputs(), false);
+  if (def == nullptr || def->host_memory_args().empty()) return;
+  *host_inputs = ArgSlots(node.op_def().inputs(), node, def->host_memory_args(), node.num_inputs());
+  *host_outputs = ArgSlots(node.op_def().outputs(), node, def->host_memory_args(), node.num_outputs());
+}
+
 }  // namespace
 
 void KernelRegistry::MemoryTypes(const Node& node, std::string_view device_type, std::vector<bool>* host_inputs,
                                  std::vector<bool>* host_outputs) const {
-  host_inputs->assign(node.num_inputs(), false);
-  host_outputs->assign(node.num_outputs(), false);
-  const KernelDef* def = Find(node.op(), device_type, node.attrs());
-  if (def == nullptr || def->host_memory_args().empty()) return;
-  *host_inputs = ArgSlots(node.op_def().inputs(), node, def->host_memory_args(), node.num_inputs());
-  *host_outputs = ArgSlots(node.op_def().outputs(), node, def->host_memory_args(), node.num_outputs());
+  HostMemorySlots(Find(node.op(), device_type, node.attrs()), node, host_inputs, host_outputs);
 }
 
 StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node, std::string_view device_type) const {
@@ -141,7 +145,7 @@ StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node, std
   std::unique_ptr<OpKernel> kernel = def->factory(node);
   if (!def->host_memory_args().empty()) {
     std::vector<bool> in, out;
-    MemoryTypes(node, device_type, &in, &out);
+    HostMemorySlots(def, node, &in, &out);
     kernel->set_memory_types(std::move(in), std::move(out));
   }
   return kernel;
