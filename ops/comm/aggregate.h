@@ -32,6 +32,22 @@ inline double WeightOf(const Tensor& t) {
   return t.num_elements() == 1 ? static_cast<double>(t.data<float>()[0]) : -1;
 }
 
+// WeightedMean's inputs (N values, then N weights): checks that the values share a shape and
+// returns each value's share of the weights.
+inline StatusOr<std::vector<double>> WeightedMeanShares(OpKernelContext* ctx) {
+  const int n = ctx->num_inputs() / 2;
+  std::vector<double> w;
+  for (int i = 0; i < n; ++i) {
+    if (ctx->input(i).shape() != ctx->input(0).shape()) {
+      return errors::InvalidArgument("WeightedMean: value ", i, " has shape ",
+                                     ctx->input(i).shape().ToString(), " but value 0 has shape ",
+                                     ctx->input(0).shape().ToString());
+    }
+    w.push_back(WeightOf(ctx->input(n + i)));
+  }
+  return Normalise(w);
+}
+
 // CollectiveAllReduce: the participants (one node per device, sharing group_key) meet in the
 // step's CollectiveTable; the last to arrive checks them (same number of tensors, same shapes)
 // and calls Reduce with each rank's weight share. Executors of the others continue on the pool.

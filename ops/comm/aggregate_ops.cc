@@ -82,19 +82,9 @@ class WeightedMeanOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    const int n = ctx->num_inputs() / 2;
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, WeightedMeanShares(ctx));
     std::vector<const Tensor*> values;
-    std::vector<double> w;
-    for (int i = 0; i < n; ++i) {
-      if (ctx->input(i).shape() != ctx->input(0).shape()) {
-        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ",
-                                       ctx->input(i).shape().ToString(), " but value 0 has shape ",
-                                       ctx->input(0).shape().ToString());
-      }
-      values.push_back(&ctx->input(i));
-      w.push_back(WeightOf(ctx->input(n + i)));
-    }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    for (size_t i = 0; i < scale.size(); ++i) values.push_back(&ctx->input(static_cast<int>(i)));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     WeightedSum<T>(ctx, values, scale, out);
     return Status::OK();

@@ -21,19 +21,10 @@ class WeightedMeanGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const int n = ctx->num_inputs() / 2;
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, WeightedMeanShares(ctx));
+    const int n = static_cast<int>(scale.size());
     std::vector<const T*> values;
-    std::vector<double> w;
-    for (int i = 0; i < n; ++i) {
-      if (ctx->input(i).shape() != ctx->input(0).shape()) {
-        return errors::InvalidArgument("WeightedMean: value ", i, " has shape ",
-                                       ctx->input(i).shape().ToString(), " but value 0 has shape ",
-                                       ctx->input(0).shape().ToString());
-      }
-      values.push_back(ctx->input(i).data<T>());
-      w.push_back(WeightOf(ctx->input(n + i)));
-    }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    for (int i = 0; i < n; ++i) values.push_back(ctx->input(i).data<T>());
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     gpu::WeightedSum<T>(values.data(), scale.data(), n, out->data<T>(), out->num_elements(),
                         gpu->compute_stream());
