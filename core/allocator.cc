@@ -45,7 +45,9 @@ class HostAllocator final : public Allocator {
   static constexpr size_t kAlign = 64;
   static constexpr size_t kCacheMin = 64 << 10;
   static constexpr size_t kCacheMax = size_t{2} << 30;
-  static size_t Round(size_t bytes) { return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign; }
+  static size_t Round(size_t bytes) {
+    return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
+  }
 
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;

@@ -2,7 +2,8 @@
 // allocator when the last Tensor that shares it goes away.
 //
 //   pf::Allocator* a = pf::CpuAllocator();          // 64-byte aligned host memory
-//   auto buf = pf::Buffer::Allocate(a, 1024);       // std::shared_ptr<Buffer>, or null when out of memory
+//   auto buf = pf::Buffer::Allocate(a, 1024);       // std::shared_ptr<Buffer>, or null when out of
+//   memory
 #pragma once
 
 #include <cstddef>
@@ -30,9 +31,13 @@ Allocator* CpuAllocator();
 class Buffer {
  public:
   Buffer(Allocator* allocator, void* data, size_t bytes)
-      : allocator_(allocator), data_(data), bytes_(bytes), on_host_(allocator == nullptr || allocator->host_accessible()) {}
+      : allocator_(allocator),
+        data_(data),
+        bytes_(bytes),
+        on_host_(allocator == nullptr || allocator->host_accessible()) {}
   // A view that frees nothing (allocator null) into memory that is or is not on the host.
-  Buffer(void* data, size_t bytes, bool on_host) : allocator_(nullptr), data_(data), bytes_(bytes), on_host_(on_host) {}
+  Buffer(void* data, size_t bytes, bool on_host)
+      : allocator_(nullptr), data_(data), bytes_(bytes), on_host_(on_host) {}
   ~Buffer() {
     if (allocator_ != nullptr && data_ != nullptr) allocator_->Free(data_, bytes_);
   }

@@ -17,7 +17,9 @@ bool ConsumeJobName(std::string_view* s, std::string* out) {
   size_t n = 1;
   while (n < s->size()) {
     char c = (*s)[n];
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_')) break;
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
+      break;
     ++n;
   }
   *out = std::string(s->substr(0, n));
@@ -55,7 +57,8 @@ bool ConsumeNumber(std::string_view* s, int* out) {
 
 // "/field:" followed by "*" (unset) or a value read by `consume`.
 template <typename T, typename Consume>
-bool ParseField(std::string_view* s, std::string_view prefix, bool* has, T* value, Consume consume, bool* progress, bool* ok) {
+bool ParseField(std::string_view* s, std::string_view prefix, bool* has, T* value, Consume consume,
+                bool* progress, bool* ok) {
   if (!ConsumePrefix(s, prefix)) return false;
   *progress = true;
   *has = !ConsumePrefix(s, "*");
@@ -73,9 +76,12 @@ bool DeviceName::Parse(std::string_view text, DeviceName* out) {
   while (!s.empty() && ok) {
     bool progress = false;
     ParseField(&s, "/job:", &out->has_job, &out->job, ConsumeJobName, &progress, &ok);
-    if (ok) ParseField(&s, "/replica:", &out->has_replica, &out->replica, ConsumeNumber, &progress, &ok);
+    if (ok)
+      ParseField(&s, "/replica:", &out->has_replica, &out->replica, ConsumeNumber, &progress, &ok);
     if (ok) ParseField(&s, "/task:", &out->has_task, &out->task, ConsumeNumber, &progress, &ok);
-    if (ok && ParseField(&s, "/device:", &out->has_type, &out->type, ConsumeDeviceType, &progress, &ok) && ok) {
+    if (ok &&
+        ParseField(&s, "/device:", &out->has_type, &out->type, ConsumeDeviceType, &progress, &ok) &&
+        ok) {
       if (ConsumePrefix(&s, ":")) {
         out->has_id = !ConsumePrefix(&s, "*");
         if (out->has_id && !ConsumeNumber(&s, &out->id)) ok = false;
@@ -84,7 +90,8 @@ bool DeviceName::Parse(std::string_view text, DeviceName* out) {
       }
     }
     // Legacy "/cpu:0" and "/gpu:1" (either case) mean "/device:CPU:0" and "/device:GPU:1".
-    for (auto [lower, upper, type] : {std::tuple{"/cpu:", "/CPU:", "CPU"}, std::tuple{"/gpu:", "/GPU:", "GPU"}}) {
+    for (auto [lower, upper, type] :
+         {std::tuple{"/cpu:", "/CPU:", "CPU"}, std::tuple{"/gpu:", "/GPU:", "GPU"}}) {
       if (ok && (ConsumePrefix(&s, lower) || ConsumePrefix(&s, upper))) {
         progress = true;
         out->has_type = true;
@@ -101,11 +108,13 @@ bool DeviceName::Parse(std::string_view text, DeviceName* out) {
 
 StatusOr<DeviceName> DeviceName::ParseOrError(std::string_view text) {
   DeviceName d;
-  if (!Parse(text, &d)) return errors::InvalidArgument("Malformed device specification '", text, "'");
+  if (!Parse(text, &d))
+    return errors::InvalidArgument("Malformed device specification '", text, "'");
   return d;
 }
 
-std::string DeviceName::FullName(std::string_view job, int replica, int task, std::string_view type, int id) {
+std::string DeviceName::FullName(std::string_view job, int replica, int task, std::string_view type,
+                                 int id) {
   return fmt::format("/job:{}/replica:{}/task:{}/device:{}:{}", job, replica, task, type, id);
 }
 
@@ -119,7 +128,8 @@ std::string DeviceName::ToString() const {
 }
 
 std::string DeviceName::LocalName() const {
-  return (has_type ? type : std::string("*")) + ":" + (has_id ? std::to_string(id) : std::string("*"));
+  return (has_type ? type : std::string("*")) + ":" +
+         (has_id ? std::to_string(id) : std::string("*"));
 }
 
 bool DeviceName::IsSpecification(const DeviceName& less, const DeviceName& more) {
@@ -187,25 +197,56 @@ Status DeviceName::Merge(DeviceName* target, const DeviceName& other, bool allow
 }
 
 void DeviceName::MergeOverride(DeviceName* target, const DeviceName& other) {
-  if (other.has_job) { target->has_job = true; target->job = other.job; }
-  if (other.has_replica) { target->has_replica = true; target->replica = other.replica; }
-  if (other.has_task) { target->has_task = true; target->task = other.task; }
-  if (other.has_type) { target->has_type = true; target->type = other.type; }
-  if (other.has_id) { target->has_id = true; target->id = other.id; }
+  if (other.has_job) {
+    target->has_job = true;
+    target->job = other.job;
+  }
+  if (other.has_replica) {
+    target->has_replica = true;
+    target->replica = other.replica;
+  }
+  if (other.has_task) {
+    target->has_task = true;
+    target->task = other.task;
+  }
+  if (other.has_type) {
+    target->has_type = true;
+    target->type = other.type;
+  }
+  if (other.has_id) {
+    target->has_id = true;
+    target->id = other.id;
+  }
 }
 
 void DeviceName::MergeUnset(DeviceName* target, const DeviceName& other) {
-  if (other.has_job && !target->has_job) { target->has_job = true; target->job = other.job; }
-  if (other.has_replica && !target->has_replica) { target->has_replica = true; target->replica = other.replica; }
-  if (other.has_task && !target->has_task) { target->has_task = true; target->task = other.task; }
-  if (other.has_type && !target->has_type) { target->has_type = true; target->type = other.type; }
-  if (other.has_id && !target->has_id) { target->has_id = true; target->id = other.id; }
+  if (other.has_job && !target->has_job) {
+    target->has_job = true;
+    target->job = other.job;
+  }
+  if (other.has_replica && !target->has_replica) {
+    target->has_replica = true;
+    target->replica = other.replica;
+  }
+  if (other.has_task && !target->has_task) {
+    target->has_task = true;
+    target->task = other.task;
+  }
+  if (other.has_type && !target->has_type) {
+    target->has_type = true;
+    target->type = other.type;
+  }
+  if (other.has_id && !target->has_id) {
+    target->has_id = true;
+    target->id = other.id;
+  }
 }
 
 bool DeviceName::operator==(const DeviceName& o) const {
   return has_job == o.has_job && (!has_job || job == o.job) && has_replica == o.has_replica &&
-         (!has_replica || replica == o.replica) && has_task == o.has_task && (!has_task || task == o.task) &&
-         has_type == o.has_type && (!has_type || type == o.type) && has_id == o.has_id && (!has_id || id == o.id);
+         (!has_replica || replica == o.replica) && has_task == o.has_task &&
+         (!has_task || task == o.task) && has_type == o.has_type && (!has_type || type == o.type) &&
+         has_id == o.has_id && (!has_id || id == o.id);
 }
 
 }  // namespace pf

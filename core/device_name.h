@@ -34,7 +34,8 @@ struct DeviceName {
   // Parse with the error users see: "Malformed device specification '/foo:bar'".
   static StatusOr<DeviceName> ParseOrError(std::string_view text);
   // The canonical full name "/job:J/replica:R/task:T/device:TYPE:ID".
-  static std::string FullName(std::string_view job, int replica, int task, std::string_view type, int id);
+  static std::string FullName(std::string_view job, int replica, int task, std::string_view type,
+                              int id);
 
   std::string ToString() const;
   bool IsFullySpecified() const { return has_job && has_replica && has_task && has_type && has_id; }
@@ -50,7 +51,8 @@ struct DeviceName {
   static bool AreCompatible(const DeviceName& a, const DeviceName& b);
   // Fills `target` with the fields of `other`. Conflicting job/replica/task are errors; a
   // conflicting type or id is an error unless `allow_soft_placement`, which then clears it.
-  static Status Merge(DeviceName* target, const DeviceName& other, bool allow_soft_placement = false);
+  static Status Merge(DeviceName* target, const DeviceName& other,
+                      bool allow_soft_placement = false);
   // Fields set in `other` replace those in `target` (nested device scopes).
   static void MergeOverride(DeviceName* target, const DeviceName& other);
   // Fields set in `other` fill only the fields unset in `target`.

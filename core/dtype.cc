@@ -4,25 +4,41 @@ namespace pf {
 
 std::string_view DTypeName(DType t) {
   switch (t) {
-    case DT_FLOAT: return "float";
-    case DT_DOUBLE: return "double";
-    case DT_INT32: return "int32";
-    case DT_INT64: return "int64";
-    case DT_BOOL: return "bool";
-    case DT_HALF: return "half";
-    case DT_BFLOAT16: return "bfloat16";
-    case DT_INVALID: break;
+    case DT_FLOAT:
+      return "float";
+    case DT_DOUBLE:
+      return "double";
+    case DT_INT32:
+      return "int32";
+    case DT_INT64:
+      return "int64";
+    case DT_BOOL:
+      return "bool";
+    case DT_HALF:
+      return "half";
+    case DT_BFLOAT16:
+      return "bfloat16";
+    case DT_INVALID:
+      break;
   }
   return "invalid";
 }
 
 size_t DTypeSize(DType t) {
   switch (t) {
-    case DT_FLOAT: case DT_INT32: return 4;
-    case DT_DOUBLE: case DT_INT64: return 8;
-    case DT_BOOL: return 1;
-    case DT_HALF: case DT_BFLOAT16: return 2;
-    case DT_INVALID: break;
+    case DT_FLOAT:
+    case DT_INT32:
+      return 4;
+    case DT_DOUBLE:
+    case DT_INT64:
+      return 8;
+    case DT_BOOL:
+      return 1;
+    case DT_HALF:
+    case DT_BFLOAT16:
+      return 2;
+    case DT_INVALID:
+      break;
   }
   return 0;
 }

@@ -1,4 +1,5 @@
-// Element types. float16/bfloat16 are storage-only: tensors hold them, kernels do not compute on them.
+// Element types. float16/bfloat16 are storage-only: tensors hold them, kernels do not compute on
+// them.
 //
 //   pf::DType t = pf::DT_FLOAT;
 //   pf::DTypeName(t) == "float";  pf::DTypeSize(t) == 4;
@@ -36,26 +37,45 @@ struct BFloat16 {
 
 template <typename T>
 constexpr DType DataTypeOf() {
-  if constexpr (std::is_same_v<T, float>) return DT_FLOAT;
-  else if constexpr (std::is_same_v<T, double>) return DT_DOUBLE;
-  else if constexpr (std::is_same_v<T, int32_t>) return DT_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DT_INT64;
-  else if constexpr (std::is_same_v<T, bool>) return DT_BOOL;
-  else if constexpr (std::is_same_v<T, Half>) return DT_HALF;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DT_BFLOAT16;
-  else return DT_INVALID;
+  if constexpr (std::is_same_v<T, float>)
+    return DT_FLOAT;
+  else if constexpr (std::is_same_v<T, double>)
+    return DT_DOUBLE;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DT_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DT_INT64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DT_BOOL;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DT_HALF;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DT_BFLOAT16;
+  else
+    return DT_INVALID;
 }
 
 // Calls fn(T{}) with the C++ type of `t` for the computable types; returns false for others.
 template <typename Fn>
 bool VisitDType(DType t, Fn&& fn) {
   switch (t) {
-    case DT_FLOAT: fn(float{}); return true;
-    case DT_DOUBLE: fn(double{}); return true;
-    case DT_INT32: fn(int32_t{}); return true;
-    case DT_INT64: fn(int64_t{}); return true;
-    case DT_BOOL: fn(bool{}); return true;
-    default: return false;
+    case DT_FLOAT:
+      fn(float{});
+      return true;
+    case DT_DOUBLE:
+      fn(double{});
+      return true;
+    case DT_INT32:
+      fn(int32_t{});
+      return true;
+    case DT_INT64:
+      fn(int64_t{});
+      return true;
+    case DT_BOOL:
+      fn(bool{});
+      return true;
+    default:
+      return false;
   }
 }
 

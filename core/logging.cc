@@ -18,6 +18,8 @@ spdlog::logger& Logger() {
   return *logger;
 }
 
-void SetLogLevel(std::string_view level) { Logger().set_level(spdlog::level::from_str(std::string(level))); }
+void SetLogLevel(std::string_view level) {
+  Logger().set_level(spdlog::level::from_str(std::string(level)));
+}
 
 }  // namespace pf

@@ -31,7 +31,9 @@ class Shape {
   int rank() const { return rank_; }  // -1 when unknown
   int64_t dim(int i) const { return dims_[i]; }
   void set_dim(int i, int64_t d) { dims_[i] = d; }
-  std::span<const int64_t> dims() const { return {dims_.data(), static_cast<size_t>(rank_ < 0 ? 0 : rank_)}; }
+  std::span<const int64_t> dims() const {
+    return {dims_.data(), static_cast<size_t>(rank_ < 0 ? 0 : rank_)};
+  }
   std::vector<int64_t> dim_vector() const { return {dims().begin(), dims().end()}; }
   void AddDim(int64_t d);
   void RemoveDim(int i);

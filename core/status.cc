@@ -4,18 +4,30 @@ namespace pf {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kResourceExhausted: return "ResourceExhausted";
-    case Code::kOutOfRange: return "OutOfRange";
-    case Code::kUnimplemented: return "Unimplemented";
-    case Code::kInternal: return "Internal";
-    case Code::kAborted: return "Aborted";
-    case Code::kDeadlineExceeded: return "DeadlineExceeded";
+    case Code::kOk:
+      return "OK";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
+    case Code::kOutOfRange:
+      return "OutOfRange";
+    case Code::kUnimplemented:
+      return "Unimplemented";
+    case Code::kInternal:
+      return "Internal";
+    case Code::kAborted:
+      return "Aborted";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
   }
   return "Unknown";
 }

@@ -102,12 +102,12 @@ class [[nodiscard]] StatusOr {
 };
 
 namespace errors {
-#define PF_DEFINE_ERROR(Name)                                               \
-  template <typename... Args>                                               \
-  Status Name(Args&&... args) {                                             \
-    std::string msg;                                                        \
+#define PF_DEFINE_ERROR(Name)                                                       \
+  template <typename... Args>                                                       \
+  Status Name(Args&&... args) {                                                     \
+    std::string msg;                                                                \
     (fmt::format_to(std::back_inserter(msg), "{}", std::forward<Args>(args)), ...); \
-    return Status(Code::k##Name, std::move(msg));                           \
+    return Status(Code::k##Name, std::move(msg));                                   \
   }
 PF_DEFINE_ERROR(Cancelled)
 PF_DEFINE_ERROR(InvalidArgument)
@@ -127,9 +127,9 @@ PF_DEFINE_ERROR(Aborted)
 #define PF_CONCAT_INNER(a, b) a##b
 #define PF_CONCAT(a, b) PF_CONCAT_INNER(a, b)
 
-#define PF_RETURN_IF_ERROR(expr)            \
-  do {                                      \
-    ::pf::Status pf_status_ = (expr);       \
+#define PF_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::pf::Status pf_status_ = (expr);        \
     if (!pf_status_.ok()) return pf_status_; \
   } while (0)
 

@@ -15,7 +15,10 @@ Tensor::Tensor(Allocator* allocator, DType dtype, const Shape& shape)
 }
 
 Tensor::Tensor(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer)
-    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()), buffer_(std::move(buffer)) {}
+    : dtype_(dtype),
+      shape_(shape),
+      num_elements_(shape.num_elements()),
+      buffer_(std::move(buffer)) {}
 
 std::vector<int64_t> Tensor::AsInt64Vector() const {
   std::vector<int64_t> out(num_elements_);
@@ -38,14 +41,16 @@ StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
 
 StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
   if (rank() < 1 || begin < 0 || end < begin || end > dim(0)) {
-    return errors::InvalidArgument("Cannot take rows [", begin, ", ", end, ") of a tensor of shape ", shape_.ToString());
+    return errors::InvalidArgument("Cannot take rows [", begin, ", ", end,
+                                   ") of a tensor of shape ", shape_.ToString());
   }
   Shape out = shape_;
   out.set_dim(0, end - begin);
   const size_t row_bytes = dim(0) == 0 ? 0 : TotalBytes() / static_cast<size_t>(dim(0));
   // A view: a Buffer that frees nothing, kept alive together with the buffer it points into.
   struct View {
-    View(std::shared_ptr<Buffer> p, void* data, size_t bytes) : parent(std::move(p)), view(data, bytes, parent->on_host()) {}
+    View(std::shared_ptr<Buffer> p, void* data, size_t bytes)
+        : parent(std::move(p)), view(data, bytes, parent->on_host()) {}
     std::shared_ptr<Buffer> parent;
     Buffer view;
   };
@@ -57,7 +62,8 @@ StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
 Tensor Tensor::Clone() const {
   assert(InHostMemory() && "Clone copies host memory; copy device tensors with the CopyRegistry");
   Tensor t(dtype_, shape_);
-  if (TotalBytes() > 0 && raw_data() != nullptr) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  if (TotalBytes() > 0 && raw_data() != nullptr)
+    std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   return t;
 }
 

@@ -53,7 +53,9 @@ class Tensor {
   int64_t dim(int i) const { return shape_.dim(i); }
   int64_t num_elements() const { return num_elements_; }
   size_t TotalBytes() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
-  bool IsInitialized() const { return buffer_ != nullptr || (dtype_ != DT_INVALID && num_elements_ == 0); }
+  bool IsInitialized() const {
+    return buffer_ != nullptr || (dtype_ != DT_INVALID && num_elements_ == 0);
+  }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   bool SharesBufferWith(const Tensor& o) const { return buffer_ && buffer_ == o.buffer_; }
   // False for device (GPU) memory: such a tensor's data() must not be read on the host.

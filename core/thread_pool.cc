@@ -78,7 +78,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   constexpr int64_t kMinCyclesPerShard = 40'000;  // below this a wake-up costs more than it saves
-  int64_t max_shards = std::max<int64_t>(1, n * std::max<int64_t>(cost_per_unit, 1) / kMinCyclesPerShard);
+  int64_t max_shards =
+      std::max<int64_t>(1, n * std::max<int64_t>(cost_per_unit, 1) / kMinCyclesPerShard);
   int64_t shards = std::min<int64_t>({max_shards, static_cast<int64_t>(num_threads()) * 4, n});
   if (shards <= 1 || num_threads() == 0) {
     fn(0, n);

@@ -34,7 +34,8 @@ class ThreadPool {
   // Shards are claimed through an atomic counter, so a caller that is itself a pool thread
   // never waits on a shard nobody has started: nested calls cannot deadlock.
   // `cost_per_unit` is a rough count of cycles per element; small loops run inline.
-  void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
+  void ParallelFor(int64_t n, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
 
   // Runs one queued task on the calling thread; false when the queue is empty. A thread
   // waiting for work it handed to the pool calls this instead of sitting idle.

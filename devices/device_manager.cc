@@ -21,27 +21,34 @@ StatusOr<std::vector<GpuDevicePlan>> PlanGpuDevices(int physical_count, const Gp
         if (used != item.size()) id = -1;
       } catch (const std::exception&) {
       }
-      if (id < 0) return errors::InvalidArgument("Could not parse entry in 'visible_device_list': '", item, "'. visible_device_list = ", options.visible_device_list);
+      if (id < 0)
+        return errors::InvalidArgument("Could not parse entry in 'visible_device_list': '", item,
+                                       "'. visible_device_list = ", options.visible_device_list);
       if (id >= physical_count) {
-        return errors::InvalidArgument("'visible_device_list' listed an invalid GPU id '", id, "' but visible device count is ",
-                                       physical_count);
+        return errors::InvalidArgument("'visible_device_list' listed an invalid GPU id '", id,
+                                       "' but visible device count is ", physical_count);
       }
       if (!seen.insert(id).second) {
-        return errors::InvalidArgument("visible_device_list contained a duplicate entry: ", options.visible_device_list);
+        return errors::InvalidArgument("visible_device_list contained a duplicate entry: ",
+                                       options.visible_device_list);
       }
       visible.push_back(id);
     }
   }
   const auto& logical = options.logical_devices_memory_mb;
   if (!logical.empty() && logical.size() != visible.size()) {
-    return errors::InvalidArgument("The number of GPUs in visible_device_list (", visible.size(),
-                                   ") doesn't match the number of elements in the logical devices list (", logical.size(), ")");
+    return errors::InvalidArgument(
+        "The number of GPUs in visible_device_list (", visible.size(),
+        ") doesn't match the number of elements in the logical devices list (", logical.size(),
+        ")");
   }
   std::vector<GpuDevicePlan> plan;
   for (size_t v = 0; v < visible.size(); ++v) {
-    std::vector<double> parts = logical.empty() || logical[v].empty() ? std::vector<double>{0.0} : logical[v];
+    std::vector<double> parts =
+        logical.empty() || logical[v].empty() ? std::vector<double>{0.0} : logical[v];
     for (double mb : parts) {
-      if (mb < 0) return errors::InvalidArgument("Logical device memory must be positive, got ", mb, " MiB");
+      if (mb < 0)
+        return errors::InvalidArgument("Logical device memory must be positive, got ", mb, " MiB");
       if (options.max_count >= 0 && static_cast<int>(plan.size()) >= options.max_count) return plan;
       plan.push_back({static_cast<int>(plan.size()), visible[v], mb});
     }

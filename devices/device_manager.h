@@ -30,9 +30,9 @@ struct GpuOptions {
 };
 
 struct GpuDevicePlan {
-  int id;              // the TensorFlow id: /device:GPU:<id>
-  int physical_id;     // the CUDA ordinal
-  double memory_mb;    // 0 = all of the GPU's memory
+  int id;            // the TensorFlow id: /device:GPU:<id>
+  int physical_id;   // the CUDA ordinal
+  double memory_mb;  // 0 = all of the GPU's memory
 };
 
 StatusOr<std::vector<GpuDevicePlan>> PlanGpuDevices(int physical_count, const GpuOptions& options);

@@ -28,7 +28,9 @@ Device* DeviceSet::Find(std::string_view full_name) const {
 Device* DeviceSet::host() const {
   Device* host = nullptr;
   for (Device* d : sorted_) {
-    if (d->device_type() == kDeviceCpu && (host == nullptr || d->parsed_name().id < host->parsed_name().id)) host = d;
+    if (d->device_type() == kDeviceCpu &&
+        (host == nullptr || d->parsed_name().id < host->parsed_name().id))
+      host = d;
   }
   return host;
 }
@@ -50,7 +52,8 @@ std::string DeviceSet::NamesForError() const {
 std::vector<std::string> DeviceSet::DeviceTypes() const {
   std::vector<std::string> types;
   for (const Device* d : sorted_) {
-    if (std::find(types.begin(), types.end(), d->device_type()) == types.end()) types.push_back(d->device_type());
+    if (std::find(types.begin(), types.end(), d->device_type()) == types.end())
+      types.push_back(d->device_type());
   }
   return types;
 }

@@ -24,7 +24,7 @@ constexpr bool BuiltWithCuda() {
 }
 
 // The GPU devices of `plan` (devices/cuda/gpu_device.h); an empty list without CUDA.
-StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(const std::vector<GpuDevicePlan>& plan,
-                                                                const GpuOptions& options);
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
+    const std::vector<GpuDevicePlan>& plan, const GpuOptions& options);
 
 }  // namespace pf

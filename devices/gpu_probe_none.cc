@@ -5,8 +5,8 @@ namespace pf {
 
 int CudaDeviceCount() { return 0; }
 
-StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(const std::vector<GpuDevicePlan>& plan,
-                                                                const GpuOptions&) {
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
+    const std::vector<GpuDevicePlan>& plan, const GpuOptions&) {
   if (!plan.empty()) return errors::Unimplemented("This build of placeflow has no CUDA backend");
   return std::vector<std::unique_ptr<Device>>();
 }

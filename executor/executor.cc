@@ -20,7 +20,8 @@ bool SequentialMode() {
 }
 
 Status Annotate(const Status& s, const Node& node, const Device& device) {
-  return s.WithSuffix(fmt::format("\n\t [[{{{{node {}}}}} = {}[] on {}]]", node.name(), node.op(), device.name()));
+  return s.WithSuffix(
+      fmt::format("\n\t [[{{{{node {}}}}} = {}[] on {}]]", node.name(), node.op(), device.name()));
 }
 
 }  // namespace
@@ -58,8 +59,10 @@ struct Executor::Layout {
 };
 
 struct Executor::Step {
-  explicit Step(const Layout& l) : pending(new std::atomic<int>[l.items.size()]), inputs(l.num_slots) {
-    for (size_t i = 0; i < l.items.size(); ++i) pending[i].store(l.items[i].initial_pending, std::memory_order_relaxed);
+  explicit Step(const Layout& l)
+      : pending(new std::atomic<int>[l.items.size()]), inputs(l.num_slots) {
+    for (size_t i = 0; i < l.items.size(); ++i)
+      pending[i].store(l.items[i].initial_pending, std::memory_order_relaxed);
   }
   std::unique_ptr<std::atomic<int>[]> pending;
   std::vector<Tensor> inputs;
@@ -95,7 +98,8 @@ Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) 
 Executor::~Executor() = default;
 int Executor::num_nodes() const { return static_cast<int>(layout_->items.size()); }
 
-StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, const KernelSource& kernels) {
+StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
+                                                     const KernelSource& kernels) {
   auto layout = std::make_unique<Layout>();
   layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
   layout->devices = spec.devices;
@@ -132,7 +136,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
       const Output& src = n->input(k);
       if (n->IsRefInput(k)) {
         if (src.node->op() != "Variable") {
-          return errors::InvalidArgument("Input ", k, " of node '", n->name(), "' must be a variable reference, but comes from '",
+          return errors::InvalidArgument("Input ", k, " of node '", n->name(),
+                                         "' must be a variable reference, but comes from '",
                                          src.node->name(), "' (", src.node->op(), ")");
         }
         it.ref_inputs.resize(n->num_inputs(), nullptr);
@@ -144,7 +149,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
         continue;
       }
       if (!item_of.count(src.node)) {
-        return errors::Internal("Input '", src.name(), "' of node '", n->name(), "' is neither fed nor in the subgraph");
+        return errors::Internal("Input '", src.name(), "' of node '", n->name(),
+                                "' is neither fed nor in the subgraph");
       }
       ++it.initial_pending;
     }
@@ -161,7 +167,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
       if (e.IsControl()) {
         layout->items[i].out_control.push_back(dst->second);
       } else if (!feed_index.count(Output(e.src, e.src_output))) {
-        layout->items[i].out_edges.push_back({e.src_output, dst->second, layout->items[dst->second].input_base + e.dst_input});
+        layout->items[i].out_edges.push_back(
+            {e.src_output, dst->second, layout->items[dst->second].input_base + e.dst_input});
       }
     }
   }
@@ -174,7 +181,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
       continue;
     }
     auto it = item_of.find(o.node);
-    if (it == item_of.end()) return errors::Internal("Fetch '", o.name(), "' is not in the subgraph");
+    if (it == item_of.end())
+      return errors::Internal("Fetch '", o.name(), "' is not in the subgraph");
     layout->items[it->second].out_edges.push_back({o.index, -1, static_cast<int>(f)});
   }
   for (size_t i = 0; i < layout->items.size(); ++i) {
@@ -183,8 +191,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec, c
   return std::unique_ptr<Executor>(new Executor(std::move(layout)));
 }
 
-void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id, StepGroup* group,
-                        std::function<void()> done) const {
+void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches,
+                        int64_t step_id, StepGroup* group, std::function<void()> done) const {
   const Layout& l = *layout_;
   auto* step = new Step(l);  // deleted when its last node completes
   step->step_id = step_id;
@@ -214,19 +222,21 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
   Process(step, std::move(here));
 }
 
-void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu, std::condition_variable* cv) {
+void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
+                           std::condition_variable* cv) {
   // While other threads finish the step, help with queued work instead of idling.
   std::unique_lock<std::mutex> lock(*mu);
   while (remaining->load(std::memory_order_acquire) > 0) {
     lock.unlock();
     bool ran = pool->TryRunOne();
     lock.lock();
-    if (!ran && remaining->load(std::memory_order_acquire) > 0) cv->wait_for(lock, std::chrono::microseconds(200));
+    if (!ran && remaining->load(std::memory_order_acquire) > 0)
+      cv->wait_for(lock, std::chrono::microseconds(200));
   }
 }
 
-Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id,
-                     RunMetadata* stats) const {
+Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches,
+                     int64_t step_id, RunMetadata* stats) const {
   StepGroup group(stats);
   std::atomic<int> remaining{1};
   std::mutex mu;
@@ -238,21 +248,27 @@ Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetc
   });
   WaitHelping(layout_->pool, &remaining, &mu, &cv);
   if (stats) {
-    stats->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - group.start()).count();
+    stats->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - group.start())
+                         .count();
   }
   return group.status();
 }
 
-Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, std::vector<Shape>* runtime_shapes,
+Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
+                             std::vector<Shape>* runtime_shapes,
                              OpKernelContext::Params* params) const {
   const Layout::Item& it = layout_->items[id];
   const Node& n = *it.node;
   Tensor* inputs = step->inputs.data() + it.input_base;
   for (int k = 0; k < it.num_inputs; ++k) {
-    if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr)) continue;
+    if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr))
+      continue;
     const Node* src = n.input(k).node;
-    if (src->op() == "Variable") return errors::FailedPrecondition("Attempting to use uninitialized value ", src->name());
-    return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(), "') was never produced");
+    if (src->op() == "Variable")
+      return errors::FailedPrecondition("Attempting to use uninitialized value ", src->name());
+    return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(),
+                            "') was never produced");
   }
   const Shape* shapes = it.output_shapes.data();
   if (!it.static_shapes) {
@@ -266,8 +282,8 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, s
       // shape arguments are HostMemory, so they are).
       in_values[k] = inputs[k].InHostMemory() ? &inputs[k] : nullptr;
     }
-    PF_RETURN_IF_ERROR(RunShapeFn(n.op_def(), n.attrs(), std::move(in_shapes), std::move(in_dtypes), std::move(in_values),
-                                  n.num_outputs(), runtime_shapes));
+    PF_RETURN_IF_ERROR(RunShapeFn(n.op_def(), n.attrs(), std::move(in_shapes), std::move(in_dtypes),
+                                  std::move(in_values), n.num_outputs(), runtime_shapes));
     shapes = runtime_shapes->data();
   }
   outputs->resize(n.num_outputs());
@@ -311,7 +327,8 @@ struct AsyncNode {
 void Executor::StartAsync(Step* step, int id) const {
   const Layout::Item& it = layout_->items[id];
   auto state = std::make_shared<AsyncNode>();
-  state->t0 = step->group->stats() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  state->t0 = step->group->stats() ? std::chrono::steady_clock::now()
+                                   : std::chrono::steady_clock::time_point();
   Status s = PrepareNode(step, id, &state->outputs, &state->shapes, &state->params);
   if (!s.ok()) {
     std::deque<int> ready;
@@ -330,7 +347,8 @@ void Executor::StartAsync(Step* step, int id) const {
 }
 
 void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
-                        std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready) const {
+                        std::chrono::steady_clock::time_point t0,
+                        std::deque<int>* inline_ready) const {
   const Layout& l = *layout_;
   const Layout::Item& it = l.items[id];
   if (step->group->stats() && !step->group->aborted()) {
@@ -339,8 +357,11 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
     rec.op = it.node->op();
     rec.device = it.device->name();
     rec.thread = TraceThreadId();
-    rec.start_us = std::chrono::duration_cast<std::chrono::microseconds>(t0 - step->group->start()).count();
-    rec.end_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - step->group->start()).count();
+    rec.start_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(t0 - step->group->start()).count();
+    rec.end_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::steady_clock::now() - step->group->start())
+                     .count();
     for (const Tensor& t : *outputs) rec.output_bytes += static_cast<int64_t>(t.TotalBytes());
     step->group->Record(std::move(rec));
   }
@@ -357,7 +378,8 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
         continue;
       }
       step->inputs[e.dst_slot] = (*outputs)[e.src_output];
-      if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(e.dst_item);
+      if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        ready.push_back(e.dst_item);
     }
     for (int dst : it.out_control) {
       if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(dst);
@@ -366,14 +388,16 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
   outputs->clear();
   // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
   // else is queued here and the rest go to the pool.
-  if (!ready.empty()) step->outstanding.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
+  if (!ready.empty())
+    step->outstanding.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
   int keep_expensive = -1;
   for (int r : ready) {
     if (!l.items[r].expensive) {
       inline_ready->push_back(r);
       continue;
     }
-    if (keep_expensive >= 0) l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
+    if (keep_expensive >= 0)
+      l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
     keep_expensive = r;
   }
   if (keep_expensive >= 0) {
@@ -407,7 +431,8 @@ void Executor::Process(Step* step, std::deque<int> inline_ready) const {
       StartAsync(step, id);
       continue;
     }
-    const auto t0 = step->group->stats() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const auto t0 = step->group->stats() ? std::chrono::steady_clock::now()
+                                         : std::chrono::steady_clock::time_point();
     OpKernelContext::Params params;
     runtime_shapes.clear();
     Status s = PrepareNode(step, id, &outputs, &runtime_shapes, &params);

@@ -14,9 +14,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -33,7 +33,8 @@ namespace pf {
 // rendezvous their _Send/_Recv meet at, the collectives table, the first error, and the trace.
 class StepGroup {
  public:
-  explicit StepGroup(RunMetadata* stats = nullptr) : stats_(stats), start_(std::chrono::steady_clock::now()) {}
+  explicit StepGroup(RunMetadata* stats = nullptr)
+      : stats_(stats), start_(std::chrono::steady_clock::now()) {}
   // The first error wins; it aborts the rendezvous so every waiting _Recv wakes.
   void Fail(const Status& s);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
@@ -59,8 +60,8 @@ struct ExecutorSpec {
   std::unordered_map<const Node*, Device*> device;  // placement of every node
   std::vector<Output> feeds;                        // tensors supplied by the caller
   std::vector<Output> fetches;                      // tensors returned, in order
-  ThreadPool* pool = nullptr;                       // inter-op pool (default: ThreadPool::Default())
-  const DeviceSet* devices = nullptr;               // for _Recv (which device sent)
+  ThreadPool* pool = nullptr;          // inter-op pool (default: ThreadPool::Default())
+  const DeviceSet* devices = nullptr;  // for _Recv (which device sent)
 };
 
 // Hands out the kernel for a node on a device (the session caches them so stateful kernels
@@ -69,19 +70,21 @@ using KernelSource = std::function<StatusOr<OpKernel*>(const Node&, Device*)>;
 
 class Executor {
  public:
-  static StatusOr<std::unique_ptr<Executor>> Create(const ExecutorSpec& spec, const KernelSource& kernels);
+  static StatusOr<std::unique_ptr<Executor>> Create(const ExecutorSpec& spec,
+                                                    const KernelSource& kernels);
   ~Executor();
 
   // Starts a step of this executor within `group`: `feeds` in spec.feeds order, fetched
   // tensors land in `fetches` (spec.fetches order). Runs what it can on the calling thread and
   // returns; `done` runs exactly once, on some thread, when every node has run or been skipped.
-  void RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id, StepGroup* group,
-                std::function<void()> done) const;
+  void RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id,
+                StepGroup* group, std::function<void()> done) const;
   // One executor alone: runs the step, waits for it (helping the pool) and returns the first error.
   Status Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id = 0,
              RunMetadata* stats = nullptr) const;
   // Waits until `*remaining` reaches zero, running queued pool work meanwhile.
-  static void WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu, std::condition_variable* cv);
+  static void WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
+                          std::condition_variable* cv);
 
   int num_nodes() const;
 
@@ -92,13 +95,13 @@ class Executor {
   // Runs `ready` and whatever it makes ready that should stay on this thread.
   void Process(Step* step, std::deque<int> ready) const;
   // Checks inputs, infers runtime shapes and fills the kernel parameters of item `id`.
-  Status PrepareNode(Step* step, int id, std::vector<Tensor>* outputs, std::vector<Shape>* runtime_shapes,
-                     OpKernelContext::Params* p) const;
+  Status PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
+                     std::vector<Shape>* runtime_shapes, OpKernelContext::Params* p) const;
   // After item `id` ran: frees its inputs, records the error or hands its outputs to their
   // consumers, queues newly ready items (cheap ones on `inline_ready`), and ends the step when
   // nothing is left.
-  void Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs, std::chrono::steady_clock::time_point t0,
-                std::deque<int>* inline_ready) const;
+  void Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
+                std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready) const;
   void StartAsync(Step* step, int id) const;
   std::unique_ptr<Layout> layout_;
 };

@@ -15,7 +15,8 @@ namespace pf {
 // `x` must be a Placeholder of x_shape (float or double); y is evaluated with x fed.
 // `x_value` (default: uniform in [-1, 1) from a fixed seed) is where the Jacobians are taken;
 // `delta` (default: 1e-3 for float, 1e-6 for double) is the finite-difference step.
-StatusOr<double> ComputeGradientError(const Scope& scope, Output x, const Shape& x_shape, Output y, const Shape& y_shape,
-                                      const Tensor* x_value = nullptr, double delta = 0);
+StatusOr<double> ComputeGradientError(const Scope& scope, Output x, const Shape& x_shape, Output y,
+                                      const Shape& y_shape, const Tensor* x_value = nullptr,
+                                      double delta = 0);
 
 }  // namespace pf

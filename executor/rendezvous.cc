@@ -6,7 +6,8 @@
 
 namespace pf {
 
-std::string Rendezvous::Key(const std::string& send_device, const std::string& recv_device, const std::string& tensor) {
+std::string Rendezvous::Key(const std::string& send_device, const std::string& recv_device,
+                            const std::string& tensor) {
   return send_device + ";" + recv_device + ";" + tensor;
 }
 
@@ -61,7 +62,8 @@ CopyRegistry* CopyRegistry::Global() {
   static CopyRegistry* r = [] {
     auto* reg = new CopyRegistry();
     // CPU devices share host memory: the receiver uses the sender's buffer.
-    reg->Register(kDeviceCpu, kDeviceCpu, [](const Tensor& in, Device*, Device*, CopyDone done) { done(in); });
+    reg->Register(kDeviceCpu, kDeviceCpu,
+                  [](const Tensor& in, Device*, Device*, CopyDone done) { done(in); });
     return reg;
   }();
   return r;
@@ -75,8 +77,8 @@ void CopyRegistry::CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDon
   const std::string src_type = in.InHostMemory() ? std::string(kDeviceCpu) : src->device_type();
   auto it = fns_.find({src_type, dst->device_type()});
   if (it == fns_.end()) {
-    return done(errors::Unimplemented("No copy registered from ", src_type, " (", src->name(), ") to ",
-                                      dst->device_type(), " (", dst->name(), ")"));
+    return done(errors::Unimplemented("No copy registered from ", src_type, " (", src->name(),
+                                      ") to ", dst->device_type(), " (", dst->name(), ")"));
   }
   it->second(in, src, dst, std::move(done));
 }

@@ -31,7 +31,8 @@ class Rendezvous {
  public:
   using DoneCallback = std::function<void(const Status&, const Tensor&)>;
   // "send_device;recv_device;tensor", as TensorFlow's rendezvous keys name both ends.
-  static std::string Key(const std::string& send_device, const std::string& recv_device, const std::string& tensor);
+  static std::string Key(const std::string& send_device, const std::string& recv_device,
+                         const std::string& tensor);
 
   Status Send(const std::string& key, const Tensor& value);
   // Calls `done` at once when the value is there (or the rendezvous aborted), else on Send.

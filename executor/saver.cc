@@ -1,5 +1,6 @@
 #include "executor/saver.h"
 
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <cstring>
@@ -8,18 +9,16 @@
 #include <regex>
 #include <sstream>
 
-#include <fmt/ranges.h>
-
-#include "ops/ops.h"
 #include "core/strings.h"
+#include "ops/ops.h"
 
 namespace pf {
 namespace {
 
 const std::map<DType, std::string>& DTypeCodes() {
-  static const std::map<DType, std::string> codes = {{DT_FLOAT, "F32"}, {DT_DOUBLE, "F64"}, {DT_INT32, "I32"},
-                                                     {DT_INT64, "I64"}, {DT_BOOL, "BOOL"},  {DT_HALF, "F16"},
-                                                     {DT_BFLOAT16, "BF16"}};
+  static const std::map<DType, std::string> codes = {
+      {DT_FLOAT, "F32"}, {DT_DOUBLE, "F64"}, {DT_INT32, "I32"},    {DT_INT64, "I64"},
+      {DT_BOOL, "BOOL"}, {DT_HALF, "F16"},   {DT_BFLOAT16, "BF16"}};
   return codes;
 }
 
@@ -49,7 +48,10 @@ class HeaderParser {
         (*out)[name] = std::move(e);
       }
       SkipSpace();
-      if (Peek() == ',') { ++pos_; continue; }
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
       return Expect('}');
     }
   }
@@ -61,12 +63,19 @@ class HeaderParser {
       std::string key;
       PF_RETURN_IF_ERROR(String(&key));
       PF_RETURN_IF_ERROR(Expect(':'));
-      if (key == "dtype") PF_RETURN_IF_ERROR(String(&e->dtype));
-      else if (key == "shape") PF_RETURN_IF_ERROR(IntArray(&e->shape));
-      else if (key == "data_offsets") PF_RETURN_IF_ERROR(IntArray(&e->offsets));
-      else return Error("unexpected key '" + key + "'");
+      if (key == "dtype")
+        PF_RETURN_IF_ERROR(String(&e->dtype));
+      else if (key == "shape")
+        PF_RETURN_IF_ERROR(IntArray(&e->shape));
+      else if (key == "data_offsets")
+        PF_RETURN_IF_ERROR(IntArray(&e->offsets));
+      else
+        return Error("unexpected key '" + key + "'");
       SkipSpace();
-      if (Peek() == ',') { ++pos_; continue; }
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
       return Expect('}');
     }
   }
@@ -79,7 +88,10 @@ class HeaderParser {
       PF_RETURN_IF_ERROR(Expect(':'));
       PF_RETURN_IF_ERROR(String(&v));
       SkipSpace();
-      if (Peek() == ',') { ++pos_; continue; }
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
       return Expect('}');
     }
   }
@@ -93,7 +105,10 @@ class HeaderParser {
       if (start == pos_ || pos_ - start > 18) return Error("expected a non-negative integer");
       out->push_back(std::stoll(std::string(s_.substr(start, pos_ - start))));
       SkipSpace();
-      if (Peek() == ',') { ++pos_; continue; }
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
       return Expect(']');
     }
   }
@@ -125,12 +140,13 @@ class HeaderParser {
     ++pos_;
     return Status::OK();
   }
-  Status Error(const std::string& what) const { return errors::InvalidArgument("bad safetensors header: ", what); }
+  Status Error(const std::string& what) const {
+    return errors::InvalidArgument("bad safetensors header: ", what);
+  }
 
   std::string_view s_;
   size_t pos_ = 0;
 };
-
 
 }  // namespace
 
@@ -139,11 +155,13 @@ Status WriteSafetensors(const std::string& path, const std::map<std::string, Ten
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     auto code = DTypeCodes().find(t.dtype());
-    if (code == DTypeCodes().end()) return errors::InvalidArgument("Cannot save dtype ", DTypeName(t.dtype()));
+    if (code == DTypeCodes().end())
+      return errors::InvalidArgument("Cannot save dtype ", DTypeName(t.dtype()));
     std::vector<std::string> dims;
     for (int64_t d : t.shape().dims()) dims.push_back(std::to_string(d));
-    header += fmt::format(",\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", EscapeQuoted(name), code->second,
-                          fmt::join(dims, ","), offset, offset + t.TotalBytes());
+    header += fmt::format(",\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
+                          EscapeQuoted(name), code->second, fmt::join(dims, ","), offset,
+                          offset + t.TotalBytes());
     offset += t.TotalBytes();
   }
   header += "}";
@@ -158,7 +176,8 @@ Status WriteSafetensors(const std::string& path, const std::map<std::string, Ten
     for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(n >> (8 * i));
     f.write(reinterpret_cast<const char*>(le), 8);
     f.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto& [name, t] : tensors) f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.TotalBytes()));
+    for (const auto& [name, t] : tensors)
+      f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.TotalBytes()));
     if (!f) return errors::Internal("Write to '", tmp, "' failed");
   }
   std::error_code ec;
@@ -171,11 +190,15 @@ StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path)
   std::ifstream f(path, std::ios::binary);
   if (!f) return errors::NotFound("Checkpoint '", path, "' not found");
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto bad = [&](const std::string& why) { return errors::InvalidArgument("Corrupt checkpoint '", path, "': ", why); };
-  if (bytes.size() < 8) return bad(fmt::format("{} bytes is shorter than the 8-byte header length", bytes.size()));
+  auto bad = [&](const std::string& why) {
+    return errors::InvalidArgument("Corrupt checkpoint '", path, "': ", why);
+  };
+  if (bytes.size() < 8)
+    return bad(fmt::format("{} bytes is shorter than the 8-byte header length", bytes.size()));
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
-  if (n > bytes.size() - 8) return bad(fmt::format("header length {} exceeds the file size {}", n, bytes.size()));
+  if (n > bytes.size() - 8)
+    return bad(fmt::format("header length {} exceeds the file size {}", n, bytes.size()));
   std::map<std::string, HeaderParser::Entry> entries;
   Status parsed = HeaderParser(std::string_view(bytes).substr(8, n)).Parse(&entries);
   if (!parsed.ok()) return bad(parsed.message());
@@ -187,16 +210,19 @@ StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path)
       if (code == e.dtype) t = d;
     }
     if (t == DT_INVALID) return bad("tensor '" + name + "' has unknown dtype '" + e.dtype + "'");
-    if (e.offsets.size() != 2 || e.offsets[0] > e.offsets[1]) return bad("tensor '" + name + "' has bad data_offsets");
+    if (e.offsets.size() != 2 || e.offsets[0] > e.offsets[1])
+      return bad("tensor '" + name + "' has bad data_offsets");
     auto shape = Shape::FromDims(e.shape);
     if (!shape.ok()) return bad("tensor '" + name + "': " + shape.status().message());
     const uint64_t want = static_cast<uint64_t>(shape->num_elements()) * DTypeSize(t);
     if (static_cast<uint64_t>(e.offsets[1] - e.offsets[0]) != want) {
-      return bad(fmt::format("tensor '{}' of shape {} needs {} bytes but its range holds {}", name, shape->ToString(), want,
-                             e.offsets[1] - e.offsets[0]));
+      return bad(fmt::format("tensor '{}' of shape {} needs {} bytes but its range holds {}", name,
+                             shape->ToString(), want, e.offsets[1] - e.offsets[0]));
     }
     if (static_cast<uint64_t>(e.offsets[1]) > data_size) {
-      return bad(fmt::format("tensor '{}' ends at byte {} but the file has {} data bytes (truncated?)", name, e.offsets[1], data_size));
+      return bad(
+          fmt::format("tensor '{}' ends at byte {} but the file has {} data bytes (truncated?)",
+                      name, e.offsets[1], data_size));
     }
     Tensor tensor(t, *shape);
     if (want > 0) std::memcpy(tensor.raw_data(), bytes.data() + 8 + n + e.offsets[0], want);
@@ -205,7 +231,8 @@ StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path)
   return out;
 }
 
-Saver::Saver(Graph* graph, std::vector<Variable> vars, int max_to_keep) : vars_(std::move(vars)), max_to_keep_(max_to_keep) {
+Saver::Saver(Graph* graph, std::vector<Variable> vars, int max_to_keep)
+    : vars_(std::move(vars)), max_to_keep_(max_to_keep) {
   if (vars_.empty()) vars_ = GlobalVariables(graph);
   Scope root = Scope::Root(graph).NewSubScope("save");
   for (const Variable& v : vars_) {
@@ -222,7 +249,8 @@ std::string Saver::Save(Session& session, const std::string& prefix, int64_t glo
   std::vector<Tensor> values = session.Run(reads);
   std::map<std::string, Tensor> tensors;
   for (size_t i = 0; i < vars_.size(); ++i) tensors[vars_[i].name()] = values[i];
-  const std::string path = global_step >= 0 ? fmt::format("{}-{}.safetensors", prefix, global_step) : prefix + ".safetensors";
+  const std::string path = global_step >= 0 ? fmt::format("{}-{}.safetensors", prefix, global_step)
+                                            : prefix + ".safetensors";
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
   ThrowIfError(WriteSafetensors(path, tensors));
@@ -232,7 +260,8 @@ std::string Saver::Save(Session& session, const std::string& prefix, int64_t glo
     std::filesystem::remove(kept_.front());
     kept_.pop_front();
   }
-  std::ofstream index((dir.empty() ? std::filesystem::path(".") : dir) / "checkpoint", std::ios::trunc);
+  std::ofstream index((dir.empty() ? std::filesystem::path(".") : dir) / "checkpoint",
+                      std::ios::trunc);
   for (const std::string& p : kept_) index << std::filesystem::path(p).filename().string() << "\n";
   return path;
 }
@@ -265,12 +294,15 @@ void Saver::Restore(Session& session, const std::string& path) {
     const Variable& v = vars_[i];
     auto it = tensors.find(v.name());
     // Replicas restore from their primary when the checkpoint has none (saved without towers).
-    if (it == tensors.end() && !PrimaryName(v.name()).empty()) it = tensors.find(PrimaryName(v.name()));
-    if (it == tensors.end()) throw Error(errors::NotFound("Key ", v.name(), " not found in checkpoint '", path, "'"));
+    if (it == tensors.end() && !PrimaryName(v.name()).empty())
+      it = tensors.find(PrimaryName(v.name()));
+    if (it == tensors.end())
+      throw Error(errors::NotFound("Key ", v.name(), " not found in checkpoint '", path, "'"));
     if (it->second.dtype() != v.dtype() || it->second.shape() != v.shape()) {
-      throw Error(errors::InvalidArgument("Checkpoint '", path, "' holds ", v.name(), " as ", DTypeName(it->second.dtype()), " ",
-                                          it->second.shape().ToString(), " but the variable is ", DTypeName(v.dtype()), " ",
-                                          v.shape().ToString()));
+      throw Error(errors::InvalidArgument("Checkpoint '", path, "' holds ", v.name(), " as ",
+                                          DTypeName(it->second.dtype()), " ",
+                                          it->second.shape().ToString(), " but the variable is ",
+                                          DTypeName(v.dtype()), " ", v.shape().ToString()));
     }
     feeds.emplace_back(restore_values_[i], it->second);
   }

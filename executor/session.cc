@@ -21,9 +21,10 @@ struct Session::Prepared {
   struct Part {
     Device* device = nullptr;
     std::unique_ptr<Executor> executor;
-    std::vector<int> feeds;    // session feed index for each executor feed
-    std::vector<bool> feed_on_host;  // per executor feed: stays in host memory (CPU, or only HostMemory consumers)
-    std::vector<int> fetches;  // session fetch index for each executor fetch
+    std::vector<int> feeds;          // session feed index for each executor feed
+    std::vector<bool> feed_on_host;  // per executor feed: stays in host memory (CPU, or only
+                                     // HostMemory consumers)
+    std::vector<int> fetches;        // session fetch index for each executor fetch
   };
   Partitions partitions;  // owns the partition graphs the executors run
   std::vector<Part> parts;
@@ -31,23 +32,28 @@ struct Session::Prepared {
   std::vector<bool> copy_fetch;      // fetches that may share a buffer with a variable
 };
 
-Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(std::move(options)) {
+Session::Session(Graph& graph, SessionOptions options)
+    : graph_(graph), options_(std::move(options)) {
   if (options_.num_threads > 0) own_pool_ = std::make_unique<ThreadPool>(options_.num_threads - 1);
   pool_ = own_pool_ ? own_pool_.get() : ThreadPool::Default();
   int cpus = 1;
-  if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end()) cpus = std::max(1, it->second);
+  if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end())
+    cpus = std::max(1, it->second);
   for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i, pool_));
   // GPUs: none without a CUDA build, a driver or a GPU (never an error). Bad options are errors.
   GpuOptions gpu = options_.gpu_options;
   if (!options_.visible_device_list.empty()) gpu.visible_device_list = options_.visible_device_list;
-  if (!options_.gpu_logical_devices.empty()) gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
-  if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end()) gpu.max_count = it->second;
+  if (!options_.gpu_logical_devices.empty())
+    gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
+  if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end())
+    gpu.max_count = it->second;
   const int physical = gpu.max_count == 0 ? 0 : CudaDeviceCount();
   std::vector<GpuDevicePlan> plan = PlanGpuDevices(physical, gpu).ValueOrThrow();
   for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) devices_.Add(std::move(d));
   if (options_.log_device_placement) {
     std::string text = "Device mapping:\n";
-    for (const Device* d : devices_.devices()) text += fmt::format("{} -> {}\n", d->name(), d->Description());
+    for (const Device* d : devices_.devices())
+      text += fmt::format("{} -> {}\n", d->name(), d->Description());
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -92,16 +98,17 @@ Status CheckCollectivesComplete(const std::vector<Node*>& nodes) {
     if (static_cast<int64_t>(members.size()) == size) continue;
     std::string names;
     for (const Node* n : members) names += (names.empty() ? "" : ", ") + n->name();
-    return errors::InvalidArgument("Collective '", key, "' needs ", size, " participants but this call runs ",
-                                   members.size(), " of them (", names,
-                                   "): run an op that depends on every tower, such as the training op");
+    return errors::InvalidArgument(
+        "Collective '", key, "' needs ", size, " participants but this call runs ", members.size(),
+        " of them (", names, "): run an op that depends on every tower, such as the training op");
   }
   return Status::OK();
 }
 
 Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
   if (n == nullptr || g.FindNode(n->name()) != n) {
-    return errors::InvalidArgument(what, " '", n ? n->name() : std::string("<null>"), "' is not an element of this graph.");
+    return errors::InvalidArgument(what, " '", n ? n->name() : std::string("<null>"),
+                                   "' is not an element of this graph.");
   }
   return Status::OK();
 }
@@ -111,8 +118,11 @@ Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
 bool MayAliasVariable(const Output& o) {
   const Node* n = o.node;
   const std::string& op = n->op();
-  if (op == "Variable" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" || op.rfind("Apply", 0) == 0) return true;
-  static const std::set<std::string> forwarding = {"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze", "Cast"};
+  if (op == "Variable" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" ||
+      op.rfind("Apply", 0) == 0)
+    return true;
+  static const std::set<std::string> forwarding = {"Identity",   "StopGradient", "Reshape",
+                                                   "ExpandDims", "Squeeze",      "Cast"};
   return forwarding.count(op) && n->num_inputs() > 0 && MayAliasVariable(n->input(0));
 }
 
@@ -143,32 +153,37 @@ std::vector<Node*> Prune(const std::vector<Output>& feeds, const std::vector<Out
 
 }  // namespace
 
-void Session::LogPlacement(const std::vector<Node*>& nodes, const Placement& placement, int send_recv_pairs) {
+void Session::LogPlacement(const std::vector<Node*>& nodes, const Placement& placement,
+                           int send_recv_pairs) {
   std::string text;
   std::map<std::string, int> per_device;
   std::vector<const Node*> by_id(nodes.begin(), nodes.end());
-  std::sort(by_id.begin(), by_id.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+  std::sort(by_id.begin(), by_id.end(),
+            [](const Node* a, const Node* b) { return a->id() < b->id(); });
   for (const Node* n : by_id) {
     const Device* d = placement.device.at(n);
     ++per_device[d->parsed_name().LocalName()];
     if (!placement_.count(n->name())) text += PlacementLogLine(*n, *d) + "\n";
   }
   std::vector<std::string> counts;
-  for (const auto& [dev, count] : per_device) counts.push_back(fmt::format("{} nodes on {}", count, dev));
-  text += fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks\n", fmt::join(counts, ", "),
-                      send_recv_pairs, placement.fallbacks.size());
+  for (const auto& [dev, count] : per_device)
+    counts.push_back(fmt::format("{} nodes on {}", count, dev));
+  text += fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks\n",
+                      fmt::join(counts, ", "), send_recv_pairs, placement.fallbacks.size());
   for (const std::string& line : placement.fallbacks) text += line + "\n";
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
 }
 
-StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDict& feeds,
-                                                                   const std::vector<Output>& fetches,
-                                                                   const std::vector<Operation>& targets) {
+StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
+    const FeedDict& feeds, const std::vector<Output>& fetches,
+    const std::vector<Operation>& targets) {
   std::string key;
-  for (const auto& [o, t] : feeds) fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
+  for (const auto& [o, t] : feeds)
+    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
   key += '|';
-  for (const Output& o : fetches) fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
+  for (const Output& o : fetches)
+    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
   key += '|';
   for (const Operation& t : targets) fmt::format_to(std::back_inserter(key), "{},", t.node->id());
 
@@ -186,12 +201,14 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
   auto prepared = std::make_shared<Prepared>();
   std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
   PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
-  if (options_.log_device_placement) LogPlacement(nodes, placement, prepared->partitions.send_recv_pairs);
+  if (options_.log_device_placement)
+    LogPlacement(nodes, placement, prepared->partitions.send_recv_pairs);
   for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
 
   auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
   std::map<Output, int> feed_index;
-  for (size_t i = 0; i < feed_outputs.size(); ++i) feed_index[feed_outputs[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < feed_outputs.size(); ++i)
+    feed_index[feed_outputs[i]] = static_cast<int>(i);
   for (const Output& f : fetches) {
     auto it = feed_index.find(f);
     prepared->fetch_from_feed.push_back(it == feed_index.end() ? -1 : it->second);
@@ -213,14 +230,16 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(const FeedDi
         for (const Edge& e : arg.node->out_edges()) {
           std::vector<bool> host_in, host_out;
           if (e.IsControl()) continue;
-          KernelRegistry::Global()->MemoryTypes(*e.dst, part.device->device_type(), &host_in, &host_out);
+          KernelRegistry::Global()->MemoryTypes(*e.dst, part.device->device_type(), &host_in,
+                                                &host_out);
           on_host = on_host && host_in[e.dst_input];
         }
       }
       p.feed_on_host.push_back(on_host);
     }
     for (size_t i = 0; i < fetches.size(); ++i) {
-      if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device) continue;
+      if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device)
+        continue;
       es.fetches.emplace_back(prepared->partitions.copy_of.at(fetches[i].node), fetches[i].index);
       p.fetches.push_back(static_cast<int>(i));
     }
@@ -240,31 +259,37 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
     const auto& [o, t] = feeds[i];
     PF_RETURN_IF_ERROR(CheckInGraph(graph_, o.node, "Feed tensor"));
     if (o.index < 0 || o.index >= o.node->num_outputs()) {
-      return errors::InvalidArgument("Feed tensor '", o.name(), "' does not exist: node '", o.node->name(), "' has ",
-                                     o.node->num_outputs(), " outputs");
+      return errors::InvalidArgument("Feed tensor '", o.name(), "' does not exist: node '",
+                                     o.node->name(), "' has ", o.node->num_outputs(), " outputs");
     }
     for (size_t j = 0; j < i; ++j) {
-      if (feeds[j].first == o) return errors::InvalidArgument("Tensor '", o.name(), "' is fed more than once");
+      if (feeds[j].first == o)
+        return errors::InvalidArgument("Tensor '", o.name(), "' is fed more than once");
     }
     if (t.dtype() != o.dtype()) {
-      return errors::InvalidArgument("Cannot feed value of dtype ", DTypeName(t.dtype()), " for Tensor '", o.name(),
-                                     "' with dtype ", DTypeName(o.dtype()));
+      return errors::InvalidArgument("Cannot feed value of dtype ", DTypeName(t.dtype()),
+                                     " for Tensor '", o.name(), "' with dtype ",
+                                     DTypeName(o.dtype()));
     }
-    if (!t.IsInitialized()) return errors::InvalidArgument("Cannot feed an uninitialized tensor to '", o.name(), "'");
+    if (!t.IsInitialized())
+      return errors::InvalidArgument("Cannot feed an uninitialized tensor to '", o.name(), "'");
     if (!t.shape().IsCompatibleWith(o.shape())) {
-      return errors::InvalidArgument("Cannot feed value of shape ", t.shape().ToString(), " for Tensor '", o.name(),
-                                     "', which has shape '", o.shape().ToString(), "'");
+      return errors::InvalidArgument("Cannot feed value of shape ", t.shape().ToString(),
+                                     " for Tensor '", o.name(), "', which has shape '",
+                                     o.shape().ToString(), "'");
     }
     feed_values.push_back(t);
   }
   for (const Output& f : fetches) {
     PF_RETURN_IF_ERROR(CheckInGraph(graph_, f.node, "Fetch argument"));
     if (f.index < 0 || f.index >= f.node->num_outputs()) {
-      return errors::InvalidArgument("Fetch argument '", f.name(), "' does not exist: node '", f.node->name(), "' (",
-                                     f.node->op(), ") has ", f.node->num_outputs(), " outputs");
+      return errors::InvalidArgument("Fetch argument '", f.name(), "' does not exist: node '",
+                                     f.node->name(), "' (", f.node->op(), ") has ",
+                                     f.node->num_outputs(), " outputs");
     }
   }
-  for (const Operation& t : targets) PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
+  for (const Operation& t : targets)
+    PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
   // One executor per device partition, all started at once; they meet through the group's
   // rendezvous, and the first error anywhere aborts the others.
@@ -298,12 +323,17 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) cv.notify_all();
   };
   for (size_t i = 1; i < n; ++i) {
-    pool_->Schedule([&, i] { prepared->parts[i].executor->RunAsync(part_feeds[i], &part_fetches[i], step_id, &group, done); });
+    pool_->Schedule([&, i] {
+      prepared->parts[i].executor->RunAsync(part_feeds[i], &part_fetches[i], step_id, &group, done);
+    });
   }
-  if (n > 0) prepared->parts[0].executor->RunAsync(part_feeds[0], &part_fetches[0], step_id, &group, done);
+  if (n > 0)
+    prepared->parts[0].executor->RunAsync(part_feeds[0], &part_fetches[0], step_id, &group, done);
   Executor::WaitHelping(pool_, &remaining, &mu, &cv);
   if (group.stats()) {
-    group.stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - group.start()).count();
+    group.stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - group.start())
+                                 .count();
   }
   // A step ends when the streams of its devices are done: asynchronous GPU errors show here.
   Status synced = Status::OK();
@@ -311,7 +341,8 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
     Device* d = prepared->parts[i].device;
     if (d->device_type() == kDeviceCpu) continue;
     Status s = d->Sync();
-    if (synced.ok() && !s.ok()) synced = s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", d->name()));
+    if (synced.ok() && !s.ok())
+      synced = s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", d->name()));
   }
   PF_RETURN_IF_ERROR(group.status());
   PF_RETURN_IF_ERROR(synced);
@@ -330,12 +361,14 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
     }
   }
   for (size_t i = 0; i < fetches.size(); ++i) {
-    if (prepared->fetch_from_feed[i] >= 0) (*outputs)[i] = feed_values[prepared->fetch_from_feed[i]];
+    if (prepared->fetch_from_feed[i] >= 0)
+      (*outputs)[i] = feed_values[prepared->fetch_from_feed[i]];
   }
   // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
   // step updates in place.
   for (size_t i = 0; i < outputs->size(); ++i) {
-    if (prepared->copy_fetch[i] && !copied[i] && (*outputs)[i].IsInitialized()) (*outputs)[i] = (*outputs)[i].Clone();
+    if (prepared->copy_fetch[i] && !copied[i] && (*outputs)[i].IsInitialized())
+      (*outputs)[i] = (*outputs)[i].Clone();
   }
   return Status::OK();
 }
@@ -347,7 +380,8 @@ std::vector<Tensor> Session::Run(const FeedDict& feeds, const std::vector<Output
   return out;
 }
 
-std::vector<Tensor> Session::Run(const RunOptions& run_options, const FeedDict& feeds, const std::vector<Output>& fetches,
+std::vector<Tensor> Session::Run(const RunOptions& run_options, const FeedDict& feeds,
+                                 const std::vector<Output>& fetches,
                                  const std::vector<Operation>& targets, RunMetadata* metadata) {
   std::vector<Tensor> out;
   ThrowIfError(RunWithStatus(feeds, fetches, targets, &out, run_options, metadata));
@@ -362,31 +396,38 @@ StatusOr<Output> Session::ResolveTensorName(const std::string& name) const {
     try {
       index = std::stoi(name.substr(colon + 1));
     } catch (...) {
-      return errors::InvalidArgument("The name '", name, "' looks like a Tensor name, but its index is not a number");
+      return errors::InvalidArgument("The name '", name,
+                                     "' looks like a Tensor name, but its index is not a number");
     }
   }
   Node* n = graph_.FindNode(node_name);
   if (n == nullptr) {
-    return errors::NotFound("The name '", name, "' refers to a Tensor which does not exist. The operation, '",
+    return errors::NotFound("The name '", name,
+                            "' refers to a Tensor which does not exist. The operation, '",
                             node_name, "', does not exist in the graph.");
   }
   if (index < 0 || index >= n->num_outputs()) {
-    return errors::NotFound("The name '", name, "' refers to a Tensor which does not exist. The operation, '",
+    return errors::NotFound("The name '", name,
+                            "' refers to a Tensor which does not exist. The operation, '",
                             node_name, "', exists but only has ", n->num_outputs(), " outputs.");
   }
   return Output(n, index);
 }
 
 std::vector<Tensor> Session::RunNamed(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                                      const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+                                      const std::vector<std::string>& fetches,
+                                      const std::vector<std::string>& targets) {
   FeedDict feed_dict;
-  for (const auto& [name, t] : feeds) feed_dict.emplace_back(ResolveTensorName(name).ValueOrThrow(), t);
+  for (const auto& [name, t] : feeds)
+    feed_dict.emplace_back(ResolveTensorName(name).ValueOrThrow(), t);
   std::vector<Output> fetch_outputs;
-  for (const std::string& name : fetches) fetch_outputs.push_back(ResolveTensorName(name).ValueOrThrow());
+  for (const std::string& name : fetches)
+    fetch_outputs.push_back(ResolveTensorName(name).ValueOrThrow());
   std::vector<Operation> ops;
   for (const std::string& name : targets) {
     Node* n = graph_.FindNode(name);
-    if (n == nullptr) throw Error(errors::NotFound("The operation '", name, "' does not exist in the graph."));
+    if (n == nullptr)
+      throw Error(errors::NotFound("The operation '", name, "' does not exist in the graph."));
     ops.emplace_back(n);
   }
   return Run(feed_dict, fetch_outputs, ops);

@@ -63,8 +63,9 @@ class Session {
                        const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
                        const RunOptions& run_options = {}, RunMetadata* metadata = nullptr);
   // With options: `trace` fills metadata->step_stats (see executor/trace.h).
-  std::vector<Tensor> Run(const RunOptions& run_options, const FeedDict& feeds, const std::vector<Output>& fetches,
-                          const std::vector<Operation>& targets, RunMetadata* metadata);
+  std::vector<Tensor> Run(const RunOptions& run_options, const FeedDict& feeds,
+                          const std::vector<Output>& fetches, const std::vector<Operation>& targets,
+                          RunMetadata* metadata);
   // By name: "x:0" or "x" (output 0) for feeds and fetches, "train_op" for targets.
   std::vector<Tensor> RunNamed(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                const std::vector<std::string>& fetches,
@@ -79,11 +80,13 @@ class Session {
 
  private:
   struct Prepared;
-  StatusOr<std::shared_ptr<const Prepared>> Prepare(const FeedDict& feeds, const std::vector<Output>& fetches,
+  StatusOr<std::shared_ptr<const Prepared>> Prepare(const FeedDict& feeds,
+                                                    const std::vector<Output>& fetches,
                                                     const std::vector<Operation>& targets);
   StatusOr<OpKernel*> GetKernel(const Node& node, Device* device);
   // The placement log lines of nodes not logged before, and the summary (mu_ held).
-  void LogPlacement(const std::vector<Node*>& nodes, const struct Placement& placement, int send_recv_pairs);
+  void LogPlacement(const std::vector<Node*>& nodes, const struct Placement& placement,
+                    int send_recv_pairs);
   StatusOr<Output> ResolveTensorName(const std::string& name) const;
 
   Graph& graph_;

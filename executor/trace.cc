@@ -22,13 +22,18 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     first = false;
   };
   for (const auto& [device, id] : pid) {
-    add(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": \"{}\"}}}}", id, EscapeQuoted(device)));
+    add(
+        fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": "
+                    "{{\"name\": \"{}\"}}}}",
+                    id, EscapeQuoted(device)));
   }
   for (const NodeExecStats& s : md.step_stats) {
-    add(fmt::format("{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {}, \"dur\": {}, "
-                    "\"args\": {{\"op\": \"{}\", \"output_bytes\": {}}}}}",
-                    EscapeQuoted(s.node), EscapeQuoted(s.op), pid[s.device], s.thread, s.start_us, std::max<int64_t>(s.end_us - s.start_us, 1),
-                    EscapeQuoted(s.op), s.output_bytes));
+    add(fmt::format(
+        "{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {}, "
+        "\"dur\": {}, "
+        "\"args\": {{\"op\": \"{}\", \"output_bytes\": {}}}}}",
+        EscapeQuoted(s.node), EscapeQuoted(s.op), pid[s.device], s.thread, s.start_us,
+        std::max<int64_t>(s.end_us - s.start_us, 1), EscapeQuoted(s.op), s.output_bytes));
   }
   return out + "\n]}\n";
 }

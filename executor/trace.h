@@ -24,8 +24,8 @@ struct NodeExecStats {
   std::string node;
   std::string op;
   std::string device;
-  uint64_t thread = 0;    // a small id per OS thread, in order of first appearance
-  int64_t start_us = 0;   // since the step began
+  uint64_t thread = 0;   // a small id per OS thread, in order of first appearance
+  int64_t start_us = 0;  // since the step began
   int64_t end_us = 0;
   int64_t output_bytes = 0;
 };

@@ -1,16 +1,14 @@
 #include "graph/export.h"
 
-
 #include <fmt/ranges.h>
 
 #include <vector>
 
-#include "graph/op_registry.h"
 #include "core/strings.h"
+#include "graph/op_registry.h"
 
 namespace pf {
 namespace {
-
 
 const std::string& DeviceOf(const Node* n, const std::map<std::string, std::string>& placement) {
   auto it = placement.find(n->name());
@@ -23,12 +21,14 @@ std::string GraphToDot(const Graph& graph, const std::map<std::string, std::stri
   static const char* kPalette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
                                    "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd"};
   std::map<std::string, int> colour;
-  std::string s = "digraph placeflow {\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n";
+  std::string s =
+      "digraph placeflow {\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n";
   for (const Node* n : graph.nodes()) {
     const std::string& dev = DeviceOf(n, placement);
     if (!colour.count(dev)) colour[dev] = static_cast<int>(colour.size());
-    s += fmt::format("  \"{}\" [label=\"{}\\n{}\\n{}\", fillcolor=\"{}\"];\n", EscapeQuoted(n->name()), EscapeQuoted(n->name()),
-                     n->op(), EscapeQuoted(dev), dev.empty() ? "white" : kPalette[colour[dev] % 10]);
+    s += fmt::format("  \"{}\" [label=\"{}\\n{}\\n{}\", fillcolor=\"{}\"];\n",
+                     EscapeQuoted(n->name()), EscapeQuoted(n->name()), n->op(), EscapeQuoted(dev),
+                     dev.empty() ? "white" : kPalette[colour[dev] % 10]);
   }
   for (const Node* n : graph.nodes()) {
     for (const Edge& e : n->out_edges()) {
@@ -36,19 +36,23 @@ std::string GraphToDot(const Graph& graph, const std::map<std::string, std::stri
       std::string style = e.IsControl() ? "style=dashed" : "";
       if (cross) style += std::string(style.empty() ? "" : ", ") + "color=red, penwidth=2";
       // Cross-device edges are where the partitioner puts a _Send/_Recv pair.
-      std::string label = e.IsControl() ? "" : fmt::format("label=\"{}{}\"", e.src->output_shape(e.src_output).ToString(),
-                                                           cross ? " Send/Recv" : "");
+      std::string label = e.IsControl() ? ""
+                                        : fmt::format("label=\"{}{}\"",
+                                                      e.src->output_shape(e.src_output).ToString(),
+                                                      cross ? " Send/Recv" : "");
       std::vector<std::string> attrs;
       if (!style.empty()) attrs.push_back(style);
       if (!label.empty()) attrs.push_back(label);
-      s += fmt::format("  \"{}\" -> \"{}\" [{}];\n", EscapeQuoted(e.src->name()), EscapeQuoted(e.dst->name()), fmt::join(attrs, ", "));
+      s += fmt::format("  \"{}\" -> \"{}\" [{}];\n", EscapeQuoted(e.src->name()),
+                       EscapeQuoted(e.dst->name()), fmt::join(attrs, ", "));
     }
   }
   if (!colour.empty()) {
     s += "  subgraph cluster_legend {\n    label=\"devices\";\n";
     for (const auto& [dev, c] : colour) {
       if (dev.empty()) continue;
-      s += fmt::format("    \"legend:{}\" [label=\"{}\", fillcolor=\"{}\"];\n", EscapeQuoted(dev), EscapeQuoted(dev), kPalette[c % 10]);
+      s += fmt::format("    \"legend:{}\" [label=\"{}\", fillcolor=\"{}\"];\n", EscapeQuoted(dev),
+                       EscapeQuoted(dev), kPalette[c % 10]);
     }
     s += "  }\n";
   }
@@ -59,18 +63,23 @@ std::string GraphToJson(const Graph& graph, const std::map<std::string, std::str
   std::vector<std::string> nodes;
   for (const Node* n : graph.nodes()) {
     std::vector<std::string> inputs, controls, attrs, outputs;
-    for (const Output& o : n->inputs()) inputs.push_back(fmt::format("\"{}\"", EscapeQuoted(o.name())));
-    for (const Node* c : n->control_inputs()) controls.push_back(fmt::format("\"{}\"", EscapeQuoted(c->name())));
-    for (const auto& [k, v] : n->attrs()) attrs.push_back(fmt::format("\"{}\": \"{}\"", EscapeQuoted(k), EscapeQuoted(AttrValueToString(v))));
+    for (const Output& o : n->inputs())
+      inputs.push_back(fmt::format("\"{}\"", EscapeQuoted(o.name())));
+    for (const Node* c : n->control_inputs())
+      controls.push_back(fmt::format("\"{}\"", EscapeQuoted(c->name())));
+    for (const auto& [k, v] : n->attrs())
+      attrs.push_back(
+          fmt::format("\"{}\": \"{}\"", EscapeQuoted(k), EscapeQuoted(AttrValueToString(v))));
     for (int i = 0; i < n->num_outputs(); ++i) {
-      outputs.push_back(fmt::format("{{\"dtype\": \"{}\", \"shape\": \"{}\"}}", DTypeName(n->output_dtype(i)),
-                                    n->output_shape(i).ToString()));
+      outputs.push_back(fmt::format("{{\"dtype\": \"{}\", \"shape\": \"{}\"}}",
+                                    DTypeName(n->output_dtype(i)), n->output_shape(i).ToString()));
     }
     nodes.push_back(fmt::format(
-        "    {{\"name\": \"{}\", \"op\": \"{}\", \"inputs\": [{}], \"control_inputs\": [{}], \"device\": \"{}\", "
+        "    {{\"name\": \"{}\", \"op\": \"{}\", \"inputs\": [{}], \"control_inputs\": [{}], "
+        "\"device\": \"{}\", "
         "\"attrs\": {{{}}}, \"outputs\": [{}]}}",
-        EscapeQuoted(n->name()), n->op(), fmt::join(inputs, ", "), fmt::join(controls, ", "), EscapeQuoted(DeviceOf(n, placement)),
-        fmt::join(attrs, ", "), fmt::join(outputs, ", ")));
+        EscapeQuoted(n->name()), n->op(), fmt::join(inputs, ", "), fmt::join(controls, ", "),
+        EscapeQuoted(DeviceOf(n, placement)), fmt::join(attrs, ", "), fmt::join(outputs, ", ")));
   }
   return fmt::format("{{\n  \"nodes\": [\n{}\n  ]\n}}\n", fmt::join(nodes, ",\n"));
 }

@@ -28,10 +28,13 @@ struct GradientOptions {
 // "Cannot compute the partial derivative for node 'z' as it's unreachable from the output
 // node(s)." for an x that does not reach any y, "No gradient defined for op: X" for a
 // differentiable op without a gradient function.
-std::vector<Output> Gradients(const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
-                              const std::vector<Output>& grad_ys = {}, const GradientOptions& options = {});
+std::vector<Output> Gradients(const Scope& scope, const std::vector<Output>& ys,
+                              const std::vector<Output>& xs,
+                              const std::vector<Output>& grad_ys = {},
+                              const GradientOptions& options = {});
 StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector<Output>& ys,
-                                           const std::vector<Output>& xs, const std::vector<Output>& grad_ys = {},
+                                           const std::vector<Output>& xs,
+                                           const std::vector<Output>& grad_ys = {},
                                            const GradientOptions& options = {});
 
 }  // namespace pf

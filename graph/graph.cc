@@ -74,7 +74,9 @@ Node* Graph::FindNode(std::string_view name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
-bool Graph::IsNameUsed(std::string_view name) const { return name_counts_.count(std::string(name)) > 0; }
+bool Graph::IsNameUsed(std::string_view name) const {
+  return name_counts_.count(std::string(name)) > 0;
+}
 
 std::string Graph::UniqueName(const std::string& base) {
   auto it = name_counts_.find(base);

@@ -43,7 +43,7 @@ struct Output {
 struct Operation {
   Node* node = nullptr;
   Operation() = default;
-  Operation(Node* n) : node(n) {}          // NOLINT
+  Operation(Node* n) : node(n) {}               // NOLINT
   Operation(const Output& o) : node(o.node) {}  // NOLINT
   const std::string& name() const;
 };
@@ -52,7 +52,7 @@ struct Edge {
   Node* src;
   int src_output;  // -1 for a control edge
   Node* dst;
-  int dst_input;   // -1 for a control edge
+  int dst_input;  // -1 for a control edge
   bool IsControl() const { return src_output < 0; }
 };
 
@@ -142,14 +142,19 @@ class Graph {
   bool IsNameUsed(std::string_view name) const;
 
   // Graph-level random seed (tf.set_random_seed); ops without their own seed derive one from it.
-  void set_seed(int64_t seed) { seed_ = seed; has_seed_ = true; }
+  void set_seed(int64_t seed) {
+    seed_ = seed;
+    has_seed_ = true;
+  }
   bool has_seed() const { return has_seed_; }
   int64_t seed() const { return seed_; }
 
   // Collections by key (see graph/variables.h for the standard keys).
   void AddToCollection(const std::string& key, Output value) { collections_[key].push_back(value); }
   const std::vector<Output>& GetCollection(const std::string& key) const;
-  void SetCollection(const std::string& key, std::vector<Output> values) { collections_[key] = std::move(values); }
+  void SetCollection(const std::string& key, std::vector<Output> values) {
+    collections_[key] = std::move(values);
+  }
 
   // Opaque per-graph state owned by other modules (the variable store lives here).
   template <typename T>

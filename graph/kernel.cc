@@ -14,7 +14,8 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
   if (slot.IsInitialized()) return &slot;
   const Shape& shape = p_.output_shapes[i];
   if (!shape.IsFullyDefined()) {
-    return errors::Internal("Cannot allocate output ", i, ": its shape ", shape.ToString(), " is not fully defined");
+    return errors::Internal("Cannot allocate output ", i, ": its shape ", shape.ToString(),
+                            " is not fully defined");
   }
   Allocator* allocator = p_.allocator != nullptr ? p_.allocator : CpuAllocator();
   if (p_.kernel != nullptr && p_.kernel->host_output(i)) allocator = CpuAllocator();
@@ -25,7 +26,8 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
     std::string why = allocator->DescribeFailure(bytes);
     return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.ToString(),
                                      " and type ", DTypeName(p_.output_dtypes[i]), " (", bytes,
-                                     " bytes) by allocator ", allocator->Name(), why.empty() ? "" : ": ", why);
+                                     " bytes) by allocator ", allocator->Name(),
+                                     why.empty() ? "" : ": ", why);
   }
   return &slot;
 }
@@ -34,9 +36,9 @@ Status OpKernelContext::SetOutput(int i, Tensor t) {
   // The inferred shape may be partial (a _Recv's static shape): known dims must agree.
   if (t.dtype() != p_.output_dtypes[i] || !t.shape().IsCompatibleWith(p_.output_shapes[i]) ||
       t.rank() != p_.output_shapes[i].rank()) {
-    return errors::Internal("Output ", i, " set to ", DTypeName(t.dtype()), " ", t.shape().ToString(),
-                            " but the shape function inferred ", DTypeName(p_.output_dtypes[i]), " ",
-                            p_.output_shapes[i].ToString());
+    return errors::Internal("Output ", i, " set to ", DTypeName(t.dtype()), " ",
+                            t.shape().ToString(), " but the shape function inferred ",
+                            DTypeName(p_.output_dtypes[i]), " ", p_.output_shapes[i].ToString());
   }
   p_.outputs[i] = std::move(t);
   return Status::OK();
@@ -51,7 +53,8 @@ bool KernelDef::Matches(const AttrMap& attrs) const {
   for (const auto& [attr, allowed] : constraints_) {
     auto it = attrs.find(attr);
     if (it == attrs.end() || !std::holds_alternative<DType>(it->second)) return false;
-    if (std::find(allowed.begin(), allowed.end(), std::get<DType>(it->second)) == allowed.end()) return false;
+    if (std::find(allowed.begin(), allowed.end(), std::get<DType>(it->second)) == allowed.end())
+      return false;
   }
   return true;
 }
@@ -76,7 +79,8 @@ void KernelRegistry::Register(KernelDef def) {
   kernels_.emplace(std::move(op), std::move(def));
 }
 
-const KernelDef* KernelRegistry::Find(std::string_view op, std::string_view device_type, const AttrMap& attrs) const {
+const KernelDef* KernelRegistry::Find(std::string_view op, std::string_view device_type,
+                                      const AttrMap& attrs) const {
   const KernelDef* best = nullptr;
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) {
@@ -94,29 +98,34 @@ std::vector<const KernelDef*> KernelRegistry::KernelsForOp(std::string_view op) 
   return out;
 }
 
-Status KernelRegistry::NotFoundError(const Node& node, const std::vector<std::string>& device_types) const {
+Status KernelRegistry::NotFoundError(const Node& node,
+                                     const std::vector<std::string>& device_types) const {
   std::vector<std::string> type_attrs;
   for (const auto& [name, value] : node.attrs()) {
-    if (std::holds_alternative<DType>(value)) type_attrs.push_back(fmt::format("{}={}", name, DTypeName(std::get<DType>(value))));
+    if (std::holds_alternative<DType>(value))
+      type_attrs.push_back(fmt::format("{}={}", name, DTypeName(std::get<DType>(value))));
   }
   std::vector<std::string> registered;
   for (const KernelDef* k : KernelsForOp(node.op())) registered.push_back("  " + k->DebugString());
-  return errors::NotFound("No OpKernel was registered to support Op '", node.op(), "' used by {{node ",
-                          node.name(), "}} with these attrs: [", fmt::join(type_attrs, ", "), "]\n",
-                          "Registered devices: [", fmt::join(device_types, ", "), "]\n",
-                          "Registered kernels:\n", registered.empty() ? "  <no registered kernels>" : fmt::format("{}", fmt::join(registered, "\n")));
+  return errors::NotFound("No OpKernel was registered to support Op '", node.op(),
+                          "' used by {{node ", node.name(), "}} with these attrs: [",
+                          fmt::join(type_attrs, ", "), "]\n", "Registered devices: [",
+                          fmt::join(device_types, ", "), "]\n", "Registered kernels:\n",
+                          registered.empty() ? "  <no registered kernels>"
+                                             : fmt::format("{}", fmt::join(registered, "\n")));
 }
 
 namespace {
 
 // Marks the slots of every argument named in `names` (a list argument spans N slots).
-std::vector<bool> ArgSlots(const std::vector<ArgDef>& args, const Node& node, const std::vector<std::string>& names,
-                           int num_slots) {
+std::vector<bool> ArgSlots(const std::vector<ArgDef>& args, const Node& node,
+                           const std::vector<std::string>& names, int num_slots) {
   std::vector<bool> host(num_slots, false);
   int slot = 0;
   for (const ArgDef& a : args) {
     int n = 1;
-    if (!a.number_attr.empty() && node.HasAttr(a.number_attr)) n = static_cast<int>(node.attr<int64_t>(a.number_attr));
+    if (!a.number_attr.empty() && node.HasAttr(a.number_attr))
+      n = static_cast<int>(node.attr<int64_t>(a.number_attr));
     const bool on_host = std::find(names.begin(), names.end(), a.name) != names.end();
     for (int k = 0; k < n && slot < num_slots; ++k, ++slot) host[slot] = on_host;
   }
@@ -129,17 +138,20 @@ void HostMemorySlots(const KernelDef* def, const Node& node, std::vector<bool>* 
   host_outputs->assign(node.num_outputs(), false);
   if (def == nullptr || def->host_memory_args().empty()) return;
   *host_inputs = ArgSlots(node.op_def().inputs(), node, def->host_memory_args(), node.num_inputs());
-  *host_outputs = ArgSlots(node.op_def().outputs(), node, def->host_memory_args(), node.num_outputs());
+  *host_outputs =
+      ArgSlots(node.op_def().outputs(), node, def->host_memory_args(), node.num_outputs());
 }
 
 }  // namespace
 
-void KernelRegistry::MemoryTypes(const Node& node, std::string_view device_type, std::vector<bool>* host_inputs,
+void KernelRegistry::MemoryTypes(const Node& node, std::string_view device_type,
+                                 std::vector<bool>* host_inputs,
                                  std::vector<bool>* host_outputs) const {
   HostMemorySlots(Find(node.op(), device_type, node.attrs()), node, host_inputs, host_outputs);
 }
 
-StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node, std::string_view device_type) const {
+StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node,
+                                                           std::string_view device_type) const {
   const KernelDef* def = Find(node.op(), device_type, node.attrs());
   if (def == nullptr) return NotFoundError(node, {std::string(device_type)});
   std::unique_ptr<OpKernel> kernel = def->factory(node);

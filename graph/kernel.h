@@ -45,15 +45,21 @@ class OpKernel {
   // Kernels that wait (Recv, collectives) are asynchronous: the executor calls ComputeAsync and
   // moves on; `done` (from any thread) finishes the node. Default: not asynchronous.
   virtual bool IsAsync() const { return false; }
-  virtual void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) { done(Compute(ctx)); }
+  virtual void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) {
+    done(Compute(ctx));
+  }
 
   const Node& node() const { return *node_; }
   const std::string& name() const { return node_->name(); }
 
   // Arguments this kernel keeps in host memory on a device that has its own (KernelDef::
   // HostMemory): shape-like inputs it reads on the host, outputs it writes on the host.
-  bool host_input(int i) const { return i < static_cast<int>(host_inputs_.size()) && host_inputs_[i]; }
-  bool host_output(int i) const { return i < static_cast<int>(host_outputs_.size()) && host_outputs_[i]; }
+  bool host_input(int i) const {
+    return i < static_cast<int>(host_inputs_.size()) && host_inputs_[i];
+  }
+  bool host_output(int i) const {
+    return i < static_cast<int>(host_outputs_.size()) && host_outputs_[i];
+  }
   void set_memory_types(std::vector<bool> host_inputs, std::vector<bool> host_outputs) {
     host_inputs_ = std::move(host_inputs);
     host_outputs_ = std::move(host_outputs);
@@ -71,7 +77,7 @@ class OpKernelContext {
     Device* device = nullptr;
     Allocator* allocator = nullptr;  // where outputs are allocated
     ThreadPool* intra_op_pool = nullptr;
-    const Tensor* inputs = nullptr;      // num_inputs tensors
+    const Tensor* inputs = nullptr;         // num_inputs tensors
     VarState* const* ref_inputs = nullptr;  // per input: the variable behind a ref input, or null
     int num_inputs = 0;
     const Shape* output_shapes = nullptr;  // inferred shapes, fully defined
@@ -79,10 +85,10 @@ class OpKernelContext {
     int num_outputs = 0;
     const DType* output_dtypes = nullptr;
     int64_t step_id = 0;
-    Rendezvous* rendezvous = nullptr;   // this step's, for _Send/_Recv
+    Rendezvous* rendezvous = nullptr;        // this step's, for _Send/_Recv
     CollectiveTable* collectives = nullptr;  // this step's, for all-reduce
-    const DeviceSet* devices = nullptr;  // the session's devices
-    const OpKernel* kernel = nullptr;    // for per-argument memory types
+    const DeviceSet* devices = nullptr;      // the session's devices
+    const OpKernel* kernel = nullptr;        // for per-argument memory types
   };
   explicit OpKernelContext(const Params& p) : p_(p) {}
 
@@ -118,7 +124,8 @@ using KernelFactory = std::function<std::unique_ptr<OpKernel>(const Node&)>;
 
 class KernelDef {
  public:
-  KernelDef(std::string op, std::string device_type) : op_(std::move(op)), device_type_(std::move(device_type)) {}
+  KernelDef(std::string op, std::string device_type)
+      : op_(std::move(op)), device_type_(std::move(device_type)) {}
   KernelDef& TypeConstraint(std::string attr, std::vector<DType> allowed) {
     constraints_[std::move(attr)] = std::move(allowed);
     return *this;
@@ -128,7 +135,10 @@ class KernelDef {
     host_memory_args_.push_back(std::move(arg));
     return *this;
   }
-  KernelDef& Priority(int p) { priority_ = p; return *this; }
+  KernelDef& Priority(int p) {
+    priority_ = p;
+    return *this;
+  }
 
   const std::string& op() const { return op_; }
   const std::string& device_type() const { return device_type_; }
@@ -154,7 +164,8 @@ class KernelRegistry {
   static KernelRegistry* Global();
   void Register(KernelDef def);
   // The best matching kernel, or nullptr.
-  const KernelDef* Find(std::string_view op, std::string_view device_type, const AttrMap& attrs) const;
+  const KernelDef* Find(std::string_view op, std::string_view device_type,
+                        const AttrMap& attrs) const;
   // The placer's one question: is there a kernel for this node on this device type?
   bool Supports(const Node& node, std::string_view device_type) const {
     return Find(node.op(), device_type, node.attrs()) != nullptr;
@@ -185,8 +196,8 @@ struct KernelRegistrar {
 }  // namespace pf
 
 // PF_REGISTER_KERNEL(def, KernelClass<Args...>): KernelClass is built from a `const Node&`.
-#define PF_REGISTER_KERNEL(def, ...)                                               \
-  static ::pf::KernelRegistrar PF_CONCAT(pf_kernel_registrar_, __COUNTER__)(      \
-      def, [](const ::pf::Node& n) -> std::unique_ptr<::pf::OpKernel> {             \
-        return std::make_unique<__VA_ARGS__>(n);                                    \
+#define PF_REGISTER_KERNEL(def, ...)                                         \
+  static ::pf::KernelRegistrar PF_CONCAT(pf_kernel_registrar_, __COUNTER__)( \
+      def, [](const ::pf::Node& n) -> std::unique_ptr<::pf::OpKernel> {      \
+        return std::make_unique<__VA_ARGS__>(n);                             \
       })

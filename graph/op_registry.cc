@@ -32,7 +32,8 @@ OpDef& OpDef::RequiredAttr(std::string name) {
   attrs_[std::move(name)] = std::nullopt;
   return *this;
 }
-OpDef& OpDef::TypeAttr(std::string name, std::vector<DType> allowed, std::optional<DType> default_value) {
+OpDef& OpDef::TypeAttr(std::string name, std::vector<DType> allowed,
+                       std::optional<DType> default_value) {
   if (allowed.empty()) allowed = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
   if (default_value) {
     attrs_[name] = *default_value;
@@ -66,8 +67,8 @@ std::vector<std::string> OpRegistry::ListOps() const {
 }
 
 ShapeContext::ShapeContext(const OpDef& op, const AttrMap& attrs, std::vector<Shape> input_shapes,
-                           std::vector<DType> input_dtypes, std::vector<const Tensor*> input_tensors,
-                           int num_outputs)
+                           std::vector<DType> input_dtypes,
+                           std::vector<const Tensor*> input_tensors, int num_outputs)
     : op_(op),
       attrs_(attrs),
       input_shapes_(std::move(input_shapes)),
@@ -78,8 +79,8 @@ ShapeContext::ShapeContext(const OpDef& op, const AttrMap& attrs, std::vector<Sh
 Status ShapeContext::WithRank(int i, int rank) const {
   const Shape& s = input_shapes_[i];
   if (!s.unknown_rank() && s.rank() != rank) {
-    return errors::InvalidArgument("Shape must be rank ", rank, " but is rank ", s.rank(), " (input ", i,
-                                   " has shape ", s.ToString(), ")");
+    return errors::InvalidArgument("Shape must be rank ", rank, " but is rank ", s.rank(),
+                                   " (input ", i, " has shape ", s.ToString(), ")");
   }
   return Status::OK();
 }
@@ -103,7 +104,8 @@ StatusOr<Shape> ShapeContext::ShapeFromInputTensor(int i, int rank_if_unknown) c
     for (int64_t d = 0; d < rank; ++d) out.AddDim(-1);
     return out;
   }
-  if (t->rank() > 1) return errors::InvalidArgument("Shape tensor must be rank 0 or 1, got ", t->shape().ToString());
+  if (t->rank() > 1)
+    return errors::InvalidArgument("Shape tensor must be rank 0 or 1, got ", t->shape().ToString());
   std::vector<int64_t> dims = t->AsInt64Vector();
   return Shape::FromDims(dims);
 }
@@ -138,10 +140,14 @@ StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
     int64_t da = ai >= 0 ? a.dim(ai) : 1;
     int64_t db = bi >= 0 ? b.dim(bi) : 1;
     int64_t d;
-    if (da == 1) d = db;
-    else if (db == 1) d = da;
-    else if (da == -1 || db == -1) d = da == -1 ? db : da;
-    else if (da == db) d = da;
+    if (da == 1)
+      d = db;
+    else if (db == 1)
+      d = da;
+    else if (da == -1 || db == -1)
+      d = da == -1 ? db : da;
+    else if (da == db)
+      d = da;
     else {
       return errors::InvalidArgument("Incompatible shapes: ", a.ToString(), " vs. ", b.ToString());
     }

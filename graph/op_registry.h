@@ -32,7 +32,8 @@ using ShapeFn = std::function<Status(ShapeContext&)>;
 // Builds the gradients of a node's inputs from the gradients of its outputs. grad_outputs
 // has one entry per output (zeros were filled in where nothing flowed back); grad_inputs gets
 // one entry per input, a null Output where no gradient flows. Nodes go under `scope`.
-using GradFn = std::function<Status(const Scope& scope, const Node& node, const std::vector<Output>& grad_outputs,
+using GradFn = std::function<Status(const Scope& scope, const Node& node,
+                                    const std::vector<Output>& grad_outputs,
                                     std::vector<Output>* grad_inputs)>;
 
 struct ArgDef {
@@ -54,18 +55,35 @@ class OpDef {
   OpDef& Attr(std::string name, AttrValue default_value);
   OpDef& RequiredAttr(std::string name);
   // A dtype attr with its allowed values (empty: any computable dtype).
-  OpDef& TypeAttr(std::string name, std::vector<DType> allowed, std::optional<DType> default_value = {});
-  OpDef& SetStateful() { stateful_ = true; return *this; }
-  OpDef& SetShapeFn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }
+  OpDef& TypeAttr(std::string name, std::vector<DType> allowed,
+                  std::optional<DType> default_value = {});
+  OpDef& SetStateful() {
+    stateful_ = true;
+    return *this;
+  }
+  OpDef& SetShapeFn(ShapeFn fn) {
+    shape_fn_ = std::move(fn);
+    return *this;
+  }
   // No gradient flows through this op (checked by the registry test; gradients come later).
-  OpDef& SetNotDifferentiable() { differentiable_ = false; return *this; }
-  OpDef& SetGradient(GradFn fn) { grad_fn_ = std::move(fn); return *this; }
+  OpDef& SetNotDifferentiable() {
+    differentiable_ = false;
+    return *this;
+  }
+  OpDef& SetGradient(GradFn fn) {
+    grad_fn_ = std::move(fn);
+    return *this;
+  }
 
   const std::string& name() const { return name_; }
   const std::vector<ArgDef>& inputs() const { return inputs_; }
   const std::vector<ArgDef>& outputs() const { return outputs_; }
-  const std::map<std::string, std::optional<AttrValue>, std::less<>>& attrs() const { return attrs_; }
-  const std::map<std::string, std::vector<DType>, std::less<>>& type_attrs() const { return type_attrs_; }
+  const std::map<std::string, std::optional<AttrValue>, std::less<>>& attrs() const {
+    return attrs_;
+  }
+  const std::map<std::string, std::vector<DType>, std::less<>>& type_attrs() const {
+    return type_attrs_;
+  }
   bool stateful() const { return stateful_; }
   bool differentiable() const { return differentiable_; }
   const ShapeFn& shape_fn() const { return shape_fn_; }
@@ -100,7 +118,8 @@ class OpRegistry {
 class ShapeContext {
  public:
   ShapeContext(const OpDef& op, const AttrMap& attrs, std::vector<Shape> input_shapes,
-               std::vector<DType> input_dtypes, std::vector<const Tensor*> input_tensors, int num_outputs);
+               std::vector<DType> input_dtypes, std::vector<const Tensor*> input_tensors,
+               int num_outputs);
 
   int num_inputs() const { return static_cast<int>(input_shapes_.size()); }
   const Shape& input(int i) const { return input_shapes_[i]; }
@@ -119,7 +138,7 @@ class ShapeContext {
   std::vector<Shape>& output_shapes() { return output_shapes_; }
 
   // Helpers shape functions share.
-  Status WithRank(int i, int rank) const;        // input i has `rank` (or unknown rank)
+  Status WithRank(int i, int rank) const;  // input i has `rank` (or unknown rank)
   Status WithRankAtLeast(int i, int rank) const;
   // A shape from a 1-D int tensor input (unknown dims where the value is not known).
   StatusOr<Shape> ShapeFromInputTensor(int i, int rank_if_unknown = -1) const;
@@ -136,7 +155,7 @@ class ShapeContext {
 };
 
 // Common shape functions.
-Status UnchangedShape(ShapeContext& c);       // output 0 = input 0
+Status UnchangedShape(ShapeContext& c);  // output 0 = input 0
 Status NoOutputsShape(ShapeContext& c);
 Status ScalarShape(ShapeContext& c);
 // NumPy broadcasting of input 0 and 1 into output 0.
@@ -149,5 +168,4 @@ struct OpRegistrar {
 
 }  // namespace pf
 
-#define PF_REGISTER_OP(def) \
-  static ::pf::OpRegistrar PF_CONCAT(pf_op_registrar_, __COUNTER__)(def)
+#define PF_REGISTER_OP(def) static ::pf::OpRegistrar PF_CONCAT(pf_op_registrar_, __COUNTER__)(def)

@@ -58,7 +58,8 @@ Scope Scope::WithVariableScope(std::string_view name, Reuse reuse) const {
   Scope s = NewSubScope(name);
   s.var_scope_ = Join(var_scope_, name);
   // Like TensorFlow, reuse is sticky: inside a reusing scope every child scope reuses too.
-  if (reuse != Reuse::kInherit && reuse_ != Reuse::kReuse && reuse_ != Reuse::kAutoReuse) s.reuse_ = reuse;
+  if (reuse != Reuse::kInherit && reuse_ != Reuse::kReuse && reuse_ != Reuse::kAutoReuse)
+    s.reuse_ = reuse;
   if (reuse == Reuse::kAutoReuse && reuse_ != Reuse::kReuse) s.reuse_ = reuse;
   return s;
 }
@@ -76,7 +77,8 @@ Scope Scope::WithCustomGetter(CustomGetter getter) const {
     return s;
   }
   s.getter_ = std::make_shared<const CustomGetter>(
-      [outer = getter_, inner = std::move(getter)](const VariableRequest& r, const VariableGetterFn& next) {
+      [outer = getter_, inner = std::move(getter)](const VariableRequest& r,
+                                                   const VariableGetterFn& next) {
         return inner(r, [&](const VariableRequest& q) { return (*outer)(q, next); });
       });
   return s;
@@ -96,7 +98,8 @@ Scope Scope::WithExactNameScope(std::string_view name_scope) const {
 }
 
 std::string Scope::GetUniqueNameForOp(std::string_view default_name) const {
-  return graph_->UniqueName(Join(name_scope_, op_name_.empty() ? default_name : std::string_view(op_name_)));
+  return graph_->UniqueName(
+      Join(name_scope_, op_name_.empty() ? default_name : std::string_view(op_name_)));
 }
 
 std::string Scope::Qualify(std::string_view name) const { return Join(name_scope_, name); }
@@ -129,7 +132,8 @@ Node* NodeBuilder::Finalize() { return TryFinalize().ValueOrThrow(); }
 Status RunShapeFn(const OpDef& op, const AttrMap& attrs, std::vector<Shape> input_shapes,
                   std::vector<DType> input_dtypes, std::vector<const Tensor*> input_values,
                   int num_outputs, std::vector<Shape>* out) {
-  ShapeContext c(op, attrs, std::move(input_shapes), std::move(input_dtypes), std::move(input_values), num_outputs);
+  ShapeContext c(op, attrs, std::move(input_shapes), std::move(input_dtypes),
+                 std::move(input_values), num_outputs);
   if (op.shape_fn()) PF_RETURN_IF_ERROR(op.shape_fn()(c));
   *out = std::move(c.output_shapes());
   return Status::OK();
@@ -138,7 +142,8 @@ Status RunShapeFn(const OpDef& op, const AttrMap& attrs, std::vector<Shape> inpu
 // Resolves a type spec ("T" or "int32") against the attrs.
 static StatusOr<DType> ResolveType(const std::string& spec, const AttrMap& attrs) {
   auto it = attrs.find(spec);
-  if (it != attrs.end() && std::holds_alternative<DType>(it->second)) return std::get<DType>(it->second);
+  if (it != attrs.end() && std::holds_alternative<DType>(it->second))
+    return std::get<DType>(it->second);
   return ParseDType(spec);
 }
 
@@ -157,15 +162,19 @@ Status NodeBuilder::Check(NodeSpec* spec) {
     const ArgDef& arg = def->inputs()[a];
     const InputArg& in = args_[a];
     if (in.is_list != !arg.number_attr.empty()) {
-      return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op ",
-                                     in.is_list ? "takes a single tensor, not a list" : "takes a list");
+      return errors::InvalidArgument(
+          "Input '", arg.name, "' of '", op_, "' Op ",
+          in.is_list ? "takes a single tensor, not a list" : "takes a list");
     }
     if (in.is_list) {
-      if (in.values.empty()) return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op needs at least one tensor");
+      if (in.values.empty())
+        return errors::InvalidArgument("Input '", arg.name, "' of '", op_,
+                                       "' Op needs at least one tensor");
       spec->attrs[arg.number_attr] = static_cast<int64_t>(in.values.size());
     }
     for (const Output& o : in.values) {
-      if (o.node == nullptr) return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op is a null Output");
+      if (o.node == nullptr)
+        return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op is a null Output");
       if (scope_.graph()->FindNode(o.node->name()) != o.node) {
         return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op comes from node '",
                                        o.node->name(), "' of another graph");
@@ -174,23 +183,26 @@ Status NodeBuilder::Check(NodeSpec* spec) {
       if (def->type_attrs().count(arg.type)) {
         auto it = spec->attrs.find(arg.type);
         if (it == spec->attrs.end() || !type_source.count(arg.type)) {
-          if (it != spec->attrs.end() && std::get<DType>(it->second) != t && attrs_.count(arg.type)) {
-            return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ", DTypeName(t),
-                                           " that does not match the requested ", arg.type, "=",
-                                           DTypeName(std::get<DType>(it->second)));
+          if (it != spec->attrs.end() && std::get<DType>(it->second) != t &&
+              attrs_.count(arg.type)) {
+            return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ",
+                                           DTypeName(t), " that does not match the requested ",
+                                           arg.type, "=", DTypeName(std::get<DType>(it->second)));
           }
           spec->attrs[arg.type] = t;
           type_source[arg.type] = arg.name;
         } else if (std::get<DType>(it->second) != t) {
-          return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ", DTypeName(t),
-                                         " that does not match type ", DTypeName(std::get<DType>(it->second)),
-                                         " of argument '", type_source[arg.type], "'.");
+          return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ",
+                                         DTypeName(t), " that does not match type ",
+                                         DTypeName(std::get<DType>(it->second)), " of argument '",
+                                         type_source[arg.type], "'.");
         }
       } else {
         PF_ASSIGN_OR_RETURN(DType want, ParseDType(arg.type));
         if (want != t) {
-          return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ", DTypeName(t),
-                                         " that does not match expected type of ", DTypeName(want), ".");
+          return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ",
+                                         DTypeName(t), " that does not match expected type of ",
+                                         DTypeName(want), ".");
         }
       }
       spec->inputs.push_back(o);
@@ -203,15 +215,17 @@ Status NodeBuilder::Check(NodeSpec* spec) {
     spec->attrs[name] = *default_value;
   }
   for (const auto& [name, value] : spec->attrs) {
-    if (!def->attrs().count(name)) return errors::InvalidArgument("NodeDef mentions attr '", name, "' not in Op '", op_, "'");
+    if (!def->attrs().count(name))
+      return errors::InvalidArgument("NodeDef mentions attr '", name, "' not in Op '", op_, "'");
   }
   for (const auto& [name, allowed] : def->type_attrs()) {
     DType t = std::get<DType>(spec->attrs[name]);
     if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) {
       std::vector<std::string_view> names;
       for (DType d : allowed) names.push_back(DTypeName(d));
-      return errors::InvalidArgument("Value for attr '", name, "' of ", DTypeName(t),
-                                     " is not in the list of allowed values: ", fmt::join(names, ", "), where);
+      return errors::InvalidArgument(
+          "Value for attr '", name, "' of ", DTypeName(t),
+          " is not in the list of allowed values: ", fmt::join(names, ", "), where);
     }
   }
   for (const ArgDef& arg : def->outputs()) {
@@ -228,12 +242,13 @@ Status NodeBuilder::Check(NodeSpec* spec) {
     dtypes.push_back(o.dtype());
     values.push_back(o.node->op() == "Const" ? &o.node->attr<Tensor>("value") : nullptr);
   }
-  Status s = RunShapeFn(*def, spec->attrs, shapes, dtypes, values, static_cast<int>(spec->output_dtypes.size()),
-                        &spec->output_shapes);
+  Status s = RunShapeFn(*def, spec->attrs, shapes, dtypes, values,
+                        static_cast<int>(spec->output_dtypes.size()), &spec->output_shapes);
   if (!s.ok()) {
     std::vector<std::string> in;
     for (const Shape& sh : shapes) in.push_back(sh.ToString());
-    return Status(s.code(), fmt::format("{}{} with input shapes: {}.", s.message(), where, fmt::join(in, ", ")));
+    return Status(s.code(), fmt::format("{}{} with input shapes: {}.", s.message(), where,
+                                        fmt::join(in, ", ")));
   }
   return Status::OK();
 }
@@ -247,9 +262,11 @@ StatusOr<Node*> NodeBuilder::TryFinalize() {
   for (Node* c : scope_.colocation()) {
     // TensorFlow: an op colocated with another takes that op's device.
     spec.requested_device = c->requested_device();
-    std::vector<std::string> group = c->colocation_group().empty() ? std::vector<std::string>{c->name()} : c->colocation_group();
+    std::vector<std::string> group =
+        c->colocation_group().empty() ? std::vector<std::string>{c->name()} : c->colocation_group();
     for (auto& g : group) {
-      if (std::find(spec.colocation.begin(), spec.colocation.end(), g) == spec.colocation.end()) spec.colocation.push_back(g);
+      if (std::find(spec.colocation.begin(), spec.colocation.end(), g) == spec.colocation.end())
+        spec.colocation.push_back(g);
     }
   }
   spec.control_inputs = scope_.control_dependencies();

@@ -3,9 +3,9 @@
 //
 //   pf::Scope root = pf::Scope::Root(&g);
 //   pf::Scope tower = root.NewSubScope("tower_0").WithDevice("/gpu:0");   // ops: tower_0/...
-//   pf::Scope vs = tower.WithVariableScope("affine0");                     // variables: affine0/...
-//   pf::Output y = pf::ops::MatMul(tower.WithOpName("logits"), x, w);     // node "tower_0/logits"
-//   pf::Scope after = root.WithControlDependencies({init});
+//   pf::Scope vs = tower.WithVariableScope("affine0");                     // variables:
+//   affine0/... pf::Output y = pf::ops::MatMul(tower.WithOpName("logits"), x, w);     // node
+//   "tower_0/logits" pf::Scope after = root.WithControlDependencies({init});
 #pragma once
 
 #include <functional>
@@ -25,7 +25,8 @@ struct VariableRequest;
 // tf.variable_scope(custom_getter=...): sees every GetVariable in its scope and returns the
 // variable, usually by calling `next` with a changed request (graph/variables.h).
 using VariableGetterFn = std::function<Variable(const VariableRequest&)>;
-using CustomGetter = std::function<Variable(const VariableRequest& request, const VariableGetterFn& next)>;
+using CustomGetter =
+    std::function<Variable(const VariableRequest& request, const VariableGetterFn& next)>;
 
 // Variable-scope reuse, as tf.variable_scope(reuse=...).
 enum class Reuse {
@@ -91,7 +92,8 @@ class Scope {
 // Adds one node after checking it against its op schema. Errors at build time are thrown as
 // pf::Error and name the node, the op and the input shapes.
 //
-//   Node* n = pf::NodeBuilder(scope, "MatMul").Input(a).Input(b).Attr("transpose_a", true).Finalize();
+//   Node* n = pf::NodeBuilder(scope, "MatMul").Input(a).Input(b).Attr("transpose_a",
+//   true).Finalize();
 class NodeBuilder {
  public:
   NodeBuilder(const Scope& scope, std::string_view op, std::string_view default_name = {});

@@ -17,7 +17,8 @@ Output FillWith(const Scope& s, const Shape& shape, DType dtype, double value) {
   std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
   Tensor v(dtype, Shape{});
   VisitDType(dtype, [&](auto t) { v.flat<decltype(t)>()[0] = static_cast<decltype(t)>(value); });
-  return ops::Fill(s, ops::ConstInt(s.WithOpName("shape"), dims), ops::Const(s.WithOpName("value"), v));
+  return ops::Fill(s, ops::ConstInt(s.WithOpName("shape"), dims),
+                   ops::Const(s.WithOpName("value"), v));
 }
 
 // y = x * scale + shift, skipping identity steps.
@@ -32,7 +33,9 @@ Output Affine(const Scope& s, Output x, double scale, double shift, DType dtype)
   return x;
 }
 
-int64_t FanIn(const Shape& s) { return s.rank() >= 2 ? s.num_elements() / s.dim(s.rank() - 1) : (s.rank() == 1 ? s.dim(0) : 1); }
+int64_t FanIn(const Shape& s) {
+  return s.rank() >= 2 ? s.num_elements() / s.dim(s.rank() - 1) : (s.rank() == 1 ? s.dim(0) : 1);
+}
 int64_t FanOut(const Shape& s) {
   if (s.rank() < 1) return 1;
   if (s.rank() == 1) return s.dim(0);
@@ -45,7 +48,9 @@ int64_t FanOut(const Shape& s) {
 namespace init {
 
 Initializer Constant(double value) {
-  return [value](const Scope& s, const Shape& shape, DType dtype) { return FillWith(s, shape, dtype, value); };
+  return [value](const Scope& s, const Shape& shape, DType dtype) {
+    return FillWith(s, shape, dtype, value);
+  };
 }
 Initializer Zeros() { return Constant(0.0); }
 Initializer Ones() { return Constant(1.0); }
@@ -74,46 +79,54 @@ Initializer GlorotUniform(int64_t seed) {
 
 }  // namespace init
 
-Variable GetVariable(const Scope& scope, const std::string& name, const Shape& shape, Initializer initializer,
-                     DType dtype, bool trainable) {
+Variable GetVariable(const Scope& scope, const std::string& name, const Shape& shape,
+                     Initializer initializer, DType dtype, bool trainable) {
   if (scope.custom_getter()) {
-    VariableRequest request{scope.WithNoCustomGetter(), name, shape, std::move(initializer), dtype, trainable};
+    VariableRequest request{scope.WithNoCustomGetter(), name,  shape,
+                            std::move(initializer),     dtype, trainable};
     return (*scope.custom_getter())(request, [](const VariableRequest& r) {
       return GetVariable(r.scope, r.name, r.shape, r.initializer, r.dtype, r.trainable);
     });
   }
   Graph* g = scope.graph();
   auto* store = g->GetOrCreateExtension<VariableStore>();
-  const std::string full = scope.variable_scope().empty() ? name : scope.variable_scope() + "/" + name;
+  const std::string full =
+      scope.variable_scope().empty() ? name : scope.variable_scope() + "/" + name;
   const Reuse reuse = scope.reuse();
   auto it = store->by_name.find(full);
   if (it != store->by_name.end()) {
     const Variable& v = it->second;
     if (reuse == Reuse::kCreate || reuse == Reuse::kInherit) {
-      throw Error(errors::InvalidArgument("Variable ", full,
-                                          " already exists, disallowed. Did you mean to set reuse=True or "
-                                          "reuse=tf.AUTO_REUSE in VarScope?"));
+      throw Error(
+          errors::InvalidArgument("Variable ", full,
+                                  " already exists, disallowed. Did you mean to set reuse=True or "
+                                  "reuse=tf.AUTO_REUSE in VarScope?"));
     }
     if (!shape.IsCompatibleWith(v.shape())) {
-      throw Error(errors::InvalidArgument("Trying to share variable ", full, ", but specified shape ", shape.ToString(),
+      throw Error(errors::InvalidArgument("Trying to share variable ", full,
+                                          ", but specified shape ", shape.ToString(),
                                           " and found shape ", v.shape().ToString(), "."));
     }
     if (dtype != v.dtype()) {
-      throw Error(errors::InvalidArgument("Trying to share variable ", full, ", but specified dtype ", DTypeName(dtype),
+      throw Error(errors::InvalidArgument("Trying to share variable ", full,
+                                          ", but specified dtype ", DTypeName(dtype),
                                           " and found dtype ", DTypeName(v.dtype()), "."));
     }
     return v;
   }
   if (reuse == Reuse::kReuse) {
-    throw Error(errors::InvalidArgument("Variable ", full,
-                                        " does not exist, or was not created with tf.get_variable(). Did you mean "
-                                        "to set reuse=tf.AUTO_REUSE in VarScope?"));
+    throw Error(errors::InvalidArgument(
+        "Variable ", full,
+        " does not exist, or was not created with tf.get_variable(). Did you mean "
+        "to set reuse=tf.AUTO_REUSE in VarScope?"));
   }
   if (!shape.IsFullyDefined()) {
-    throw Error(errors::InvalidArgument("Shape of a new variable (", full, ") must be fully defined, but instead was ",
+    throw Error(errors::InvalidArgument("Shape of a new variable (", full,
+                                        ") must be fully defined, but instead was ",
                                         shape.ToString(), "."));
   }
-  if (!initializer) initializer = (dtype == DT_FLOAT || dtype == DT_DOUBLE) ? init::GlorotUniform() : init::Zeros();
+  if (!initializer)
+    initializer = (dtype == DT_FLOAT || dtype == DT_DOUBLE) ? init::GlorotUniform() : init::Zeros();
 
   // Variables ignore name scopes and control dependencies but keep the device scope.
   Scope vroot = Scope::Root(g).WithExactNameScope(full);
@@ -151,7 +164,9 @@ std::vector<Variable> FromCollection(Graph* g, const char* key) {
 }  // namespace
 
 std::vector<Variable> GlobalVariables(Graph* g) { return FromCollection(g, kGlobalVariables); }
-std::vector<Variable> TrainableVariables(Graph* g) { return FromCollection(g, kTrainableVariables); }
+std::vector<Variable> TrainableVariables(Graph* g) {
+  return FromCollection(g, kTrainableVariables);
+}
 
 Variable FindVariable(Graph* g, const std::string& name) {
   auto* store = g->GetOrCreateExtension<VariableStore>();
@@ -159,7 +174,8 @@ Variable FindVariable(Graph* g, const std::string& name) {
   return it == store->by_name.end() ? Variable() : it->second;
 }
 
-Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars, const std::string& name) {
+Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars,
+                               const std::string& name) {
   std::vector<Operation> deps;
   for (const Variable& v : vars) deps.push_back(v.initializer());
   return ops::NoOp(scope.WithOpName(name).WithControlDependencies(deps));

@@ -5,8 +5,8 @@
 //   pf::Variable w = pf::GetVariable(vs, "w", {600, 512}, pf::init::GlorotUniform(/*seed=*/1));
 //   w.name() == "affine0/w";
 //   pf::Output h = pf::ops::MatMul(root, x, w.value());
-//   pf::Variable same = pf::GetVariable(root.WithVariableScope("affine0", pf::Reuse::kReuse), "w", {600, 512});
-//   sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
+//   pf::Variable same = pf::GetVariable(root.WithVariableScope("affine0", pf::Reuse::kReuse), "w",
+//   {600, 512}); sess.Run({}, {}, {pf::GlobalVariablesInitializer(root)});
 #pragma once
 
 #include <functional>
@@ -43,8 +43,8 @@ class Variable {
  public:
   Variable() = default;
   const std::string& name() const { return name_; }
-  Output ref() const { return ref_; }      // the Variable node: pass to Assign and optimizers
-  Output value() const { return read_; }   // "<name>/read": use in computations
+  Output ref() const { return ref_; }     // the Variable node: pass to Assign and optimizers
+  Output value() const { return read_; }  // "<name>/read": use in computations
   Operation initializer() const { return initializer_; }
   const Shape& shape() const { return ref_.shape(); }
   DType dtype() const { return ref_.dtype(); }
@@ -52,7 +52,8 @@ class Variable {
   bool valid() const { return ref_.node != nullptr; }
 
  private:
-  friend Variable GetVariable(const Scope&, const std::string&, const Shape&, Initializer, DType, bool);
+  friend Variable GetVariable(const Scope&, const std::string&, const Shape&, Initializer, DType,
+                              bool);
   std::string name_;
   Output ref_;
   Output read_;
@@ -72,12 +73,13 @@ struct VariableRequest {
 };
 
 // Creates or reuses "<variable scope>/<name>" according to the scope's Reuse mode. The new
-// variable takes the scope's device and colocation (name scopes and control deps do not apply). Throws
-// pf::Error with TensorFlow's messages for an existing name without reuse, a missing name
+// variable takes the scope's device and colocation (name scopes and control deps do not apply).
+// Throws pf::Error with TensorFlow's messages for an existing name without reuse, a missing name
 // with reuse, or a shape or dtype that differs from the existing variable. The default
 // initializer is GlorotUniform for floats and zeros otherwise.
 Variable GetVariable(const Scope& scope, const std::string& name, const Shape& shape,
-                     Initializer initializer = nullptr, DType dtype = DT_FLOAT, bool trainable = true);
+                     Initializer initializer = nullptr, DType dtype = DT_FLOAT,
+                     bool trainable = true);
 
 // The variables of a graph in creation order.
 std::vector<Variable> GlobalVariables(Graph* graph);
@@ -87,6 +89,7 @@ Variable FindVariable(Graph* graph, const std::string& name);
 
 // A NoOp "init" that runs every global variable's initializer.
 Operation GlobalVariablesInitializer(const Scope& scope);
-Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars, const std::string& name = "init");
+Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars,
+                               const std::string& name = "init");
 
 }  // namespace pf

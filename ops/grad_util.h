@@ -10,7 +10,8 @@ namespace pf {
 // g summed down to like's shape (undoes NumPy broadcasting); g itself when shapes match.
 Output SumToShapeOf(const Scope& s, Output g, Output like);
 // A reduction's gradient g spread back over `axes` of like's shape (scaled by 1/count for Mean).
-Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64_t>& axes, bool mean);
+Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64_t>& axes,
+                  bool mean);
 // A scalar constant of dtype t.
 Output ScalarOf(const Scope& s, double v, DType t);
 // Output i of node n (gradient functions read forward outputs).

@@ -18,7 +18,10 @@ BroadcastPlan MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out
   }
   const int rank = out.rank();
   // Per-dim: input extent (1 when absent).
-  auto extent = [&](const Shape& s, int d) { int k = d - (rank - s.rank()); return k >= 0 ? s.dim(k) : int64_t{1}; };
+  auto extent = [&](const Shape& s, int d) {
+    int k = d - (rank - s.rank());
+    return k >= 0 ? s.dim(k) : int64_t{1};
+  };
   // Collapse neighbouring dims that broadcast the same way for both inputs.
   std::vector<int64_t> dims, ea, eb;
   for (int d = 0; d < rank; ++d) {

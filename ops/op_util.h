@@ -24,7 +24,7 @@ void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, Fn&& fn
 // out[i] = f(in[i]); the loops are simple enough for the compiler to vectorise.
 template <typename TIn, typename TOut, typename F>
 Status UnaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
-  PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+  PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
   const TIn* x = ctx->input(0).data<TIn>();
   TOut* y = out->data<TOut>();
   ParallelFor(ctx, out->num_elements(), cost, [&](int64_t b, int64_t e) {
@@ -48,7 +48,7 @@ BroadcastPlan MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out
 // out = f(a, b) with NumPy broadcasting.
 template <typename TIn, typename TOut, typename F>
 Status BinaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
-  PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+  PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
   const Tensor& ta = ctx->input(0);
   const Tensor& tb = ctx->input(1);
   const TIn* a = ta.data<TIn>();
@@ -107,7 +107,8 @@ Status BinaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
 // f(a, b) over the broadcast shape `full` into a fresh host tensor, for kernels that need a
 // broadcast temporary (the general paths of the fused MSE loss and its gradient).
 template <typename T, typename F>
-StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const Tensor& b, const Shape& full, F f) {
+StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const Tensor& b,
+                                    const Shape& full, F f) {
   Tensor out(DataTypeOf<T>(), full);
   const Tensor in[2] = {a, b};
   const DType dt = DataTypeOf<T>();

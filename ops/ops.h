@@ -36,14 +36,16 @@ std::vector<Output> Split(const Scope& s, Output value, int axis, int num_split)
 // Dimension 0 in `num_split` parts as even as possible (sizes differ by at most one; a batch
 // smaller than num_split is an error at run time). The parts share the input's buffer.
 std::vector<Output> BatchSplit(const Scope& s, Output value, int num_split);
-Output Slice(const Scope& s, Output x, const std::vector<int32_t>& begin, const std::vector<int32_t>& size);
+Output Slice(const Scope& s, Output x, const std::vector<int32_t>& begin,
+             const std::vector<int32_t>& size);
 Output Gather(const Scope& s, Output params, Output indices);  // along axis 0
 Output Cast(const Scope& s, Output x, DType dtype);
 Output Fill(const Scope& s, Output dims, Output value);
 Output ZerosLike(const Scope& s, Output x);
 Output OnesLike(const Scope& s, Output x);
 Output ShapeOf(const Scope& s, Output x, DType out_type = DT_INT32);  // TensorFlow's Shape op
-Output OneHot(const Scope& s, Output indices, int depth, float on_value = 1.f, float off_value = 0.f);
+Output OneHot(const Scope& s, Output indices, int depth, float on_value = 1.f,
+              float off_value = 0.f);
 
 // --- math ---
 Output Add(const Scope& s, Output a, Output b);
@@ -63,22 +65,26 @@ Output Floor(const Scope& s, Output x);
 Output Equal(const Scope& s, Output a, Output b);
 Output Less(const Scope& s, Output a, Output b);
 Output Greater(const Scope& s, Output a, Output b);
-Output MatMul(const Scope& s, Output a, Output b, bool transpose_a = false, bool transpose_b = false);
+Output MatMul(const Scope& s, Output a, Output b, bool transpose_a = false,
+              bool transpose_b = false);
 Output AddN(const Scope& s, const std::vector<Output>& inputs);
 // Reductions over `axes` (empty: all axes); negative axes count from the end.
 Output Sum(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
-Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
+Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes = {},
+            bool keep_dims = false);
 Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output Min(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output ArgMax(const Scope& s, Output x, int axis, DType output_type = DT_INT64);
 
 // --- combining towers (ops/comm/aggregate_ops.cc): sum_i w_i * x_i / sum_i w_i, elementwise ---
 // weights: float tensors of one element (tower replication passes example counts).
-Output WeightedMean(const Scope& s, const std::vector<Output>& values, const std::vector<Output>& weights);
+Output WeightedMean(const Scope& s, const std::vector<Output>& values,
+                    const std::vector<Output>& weights);
 // One participant (rank in [0, group_size)) of an all-reduce over the nodes sharing group_key:
 // each gets the weighted mean over all participants of each of its inputs. Asynchronous.
-std::vector<Output> CollectiveAllReduce(const Scope& s, const std::vector<Output>& inputs, Output weight,
-                                        const std::string& group_key, int group_size, int rank);
+std::vector<Output> CollectiveAllReduce(const Scope& s, const std::vector<Output>& inputs,
+                                        Output weight, const std::string& group_key, int group_size,
+                                        int rank);
 
 // --- nn ---
 Output BiasAdd(const Scope& s, Output value, Output bias);
@@ -88,16 +94,19 @@ Output Tanh(const Scope& s, Output x);
 Output Softmax(const Scope& s, Output logits);
 Output LogSoftmax(const Scope& s, Output logits);
 // Losses: fused and stable. The softmax ones return (per-example loss, d loss / d logits).
-std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels);
-std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels);
+std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits,
+                                                        Output labels);
+std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Output logits,
+                                                              Output labels);
 Output SigmoidCrossEntropyWithLogits(const Scope& s, Output logits, Output labels);  // elementwise
-Output MeanSquaredError(const Scope& s, Output predictions, Output labels);         // scalar, broadcasting
-Output L2Loss(const Scope& s, Output t);                                             // sum(t^2) / 2
+Output MeanSquaredError(const Scope& s, Output predictions, Output labels);  // scalar, broadcasting
+Output L2Loss(const Scope& s, Output t);                                     // sum(t^2) / 2
 
 // --- random (seed = seed2 = 0: seeded from the graph seed if set, else nondeterministic) ---
 Output RandomUniform(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
 Output RandomNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
-Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
+Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT,
+                       int64_t seed = 0);
 
 // --- state (prefer pf::GetVariable, which builds these) ---
 Output Variable(const Scope& s, const Shape& shape, DType dtype);

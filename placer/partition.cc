@@ -31,8 +31,8 @@ class Partitioner {
       for (const Output& in : n->inputs()) {
         if (fed_.count(in)) continue;
         if (!pending.count(in.node)) {
-          return errors::InvalidArgument("Incomplete graph: input '", in.name(), "' of node '", n->name(),
-                                         "' is neither fed nor part of the subgraph");
+          return errors::InvalidArgument("Incomplete graph: input '", in.name(), "' of node '",
+                                         n->name(), "' is neither fed nor part of the subgraph");
         }
         ++pending[n];
       }
@@ -50,7 +50,8 @@ class Partitioner {
       order->push_back(n);
       for (const Edge& e : n->out_edges()) {
         auto it = pending.find(e.dst);
-        if (it == pending.end() || (!e.IsControl() && fed_.count(Output(e.src, e.src_output)))) continue;
+        if (it == pending.end() || (!e.IsControl() && fed_.count(Output(e.src, e.src_output))))
+          continue;
         if (--it->second == 0) ready.push_back(e.dst);
       }
     }
@@ -93,7 +94,8 @@ class Partitioner {
 
   // The _Recv on `dst` of `src` (a copied output on another device, or on the same GPU when the
   // consumer reads it in host memory), made once per (tensor, device, memory).
-  Output RecvFor(Device* dst, const Output& src_copy, const std::string& user_tensor, Device* src, bool host_memory = false) {
+  Output RecvFor(Device* dst, const Output& src_copy, const std::string& user_tensor, Device* src,
+                 bool host_memory = false) {
     const std::string tensor_name = host_memory ? user_tensor + ";host" : user_tensor;
     auto key = std::make_pair(tensor_name, dst);
     auto it = recvs_.find(key);
@@ -102,14 +104,18 @@ class Partitioner {
     NodeSpec send;
     send.name = fmt::format("{}/_send_to_{}", user_tensor, local);
     send.op_def = &Def("_Send");
-    send.attrs = {{"T", src_copy.dtype()}, {"tensor_name", tensor_name}, {"send_device", src->name()}, {"recv_device", dst->name()}};
+    send.attrs = {{"T", src_copy.dtype()},
+                  {"tensor_name", tensor_name},
+                  {"send_device", src->name()},
+                  {"recv_device", dst->name()}};
     send.inputs = {src_copy};
     AddNode(PartFor(src), std::move(send), true);
     NodeSpec recv;
     recv.name = fmt::format("{}/_recv_on_{}", user_tensor, local);
     recv.op_def = &Def("_Recv");
-    recv.attrs = {{"tensor_type", src_copy.dtype()}, {"tensor_name", tensor_name}, {"send_device", src->name()},
-                  {"recv_device", dst->name()}, {"shape", src_copy.shape()}, {"host_memory", host_memory}};
+    recv.attrs = {{"tensor_type", src_copy.dtype()}, {"tensor_name", tensor_name},
+                  {"send_device", src->name()},      {"recv_device", dst->name()},
+                  {"shape", src_copy.shape()},       {"host_memory", host_memory}};
     recv.output_dtypes = {src_copy.dtype()};
     recv.output_shapes = {src_copy.shape()};
     Output out(AddNode(PartFor(dst), std::move(recv), true), 0);
@@ -174,7 +180,8 @@ class Partitioner {
           token.control_inputs = {it->second};
           AddNode(PartFor(src_dev), std::move(token), true);
         }
-        Output token_out(PartFor(src_dev).graph->FindNode(fmt::format("{}/_control_token", c->name())), 0);
+        Output token_out(
+            PartFor(src_dev).graph->FindNode(fmt::format("{}/_control_token", c->name())), 0);
         Output recv = RecvFor(d, token_out, token_out.node->name() + ":0", src_dev);
         cached = control_recvs_.emplace(std::make_pair(c, d), recv.node).first;
       }
@@ -184,7 +191,8 @@ class Partitioner {
     return Status::OK();
   }
 
-  static void HostMemoryOf(const Node& n, Device* d, std::vector<bool>* in, std::vector<bool>* out) {
+  static void HostMemoryOf(const Node& n, Device* d, std::vector<bool>* in,
+                           std::vector<bool>* out) {
     std::vector<bool> unused;
     KernelRegistry::Global()->MemoryTypes(n, d->device_type(), in, out ? out : &unused);
   }
@@ -204,7 +212,8 @@ class Partitioner {
 
 }  // namespace
 
-StatusOr<Partitions> Partition(const std::vector<Node*>& nodes, const std::unordered_map<const Node*, Device*>& device,
+StatusOr<Partitions> Partition(const std::vector<Node*>& nodes,
+                               const std::unordered_map<const Node*, Device*>& device,
                                const std::set<Output>& fed) {
   Partitioner p(device, fed);
   PF_RETURN_IF_ERROR(p.Run(nodes));

@@ -24,8 +24,8 @@ namespace pf {
 struct Partitions {
   struct Part {
     Device* device = nullptr;
-    std::unique_ptr<Graph> graph;  // owns the copies, _Send, _Recv and _Arg nodes
-    std::vector<Node*> nodes;      // what the part's executor runs (not the _Args)
+    std::unique_ptr<Graph> graph;   // owns the copies, _Send, _Recv and _Arg nodes
+    std::vector<Node*> nodes;       // what the part's executor runs (not the _Args)
     std::map<Output, Output> args;  // fed tensor (user graph) -> its _Arg output here
   };
   std::deque<Part> parts;  // a deque: references to parts stay valid as parts are added
@@ -35,7 +35,8 @@ struct Partitions {
 
 // `nodes` must contain every node it needs except fed tensors' producers. Errors: a node without
 // a device, an input that is neither in `nodes` nor fed (an incomplete graph).
-StatusOr<Partitions> Partition(const std::vector<Node*>& nodes, const std::unordered_map<const Node*, Device*>& device,
+StatusOr<Partitions> Partition(const std::vector<Node*>& nodes,
+                               const std::unordered_map<const Node*, Device*>& device,
                                const std::set<Output>& fed);
 
 }  // namespace pf

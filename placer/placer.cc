@@ -28,15 +28,17 @@ class UnionFind {
   std::vector<int> parent_;
 };
 
-std::string DebugGroup(const std::vector<const Node*>& members, const DeviceSet& devices, const KernelRegistry& registry) {
-  std::string s = "Colocation Debug Info:\nColocation group had the following types and supported devices:";
+std::string DebugGroup(const std::vector<const Node*>& members, const DeviceSet& devices,
+                       const KernelRegistry& registry) {
+  std::string s =
+      "Colocation Debug Info:\nColocation group had the following types and supported devices:";
   for (const Node* n : members) {
     std::vector<std::string> types;
     for (const std::string& t : devices.DeviceTypes()) {
       if (registry.Supports(*n, t)) types.push_back(t);
     }
-    s += fmt::format("\n  {}: {} (requested '{}', supported device types: [{}])", n->name(), n->op(),
-                     n->requested_device(), fmt::join(types, ", "));
+    s += fmt::format("\n  {}: {} (requested '{}', supported device types: [{}])", n->name(),
+                     n->op(), n->requested_device(), fmt::join(types, ", "));
   }
   return s;
 }
@@ -46,19 +48,23 @@ std::string DebugGroup(const std::vector<const Node*>& members, const DeviceSet&
 //  - a generator (no inputs, one output, one consumer) follows its consumer, so a constant
 //    feeding a GPU op is made on that GPU instead of being copied there;
 //  - a metadata op (Shape, Size, Rank) stays with its input: it needs only the input's shape.
-void ApplyHeuristics(const std::vector<Node*>& nodes, const std::unordered_map<const Node*, int>& index, UnionFind& uf,
+void ApplyHeuristics(const std::vector<Node*>& nodes,
+                     const std::unordered_map<const Node*, int>& index, UnionFind& uf,
                      const KernelRegistry& registry, Placement* placement) {
   std::vector<int> group_size(nodes.size(), 0);
   for (size_t i = 0; i < nodes.size(); ++i) ++group_size[uf.Find(static_cast<int>(i))];
   auto free_choice = [&](const Node* n) {
-    return n->requested_device().empty() && n->assigned_device().empty() && group_size[uf.Find(index.at(n))] == 1;
+    return n->requested_device().empty() && n->assigned_device().empty() &&
+           group_size[uf.Find(index.at(n))] == 1;
   };
   auto move_to = [&](const Node* n, Device* d) {
-    if (d != placement->device[n] && registry.Supports(*n, d->device_type())) placement->device[n] = d;
+    if (d != placement->device[n] && registry.Supports(*n, d->device_type()))
+      placement->device[n] = d;
   };
   for (const Node* n : nodes) {
     if (!free_choice(n)) continue;
-    if (n->num_inputs() == 0 && n->control_inputs().empty() && n->num_outputs() == 1 && !n->IsStateful()) {
+    if (n->num_inputs() == 0 && n->control_inputs().empty() && n->num_outputs() == 1 &&
+        !n->IsStateful()) {
       const Node* consumer = nullptr;
       int consumers = 0;
       for (const Edge& e : n->out_edges()) {
@@ -85,8 +91,8 @@ std::string PlacementLogLine(const Node& node, const Device& device) {
   return fmt::format("{}: ({}): {}", node.name(), node.op(), device.name());
 }
 
-StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devices, const PlacerOptions& options,
-                          const KernelRegistry& registry) {
+StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devices,
+                          const PlacerOptions& options, const KernelRegistry& registry) {
   std::unordered_map<const Node*, int> index;
   std::unordered_map<std::string_view, int> by_name;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -107,7 +113,8 @@ StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devi
     }
   }
   std::unordered_map<int, std::vector<const Node*>> groups;
-  for (size_t i = 0; i < nodes.size(); ++i) groups[uf.Find(static_cast<int>(i))].push_back(nodes[i]);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    groups[uf.Find(static_cast<int>(i))].push_back(nodes[i]);
 
   Placement placement;
   const std::vector<std::string> types = devices.DeviceTypes();
@@ -116,37 +123,44 @@ StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devi
     DeviceName spec;
     const Node* first_requester = nullptr;
     for (const Node* n : members) {
-      const std::string& req = n->assigned_device().empty() ? n->requested_device() : n->assigned_device();
+      const std::string& req =
+          n->assigned_device().empty() ? n->requested_device() : n->assigned_device();
       if (req.empty()) continue;
       DeviceName parsed;
       if (!DeviceName::Parse(req, &parsed)) {
-        return errors::InvalidArgument("Malformed device specification '", req, "' in node '", n->name(), "'");
+        return errors::InvalidArgument("Malformed device specification '", req, "' in node '",
+                                       n->name(), "'");
       }
       Status merged = DeviceName::Merge(&spec, parsed, options.allow_soft_placement);
       if (!merged.ok()) {
-        return errors::InvalidArgument("Cannot colocate nodes '", first_requester->name(), "' and '", n->name(),
-                                       "': ", merged.message(), "\n", DebugGroup(members, devices, registry));
+        return errors::InvalidArgument("Cannot colocate nodes '", first_requester->name(),
+                                       "' and '", n->name(), "': ", merged.message(), "\n",
+                                       DebugGroup(members, devices, registry));
       }
       if (first_requester == nullptr) first_requester = n;
     }
     // Device types with a kernel for every member.
     std::vector<std::string> supported;
     for (const std::string& t : types) {
-      bool all = std::all_of(members.begin(), members.end(), [&](const Node* n) { return registry.Supports(*n, t); });
+      bool all = std::all_of(members.begin(), members.end(),
+                             [&](const Node* n) { return registry.Supports(*n, t); });
       if (all) supported.push_back(t);
     }
     if (supported.empty()) {
       for (const Node* n : members) {
-        bool any = std::any_of(types.begin(), types.end(), [&](const std::string& t) { return registry.Supports(*n, t); });
+        bool any = std::any_of(types.begin(), types.end(),
+                               [&](const std::string& t) { return registry.Supports(*n, t); });
         if (!any) return registry.NotFoundError(*n, types);
       }
       return errors::InvalidArgument("Cannot colocate nodes of group '", members[0]->name(),
-                                     "': no device type supports every op in it.\n", DebugGroup(members, devices, registry));
+                                     "': no device type supports every op in it.\n",
+                                     DebugGroup(members, devices, registry));
     }
     auto candidates = [&](const DeviceName& s) {
       std::vector<Device*> out;
       for (Device* d : devices.Matching(s)) {
-        if (std::find(supported.begin(), supported.end(), d->device_type()) != supported.end()) out.push_back(d);
+        if (std::find(supported.begin(), supported.end(), d->device_type()) != supported.end())
+          out.push_back(d);
       }
       return out;
     };
@@ -154,11 +168,18 @@ StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devi
     if (found.empty()) {
       const std::string where = first_requester ? first_requester->name() : members[0]->name();
       if (!options.allow_soft_placement || options.strict_placement) {
-        std::string reason = devices.Matching(spec).empty()
-                                 ? fmt::format("no devices matching that specification are registered in this process; available devices: {}", devices.NamesForError())
-                                 : fmt::format("no supported kernel for {} devices is available", spec.has_type ? spec.type : std::string("the requested"));
-        return errors::InvalidArgument("Cannot assign a device for operation ", where, ": Could not satisfy explicit device specification '",
-                                       spec.ToString(), "' because ", reason, ".\n", DebugGroup(members, devices, registry));
+        std::string reason =
+            devices.Matching(spec).empty()
+                ? fmt::format(
+                      "no devices matching that specification are registered in this process; "
+                      "available devices: {}",
+                      devices.NamesForError())
+                : fmt::format("no supported kernel for {} devices is available",
+                              spec.has_type ? spec.type : std::string("the requested"));
+        return errors::InvalidArgument("Cannot assign a device for operation ", where,
+                                       ": Could not satisfy explicit device specification '",
+                                       spec.ToString(), "' because ", reason, ".\n",
+                                       DebugGroup(members, devices, registry));
       }
       // Soft placement: keep the type (any id), then give up the type too.
       DeviceName relaxed = spec;
@@ -169,12 +190,14 @@ StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devi
         found = candidates(relaxed);
       }
       if (found.empty()) {
-        return errors::InvalidArgument("Cannot assign a device for operation ", where, ": no device satisfies '",
-                                       spec.ToString(), "' even with soft placement; available devices: ", devices.NamesForError());
+        return errors::InvalidArgument(
+            "Cannot assign a device for operation ", where, ": no device satisfies '",
+            spec.ToString(),
+            "' even with soft placement; available devices: ", devices.NamesForError());
       }
       for (const Node* n : members) {
-        std::string line = fmt::format("Soft placement: {} ({}) requested '{}', placed on {}", n->name(), n->op(),
-                                       spec.ToString(), found[0]->name());
+        std::string line = fmt::format("Soft placement: {} ({}) requested '{}', placed on {}",
+                                       n->name(), n->op(), spec.ToString(), found[0]->name());
         PF_LOG_INFO("{}", line);
         placement.fallbacks.push_back(std::move(line));
       }

@@ -35,7 +35,8 @@ struct Placement {
   std::vector<std::string> fallbacks;  // one line per soft fallback
 };
 
-StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devices, const PlacerOptions& options,
+StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devices,
+                          const PlacerOptions& options,
                           const KernelRegistry& registry = *KernelRegistry::Global());
 
 // One line per node in TensorFlow's log_device_placement format:

@@ -8,7 +8,9 @@
 namespace pf::data {
 namespace {
 
-uint32_t BigEndian(const uint8_t* p) { return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3]; }
+uint32_t BigEndian(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
 
 std::string Find(const std::string& dir, const std::string& stem) {
   for (const std::string& name : {stem + ".gz", stem}) {
@@ -34,15 +36,18 @@ Status ReadIdx(const std::string& path, std::vector<int64_t>* dims, std::vector<
   if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
     return errors::InvalidArgument("Corrupt or truncated gzip data in '", path, "': ", error_text);
   }
-  if (bytes.size() < 4) return errors::InvalidArgument("IDX file '", path, "' is truncated: ", bytes.size(), " bytes");
+  if (bytes.size() < 4)
+    return errors::InvalidArgument("IDX file '", path, "' is truncated: ", bytes.size(), " bytes");
   const uint32_t magic = BigEndian(bytes.data());
   // 0x08: unsigned bytes; the low byte is the number of dims.
   if ((magic >> 8) != 0x08 || (magic & 0xff) == 0 || (magic & 0xff) > 4) {
-    return errors::InvalidArgument("IDX file '", path, "' has a wrong magic number 0x", fmt::format("{:08x}", magic),
+    return errors::InvalidArgument("IDX file '", path, "' has a wrong magic number 0x",
+                                   fmt::format("{:08x}", magic),
                                    " (expected 0x00000801 for labels or 0x00000803 for images)");
   }
   const int rank = magic & 0xff;
-  if (bytes.size() < 4 + 4 * static_cast<size_t>(rank)) return errors::InvalidArgument("IDX file '", path, "' has a truncated header");
+  if (bytes.size() < 4 + 4 * static_cast<size_t>(rank))
+    return errors::InvalidArgument("IDX file '", path, "' has a truncated header");
   dims->clear();
   size_t expected = 1;
   for (int d = 0; d < rank; ++d) {
@@ -51,8 +56,8 @@ Status ReadIdx(const std::string& path, std::vector<int64_t>* dims, std::vector<
   }
   const size_t offset = 4 + 4 * rank;
   if (bytes.size() - offset < expected) {
-    return errors::InvalidArgument("IDX file '", path, "' is truncated: header promises ", expected, " bytes of data, found ",
-                                   bytes.size() - offset);
+    return errors::InvalidArgument("IDX file '", path, "' is truncated: header promises ", expected,
+                                   " bytes of data, found ", bytes.size() - offset);
   }
   data->assign(bytes.begin() + offset, bytes.begin() + offset + expected);
   return Status::OK();
@@ -65,8 +70,9 @@ StatusOr<Dataset> LoadMnist(const std::string& dir, Split split) {
   PF_RETURN_IF_ERROR(ReadIdx(Find(dir, prefix + "-images-idx3-ubyte"), &idims, &pixels));
   PF_RETURN_IF_ERROR(ReadIdx(Find(dir, prefix + "-labels-idx1-ubyte"), &ldims, &labels));
   if (idims.size() != 3 || ldims.size() != 1 || idims[0] != ldims[0]) {
-    return errors::InvalidArgument("MNIST files in '", dir, "' disagree: ", idims.size(), "-d images of ",
-                                   idims.empty() ? 0 : idims[0], " and ", ldims.empty() ? 0 : ldims[0], " labels");
+    return errors::InvalidArgument("MNIST files in '", dir, "' disagree: ", idims.size(),
+                                   "-d images of ", idims.empty() ? 0 : idims[0], " and ",
+                                   ldims.empty() ? 0 : ldims[0], " labels");
   }
   const int64_t n = idims[0], features = idims[1] * idims[2];
   Dataset d;
@@ -75,7 +81,9 @@ StatusOr<Dataset> LoadMnist(const std::string& dir, Split split) {
   float* img = d.images.data<float>();
   for (size_t i = 0; i < pixels.size(); ++i) img[i] = pixels[i] / 255.f;
   for (int64_t i = 0; i < n; ++i) {
-    if (labels[i] > 9) return errors::InvalidArgument("Label ", int(labels[i]), " at index ", i, " is not a digit class");
+    if (labels[i] > 9)
+      return errors::InvalidArgument("Label ", int(labels[i]), " at index ", i,
+                                     " is not a digit class");
     d.labels.data<int32_t>()[i] = labels[i];
   }
   return d;
@@ -92,13 +100,15 @@ Dataset Take(const Dataset& d, int64_t n) {
   return out;
 }
 
-void Gather(const Dataset& d, const std::vector<int64_t>& order, int64_t begin, int64_t count, Tensor* images, Tensor* labels) {
+void Gather(const Dataset& d, const std::vector<int64_t>& order, int64_t begin, int64_t count,
+            Tensor* images, Tensor* labels) {
   const int64_t features = d.images.dim(1);
   *images = Tensor(DT_FLOAT, {count, features});
   *labels = Tensor(DT_INT32, {count});
   for (int64_t i = 0; i < count; ++i) {
     int64_t src = order[begin + i];
-    std::memcpy(images->data<float>() + i * features, d.images.data<float>() + src * features, features * sizeof(float));
+    std::memcpy(images->data<float>() + i * features, d.images.data<float>() + src * features,
+                features * sizeof(float));
     labels->data<int32_t>()[i] = d.labels.data<int32_t>()[src];
   }
 }

@@ -1,7 +1,8 @@
 // MNIST-format data (MNIST, Fashion-MNIST): IDX files, gzip-compressed or not.
 //
-//   PF_ASSIGN_OR_RETURN(pf::data::Dataset train, pf::data::LoadMnist(dir, pf::data::Split::kTrain));
-//   train.images: float [N, 784] scaled to [0, 1]; train.labels: int32 [N]
+//   PF_ASSIGN_OR_RETURN(pf::data::Dataset train, pf::data::LoadMnist(dir,
+//   pf::data::Split::kTrain)); train.images: float [N, 784] scaled to [0, 1]; train.labels: int32
+//   [N]
 #pragma once
 
 #include <string>
@@ -25,6 +26,7 @@ StatusOr<Dataset> LoadMnist(const std::string& dir, Split split);
 // The first `n` examples (all when n <= 0 or n >= size).
 Dataset Take(const Dataset& d, int64_t n);
 // Rows [begin, begin + count) of `d` in the order given by `order`.
-void Gather(const Dataset& d, const std::vector<int64_t>& order, int64_t begin, int64_t count, Tensor* images, Tensor* labels);
+void Gather(const Dataset& d, const std::vector<int64_t>& order, int64_t begin, int64_t count,
+            Tensor* images, Tensor* labels);
 
 }  // namespace pf::data

@@ -8,7 +8,8 @@ namespace {
 
 Initializer WeightInit(const ModelOptions& o, int64_t salt) {
   if (o.init == "seed") return init::TruncatedNormal(0, 1, o.seed * 1000 + salt);
-  if (o.init != "glorot") throw Error(errors::InvalidArgument("Unknown --init '", o.init, "': use glorot or seed"));
+  if (o.init != "glorot")
+    throw Error(errors::InvalidArgument("Unknown --init '", o.init, "': use glorot or seed"));
   return init::GlorotUniform(o.seed * 1000 + salt);
 }
 
@@ -19,16 +20,18 @@ struct Dense {
   std::optional<Scope> scope;
   Output Apply(Output x, bool relu, const Variable& w_use, const Variable& b_use) const {
     const Scope& s = *scope;
-    Output y = b_use.shape().rank() == 0 ? ops::Add(s, ops::MatMul(s, x, w_use.value()), b_use.value())
-                                         : ops::BiasAdd(s, ops::MatMul(s, x, w_use.value()), b_use.value());
+    Output y = b_use.shape().rank() == 0
+                   ? ops::Add(s, ops::MatMul(s, x, w_use.value()), b_use.value())
+                   : ops::BiasAdd(s, ops::MatMul(s, x, w_use.value()), b_use.value());
     return relu ? ops::Relu(s, y) : y;
   }
 };
 
-Dense MakeDense(const Scope& root, const std::string& name, int64_t in, int64_t units, const ModelOptions& o, int64_t salt,
-                const Shape& bias_shape) {
+Dense MakeDense(const Scope& root, const std::string& name, int64_t in, int64_t units,
+                const ModelOptions& o, int64_t salt, const Shape& bias_shape) {
   Scope vs = root.WithVariableScope(name);
-  return {GetVariable(vs, "w", {in, units}, WeightInit(o, salt)), GetVariable(vs, "b", bias_shape, init::Zeros()), vs};
+  return {GetVariable(vs, "w", {in, units}, WeightInit(o, salt)),
+          GetVariable(vs, "b", bias_shape, init::Zeros()), vs};
 }
 
 }  // namespace
@@ -39,7 +42,8 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name, train::
   if (name == "adam") return std::make_unique<train::Adam>(lr);
   if (name == "rmsprop") return std::make_unique<train::RMSProp>(lr);
   if (name == "adagrad") return std::make_unique<train::AdaGrad>(lr);
-  throw Error(errors::InvalidArgument("Unknown optimizer '", name, "': use sgd, momentum, adam, rmsprop or adagrad"));
+  throw Error(errors::InvalidArgument("Unknown optimizer '", name,
+                                      "': use sgd, momentum, adam, rmsprop or adagrad"));
 }
 
 namespace {
@@ -47,8 +51,9 @@ namespace {
 // The model's loss and gradients: built once in `root`, or once per tower. Fills loss, output
 // and tower_devices.
 std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOptions& o,
-                                                const std::vector<Output>& inputs, const train::TowerFn& fn,
-                                                train::Optimizer& opt, Model* m) {
+                                                const std::vector<Output>& inputs,
+                                                const train::TowerFn& fn, train::Optimizer& opt,
+                                                Model* m) {
   if (!o.towers) {
     train::TowerOutputs out = fn(root, inputs);
     m->loss = out.loss;
@@ -100,25 +105,32 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
     Output logits = l2.Apply(l1.Apply(in[0], true, l1.w, l1.b), false, l2.w, l2.b);
     Output xent = ops::Mean(s.WithOpName("cross_entropy_mean"),
                             ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, in[1]).first);
-    Output l2_term = train::L2Regularization(s, {l1.w, l2.w}, o.l2);  // also into the "losses" collection
+    Output l2_term =
+        train::L2Regularization(s, {l1.w, l2.w}, o.l2);  // also into the "losses" collection
     return train::TowerOutputs{ops::AddN(s.WithOpName("loss"), {l2_term, xent}), {logits}};
   };
   m.global_step = train::GetOrCreateGlobalStep(root);
-  // The seed article's 0.8 diverges on Fashion-MNIST with this initialiser; 0.3 trains both data sets.
+  // The seed article's 0.8 diverges on Fashion-MNIST with this initialiser; 0.3 trains both data
+  // sets.
   const double base = o.learning_rate > 0 ? o.learning_rate : (o.optimizer == "sgd" ? 0.3 : 0.001);
-  Output lr = train::ExponentialDecay(root, base, m.global_step, static_cast<double>(o.steps_per_epoch), 0.99, true);
+  Output lr = train::ExponentialDecay(root, base, m.global_step,
+                                      static_cast<double>(o.steps_per_epoch), 0.99, true);
   auto opt = MakeOptimizer(o.optimizer, lr);
-  Operation step = opt->ApplyGradients(root, LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m), &m.global_step);
+  Operation step = opt->ApplyGradients(
+      root, LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m), &m.global_step);
   // Moving averages of the trainable variables (one set, also with towers), updated after each
   // step; accuracy uses them.
   train::ExponentialMovingAverage ema(o.moving_average_decay, &m.global_step);
-  Operation average = ema.Apply(root.WithControlDependencies({step}), TrainableVariables(root.graph()));
+  Operation average =
+      ema.Apply(root.WithControlDependencies({step}), TrainableVariables(root.graph()));
   m.train_op = ops::NoOp(root.WithOpName("train").WithControlDependencies({step, average}));
   Graph* g = root.graph();
-  Dense l1{FindVariable(g, "layer1/w"), FindVariable(g, "layer1/b"), root.NewSubScope("average_layer1")};
-  Dense l2{FindVariable(g, "layer2/w"), FindVariable(g, "layer2/b"), root.NewSubScope("average_layer2")};
-  Output avg_logits = l2.Apply(l1.Apply(m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false, ema.Average(l2.w),
-                               ema.Average(l2.b));
+  Dense l1{FindVariable(g, "layer1/w"), FindVariable(g, "layer1/b"),
+           root.NewSubScope("average_layer1")};
+  Dense l2{FindVariable(g, "layer2/w"), FindVariable(g, "layer2/b"),
+           root.NewSubScope("average_layer2")};
+  Output avg_logits = l2.Apply(l1.Apply(m.input, true, ema.Average(l1.w), ema.Average(l1.b)), false,
+                               ema.Average(l2.w), ema.Average(l2.b));
   m.accuracy = train::Accuracy(root, avg_logits, m.target);
   return m;
 }
@@ -126,7 +138,8 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
 Model BuildModel(const std::string& name, const Scope& root, const ModelOptions& options) {
   if (name == "mlp_seed000") return BuildMlpSeed000(root, options);
   if (name == "mnist_mlp") return BuildMnistMlp(root, options);
-  throw Error(errors::InvalidArgument("Unknown model '", name, "'; known models: mlp_seed000, mnist_mlp"));
+  throw Error(
+      errors::InvalidArgument("Unknown model '", name, "'; known models: mlp_seed000, mnist_mlp"));
 }
 
 void SeedBatch(int64_t batch, uint32_t seed, Tensor* inputs, Tensor* targets) {

@@ -40,11 +40,11 @@ struct ModelOptions {
 
 struct Model {
   std::string name;
-  Output input;      // float [?, features]
-  Output target;     // mlp_seed000: float [?, 600]; mnist_mlp: int32 labels [?]
-  Output output;     // predictions [?, 1] or logits [?, 10] (concatenated over towers)
-  Output loss;       // scalar: data loss plus regularisation
-  Output accuracy;   // scalar fraction (classifiers), with moving-average weights
+  Output input;     // float [?, features]
+  Output target;    // mlp_seed000: float [?, 600]; mnist_mlp: int32 labels [?]
+  Output output;    // predictions [?, 1] or logits [?, 10] (concatenated over towers)
+  Output loss;      // scalar: data loss plus regularisation
+  Output accuracy;  // scalar fraction (classifiers), with moving-average weights
   Operation train_op;
   Variable global_step;
   bool classifier = false;
@@ -55,7 +55,8 @@ Model BuildMlpSeed000(const Scope& root, const ModelOptions& options);
 Model BuildMnistMlp(const Scope& root, const ModelOptions& options);
 // By name: "mlp_seed000" or "mnist_mlp"; throws pf::Error for others.
 Model BuildModel(const std::string& name, const Scope& root, const ModelOptions& options);
-std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name, train::Hyper learning_rate);
+std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name,
+                                                train::Hyper learning_rate);
 
 // The seed's synthetic batch: inputs uniform in [0, 1), targets = 2 * inputs + 1.
 void SeedBatch(int64_t batch, uint32_t seed, Tensor* inputs, Tensor* targets);

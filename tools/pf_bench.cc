@@ -40,7 +40,6 @@ pf::SessionOptions OnDevice(bool gpu) {
   return o;
 }
 
-
 constexpr int kRepeats = 5;
 
 double Median(std::vector<double> v) {
@@ -70,7 +69,8 @@ void ExecutorChain() {
   double s = TimeMedian([&] {
     for (int i = 0; i < 10; ++i) sess.Run({x});
   });
-  std::printf("executor_chain us_per_node=%.3f nodes=%d repeats=%d\n", s / 10 / kNodes * 1e6, kNodes, kRepeats);
+  std::printf("executor_chain us_per_node=%.3f nodes=%d repeats=%d\n", s / 10 / kNodes * 1e6,
+              kNodes, kRepeats);
 }
 
 void ExecutorWide() {
@@ -91,12 +91,13 @@ void ExecutorWide() {
     pf::Session sess(g, opts);
     sess.Run({sum});
     return TimeMedian([&] {
-      for (int i = 0; i < 20; ++i) sess.Run({sum});
-    }) / 20;
+             for (int i = 0; i < 20; ++i) sess.Run({sum});
+           }) /
+           20;
   };
   double one = step_seconds(1), two = step_seconds(2);
-  std::printf("executor_wide speedup=%.2f ms_1thread=%.3f ms_2threads=%.3f branches=8 repeats=%d\n", one / two, one * 1e3,
-              two * 1e3, kRepeats);
+  std::printf("executor_wide speedup=%.2f ms_1thread=%.3f ms_2threads=%.3f branches=8 repeats=%d\n",
+              one / two, one * 1e3, two * 1e3, kRepeats);
 }
 
 void SessionRunOverhead() {
@@ -109,7 +110,8 @@ void SessionRunOverhead() {
   double s = TimeMedian([&] {
     for (int i = 0; i < kRuns; ++i) sess.Run({y});
   });
-  std::printf("session_run_overhead us_per_run=%.3f runs=%d repeats=%d\n", s / kRuns * 1e6, kRuns, kRepeats);
+  std::printf("session_run_overhead us_per_run=%.3f runs=%d repeats=%d\n", s / kRuns * 1e6, kRuns,
+              kRepeats);
 }
 
 // The seed MLP, initialised, with its batch of 2000.
@@ -133,11 +135,14 @@ void MlpSeed000Forward() {
   pf::Session& sess = *sess_ptr;
   sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
   double s = TimeMedian([&] {
-    for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
-  }) / 10;
+               for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
+             }) /
+             10;
   const double flops = 2.0 * 2000 * (600 * 512 + 512 * 128 + 128 * 128 + 128);
-  std::printf("mlp_seed000_forward ms_per_step=%.3f batch=2000 gemm_gflop=%.3f effective_gflops=%.1f repeats=%d\n", s * 1e3,
-              flops / 1e9, flops / s / 1e9, kRepeats);
+  std::printf(
+      "mlp_seed000_forward ms_per_step=%.3f batch=2000 gemm_gflop=%.3f effective_gflops=%.1f "
+      "repeats=%d\n",
+      s * 1e3, flops / 1e9, flops / s / 1e9, kRepeats);
 }
 
 void MatMulRate() {
@@ -149,9 +154,11 @@ void MatMulRate() {
   pf::Session sess(g, OnDevice(false));
   sess.Run({c});
   double s = TimeMedian([&] {
-    for (int i = 0; i < 10; ++i) sess.Run({c});
-  }) / 10;
-  std::printf("matmul_gflops gflops=%.1f m=2000 k=600 n=512 repeats=%d\n", 2.0 * 2000 * 600 * 512 / s / 1e9, kRepeats);
+               for (int i = 0; i < 10; ++i) sess.Run({c});
+             }) /
+             10;
+  std::printf("matmul_gflops gflops=%.1f m=2000 k=600 n=512 repeats=%d\n",
+              2.0 * 2000 * 600 * 512 / s / 1e9, kRepeats);
 }
 
 void MlpSeed000StepOn(bool gpu) {
@@ -162,7 +169,9 @@ void MlpSeed000StepOn(bool gpu) {
   // The same step's GEMMs alone: forward x.W for 4 layers, dW = a^T.g for 4, dA = g.W^T for 3.
   pf::Graph gg;
   pf::Scope r = pf::Scope::Root(&gg);
-  auto c = [&](int64_t a, int64_t b) { return pf::ops::Const(r, pf::Tensor(pf::DT_FLOAT, {a, b})); };
+  auto c = [&](int64_t a, int64_t b) {
+    return pf::ops::Const(r, pf::Tensor(pf::DT_FLOAT, {a, b}));
+  };
   const int64_t dims[] = {600, 512, 128, 128, 1};
   std::vector<pf::Output> gemms;
   for (int l = 0; l < 4; ++l) {
@@ -196,10 +205,13 @@ void MlpSeed000StepOn(bool gpu) {
     gemm_times.push_back(std::chrono::duration<double>(t2 - t1).count() / 10);
   }
   const double step = Median(steps), gemm = Median(gemm_times);
-  const double flops = 2.0 * 2000 * (2 * (600 * 512 + 512 * 128 + 128 * 128 + 128) + 512 * 128 + 128 * 128 + 128);
-  std::printf("%s ms_per_step=%.3f gemm_only_ms=%.3f ratio_to_gemm=%.2f gemm_gflop=%.3f gemm_gflops=%.1f batch=2000 repeats=%d\n",
-              gpu ? "mlp_seed000_step_gpu" : "mlp_seed000_step", step * 1e3, gemm * 1e3, step / gemm, flops / 1e9,
-              flops / gemm / 1e9, kRepeats);
+  const double flops =
+      2.0 * 2000 * (2 * (600 * 512 + 512 * 128 + 128 * 128 + 128) + 512 * 128 + 128 * 128 + 128);
+  std::printf(
+      "%s ms_per_step=%.3f gemm_only_ms=%.3f ratio_to_gemm=%.2f gemm_gflop=%.3f gemm_gflops=%.1f "
+      "batch=2000 repeats=%d\n",
+      gpu ? "mlp_seed000_step_gpu" : "mlp_seed000_step", step * 1e3, gemm * 1e3, step / gemm,
+      flops / 1e9, flops / gemm / 1e9, kRepeats);
 }
 
 void MlpSeed000Step() { MlpSeed000StepOn(false); }
@@ -221,14 +233,18 @@ void GpuCopyBandwidth() {
   if (!GpuOrSkip("gpu_copy_bandwidth")) return;
   pf::GpuOptions o;
   o.visible_device_list = "0";
-  auto gpus = pf::CreateGpuDevices(pf::PlanGpuDevices(pf::CudaDeviceCount(), o).ValueOrThrow(), o).ValueOrThrow();
+  auto gpus = pf::CreateGpuDevices(pf::PlanGpuDevices(pf::CudaDeviceCount(), o).ValueOrThrow(), o)
+                  .ValueOrThrow();
   pf::Device* gpu = gpus[0].get();
   std::unique_ptr<pf::Device> cpu = pf::NewCpuDevice(0);
   const int64_t n = 64 << 20;  // floats
   const double gb = n * 4.0 / 1e9;
   pf::Tensor pageable(pf::DT_FLOAT, {n});
-  pf::Tensor pinned = pf::CopyRegistry::Global()->Copy(
-      pf::CopyRegistry::Global()->Copy(pageable, cpu.get(), gpu).ValueOrThrow(), gpu, cpu.get()).ValueOrThrow();
+  pf::Tensor pinned =
+      pf::CopyRegistry::Global()
+          ->Copy(pf::CopyRegistry::Global()->Copy(pageable, cpu.get(), gpu).ValueOrThrow(), gpu,
+                 cpu.get())
+          .ValueOrThrow();
   auto h2d = [&](const pf::Tensor& src) {
     return TimeMedian([&] {
       pf::Tensor t = pf::CopyRegistry::Global()->Copy(src, cpu.get(), gpu).ValueOrThrow();
@@ -237,14 +253,19 @@ void GpuCopyBandwidth() {
   };
   const double h2d_pinned = h2d(pinned), h2d_pageable = h2d(pageable);
   pf::Tensor on_gpu = pf::CopyRegistry::Global()->Copy(pinned, cpu.get(), gpu).ValueOrThrow();
-  const double d2h = TimeMedian([&] { pf::CopyRegistry::Global()->Copy(on_gpu, gpu, cpu.get()).ValueOrThrow(); });
+  const double d2h =
+      TimeMedian([&] { pf::CopyRegistry::Global()->Copy(on_gpu, gpu, cpu.get()).ValueOrThrow(); });
   const double d2d = TimeMedian([&] {
     pf::Tensor copy(gpu->GetAllocator(), pf::DT_FLOAT, {n});
-    static_cast<void>(gpu->CopyWithinDevice(copy.raw_data(), on_gpu.raw_data(), on_gpu.TotalBytes()));
+    static_cast<void>(
+        gpu->CopyWithinDevice(copy.raw_data(), on_gpu.raw_data(), on_gpu.TotalBytes()));
     static_cast<void>(gpu->Sync());
   });
-  std::printf("gpu_copy_bandwidth h2d_pinned_gbs=%.1f d2h_pinned_gbs=%.1f h2d_pageable_gbs=%.1f d2d_gbs=%.1f bytes=%lld repeats=%d\n",
-              gb / h2d_pinned, gb / d2h, gb / h2d_pageable, 2 * gb / d2d, static_cast<long long>(n * 4), kRepeats);
+  std::printf(
+      "gpu_copy_bandwidth h2d_pinned_gbs=%.1f d2h_pinned_gbs=%.1f h2d_pageable_gbs=%.1f "
+      "d2d_gbs=%.1f bytes=%lld repeats=%d\n",
+      gb / h2d_pinned, gb / d2h, gb / h2d_pageable, 2 * gb / d2d, static_cast<long long>(n * 4),
+      kRepeats);
 }
 
 void MnistMlpEpoch() {
@@ -262,14 +283,16 @@ void MnistMlpEpoch() {
     for (int32_t& v : y.flat<int32_t>()) v = static_cast<int32_t>(rng() % 10);
     batches.emplace_back(x, y);
   }
-  for (int i = 0; i < 20; ++i) sess.Run({{m.input, batches[i].first}, {m.target, batches[i].second}}, {}, {m.train_op});
+  for (int i = 0; i < 20; ++i)
+    sess.Run({{m.input, batches[i].first}, {m.target, batches[i].second}}, {}, {m.train_op});
   double epoch = TimeMedian([&] {
     for (int i = 0; i < 600; ++i) {
       const auto& [x, y] = batches[i % batches.size()];
       sess.Run({{m.input, x}, {m.target, y}}, {}, {m.train_op});
     }
   });
-  std::printf("mnist_mlp_epoch examples_per_s=%.0f seconds=%.3f batch=100 steps=600 repeats=%d\n", 60000 / epoch, epoch, kRepeats);
+  std::printf("mnist_mlp_epoch examples_per_s=%.0f seconds=%.3f batch=100 steps=600 repeats=%d\n",
+              60000 / epoch, epoch, kRepeats);
 }
 
 // Places a 100,000-node graph on 4 CPU devices: 1,000 layers of (variable, read, MatMul, Add,
@@ -280,7 +303,8 @@ void PlacerFigure() {
   pf::Output h = pf::ops::Placeholder(root, pf::DT_FLOAT, {-1, 8});
   int layer = 0;
   while (g.num_nodes() < 100000) {
-    pf::Scope s = root.WithVariableScope("layer" + std::to_string(layer)).WithDevice("/cpu:" + std::to_string(layer % 4));
+    pf::Scope s = root.WithVariableScope("layer" + std::to_string(layer))
+                      .WithDevice("/cpu:" + std::to_string(layer % 4));
     pf::Variable w = pf::GetVariable(s, "w", {8, 8}, pf::init::Zeros());
     h = pf::ops::Relu(s, pf::ops::Add(s, pf::ops::MatMul(s, h, w.value()), pf::ops::Const(s, 0.f)));
     ++layer;
@@ -291,7 +315,8 @@ void PlacerFigure() {
   double s = TimeMedian([&] {
     if (!pf::Place(nodes, devices, {}).ok()) std::abort();
   });
-  std::printf("placer seconds_100k=%.3f nodes=%zu devices=4 repeats=%d\n", s, nodes.size(), kRepeats);
+  std::printf("placer seconds_100k=%.3f nodes=%zu devices=4 repeats=%d\n", s, nodes.size(),
+              kRepeats);
 }
 
 // A plain mlp_seed000 step against the same model built by ReplicateTowers on one device,
@@ -326,8 +351,9 @@ void TowersOverhead() {
     r.push_back(block(tower));
   }
   const double mp = Median(p), mr = Median(r);
-  std::printf("towers_overhead percent=%.2f plain_ms=%.3f one_tower_ms=%.3f batch=2000 repeats=%d\n",
-              100 * (mr / mp - 1), mp * 1e3, mr * 1e3, 2 * kRepeats);
+  std::printf(
+      "towers_overhead percent=%.2f plain_ms=%.3f one_tower_ms=%.3f batch=2000 repeats=%d\n",
+      100 * (mr / mp - 1), mp * 1e3, mr * 1e3, 2 * kRepeats);
 }
 
 void TowersScaling() {
@@ -336,7 +362,8 @@ void TowersScaling() {
   for (const std::string& kind : kinds) {
     double base = 0;
     for (int n : {1, 2, 4}) {
-      for (auto a : {pf::train::Aggregation::kParameterDevice, pf::train::Aggregation::kAllReduce}) {
+      for (auto a :
+           {pf::train::Aggregation::kParameterDevice, pf::train::Aggregation::kAllReduce}) {
         pf::towers::TimingOptions o;
         o.towers = n;
         o.kind = kind;
@@ -344,10 +371,13 @@ void TowersScaling() {
         o.steps = 20;
         pf::towers::Timing t = pf::towers::TimeTowers(o);
         if (n == 1 && a == pf::train::Aggregation::kParameterDevice) base = t.examples_per_s;
-        std::printf("towers_scaling kind=%s towers=%d aggregation=%s examples_per_s=%.0f speedup=%.2f ms_per_step=%.3f "
-                    "aggregation_ms=%.3f transfer_ms=%.3f transfers=%d batch=2000 steps=%d\n",
-                    kind.c_str(), n, a == pf::train::Aggregation::kAllReduce ? "allreduce" : "param", t.examples_per_s,
-                    t.examples_per_s / base, t.ms_per_step, t.aggregation_ms, t.transfer_ms, t.transfers, 20);
+        std::printf(
+            "towers_scaling kind=%s towers=%d aggregation=%s examples_per_s=%.0f speedup=%.2f "
+            "ms_per_step=%.3f "
+            "aggregation_ms=%.3f transfer_ms=%.3f transfers=%d batch=2000 steps=%d\n",
+            kind.c_str(), n, a == pf::train::Aggregation::kAllReduce ? "allreduce" : "param",
+            t.examples_per_s, t.examples_per_s / base, t.ms_per_step, t.aggregation_ms,
+            t.transfer_ms, t.transfers, 20);
         std::fflush(stdout);
       }
     }
@@ -358,15 +388,22 @@ void TowersScaling() {
 
 int main(int argc, char** argv) {
   const std::vector<std::pair<std::string, std::function<void()>>> figures = {
-      {"executor_chain", ExecutorChain},           {"executor_wide", ExecutorWide},
-      {"session_run_overhead", SessionRunOverhead}, {"mlp_seed000_forward", MlpSeed000Forward},
-      {"matmul_gflops", MatMulRate},               {"mlp_seed000_step", MlpSeed000Step},
-      {"mnist_mlp_epoch", MnistMlpEpoch},           {"placer", PlacerFigure},
-      {"towers_overhead", TowersOverhead},         {"towers_scaling", TowersScaling},
-      {"mlp_seed000_step_gpu", MlpSeed000StepGpu}, {"gpu_copy_bandwidth", GpuCopyBandwidth}};
+      {"executor_chain", ExecutorChain},
+      {"executor_wide", ExecutorWide},
+      {"session_run_overhead", SessionRunOverhead},
+      {"mlp_seed000_forward", MlpSeed000Forward},
+      {"matmul_gflops", MatMulRate},
+      {"mlp_seed000_step", MlpSeed000Step},
+      {"mnist_mlp_epoch", MnistMlpEpoch},
+      {"placer", PlacerFigure},
+      {"towers_overhead", TowersOverhead},
+      {"towers_scaling", TowersScaling},
+      {"mlp_seed000_step_gpu", MlpSeed000StepGpu},
+      {"gpu_copy_bandwidth", GpuCopyBandwidth}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
-    bool known = std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });
+    bool known =
+        std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });
     if (!known) {
       std::fprintf(stderr, "pf-bench: unknown figure '%s'; figures:", w.c_str());
       for (const auto& f : figures) std::fprintf(stderr, " %s", f.first.c_str());

@@ -47,51 +47,76 @@ struct Args {
 };
 
 [[noreturn]] void Usage(const std::string& error) {
-  std::fprintf(stderr,
-               "%s\nusage: pf-train [--model mlp_seed000|mnist_mlp] [--steps N] [--epochs N] [--batch N] [--lr F]\n"
-               "                [--optimizer sgd|momentum|adam|rmsprop|adagrad] [--log-device-placement] [--seed N]\n"
-               "                [--data DIR] [--init glorot|seed] [--checkpoint DIR] [--restore]\n"
-               "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n"
-               "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n"
-               "                [--towers N|auto] [--devices cpu|gpu|all] [--aggregation param|allreduce]\n"
-               "                [--variable-device DEV] [--towers-table 1,2,...]\n",
-               error.c_str());
+  std::fprintf(
+      stderr,
+      "%s\nusage: pf-train [--model mlp_seed000|mnist_mlp] [--steps N] [--epochs N] [--batch N] "
+      "[--lr F]\n"
+      "                [--optimizer sgd|momentum|adam|rmsprop|adagrad] [--log-device-placement] "
+      "[--seed N]\n"
+      "                [--data DIR] [--init glorot|seed] [--checkpoint DIR] [--restore]\n"
+      "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n"
+      "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n"
+      "                [--towers N|auto] [--devices cpu|gpu|all] [--aggregation param|allreduce]\n"
+      "                [--variable-device DEV] [--towers-table 1,2,...]\n",
+      error.c_str());
   std::exit(2);
 }
 
 Args Parse(int argc, char** argv) {
   Args a;
-  std::map<std::string, std::string*> strings = {{"--model", &a.model}, {"--data", &a.data}, {"--init", &a.init},
-                                                 {"--optimizer", &a.optimizer}, {"--checkpoint", &a.checkpoint},
-                                                 {"--trace", &a.trace}, {"--place", &a.place},
-                                                 {"--towers", &a.towers}, {"--devices", &a.devices},
+  std::map<std::string, std::string*> strings = {{"--model", &a.model},
+                                                 {"--data", &a.data},
+                                                 {"--init", &a.init},
+                                                 {"--optimizer", &a.optimizer},
+                                                 {"--checkpoint", &a.checkpoint},
+                                                 {"--trace", &a.trace},
+                                                 {"--place", &a.place},
+                                                 {"--towers", &a.towers},
+                                                 {"--devices", &a.devices},
                                                  {"--aggregation", &a.aggregation},
                                                  {"--variable-device", &a.variable_device},
                                                  {"--towers-table", &a.towers_table}};
-  std::map<std::string, int64_t*> ints = {{"--steps", &a.steps},           {"--epochs", &a.epochs},
-                                          {"--batch", &a.batch},           {"--seed", &a.seed},
-                                          {"--print-every", &a.print_every}, {"--train-limit", &a.train_limit},
-                                          {"--test-limit", &a.test_limit}, {"--cpu-devices", &a.cpu_devices}};
+  std::map<std::string, int64_t*> ints = {{"--steps", &a.steps},
+                                          {"--epochs", &a.epochs},
+                                          {"--batch", &a.batch},
+                                          {"--seed", &a.seed},
+                                          {"--print-every", &a.print_every},
+                                          {"--train-limit", &a.train_limit},
+                                          {"--test-limit", &a.test_limit},
+                                          {"--cpu-devices", &a.cpu_devices}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") Usage("pf-train: trains a placeflow model");
-    if (flag == "--log-device-placement") { a.log_placement = true; continue; }
-    if (flag == "--restore") { a.restore = true; continue; }
+    if (flag == "--log-device-placement") {
+      a.log_placement = true;
+      continue;
+    }
+    if (flag == "--restore") {
+      a.restore = true;
+      continue;
+    }
     if (i + 1 >= argc) Usage("missing value for " + flag);
     std::string value = argv[++i];
     try {
-      if (strings.count(flag)) *strings[flag] = value;
-      else if (ints.count(flag)) *ints[flag] = std::stoll(value);
-      else if (flag == "--lr") a.lr = std::stod(value);
-      else if (flag == "--threads") a.threads = std::stoi(value);
-      else Usage("unknown flag " + flag);
+      if (strings.count(flag))
+        *strings[flag] = value;
+      else if (ints.count(flag))
+        *ints[flag] = std::stoll(value);
+      else if (flag == "--lr")
+        a.lr = std::stod(value);
+      else if (flag == "--threads")
+        a.threads = std::stoi(value);
+      else
+        Usage("unknown flag " + flag);
     } catch (const std::logic_error&) {
       Usage("bad value '" + value + "' for " + flag);
     }
   }
   if (a.restore && a.checkpoint.empty()) Usage("--restore needs --checkpoint DIR");
-  if (a.devices != "cpu" && a.devices != "gpu" && a.devices != "all") Usage("--devices must be cpu, gpu or all");
-  if (a.aggregation != "param" && a.aggregation != "allreduce") Usage("--aggregation must be param or allreduce");
+  if (a.devices != "cpu" && a.devices != "gpu" && a.devices != "all")
+    Usage("--devices must be cpu, gpu or all");
+  if (a.aggregation != "param" && a.aggregation != "allreduce")
+    Usage("--aggregation must be param or allreduce");
   return a;
 }
 
@@ -102,7 +127,8 @@ void ApplyPlacementRules(pf::Graph& g, const std::string& rules) {
   size_t start = 0;
   while (start < rules.size()) {
     size_t end = rules.find(',', start);
-    std::string rule = rules.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string rule =
+        rules.substr(start, end == std::string::npos ? std::string::npos : end - start);
     start = end == std::string::npos ? rules.size() : end + 1;
     size_t eq = rule.rfind('=');
     if (eq == std::string::npos) Usage("bad --place rule '" + rule + "': expected regex=device");
@@ -142,12 +168,14 @@ TowerPlan PlanTowers(const Args& a) {
   const int gpus = pf::CudaDeviceCount();
   TowerPlan p;
   p.kind = a.devices == "all" ? (gpus > 0 ? "gpu" : "cpu") : a.devices;
-  p.count = a.towers == "auto" ? (p.kind == "gpu" ? std::max(1, gpus) : 2) : ParseCount(a.towers, "--towers");
+  p.count = a.towers == "auto" ? (p.kind == "gpu" ? std::max(1, gpus) : 2)
+                               : ParseCount(a.towers, "--towers");
   return p;
 }
 
 pf::train::Aggregation AggregationOf(const Args& a) {
-  return a.aggregation == "allreduce" ? pf::train::Aggregation::kAllReduce : pf::train::Aggregation::kParameterDevice;
+  return a.aggregation == "allreduce" ? pf::train::Aggregation::kAllReduce
+                                      : pf::train::Aggregation::kParameterDevice;
 }
 
 // Seed article 000's experiment: the same model and batch, timed with each tower count.
@@ -161,11 +189,12 @@ int TowersTable(const Args& a) {
   o.steps = a.steps;
   o.batch = a.batch > 0 ? a.batch : (a.model == "mlp_seed000" ? 2000 : 100);
   o.threads = a.threads;
-  std::printf("%s, batch %lld, %lld steps, %s, aggregation %s%s\n", a.model.c_str(), static_cast<long long>(o.batch),
-              static_cast<long long>(o.steps), a.optimizer.c_str(), a.aggregation.c_str(),
+  std::printf("%s, batch %lld, %lld steps, %s, aggregation %s%s\n", a.model.c_str(),
+              static_cast<long long>(o.batch), static_cast<long long>(o.steps), a.optimizer.c_str(),
+              a.aggregation.c_str(),
               a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "");
-  std::printf("%-7s %-24s %9s %9s %11s %10s %12s\n", "towers", "devices", "total_s", "ms/step", "examples/s",
-              "send_recv", "aggregation");
+  std::printf("%-7s %-24s %9s %9s %11s %10s %12s\n", "towers", "devices", "total_s", "ms/step",
+              "examples/s", "send_recv", "aggregation");
   std::vector<std::pair<int, double>> totals;
   size_t start = 0;
   while (start <= a.towers_table.size()) {
@@ -176,13 +205,15 @@ int TowersTable(const Args& a) {
     pf::towers::Timing t = pf::towers::TimeTowers(o);
     std::string devices;
     for (const std::string& d : t.devices) devices += (devices.empty() ? "" : ",") + d;
-    std::printf("%-7d %-24s %9.2f %9.3f %11.0f %9.1f%% %11.1f%%\n", o.towers, devices.c_str(), t.seconds,
-                t.ms_per_step, t.examples_per_s, 100 * t.transfer_share, 100 * t.aggregation_share);
+    std::printf("%-7d %-24s %9.2f %9.3f %11.0f %9.1f%% %11.1f%%\n", o.towers, devices.c_str(),
+                t.seconds, t.ms_per_step, t.examples_per_s, 100 * t.transfer_share,
+                100 * t.aggregation_share);
     std::fflush(stdout);
     totals.emplace_back(o.towers, t.seconds);
   }
   // The article's own lines ("N块GPU用时: X.XXs": N GPUs took X.XX s).
-  for (const auto& [n, seconds] : totals) std::printf("%d tower(s) on %s: %.2fs\n", n, o.kind.c_str(), seconds);
+  for (const auto& [n, seconds] : totals)
+    std::printf("%d tower(s) on %s: %.2fs\n", n, o.kind.c_str(), seconds);
   return 0;
 }
 
@@ -208,11 +239,16 @@ int main(int argc, char** argv) {
     const bool classifier = a.model == "mnist_mlp";
     if (classifier) {
       std::string dir = a.data.empty() ? DefaultData() : a.data;
-      if (dir.empty()) Usage("--data DIR is required: no default data set found (apt-get install dataset-fashion-mnist)");
-      train = pf::data::Take(pf::data::LoadMnist(dir, pf::data::Split::kTrain).ValueOrThrow(), a.train_limit);
-      test = pf::data::Take(pf::data::LoadMnist(dir, pf::data::Split::kTest).ValueOrThrow(), a.test_limit);
-      std::printf("data: %s (%lld train, %lld test examples)\n", dir.c_str(), static_cast<long long>(train.size()),
-                  static_cast<long long>(test.size()));
+      if (dir.empty())
+        Usage(
+            "--data DIR is required: no default data set found (apt-get install "
+            "dataset-fashion-mnist)");
+      train = pf::data::Take(pf::data::LoadMnist(dir, pf::data::Split::kTrain).ValueOrThrow(),
+                             a.train_limit);
+      test = pf::data::Take(pf::data::LoadMnist(dir, pf::data::Split::kTest).ValueOrThrow(),
+                            a.test_limit);
+      std::printf("data: %s (%lld train, %lld test examples)\n", dir.c_str(),
+                  static_cast<long long>(train.size()), static_cast<long long>(test.size()));
       mo.steps_per_epoch = std::max<int64_t>(1, train.size() / (a.batch > 0 ? a.batch : 100));
     }
     const TowerPlan plan = PlanTowers(a);
@@ -230,15 +266,19 @@ int main(int argc, char** argv) {
     pf::SessionOptions opts;
     opts.log_device_placement = a.log_placement;
     opts.allow_soft_placement = a.soft_placement;
-    opts.device_count["CPU"] = std::max(static_cast<int>(a.cpu_devices), plan.kind == "cpu" ? plan.count : 1);
+    opts.device_count["CPU"] =
+        std::max(static_cast<int>(a.cpu_devices), plan.kind == "cpu" ? plan.count : 1);
     opts.num_threads = a.threads;
     pf::Session sess(g, opts);
     std::string devices;
     for (const std::string& d : m.tower_devices) devices += (devices.empty() ? "" : ",") + d;
-    std::printf("pf-train: model %s, optimizer %s, %zu tower(s) on %s (aggregation %s%s), %d graph nodes, %zu variables\n",
-                m.name.c_str(), a.optimizer.c_str(), m.tower_devices.size(), devices.c_str(), a.aggregation.c_str(),
-                a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "", g.num_nodes(),
-                pf::GlobalVariables(&g).size());
+    std::printf(
+        "pf-train: model %s, optimizer %s, %zu tower(s) on %s (aggregation %s%s), %d graph nodes, "
+        "%zu variables\n",
+        m.name.c_str(), a.optimizer.c_str(), m.tower_devices.size(), devices.c_str(),
+        a.aggregation.c_str(),
+        a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "",
+        g.num_nodes(), pf::GlobalVariables(&g).size());
     std::fflush(stdout);
     sess.Run({}, {}, {init});
     pf::trainer::Options to;

@@ -13,8 +13,13 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
-BatchPrefetcher::BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed, int64_t first_step)
-    : data_(data), batch_(batch), steps_per_epoch_(std::max<int64_t>(1, data.size() / batch)), seed_(seed), next_step_(first_step) {
+BatchPrefetcher::BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed,
+                                 int64_t first_step)
+    : data_(data),
+      batch_(batch),
+      steps_per_epoch_(std::max<int64_t>(1, data.size() / batch)),
+      seed_(seed),
+      next_step_(first_step) {
   worker_ = std::thread([this] {
     for (;;) {
       Tensor images, labels;
@@ -74,14 +79,15 @@ Trainer::Trainer(const models::Model& model, Session& session, Options options)
 int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
 
 float Trainer::Step(const FeedDict& feeds, bool trace) {
-  if (!trace || o_.trace_path.empty()) return sess_.Run(feeds, {m_.loss}, {m_.train_op})[0].scalar<float>();
+  if (!trace || o_.trace_path.empty())
+    return sess_.Run(feeds, {m_.loss}, {m_.train_op})[0].scalar<float>();
   RunOptions ro;
   ro.trace = true;
   RunMetadata md;
   float loss = sess_.Run(ro, feeds, {m_.loss}, {m_.train_op}, &md)[0].scalar<float>();
   ThrowIfError(WriteChromeTrace(md, o_.trace_path));
-  std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n", md.step_stats.size(), md.step_us / 1e3,
-               o_.trace_path.c_str());
+  std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n",
+               md.step_stats.size(), md.step_us / 1e3, o_.trace_path.c_str());
   return loss;
 }
 
@@ -93,7 +99,8 @@ void Trainer::MaybeRestore() {
     return;
   }
   saver_->Restore(sess_, latest);
-  std::fprintf(o_.out, "restored %s (global_step=%lld)\n", latest.c_str(), static_cast<long long>(global_step()));
+  std::fprintf(o_.out, "restored %s (global_step=%lld)\n", latest.c_str(),
+               static_cast<long long>(global_step()));
 }
 
 void Trainer::MaybeSave() {
@@ -112,7 +119,8 @@ double Trainer::Run(const data::Dataset* train, const data::Dataset* test) {
 double Trainer::RunRegression() {
   const int64_t batch = o_.batch > 0 ? o_.batch : 2000;
   Tensor x, t;
-  models::SeedBatch(batch, static_cast<uint32_t>(o_.seed), &x, &t);  // the article trains on one fixed batch
+  models::SeedBatch(batch, static_cast<uint32_t>(o_.seed), &x,
+                    &t);  // the article trains on one fixed batch
   const int64_t first = global_step();
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, o_.steps / 10);
   auto window = std::chrono::steady_clock::now();
@@ -122,8 +130,9 @@ double Trainer::RunRegression() {
     if (step % every == 0 || step == o_.steps) {
       const int64_t n = step % every == 0 ? every : step % every;
       const double dt = Seconds(window);
-      std::fprintf(o_.out, "step %lld/%lld loss=%.6g step_ms=%.3f examples/s=%.0f\n", static_cast<long long>(step),
-                   static_cast<long long>(o_.steps), loss, 1e3 * dt / n, n * batch / dt);
+      std::fprintf(o_.out, "step %lld/%lld loss=%.6g step_ms=%.3f examples/s=%.0f\n",
+                   static_cast<long long>(step), static_cast<long long>(o_.steps), loss,
+                   1e3 * dt / n, n * batch / dt);
       std::fflush(o_.out);
       window = std::chrono::steady_clock::now();
     }
@@ -149,16 +158,19 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
     ++loss_count;
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
     if (in_epoch % every == 0 && in_epoch != per_epoch) {
-      std::fprintf(o_.out, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n", static_cast<long long>(epoch),
-                   static_cast<long long>(in_epoch), static_cast<long long>(per_epoch), loss_sum / loss_count,
+      std::fprintf(o_.out, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n",
+                   static_cast<long long>(epoch), static_cast<long long>(in_epoch),
+                   static_cast<long long>(per_epoch), loss_sum / loss_count,
                    loss_count * batch / Seconds(start));
       std::fflush(o_.out);
     }
     if (in_epoch == per_epoch) {
       const double train_s = Seconds(start);
-      accuracy = sess_.Run({{m_.input, test.images}, {m_.target, test.labels}}, {m_.accuracy})[0].scalar<float>();
-      std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n", static_cast<long long>(epoch),
-                   loss_sum / std::max<int64_t>(1, loss_count), accuracy, loss_count * batch / train_s);
+      accuracy = sess_.Run({{m_.input, test.images}, {m_.target, test.labels}}, {m_.accuracy})[0]
+                     .scalar<float>();
+      std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
+                   static_cast<long long>(epoch), loss_sum / std::max<int64_t>(1, loss_count),
+                   accuracy, loss_count * batch / train_s);
       std::fflush(o_.out);
       MaybeSave();
       start = std::chrono::steady_clock::now();

@@ -23,10 +23,10 @@
 namespace pf::trainer {
 
 struct Options {
-  int64_t epochs = 1;        // classifiers
-  int64_t steps = 100;       // regression (mlp_seed000)
-  int64_t batch = 0;         // 0: the model's default (2000 or 100)
-  int64_t print_every = 0;   // 0: about ten lines per run or five per epoch
+  int64_t epochs = 1;       // classifiers
+  int64_t steps = 100;      // regression (mlp_seed000)
+  int64_t batch = 0;        // 0: the model's default (2000 or 100)
+  int64_t print_every = 0;  // 0: about ten lines per run or five per epoch
   uint64_t seed = 1;
   std::string checkpoint_dir;  // save after each epoch (or at the end) when set
   bool restore = false;        // continue from the latest checkpoint in checkpoint_dir

@@ -8,12 +8,14 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice(int id, ThreadPool* pool) : Device(kDeviceCpu, id), pool_(pool ? pool : ThreadPool::Default()) {}
+  CpuDevice(int id, ThreadPool* pool)
+      : Device(kDeviceCpu, id), pool_(pool ? pool : ThreadPool::Default()) {}
   Allocator* GetAllocator() override { return CpuAllocator(); }
   ThreadPool* intra_op_pool() override { return pool_; }
   int priority() const override { return 100; }
   std::string Description() const override {
-    return fmt::format("device: {}, cores: {}", parsed_name().id, std::thread::hardware_concurrency());
+    return fmt::format("device: {}, cores: {}", parsed_name().id,
+                       std::thread::hardware_concurrency());
   }
 
  private:
@@ -22,6 +24,8 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool) { return std::make_unique<CpuDevice>(id, pool); }
+std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool) {
+  return std::make_unique<CpuDevice>(id, pool);
+}
 
 }  // namespace pf

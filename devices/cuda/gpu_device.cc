@@ -320,8 +320,8 @@ Status GpuDevice::StreamWaitStream(GpuStream waiter, const GpuDevice& signaler_g
   PF_GPU_RETURN_IF_ERROR(dev, cudaSetDevice(dev));
   cudaEvent_t ev;
   PF_GPU_RETURN_IF_ERROR(dev, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  Status s = cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", dev, __FILE__,
-                             __LINE__);
+  Status s =
+      cuda::CheckCall(cudaEventRecord(ev, signaler), "cudaEventRecord", dev, __FILE__, __LINE__);
   if (s.ok()) s = Activate();
   if (s.ok())
     s = cuda::CheckCall(cudaStreamWaitEvent(waiter, ev, 0), "cudaStreamWaitEvent", ordinal(),

@@ -71,7 +71,8 @@ class GpuDevice final : public Device {
   // `waiter` (a stream of this GPU) waits, on the GPU and not the host, for the work enqueued
   // so far on `signaler`, a stream of `signaler_gpu` (this GPU or another). Leaves this GPU
   // current.
-  Status StreamWaitStream(GpuStream waiter, const GpuDevice& signaler_gpu, GpuStream signaler) const;
+  Status StreamWaitStream(GpuStream waiter, const GpuDevice& signaler_gpu,
+                          GpuStream signaler) const;
   Status StreamWaitStream(GpuStream waiter, GpuStream signaler) const {
     return StreamWaitStream(waiter, *this, signaler);
   }

@@ -19,7 +19,8 @@ class ConstOp : public OpKernel {
 PF_REGISTER_OP(OpDef("Const")
                    .Output("output", "dtype")
                    .RequiredAttr("value")
-                   .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16})
+                   .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF,
+                                       DT_BFLOAT16})
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      c.set_output(0, c.attr<Tensor>("value").shape());
@@ -31,16 +32,17 @@ class PlaceholderOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext*) override {
-    return errors::InvalidArgument("You must feed a value for placeholder tensor '", name(), "' with dtype ",
-                                   DTypeName(node().attr<DType>("dtype")), " and shape ",
-                                   node().attr<Shape>("shape").ToString());
+    return errors::InvalidArgument("You must feed a value for placeholder tensor '", name(),
+                                   "' with dtype ", DTypeName(node().attr<DType>("dtype")),
+                                   " and shape ", node().attr<Shape>("shape").ToString());
   }
   bool IsExpensive() const override { return false; }
 };
 
 PF_REGISTER_OP(OpDef("Placeholder")
                    .Output("output", "dtype")
-                   .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16})
+                   .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF,
+                                       DT_BFLOAT16})
                    .Attr("shape", Shape::Unknown())
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
@@ -56,7 +58,8 @@ class IdentityOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
-const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16};
+const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
+                                      DT_BOOL,  DT_HALF,   DT_BFLOAT16};
 
 PF_REGISTER_OP(OpDef("Identity")
                    .Input("input", "T")
@@ -101,18 +104,23 @@ Output Const(const Scope& s, const Tensor& value) {
 Output Const(const Scope& s, float value) { return Const(s, Tensor::Scalar<float>(value)); }
 Output Const(const Scope& s, const std::vector<float>& values, const Shape& shape) {
   if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
-    throw Error(errors::InvalidArgument("Const: ", values.size(), " values do not fill shape ", shape.ToString()));
+    throw Error(errors::InvalidArgument("Const: ", values.size(), " values do not fill shape ",
+                                        shape.ToString()));
   }
   return Const(s, Tensor::FromVector<float>(values, shape));
 }
-Output ConstInt(const Scope& s, const std::vector<int32_t>& values) { return Const(s, Tensor::FromVector<int32_t>(values)); }
+Output ConstInt(const Scope& s, const std::vector<int32_t>& values) {
+  return Const(s, Tensor::FromVector<int32_t>(values));
+}
 Output ConstInt(const Scope& s, int32_t value) { return Const(s, Tensor::Scalar<int32_t>(value)); }
 
 Output Placeholder(const Scope& s, DType dtype, const Shape& shape) {
   return NodeBuilder(s, "Placeholder").Attr("dtype", dtype).Attr("shape", shape).Finalize();
 }
 Output Identity(const Scope& s, Output x) { return NodeBuilder(s, "Identity").Input(x).Finalize(); }
-Output StopGradient(const Scope& s, Output x) { return NodeBuilder(s, "StopGradient").Input(x).Finalize(); }
+Output StopGradient(const Scope& s, Output x) {
+  return NodeBuilder(s, "StopGradient").Input(x).Finalize();
+}
 Operation NoOp(const Scope& s) { return NodeBuilder(s, "NoOp").Finalize(); }
 
 }  // namespace ops

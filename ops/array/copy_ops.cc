@@ -20,7 +20,11 @@ PF_GRAD(TransposeGrad) {
   return Status::OK();
 }
 PF_GRAD(ConcatGradFn) {
-  Node* split = NodeBuilder(s, "ConcatGrad").Input(g[0]).InputList(n.inputs()).Attr("axis", n.attr<int64_t>("axis")).Finalize();
+  Node* split = NodeBuilder(s, "ConcatGrad")
+                    .Input(g[0])
+                    .InputList(n.inputs())
+                    .Attr("axis", n.attr<int64_t>("axis"))
+                    .Finalize();
   dx->clear();
   for (int i = 0; i < split->num_outputs(); ++i) dx->emplace_back(split, i);
   return Status::OK();
@@ -30,11 +34,16 @@ PF_GRAD(SplitGrad) {
   return Status::OK();
 }
 PF_GRAD(SliceGradFn) {
-  *dx = {NodeBuilder(s, "SliceGrad").Input(g[0]).Input(n.input(0)).Attr("begin", n.attr<std::vector<int64_t>>("begin")).Finalize()};
+  *dx = {NodeBuilder(s, "SliceGrad")
+             .Input(g[0])
+             .Input(n.input(0))
+             .Attr("begin", n.attr<std::vector<int64_t>>("begin"))
+             .Finalize()};
   return Status::OK();
 }
 PF_GRAD(GatherGradFn) {
-  *dx = {NodeBuilder(s, "GatherGrad").Input(g[0]).Input(n.input(1)).Input(n.input(0)).Finalize(), Output()};
+  *dx = {NodeBuilder(s, "GatherGrad").Input(g[0]).Input(n.input(1)).Input(n.input(0)).Finalize(),
+         Output()};
   return Status::OK();
 }
 
@@ -44,12 +53,15 @@ Status TransposeShape(ShapeContext& c) {
   const Shape& in = c.input(0);
   if (in.unknown_rank()) return (c.set_output(0, Shape::Unknown()), Status::OK());
   if (static_cast<int>(perm.size()) != in.rank()) {
-    return errors::InvalidArgument("transpose expects a vector of size ", in.rank(), ". But input(1) is a vector of size ", perm.size());
+    return errors::InvalidArgument("transpose expects a vector of size ", in.rank(),
+                                   ". But input(1) is a vector of size ", perm.size());
   }
   std::vector<bool> seen(perm.size(), false);
   Shape out;
   for (int64_t p : perm) {
-    if (p < 0 || p >= in.rank() || seen[p]) return errors::InvalidArgument(p, " is not a valid permutation index (or repeats) for rank ", in.rank());
+    if (p < 0 || p >= in.rank() || seen[p])
+      return errors::InvalidArgument(p, " is not a valid permutation index (or repeats) for rank ",
+                                     in.rank());
     seen[p] = true;
     out.AddDim(in.dim(static_cast<int>(p)));
   }
@@ -62,7 +74,7 @@ class TransposeOp : public OpKernel {
   explicit TransposeOp(const Node& n) : OpKernel(n), perm_(n.attr<std::vector<int64_t>>("perm")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int rank = in.rank();
     const size_t es = DTypeSize(in.dtype());
     const int64_t n = in.num_elements();
@@ -86,7 +98,8 @@ class TransposeOp : public OpKernel {
           rem /= out_dims[d];
         }
         char* o = dst + r * inner * es;
-        for (int64_t i = 0; i < inner; ++i) std::memcpy(o + i * es, src + (off + i * inner_stride) * es, es);
+        for (int64_t i = 0; i < inner; ++i)
+          std::memcpy(o + i * es, src + (off + i * inner_stride) * es, es);
       }
     });
     return Status::OK();
@@ -120,8 +133,9 @@ Status ConcatShape(ShapeContext& c) {
   for (int i = 0; i < c.num_inputs(); ++i) {
     if (c.input(i).unknown_rank()) continue;
     if (rank >= 0 && c.input(i).rank() != rank) {
-      return errors::InvalidArgument("ConcatOp : Ranks of all input tensors should match: shape[0] = ",
-                                     c.input(0).ToString(), " vs. shape[", i, "] = ", c.input(i).ToString());
+      return errors::InvalidArgument(
+          "ConcatOp : Ranks of all input tensors should match: shape[0] = ", c.input(0).ToString(),
+          " vs. shape[", i, "] = ", c.input(i).ToString());
     }
     rank = c.input(i).rank();
   }
@@ -133,18 +147,25 @@ Status ConcatShape(ShapeContext& c) {
   int64_t sum = 0;
   for (int i = 0; i < c.num_inputs(); ++i) {
     const Shape& s = c.input(i);
-    if (s.unknown_rank()) { sum = -1; continue; }
+    if (s.unknown_rank()) {
+      sum = -1;
+      continue;
+    }
     for (int d = 0; d < rank; ++d) {
       if (d == axis) continue;
-      if (out.dim(d) == -2 || out.dim(d) == -1) out.set_dim(d, s.dim(d));
+      if (out.dim(d) == -2 || out.dim(d) == -1)
+        out.set_dim(d, s.dim(d));
       else if (s.dim(d) != -1 && s.dim(d) != out.dim(d)) {
-        return errors::InvalidArgument("ConcatOp : Dimension ", d, " in both shapes must be equal: shape[0] = ",
-                                       c.input(0).ToString(), " vs. shape[", i, "] = ", s.ToString());
+        return errors::InvalidArgument(
+            "ConcatOp : Dimension ", d,
+            " in both shapes must be equal: shape[0] = ", c.input(0).ToString(), " vs. shape[", i,
+            "] = ", s.ToString());
       }
     }
     sum = (sum < 0 || s.dim(axis) < 0) ? -1 : sum + s.dim(axis);
   }
-  for (int d = 0; d < rank; ++d) if (out.dim(d) == -2) out.set_dim(d, -1);
+  for (int d = 0; d < rank; ++d)
+    if (out.dim(d) == -2) out.set_dim(d, -1);
   out.set_dim(axis, sum);
   c.set_output(0, out);
   return Status::OK();
@@ -154,7 +175,7 @@ class ConcatOp : public OpKernel {
  public:
   explicit ConcatOp(const Node& n) : OpKernel(n), axis_(n.attr<int64_t>("axis")) {}
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int rank = out->rank();
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
     const size_t es = DTypeSize(out->dtype());
@@ -162,12 +183,14 @@ class ConcatOp : public OpKernel {
     OuterInner(out->shape(), axis, es, &outer, &out_inner);
     char* dst = static_cast<char*>(out->raw_data());
     std::vector<int64_t> inner(ctx->num_inputs());
-    for (int i = 0; i < ctx->num_inputs(); ++i) OuterInner(ctx->input(i).shape(), axis, es, &outer, &inner[i]);
+    for (int i = 0; i < ctx->num_inputs(); ++i)
+      OuterInner(ctx->input(i).shape(), axis, es, &outer, &inner[i]);
     ParallelFor(ctx, outer, out_inner / 4 + 1, [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; ++o) {
         char* d = dst + o * out_inner;
         for (int i = 0; i < ctx->num_inputs(); ++i) {
-          std::memcpy(d, static_cast<const char*>(ctx->input(i).raw_data()) + o * inner[i], inner[i]);
+          std::memcpy(d, static_cast<const char*>(ctx->input(i).raw_data()) + o * inner[i],
+                      inner[i]);
           d += inner[i];
         }
       }
@@ -201,8 +224,9 @@ Status SplitShape(ShapeContext& c) {
   Shape out = in;
   if (in.dim(axis) >= 0) {
     if (in.dim(axis) % n != 0) {
-      return errors::InvalidArgument("Number of ways to split should evenly divide the split dimension, but got split_dim ",
-                                     axis, " (size = ", in.dim(axis), ") and num_split ", n);
+      return errors::InvalidArgument(
+          "Number of ways to split should evenly divide the split dimension, but got split_dim ",
+          axis, " (size = ", in.dim(axis), ") and num_split ", n);
     }
     out.set_dim(axis, in.dim(axis) / n);
   }
@@ -222,10 +246,11 @@ class SplitOp : public OpKernel {
     OuterInner(ctx->output_shape(0), axis, es, &outer, &out_inner);
     const char* src = static_cast<const char*>(in.raw_data());
     for (int i = 0; i < ctx->num_outputs(); ++i) {
-      PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(i));
+      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(i));
       char* dst = static_cast<char*>(out->raw_data());
       ParallelFor(ctx, outer, out_inner / 4 + 1, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) std::memcpy(dst + o * out_inner, src + o * in_inner + i * out_inner, out_inner);
+        for (int64_t o = b; o < e; ++o)
+          std::memcpy(dst + o * out_inner, src + o * in_inner + i * out_inner, out_inner);
       });
     }
     return Status::OK();
@@ -250,22 +275,25 @@ Status SliceShape(ShapeContext& c) {
   const Shape& in = c.input(0);
   const auto& begin = c.attr<std::vector<int64_t>>("begin");
   const auto& size = c.attr<std::vector<int64_t>>("size");
-  if (begin.size() != size.size()) return errors::InvalidArgument("Slice: begin has ", begin.size(), " entries but size has ", size.size());
+  if (begin.size() != size.size())
+    return errors::InvalidArgument("Slice: begin has ", begin.size(), " entries but size has ",
+                                   size.size());
   if (in.unknown_rank()) {
     Shape out;
     for (int64_t s : size) out.AddDim(s);
     return (c.set_output(0, out), Status::OK());
   }
   if (static_cast<int>(begin.size()) != in.rank()) {
-    return errors::InvalidArgument("Expected begin and size arguments to be 1-D tensors of size ", in.rank(), ", but got ", begin.size());
+    return errors::InvalidArgument("Expected begin and size arguments to be 1-D tensors of size ",
+                                   in.rank(), ", but got ", begin.size());
   }
   Shape out;
   for (int d = 0; d < in.rank(); ++d) {
     int64_t dim = in.dim(d);
     int64_t sz = size[d] == -1 ? (dim < 0 ? -1 : dim - begin[d]) : size[d];
     if (begin[d] < 0 || sz < -1 || (dim >= 0 && begin[d] + std::max<int64_t>(sz, 0) > dim)) {
-      return errors::InvalidArgument("Expected begin[", d, "] = ", begin[d], " and size[", d, "] = ", size[d],
-                                     " to fit in dimension ", d, " of size ", dim);
+      return errors::InvalidArgument("Expected begin[", d, "] = ", begin[d], " and size[", d,
+                                     "] = ", size[d], " to fit in dimension ", d, " of size ", dim);
     }
     out.AddDim(sz);
   }
@@ -278,7 +306,7 @@ class SliceOp : public OpKernel {
   explicit SliceOp(const Node& n) : OpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int rank = in.rank();
     const size_t es = DTypeSize(in.dtype());
     if (out->num_elements() == 0) return Status::OK();
@@ -323,8 +351,11 @@ PF_REGISTER_KERNEL(KernelDef("Slice", kDeviceCpu), SliceOp);
 Status GatherShape(ShapeContext& c) {
   const Shape& params = c.input(0);
   const Shape& indices = c.input(1);
-  if (params.unknown_rank() || indices.unknown_rank()) return (c.set_output(0, Shape::Unknown()), Status::OK());
-  if (params.rank() < 1) return errors::InvalidArgument("params must be at least 1 dimensional, got ", params.ToString());
+  if (params.unknown_rank() || indices.unknown_rank())
+    return (c.set_output(0, Shape::Unknown()), Status::OK());
+  if (params.rank() < 1)
+    return errors::InvalidArgument("params must be at least 1 dimensional, got ",
+                                   params.ToString());
   Shape out = indices;
   for (int d = 1; d < params.rank(); ++d) out.AddDim(params.dim(d));
   c.set_output(0, out);
@@ -338,19 +369,21 @@ class GatherOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& params = ctx->input(0);
     const Tensor& indices = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t limit = params.dim(0);
     const int64_t row_bytes = params.dim(0) == 0 ? 0 : params.TotalBytes() / params.dim(0);
     const Index* idx = indices.data<Index>();
     for (int64_t i = 0; i < indices.num_elements(); ++i) {
       if (idx[i] < 0 || idx[i] >= limit) {
-        return errors::InvalidArgument("indices[", i, "] = ", idx[i], " is not in [0, ", limit, ")");
+        return errors::InvalidArgument("indices[", i, "] = ", idx[i], " is not in [0, ", limit,
+                                       ")");
       }
     }
     const char* src = static_cast<const char*>(params.raw_data());
     char* dst = static_cast<char*>(out->raw_data());
     ParallelFor(ctx, indices.num_elements(), row_bytes / 4 + 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
+      for (int64_t i = b; i < e; ++i)
+        std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
     });
     return Status::OK();
   }
@@ -364,8 +397,10 @@ PF_REGISTER_OP(OpDef("Gather")
                    .TypeAttr("Tindices", kIndexTypes)
                    .SetGradient(GatherGradFn)
                    .SetShapeFn(GatherShape));
-PF_REGISTER_KERNEL(KernelDef("Gather", kDeviceCpu).TypeConstraint("Tindices", {DT_INT32}), GatherOp<int32_t>);
-PF_REGISTER_KERNEL(KernelDef("Gather", kDeviceCpu).TypeConstraint("Tindices", {DT_INT64}), GatherOp<int64_t>);
+PF_REGISTER_KERNEL(KernelDef("Gather", kDeviceCpu).TypeConstraint("Tindices", {DT_INT32}),
+                   GatherOp<int32_t>);
+PF_REGISTER_KERNEL(KernelDef("Gather", kDeviceCpu).TypeConstraint("Tindices", {DT_INT64}),
+                   GatherOp<int64_t>);
 
 std::vector<int64_t> ToI64(const std::vector<int32_t>& v) { return {v.begin(), v.end()}; }
 
@@ -380,13 +415,22 @@ Output Concat(const Scope& s, const std::vector<Output>& values, int axis) {
   return NodeBuilder(s, "Concat").InputList(values).Attr("axis", int64_t{axis}).Finalize();
 }
 std::vector<Output> Split(const Scope& s, Output value, int axis, int num_split) {
-  Node* n = NodeBuilder(s, "Split").Input(value).Attr("axis", int64_t{axis}).Attr("num_split", int64_t{num_split}).Finalize();
+  Node* n = NodeBuilder(s, "Split")
+                .Input(value)
+                .Attr("axis", int64_t{axis})
+                .Attr("num_split", int64_t{num_split})
+                .Finalize();
   std::vector<Output> outs;
   for (int i = 0; i < n->num_outputs(); ++i) outs.emplace_back(n, i);
   return outs;
 }
-Output Slice(const Scope& s, Output x, const std::vector<int32_t>& begin, const std::vector<int32_t>& size) {
-  return NodeBuilder(s, "Slice").Input(x).Attr("begin", ToI64(begin)).Attr("size", ToI64(size)).Finalize();
+Output Slice(const Scope& s, Output x, const std::vector<int32_t>& begin,
+             const std::vector<int32_t>& size) {
+  return NodeBuilder(s, "Slice")
+      .Input(x)
+      .Attr("begin", ToI64(begin))
+      .Attr("size", ToI64(size))
+      .Finalize();
 }
 Output Gather(const Scope& s, Output params, Output indices) {
   return NodeBuilder(s, "Gather").Input(params).Input(indices).Finalize();

@@ -34,7 +34,8 @@ PF_REGISTER_OP(OpDef("Cast")
                    .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
                      // Only real-to-real casts carry a gradient.
                      const DType src = n.attr<DType>("SrcT");
-                     *dx = {IsReal(src) && IsReal(n.attr<DType>("DstT")) ? ops::Cast(s, g[0], src) : Output()};
+                     *dx = {IsReal(src) && IsReal(n.attr<DType>("DstT")) ? ops::Cast(s, g[0], src)
+                                                                         : Output()};
                      return Status::OK();
                    })
                    .SetShapeFn(UnchangedShape));
@@ -43,7 +44,8 @@ PF_REGISTER_KERNEL(KernelDef("Cast", kDeviceCpu), CastOp);
 template <typename T>
 void FillWith(OpKernelContext* ctx, Tensor* out, T v) {
   T* p = out->data<T>();
-  ParallelFor(ctx, out->num_elements(), 1, [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+  ParallelFor(ctx, out->num_elements(), 1,
+              [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
 }
 
 class FillOp : public OpKernel {
@@ -51,9 +53,10 @@ class FillOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     if (ctx->input(1).num_elements() != 1) {
-      return errors::InvalidArgument("value must be a scalar, got shape ", ctx->input(1).shape().ToString());
+      return errors::InvalidArgument("value must be a scalar, got shape ",
+                                     ctx->input(1).shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
       FillWith<T>(ctx, out, ctx->input(1).scalar<T>());
@@ -73,7 +76,9 @@ PF_REGISTER_OP(OpDef("Fill")
                      PF_RETURN_IF_ERROR(c.WithRank(0, 1));
                      PF_ASSIGN_OR_RETURN(Shape s, c.ShapeFromInputTensor(0));
                      for (int64_t d : s.dims()) {
-                       if (d < -1) return errors::InvalidArgument("Fill dimensions must be >= 0, got ", s.ToString());
+                       if (d < -1)
+                         return errors::InvalidArgument("Fill dimensions must be >= 0, got ",
+                                                        s.ToString());
                      }
                      c.set_output(0, s);
                      return Status::OK();
@@ -85,7 +90,7 @@ class ConstantLikeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
       FillWith<T>(ctx, out, static_cast<T>(kValue));
@@ -94,9 +99,19 @@ class ConstantLikeOp : public OpKernel {
   }
 };
 
-PF_REGISTER_OP(OpDef("ZerosLike").Input("x", "T").Output("y", "T").TypeAttr("T", kCastTypes).SetNotDifferentiable().SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("ZerosLike")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", kCastTypes)
+                   .SetNotDifferentiable()
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceCpu), ConstantLikeOp<0>);
-PF_REGISTER_OP(OpDef("OnesLike").Input("x", "T").Output("y", "T").TypeAttr("T", kCastTypes).SetNotDifferentiable().SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("OnesLike")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", kCastTypes)
+                   .SetNotDifferentiable()
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceCpu), ConstantLikeOp<1>);
 
 template <typename Index>
@@ -105,7 +120,7 @@ class OneHotOp : public OpKernel {
   explicit OneHotOp(const Node& n)
       : OpKernel(n), on_(n.attr<float>("on_value")), off_(n.attr<float>("off_value")) {}
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const Index* idx = ctx->input(0).template data<Index>();
     const int64_t depth = out->dim(out->rank() - 1);
     VisitDType(out->dtype(), [&](auto t) {
@@ -138,22 +153,31 @@ PF_REGISTER_OP(OpDef("OneHot")
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      int64_t depth = c.attr<int64_t>("depth");
-                     if (depth < 0) return errors::InvalidArgument("depth must be non-negative, got: ", depth);
+                     if (depth < 0)
+                       return errors::InvalidArgument("depth must be non-negative, got: ", depth);
                      Shape s = c.input(0);
                      if (!s.unknown_rank()) s.AddDim(depth);
                      c.set_output(0, s);
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("OneHot", kDeviceCpu).TypeConstraint("TI", {DT_INT32}), OneHotOp<int32_t>);
-PF_REGISTER_KERNEL(KernelDef("OneHot", kDeviceCpu).TypeConstraint("TI", {DT_INT64}), OneHotOp<int64_t>);
+PF_REGISTER_KERNEL(KernelDef("OneHot", kDeviceCpu).TypeConstraint("TI", {DT_INT32}),
+                   OneHotOp<int32_t>);
+PF_REGISTER_KERNEL(KernelDef("OneHot", kDeviceCpu).TypeConstraint("TI", {DT_INT64}),
+                   OneHotOp<int64_t>);
 
 }  // namespace
 
 namespace ops {
 
-Output Cast(const Scope& s, Output x, DType dtype) { return NodeBuilder(s, "Cast").Input(x).Attr("DstT", dtype).Finalize(); }
-Output Fill(const Scope& s, Output dims, Output value) { return NodeBuilder(s, "Fill").Input(dims).Input(value).Finalize(); }
-Output ZerosLike(const Scope& s, Output x) { return NodeBuilder(s, "ZerosLike").Input(x).Finalize(); }
+Output Cast(const Scope& s, Output x, DType dtype) {
+  return NodeBuilder(s, "Cast").Input(x).Attr("DstT", dtype).Finalize();
+}
+Output Fill(const Scope& s, Output dims, Output value) {
+  return NodeBuilder(s, "Fill").Input(dims).Input(value).Finalize();
+}
+Output ZerosLike(const Scope& s, Output x) {
+  return NodeBuilder(s, "ZerosLike").Input(x).Finalize();
+}
 Output OnesLike(const Scope& s, Output x) { return NodeBuilder(s, "OnesLike").Input(x).Finalize(); }
 Output OneHot(const Scope& s, Output indices, int depth, float on_value, float off_value) {
   return NodeBuilder(s, "OneHot")

@@ -35,7 +35,9 @@ Status ReshapeShape(ShapeContext& c) {
   bool all_known = c.input_tensor(1) != nullptr;
   for (int i = 0; i < target.rank(); ++i) {
     if (target.dim(i) == -1) {
-      if (unknown >= 0 && all_known) return errors::InvalidArgument("Cannot infer multiple unknown dimensions in shape ", target.ToString());
+      if (unknown >= 0 && all_known)
+        return errors::InvalidArgument("Cannot infer multiple unknown dimensions in shape ",
+                                       target.ToString());
       unknown = i;
     } else {
       known *= target.dim(i);
@@ -45,12 +47,13 @@ Status ReshapeShape(ShapeContext& c) {
   if (all_known && n >= 0) {
     if (unknown >= 0) {
       if (known == 0 || n % known != 0) {
-        return errors::InvalidArgument("Cannot reshape a tensor with ", n, " elements to shape ", target.ToString());
+        return errors::InvalidArgument("Cannot reshape a tensor with ", n, " elements to shape ",
+                                       target.ToString());
       }
       target.set_dim(unknown, n / known);
     } else if (known != n) {
-      return errors::InvalidArgument("Cannot reshape a tensor with ", n, " elements to shape ", target.ToString(),
-                                     " (", known, " elements)");
+      return errors::InvalidArgument("Cannot reshape a tensor with ", n, " elements to shape ",
+                                     target.ToString(), " (", known, " elements)");
     }
   }
   c.set_output(0, target);
@@ -76,7 +79,8 @@ PF_REGISTER_OP(OpDef("ExpandDims")
                    .SetShapeFn([](ShapeContext& c) {
                      Shape in = c.input(0);
                      if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
-                     PF_ASSIGN_OR_RETURN(int axis, c.CanonicalAxis(c.attr<int64_t>("axis"), in.rank() + 1));
+                     PF_ASSIGN_OR_RETURN(int axis,
+                                         c.CanonicalAxis(c.attr<int64_t>("axis"), in.rank() + 1));
                      in.InsertDim(axis, 1);
                      c.set_output(0, in);
                      return Status::OK();
@@ -97,14 +101,17 @@ PF_REGISTER_OP(OpDef("Squeeze")
                      for (int64_t a : axes) {
                        PF_ASSIGN_OR_RETURN(int axis, c.CanonicalAxis(a, in.rank()));
                        if (in.dim(axis) != 1 && in.dim(axis) != -1) {
-                         return errors::InvalidArgument("Can not squeeze dim[", axis, "], expected a dimension of 1, got ", in.dim(axis));
+                         return errors::InvalidArgument("Can not squeeze dim[", axis,
+                                                        "], expected a dimension of 1, got ",
+                                                        in.dim(axis));
                        }
                        drop[axis] = true;
                      }
                      Shape out;
                      for (int i = 0; i < in.rank(); ++i) {
                        if (axes.empty() && in.dim(i) == -1) {
-                         if (c.input_tensor(0) == nullptr) return (c.set_output(0, Shape::Unknown()), Status::OK());
+                         if (c.input_tensor(0) == nullptr)
+                           return (c.set_output(0, Shape::Unknown()), Status::OK());
                        }
                        bool squeeze = axes.empty() ? in.dim(i) == 1 : drop[i];
                        if (!squeeze) out.AddDim(in.dim(i));
@@ -119,7 +126,7 @@ class ShapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const Shape& s = ctx->input(0).shape();
     for (int i = 0; i < s.rank(); ++i) out->data<TOut>()[i] = static_cast<TOut>(s.dim(i));
     return Status::OK();
@@ -138,24 +145,33 @@ PF_REGISTER_OP(OpDef("Shape")
                      c.set_output(0, in.unknown_rank() ? Shape{-1} : Shape{in.rank()});
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceCpu).TypeConstraint("out_type", {DT_INT32}), ShapeOp<int32_t>);
-PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceCpu).TypeConstraint("out_type", {DT_INT64}), ShapeOp<int64_t>);
+PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceCpu).TypeConstraint("out_type", {DT_INT32}),
+                   ShapeOp<int32_t>);
+PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceCpu).TypeConstraint("out_type", {DT_INT64}),
+                   ShapeOp<int64_t>);
 #ifdef PF_WITH_CUDA
 // On GPUs these only relabel the buffer; shapes are read and written in host memory.
 PF_REGISTER_KERNEL(KernelDef("Reshape", kDeviceGpu).HostMemory("shape"), ForwardOp);
 PF_REGISTER_KERNEL(KernelDef("ExpandDims", kDeviceGpu), ForwardOp);
 PF_REGISTER_KERNEL(KernelDef("Squeeze", kDeviceGpu), ForwardOp);
-PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceGpu).TypeConstraint("out_type", {DT_INT32}).HostMemory("output"), ShapeOp<int32_t>);
-PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceGpu).TypeConstraint("out_type", {DT_INT64}).HostMemory("output"), ShapeOp<int64_t>);
+PF_REGISTER_KERNEL(
+    KernelDef("Shape", kDeviceGpu).TypeConstraint("out_type", {DT_INT32}).HostMemory("output"),
+    ShapeOp<int32_t>);
+PF_REGISTER_KERNEL(
+    KernelDef("Shape", kDeviceGpu).TypeConstraint("out_type", {DT_INT64}).HostMemory("output"),
+    ShapeOp<int64_t>);
 #endif
 
 }  // namespace
 
 namespace ops {
 
-Output Reshape(const Scope& s, Output x, Output shape) { return NodeBuilder(s, "Reshape").Input(x).Input(shape).Finalize(); }
+Output Reshape(const Scope& s, Output x, Output shape) {
+  return NodeBuilder(s, "Reshape").Input(x).Input(shape).Finalize();
+}
 Output Reshape(const Scope& s, Output x, const std::vector<int32_t>& shape) {
-  return Reshape(s, x, ConstInt(s.WithOpName(s.Qualify("Reshape/shape")).WithNoControlDependencies(), shape));
+  return Reshape(
+      s, x, ConstInt(s.WithOpName(s.Qualify("Reshape/shape")).WithNoControlDependencies(), shape));
 }
 Output ExpandDims(const Scope& s, Output x, int axis) {
   return NodeBuilder(s, "ExpandDims").Input(x).Attr("axis", int64_t{axis}).Finalize();

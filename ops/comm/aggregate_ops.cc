@@ -15,8 +15,8 @@
 #include "devices/device_set.h"
 #include "executor/collective.h"
 #include "executor/rendezvous.h"
-#include "ops/op_util.h"
 #include "ops/comm/aggregate.h"
+#include "ops/op_util.h"
 #include "ops/ops.h"
 
 namespace pf {

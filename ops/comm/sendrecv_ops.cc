@@ -10,10 +10,12 @@
 namespace pf {
 namespace {
 
-const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16};
+const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
+                                 DT_BOOL,  DT_HALF,   DT_BFLOAT16};
 
 std::string KeyOf(const Node& n) {
-  return Rendezvous::Key(n.attr<std::string>("send_device"), n.attr<std::string>("recv_device"), n.attr<std::string>("tensor_name"));
+  return Rendezvous::Key(n.attr<std::string>("send_device"), n.attr<std::string>("recv_device"),
+                         n.attr<std::string>("tensor_name"));
 }
 
 class SendOp : public OpKernel {
@@ -40,18 +42,20 @@ class RecvOp : public OpKernel {
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
   void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    if (ctx->rendezvous() == nullptr || ctx->devices() == nullptr) return done(errors::Internal("_Recv without a rendezvous"));
+    if (ctx->rendezvous() == nullptr || ctx->devices() == nullptr)
+      return done(errors::Internal("_Recv without a rendezvous"));
     Device* src = ctx->devices()->Find(send_device_);
     if (src == nullptr) return done(errors::Internal("_Recv: unknown send device ", send_device_));
     // A HostMemory consumer on a GPU gets the value in host memory: the copy goes to the host.
     Device* dst = host_memory_ ? ctx->devices()->host() : ctx->device();
-    ctx->rendezvous()->RecvAsync(key_, [ctx, src, dst, done = std::move(done)](const Status& s, const Tensor& t) {
-      if (!s.ok()) return done(s);
-      CopyRegistry::Global()->CopyAsync(t, src, dst, [ctx, done](StatusOr<Tensor> copied) {
-        if (!copied.ok()) return done(copied.status());
-        done(ctx->SetOutput(0, std::move(copied).value()));
-      });
-    });
+    ctx->rendezvous()->RecvAsync(
+        key_, [ctx, src, dst, done = std::move(done)](const Status& s, const Tensor& t) {
+          if (!s.ok()) return done(s);
+          CopyRegistry::Global()->CopyAsync(t, src, dst, [ctx, done](StatusOr<Tensor> copied) {
+            if (!copied.ok()) return done(copied.status());
+            done(ctx->SetOutput(0, std::move(copied).value()));
+          });
+        });
   }
 
  private:
@@ -62,7 +66,9 @@ class RecvOp : public OpKernel {
 class ArgOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Compute(OpKernelContext*) override { return errors::Internal("_Arg ", name(), " was not fed"); }
+  Status Compute(OpKernelContext*) override {
+    return errors::Internal("_Arg ", name(), " was not fed");
+  }
 };
 
 PF_REGISTER_OP(OpDef("_Send")

@@ -43,22 +43,102 @@ class IntDivOp : public OpKernel {
   }
 };
 
-struct AddF { template <typename T> T operator()(T a, T b) const { return a + b; } };
-struct SubF { template <typename T> T operator()(T a, T b) const { return a - b; } };
-struct MulF { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct DivF { template <typename T> T operator()(T a, T b) const { return a / b; } };
-struct MaxF { template <typename T> T operator()(T a, T b) const { return a > b ? a : b; } };
-struct MinF { template <typename T> T operator()(T a, T b) const { return a < b ? a : b; } };
-struct PowF { template <typename T> T operator()(T a, T b) const { return static_cast<T>(std::pow(a, b)); } };
-struct EqF { template <typename T> bool operator()(T a, T b) const { return a == b; } };
-struct LessF { template <typename T> bool operator()(T a, T b) const { return a < b; } };
-struct GreaterF { template <typename T> bool operator()(T a, T b) const { return a > b; } };
-struct NegF { template <typename T> T operator()(T a) const { return -a; } };
-struct SquareF { template <typename T> T operator()(T a) const { return a * a; } };
-struct SqrtF { template <typename T> T operator()(T a) const { return std::sqrt(a); } };
-struct RsqrtF { template <typename T> T operator()(T a) const { return T(1) / std::sqrt(a); } };
-struct ExpF { template <typename T> T operator()(T a) const { return std::exp(a); } };
-struct LogF { template <typename T> T operator()(T a) const { return std::log(a); } };
+struct AddF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct SubF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct MulF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct DivF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+struct MaxF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a > b ? a : b;
+  }
+};
+struct MinF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a < b ? a : b;
+  }
+};
+struct PowF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(std::pow(a, b));
+  }
+};
+struct EqF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct LessF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct GreaterF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct NegF {
+  template <typename T>
+  T operator()(T a) const {
+    return -a;
+  }
+};
+struct SquareF {
+  template <typename T>
+  T operator()(T a) const {
+    return a * a;
+  }
+};
+struct SqrtF {
+  template <typename T>
+  T operator()(T a) const {
+    return std::sqrt(a);
+  }
+};
+struct RsqrtF {
+  template <typename T>
+  T operator()(T a) const {
+    return T(1) / std::sqrt(a);
+  }
+};
+struct ExpF {
+  template <typename T>
+  T operator()(T a) const {
+    return std::exp(a);
+  }
+};
+struct LogF {
+  template <typename T>
+  T operator()(T a) const {
+    return std::log(a);
+  }
+};
 
 // ---- gradients ----
 PF_GRAD(AddGrad) {
@@ -70,13 +150,15 @@ PF_GRAD(SubGrad) {
   return Status::OK();
 }
 PF_GRAD(MulGrad) {
-  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], n.input(1)), n.input(0)), SumToShapeOf(s, ops::Mul(s, g[0], n.input(0)), n.input(1))};
+  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], n.input(1)), n.input(0)),
+         SumToShapeOf(s, ops::Mul(s, g[0], n.input(0)), n.input(1))};
   return Status::OK();
 }
 PF_GRAD(DivGrad) {
   // d(x/y)/dy = -x/y^2 = -out/y.
-  *dx = {SumToShapeOf(s, ops::Div(s, g[0], n.input(1)), n.input(0)),
-         SumToShapeOf(s, ops::Neg(s, ops::Mul(s, g[0], ops::Div(s, Out(n), n.input(1)))), n.input(1))};
+  *dx = {
+      SumToShapeOf(s, ops::Div(s, g[0], n.input(1)), n.input(0)),
+      SumToShapeOf(s, ops::Neg(s, ops::Mul(s, g[0], ops::Div(s, Out(n), n.input(1)))), n.input(1))};
   return Status::OK();
 }
 // Maximum/Minimum: the gradient goes to the input that won (ties to x, as TensorFlow).
@@ -85,7 +167,8 @@ Status SelectGrad(const Scope& s, const Node& n, const Grads& g, Grads* dx, bool
   const DType t = x.dtype();
   Output y_wins = ops::Cast(s, max ? ops::Greater(s, y, x) : ops::Less(s, y, x), t);
   Output x_wins = ops::Sub(s, ScalarOf(s, 1, t), y_wins);
-  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], x_wins), x), SumToShapeOf(s, ops::Mul(s, g[0], y_wins), y)};
+  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], x_wins), x),
+         SumToShapeOf(s, ops::Mul(s, g[0], y_wins), y)};
   return Status::OK();
 }
 PF_GRAD(MaximumGrad) { return SelectGrad(s, n, g, dx, true); }
@@ -116,7 +199,8 @@ PF_GRAD(SqrtGrad) {
 PF_GRAD(RsqrtGrad) {
   // d(x^-1/2) = -1/2 x^-3/2 = -1/2 y^3
   Output y = Out(n);
-  *dx = {ops::Mul(s, g[0], ops::Mul(s, ScalarOf(s, -0.5, y.dtype()), ops::Mul(s, y, ops::Square(s, y))))};
+  *dx = {ops::Mul(s, g[0],
+                  ops::Mul(s, ScalarOf(s, -0.5, y.dtype()), ops::Mul(s, y, ops::Square(s, y))))};
   return Status::OK();
 }
 PF_GRAD(ExpGrad) {
@@ -129,7 +213,12 @@ PF_GRAD(LogGrad) {
 }
 
 OpDef BinaryDef(const char* name, const std::vector<DType>& types) {
-  return OpDef(name).Input("x", "T").Input("y", "T").Output("z", "T").TypeAttr("T", types).SetShapeFn(BroadcastBinaryShape);
+  return OpDef(name)
+      .Input("x", "T")
+      .Input("y", "T")
+      .Output("z", "T")
+      .TypeAttr("T", types)
+      .SetShapeFn(BroadcastBinaryShape);
 }
 OpDef CompareDef(const char* name) {
   return OpDef(name)
@@ -141,18 +230,24 @@ OpDef CompareDef(const char* name) {
       .SetShapeFn(BroadcastBinaryShape);
 }
 OpDef UnaryDef(const char* name, const std::vector<DType>& types) {
-  return OpDef(name).Input("x", "T").Output("y", "T").TypeAttr("T", types).SetShapeFn(UnchangedShape);
+  return OpDef(name)
+      .Input("x", "T")
+      .Output("y", "T")
+      .TypeAttr("T", types)
+      .SetShapeFn(UnchangedShape);
 }
 
-KernelDef Cpu(const char* op, DType t) { return KernelDef(op, kDeviceCpu).TypeConstraint("T", {t}); }
+KernelDef Cpu(const char* op, DType t) {
+  return KernelDef(op, kDeviceCpu).TypeConstraint("T", {t});
+}
 
-#define PF_CWISE_NUMBER_KERNELS(op, Kernel, F)                       \
-  PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>);           \
-  PF_REGISTER_KERNEL(Cpu(op, DT_DOUBLE), Kernel<double, F>);         \
-  PF_REGISTER_KERNEL(Cpu(op, DT_INT32), Kernel<int32_t, F>);         \
+#define PF_CWISE_NUMBER_KERNELS(op, Kernel, F)               \
+  PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>);   \
+  PF_REGISTER_KERNEL(Cpu(op, DT_DOUBLE), Kernel<double, F>); \
+  PF_REGISTER_KERNEL(Cpu(op, DT_INT32), Kernel<int32_t, F>); \
   PF_REGISTER_KERNEL(Cpu(op, DT_INT64), Kernel<int64_t, F>)
-#define PF_CWISE_REAL_KERNELS(op, Kernel, F)                         \
-  PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>);           \
+#define PF_CWISE_REAL_KERNELS(op, Kernel, F)               \
+  PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>); \
   PF_REGISTER_KERNEL(Cpu(op, DT_DOUBLE), Kernel<double, F>)
 
 PF_REGISTER_OP(BinaryDef("Add", kNumberTypes).SetGradient(AddGrad));
@@ -198,7 +293,9 @@ PF_REGISTER_KERNEL(Cpu("Log", DT_DOUBLE), UnaryOp<double, LogF, 10>);
 Output Binary(const Scope& s, const char* op, Output a, Output b) {
   return NodeBuilder(s, op).Input(a).Input(b).Finalize();
 }
-Output Unary(const Scope& s, const char* op, Output x) { return NodeBuilder(s, op).Input(x).Finalize(); }
+Output Unary(const Scope& s, const char* op, Output x) {
+  return NodeBuilder(s, op).Input(x).Finalize();
+}
 
 }  // namespace
 

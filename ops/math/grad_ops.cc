@@ -27,16 +27,21 @@ class SumToShapeOp : public OpKernel {
     const Shape& target = ctx->input(1).shape();
     if (g.shape() == target) return ctx->SetOutput(0, g);
     const int shift = g.rank() - target.rank();
-    if (shift < 0) return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " has lower rank than ", target.ToString());
+    if (shift < 0)
+      return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " has lower rank than ",
+                                     target.ToString());
     std::vector<bool> reduced(g.rank(), false);
     for (int d = 0; d < g.rank(); ++d) {
-      if (d < shift) reduced[d] = true;
-      else if (target.dim(d - shift) == 1 && g.dim(d) != 1) reduced[d] = true;
+      if (d < shift)
+        reduced[d] = true;
+      else if (target.dim(d - shift) == 1 && g.dim(d) != 1)
+        reduced[d] = true;
       else if (target.dim(d - shift) != g.dim(d)) {
-        return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " does not broadcast from ", target.ToString());
+        return errors::InvalidArgument("SumToShape: ", g.shape().ToString(),
+                                       " does not broadcast from ", target.ToString());
       }
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     Reduce<T, SumR>(ctx, g, reduced, out);
     return Status::OK();
   }
@@ -51,16 +56,19 @@ class ReduceGradOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     const Shape& x = ctx->input(1).shape();
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     // g with the reduced axes kept as 1.
     Shape kept;
     std::vector<bool> reduced(x.rank(), axes_.empty());
     for (int64_t a : axes_) reduced[a < 0 ? a + x.rank() : a] = true;
     for (int d = 0; d < x.rank(); ++d) kept.AddDim(reduced[d] ? 1 : x.dim(d));
     if (kept.num_elements() != g.num_elements()) {
-      return errors::InvalidArgument("ReduceGrad: gradient ", g.shape().ToString(), " does not match input ", x.ToString());
+      return errors::InvalidArgument("ReduceGrad: gradient ", g.shape().ToString(),
+                                     " does not match input ", x.ToString());
     }
-    const T scale = mean_ && g.num_elements() > 0 ? T(1) / static_cast<T>(x.num_elements() / g.num_elements()) : T(1);
+    const T scale = mean_ && g.num_elements() > 0
+                        ? T(1) / static_cast<T>(x.num_elements() / g.num_elements())
+                        : T(1);
     const T* gp = g.data<T>();
     T* y = out->data<T>();
     BroadcastPlan p = MakeBroadcastPlan(kept, x, x);
@@ -94,10 +102,11 @@ class ReduceGradOp : public OpKernel {
 // ---- SliceGrad(g, like): zeros shaped like the slice input, with g at `begin` ----
 class SliceGradOp : public OpKernel {
  public:
-  explicit SliceGradOp(const Node& n) : OpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
+  explicit SliceGradOp(const Node& n)
+      : OpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const size_t es = DTypeSize(g.dtype());
     std::memset(out->raw_data(), 0, out->TotalBytes());
     const int rank = out->rank();
@@ -112,7 +121,8 @@ class SliceGradOp : public OpKernel {
         off += (rem % g.dim(d) + begin_[d]) * strides[d];
         rem /= g.dim(d);
       }
-      std::memcpy(static_cast<char*>(out->raw_data()) + off * es, static_cast<const char*>(g.raw_data()) + r * inner * es, inner * es);
+      std::memcpy(static_cast<char*>(out->raw_data()) + off * es,
+                  static_cast<const char*>(g.raw_data()) + r * inner * es, inner * es);
     }
     return Status::OK();
   }
@@ -134,7 +144,7 @@ class ConcatGradOp : public OpKernel {
     const int64_t g_inner = g.num_elements() / std::max<int64_t>(outer, 1) * es;
     int64_t offset = 0;
     for (int i = 0; i < ctx->num_outputs(); ++i) {
-      PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(i));
+      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(i));
       const int64_t inner = out->num_elements() / std::max<int64_t>(outer, 1) * es;
       for (int64_t o = 0; o < outer; ++o) {
         std::memcpy(static_cast<char*>(out->raw_data()) + o * inner,
@@ -157,12 +167,13 @@ class GatherGradOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     const Tensor& indices = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     std::fill(out->data<T>(), out->data<T>() + out->num_elements(), T(0));
     const int64_t rows = out->dim(0), row = rows == 0 ? 0 : out->num_elements() / rows;
     const Index* idx = indices.data<Index>();
     for (int64_t i = 0; i < indices.num_elements(); ++i) {
-      if (idx[i] < 0 || idx[i] >= rows) return errors::InvalidArgument("indices[", i, "] = ", idx[i], " is not in [0, ", rows, ")");
+      if (idx[i] < 0 || idx[i] >= rows)
+        return errors::InvalidArgument("indices[", i, "] = ", idx[i], " is not in [0, ", rows, ")");
       T* dst = out->data<T>() + idx[i] * row;
       const T* src = g.data<T>() + i * row;
       for (int64_t j = 0; j < row; ++j) dst[j] += src[j];
@@ -177,7 +188,7 @@ class BiasAddGradOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     std::vector<bool> reduced(g.rank(), true);
     reduced.back() = false;
     Reduce<T, SumR>(ctx, g, reduced, out);
@@ -186,9 +197,24 @@ class BiasAddGradOp : public OpKernel {
 };
 
 // Elementwise gradients of activations, from the forward output y and the incoming g.
-struct ReluGradF { template <typename T> T operator()(T g, T y) const { return y > T(0) ? g : T(0); } };
-struct SigmoidGradF { template <typename T> T operator()(T g, T y) const { return g * y * (T(1) - y); } };
-struct TanhGradF { template <typename T> T operator()(T g, T y) const { return g * (T(1) - y * y); } };
+struct ReluGradF {
+  template <typename T>
+  T operator()(T g, T y) const {
+    return y > T(0) ? g : T(0);
+  }
+};
+struct SigmoidGradF {
+  template <typename T>
+  T operator()(T g, T y) const {
+    return g * y * (T(1) - y);
+  }
+};
+struct TanhGradF {
+  template <typename T>
+  T operator()(T g, T y) const {
+    return g * (T(1) - y * y);
+  }
+};
 
 template <typename T, typename F>
 class ActivationGradOp : public OpKernel {
@@ -196,14 +222,19 @@ class ActivationGradOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     if (ctx->input(0).shape() != ctx->input(1).shape()) {
-      return errors::InvalidArgument(node().op(), ": gradient ", ctx->input(0).shape().ToString(), " and output ",
-                                     ctx->input(1).shape().ToString(), " differ");
+      return errors::InvalidArgument(node().op(), ": gradient ", ctx->input(0).shape().ToString(),
+                                     " and output ", ctx->input(1).shape().ToString(), " differ");
     }
     return BinaryElementwise<T, T>(ctx, F());
   }
 };
 
-struct FloorF { template <typename T> T operator()(T x) const { return std::floor(x); } };
+struct FloorF {
+  template <typename T>
+  T operator()(T x) const {
+    return std::floor(x);
+  }
+};
 template <typename T>
 class FloorOp : public OpKernel {
  public:
@@ -212,7 +243,7 @@ class FloorOp : public OpKernel {
 };
 
 #define PF_REAL_KERNELS(op, Kernel)                                                             \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), Kernel<float>);  \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), Kernel<float>); \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), Kernel<double>)
 
 const std::vector<DType> kAny = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
@@ -267,10 +298,22 @@ PF_REGISTER_OP(OpDef("GatherGrad")
                    .TypeAttr("T", kRealTypes)
                    .TypeAttr("Tindices", kIndexTypes)
                    .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 2); }));
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}).TypeConstraint("Tindices", {DT_INT32}), GatherGradOp<float, int32_t>);
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}).TypeConstraint("Tindices", {DT_INT64}), GatherGradOp<float, int64_t>);
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}).TypeConstraint("Tindices", {DT_INT32}), GatherGradOp<double, int32_t>);
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}).TypeConstraint("Tindices", {DT_INT64}), GatherGradOp<double, int64_t>);
+PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
+                       .TypeConstraint("T", {DT_FLOAT})
+                       .TypeConstraint("Tindices", {DT_INT32}),
+                   GatherGradOp<float, int32_t>);
+PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
+                       .TypeConstraint("T", {DT_FLOAT})
+                       .TypeConstraint("Tindices", {DT_INT64}),
+                   GatherGradOp<float, int64_t>);
+PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
+                       .TypeConstraint("T", {DT_DOUBLE})
+                       .TypeConstraint("Tindices", {DT_INT32}),
+                   GatherGradOp<double, int32_t>);
+PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
+                       .TypeConstraint("T", {DT_DOUBLE})
+                       .TypeConstraint("Tindices", {DT_INT64}),
+                   GatherGradOp<double, int64_t>);
 
 PF_REGISTER_OP(OpDef("BiasAddGrad")
                    .Input("out_backprop", "T")
@@ -284,16 +327,27 @@ PF_REGISTER_OP(OpDef("BiasAddGrad")
                    }));
 PF_REAL_KERNELS("BiasAddGrad", BiasAddGradOp);
 
-#define PF_ACTIVATION_GRAD(op, F)                                                                              \
-  PF_REGISTER_OP(OpDef(op).Input("gradients", "T").Input("outputs", "T").Output("backprops", "T").TypeAttr(   \
-      "T", kRealTypes).SetShapeFn(UnchangedShape));                                                            \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), ActivationGradOp<float, F>);   \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), ActivationGradOp<double, F>)
+#define PF_ACTIVATION_GRAD(op, F)                                                \
+  PF_REGISTER_OP(OpDef(op)                                                       \
+                     .Input("gradients", "T")                                    \
+                     .Input("outputs", "T")                                      \
+                     .Output("backprops", "T")                                   \
+                     .TypeAttr("T", kRealTypes)                                  \
+                     .SetShapeFn(UnchangedShape));                               \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
+                     ActivationGradOp<float, F>);                                \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
+                     ActivationGradOp<double, F>)
 PF_ACTIVATION_GRAD("ReluGrad", ReluGradF);
 PF_ACTIVATION_GRAD("SigmoidGrad", SigmoidGradF);
 PF_ACTIVATION_GRAD("TanhGrad", TanhGradF);
 
-PF_REGISTER_OP(OpDef("Floor").Input("x", "T").Output("y", "T").TypeAttr("T", kRealTypes).SetNotDifferentiable().SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("Floor")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .SetNotDifferentiable()
+                   .SetShapeFn(UnchangedShape));
 PF_REAL_KERNELS("Floor", FloorOp);
 
 }  // namespace
@@ -303,8 +357,14 @@ Output SumToShapeOf(const Scope& s, Output g, Output like) {
   return NodeBuilder(s, "SumToShape").Input(g).Input(like).Finalize();
 }
 
-Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64_t>& axes, bool mean) {
-  return NodeBuilder(s, "ReduceGrad").Input(g).Input(like).Attr("axes", axes).Attr("mean", mean).Finalize();
+Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64_t>& axes,
+                  bool mean) {
+  return NodeBuilder(s, "ReduceGrad")
+      .Input(g)
+      .Input(like)
+      .Attr("axes", axes)
+      .Attr("mean", mean)
+      .Finalize();
 }
 
 Output ScalarOf(const Scope& s, double v, DType t) {

@@ -23,23 +23,24 @@ Status MatMulShape(ShapeContext& c) {
   int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
   int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
   if (ka >= 0 && kb >= 0 && ka != kb) {
-    return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.ToString(), ", In[1]: ", b.ToString(),
-                                   ta || tb ? fmt::format(" (transpose_a={}, transpose_b={})", ta, tb) : "");
+    return errors::InvalidArgument(
+        "Matrix size-incompatible: In[0]: ", a.ToString(), ", In[1]: ", b.ToString(),
+        ta || tb ? fmt::format(" (transpose_a={}, transpose_b={})", ta, tb) : "");
   }
   c.set_output(0, Shape{m, n});
   return Status::OK();
 }
 
 // C[m,n] = op(A) op(B), row-major, with leading dimensions.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float* c, int64_t ldc) {
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float* c, int64_t ldc) {
   // oneDNN parallelises with OpenMP; this thread's share is already one shard of the pool.
   thread_local bool single = (omp_set_num_threads(1), true);
   (void)single;
   dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
 }
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double* c, int64_t ldc) {
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
     double* ci = c + i * ldc;
     std::fill(ci, ci + n, 0.0);
@@ -65,10 +66,10 @@ class MatMulOp : public OpKernel {
     const Tensor& b = ctx->input(1);
     const int64_t k = a.dim(ta_ ? 0 : 1);
     if (k != b.dim(tb_ ? 1 : 0)) {
-      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(), ", In[1]: ",
-                                     b.shape().ToString());
+      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(),
+                                     ", In[1]: ", b.shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t m = out->dim(0), n = out->dim(1);
     if (m == 0 || n == 0) return Status::OK();
     T* c = out->data<T>();
@@ -103,10 +104,14 @@ class MatMulOp : public OpKernel {
 PF_GRAD(MatMulGrad) {
   const bool ta = n.attr<bool>("transpose_a"), tb = n.attr<bool>("transpose_b");
   const Output a = n.input(0), b = n.input(1);
-  if (!ta && !tb) *dx = {ops::MatMul(s, g[0], b, false, true), ops::MatMul(s, a, g[0], true, false)};
-  else if (!ta && tb) *dx = {ops::MatMul(s, g[0], b, false, false), ops::MatMul(s, g[0], a, true, false)};
-  else if (ta && !tb) *dx = {ops::MatMul(s, b, g[0], false, true), ops::MatMul(s, a, g[0], false, false)};
-  else *dx = {ops::MatMul(s, b, g[0], true, true), ops::MatMul(s, g[0], a, true, true)};
+  if (!ta && !tb)
+    *dx = {ops::MatMul(s, g[0], b, false, true), ops::MatMul(s, a, g[0], true, false)};
+  else if (!ta && tb)
+    *dx = {ops::MatMul(s, g[0], b, false, false), ops::MatMul(s, g[0], a, true, false)};
+  else if (ta && !tb)
+    *dx = {ops::MatMul(s, b, g[0], false, true), ops::MatMul(s, a, g[0], false, false)};
+  else
+    *dx = {ops::MatMul(s, b, g[0], true, true), ops::MatMul(s, g[0], a, true, true)};
   return Status::OK();
 }
 
@@ -119,14 +124,21 @@ PF_REGISTER_OP(OpDef("MatMul")
                    .TypeAttr("T", kRealTypes)
                    .SetGradient(MatMulGrad)
                    .SetShapeFn(MatMulShape));
-PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MatMulOp<float>);
-PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MatMulOp<double>);
+PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   MatMulOp<float>);
+PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   MatMulOp<double>);
 
 }  // namespace
 
 namespace ops {
 Output MatMul(const Scope& s, Output a, Output b, bool transpose_a, bool transpose_b) {
-  return NodeBuilder(s, "MatMul").Input(a).Input(b).Attr("transpose_a", transpose_a).Attr("transpose_b", transpose_b).Finalize();
+  return NodeBuilder(s, "MatMul")
+      .Input(a)
+      .Input(b)
+      .Attr("transpose_a", transpose_a)
+      .Attr("transpose_b", transpose_b)
+      .Finalize();
 }
 }  // namespace ops
 }  // namespace pf

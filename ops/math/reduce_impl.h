@@ -11,16 +11,34 @@
 namespace pf {
 
 struct SumR {
-  template <typename T> static T Init() { return T(0); }
-  template <typename T> static T Combine(T a, T b) { return a + b; }
+  template <typename T>
+  static T Init() {
+    return T(0);
+  }
+  template <typename T>
+  static T Combine(T a, T b) {
+    return a + b;
+  }
 };
 struct MaxR {
-  template <typename T> static T Init() { return std::numeric_limits<T>::lowest(); }
-  template <typename T> static T Combine(T a, T b) { return a > b ? a : b; }
+  template <typename T>
+  static T Init() {
+    return std::numeric_limits<T>::lowest();
+  }
+  template <typename T>
+  static T Combine(T a, T b) {
+    return a > b ? a : b;
+  }
 };
 struct MinR {
-  template <typename T> static T Init() { return std::numeric_limits<T>::max(); }
-  template <typename T> static T Combine(T a, T b) { return a < b ? a : b; }
+  template <typename T>
+  static T Init() {
+    return std::numeric_limits<T>::max();
+  }
+  template <typename T>
+  static T Combine(T a, T b) {
+    return a < b ? a : b;
+  }
 };
 
 // Combines row[0, n) with eight partial accumulators so the compiler can vectorise without
@@ -42,7 +60,8 @@ inline T ReduceRow(const T* row, int64_t n) {
 namespace reduce_internal {
 
 template <typename T, typename R>
-void OuterInner(OpKernelContext* ctx, const T* x, T* y, int64_t outer, int64_t reduce, int64_t inner) {
+void OuterInner(OpKernelContext* ctx, const T* x, T* y, int64_t outer, int64_t reduce,
+                int64_t inner) {
   const int threads = IntraOpPool(ctx)->num_threads() + 1;
   if (inner == 1 && outer < threads && reduce >= 65536) {
     // Few long rows: each row is cut into fixed chunks reduced in parallel, then combined in
@@ -89,7 +108,10 @@ void General(const Tensor& in, const std::vector<bool>& reduced, const T* x, T* 
   std::vector<int64_t> ostride(rank, 0);
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; --d) {
-    if (!reduced[d]) { ostride[d] = s; s *= in.dim(d); }
+    if (!reduced[d]) {
+      ostride[d] = s;
+      s *= in.dim(d);
+    }
   }
   std::fill(y, y + s, R::template Init<T>());
   std::vector<int64_t> idx(rank, 0);
@@ -115,8 +137,12 @@ void Reduce(OpKernelContext* ctx, const Tensor& in, const std::vector<bool>& red
   std::vector<bool> red;
   for (int d = 0; d < in.rank(); ++d) {
     if (in.dim(d) == 1) continue;
-    if (!red.empty() && red.back() == reduced[d]) dims.back() *= in.dim(d);
-    else { dims.push_back(in.dim(d)); red.push_back(reduced[d]); }
+    if (!red.empty() && red.back() == reduced[d])
+      dims.back() *= in.dim(d);
+    else {
+      dims.push_back(in.dim(d));
+      red.push_back(reduced[d]);
+    }
   }
   int64_t outer = 1, reduce = 1, inner = 1;
   size_t i = 0;

@@ -15,7 +15,8 @@ StatusOr<std::vector<bool>> ReducedDims(const std::vector<int64_t>& axes, int ra
   std::vector<bool> reduced(rank, axes.empty());
   for (int64_t a : axes) {
     if (a < -rank || a >= rank) {
-      return errors::InvalidArgument("Invalid reduction dimension (", a, " for input with ", rank, " dimension(s)");
+      return errors::InvalidArgument("Invalid reduction dimension (", a, " for input with ", rank,
+                                     " dimension(s)");
     }
     reduced[a < 0 ? a + rank : a] = true;
   }
@@ -29,8 +30,10 @@ Status ReduceShape(ShapeContext& c) {
   PF_ASSIGN_OR_RETURN(auto reduced, ReducedDims(c.attr<std::vector<int64_t>>("axes"), in.rank()));
   Shape out;
   for (int d = 0; d < in.rank(); ++d) {
-    if (!reduced[d]) out.AddDim(in.dim(d));
-    else if (keep) out.AddDim(1);
+    if (!reduced[d])
+      out.AddDim(in.dim(d));
+    else if (keep)
+      out.AddDim(1);
   }
   c.set_output(0, out);
   return Status::OK();
@@ -43,7 +46,7 @@ class ReduceOp : public OpKernel {
   explicit ReduceOp(const Node& n) : OpKernel(n), axes_(n.attr<std::vector<int64_t>>("axes")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(auto reduced, ReducedDims(axes_, in.rank()));
     Reduce<T, R>(ctx, in, reduced, out);
     if constexpr (kMean) {
@@ -88,11 +91,15 @@ OpDef ReduceDef(const char* name) {
       .SetShapeFn(ReduceShape);
 }
 
-#define PF_REDUCE_KERNELS(op, R, mean)                                                                      \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), ReduceOp<float, R, mean>);   \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), ReduceOp<double, R, mean>); \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}), ReduceOp<int32_t, R, mean>); \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}), ReduceOp<int64_t, R, mean>)
+#define PF_REDUCE_KERNELS(op, R, mean)                                           \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
+                     ReduceOp<float, R, mean>);                                  \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
+                     ReduceOp<double, R, mean>);                                 \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}),  \
+                     ReduceOp<int32_t, R, mean>);                                \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}),  \
+                     ReduceOp<int64_t, R, mean>)
 
 PF_REGISTER_OP(ReduceDef("Sum").SetGradient(SumGrad));
 PF_REDUCE_KERNELS("Sum", SumR, false);
@@ -110,9 +117,11 @@ class ArgMaxOp : public OpKernel {
   explicit ArgMaxOp(const Node& n) : OpKernel(n), axis_(n.attr<int64_t>("axis")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + in.rank() : axis_);
-    if (in.dim(axis) == 0) return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ", in.shape().ToString());
+    if (in.dim(axis) == 0)
+      return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ",
+                                     in.shape().ToString());
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= in.dim(d);
     for (int d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
@@ -147,14 +156,21 @@ PF_REGISTER_OP(OpDef("ArgMax")
                    .SetShapeFn([](ShapeContext& c) {
                      Shape in = c.input(0);
                      if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
-                     PF_ASSIGN_OR_RETURN(int axis, c.CanonicalAxis(c.attr<int64_t>("axis"), in.rank()));
+                     PF_ASSIGN_OR_RETURN(int axis,
+                                         c.CanonicalAxis(c.attr<int64_t>("axis"), in.rank()));
                      in.RemoveDim(axis);
                      c.set_output(0, in);
                      return Status::OK();
                    }));
-#define PF_ARGMAX_KERNELS(T)                                                                                       \
-  PF_REGISTER_KERNEL(KernelDef("ArgMax", kDeviceCpu).TypeConstraint("T", {DataTypeOf<T>()}).TypeConstraint("output_type", {DT_INT32}), ArgMaxOp<T, int32_t>); \
-  PF_REGISTER_KERNEL(KernelDef("ArgMax", kDeviceCpu).TypeConstraint("T", {DataTypeOf<T>()}).TypeConstraint("output_type", {DT_INT64}), ArgMaxOp<T, int64_t>)
+#define PF_ARGMAX_KERNELS(T)                                         \
+  PF_REGISTER_KERNEL(KernelDef("ArgMax", kDeviceCpu)                 \
+                         .TypeConstraint("T", {DataTypeOf<T>()})     \
+                         .TypeConstraint("output_type", {DT_INT32}), \
+                     ArgMaxOp<T, int32_t>);                          \
+  PF_REGISTER_KERNEL(KernelDef("ArgMax", kDeviceCpu)                 \
+                         .TypeConstraint("T", {DataTypeOf<T>()})     \
+                         .TypeConstraint("output_type", {DT_INT64}), \
+                     ArgMaxOp<T, int64_t>)
 PF_ARGMAX_KERNELS(float);
 PF_ARGMAX_KERNELS(double);
 PF_ARGMAX_KERNELS(int32_t);
@@ -166,7 +182,7 @@ class AddNOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     T* y = out->data<T>();
     const int k = ctx->num_inputs();
     ParallelFor(ctx, out->num_elements(), k, [&](int64_t b, int64_t e) {
@@ -181,33 +197,36 @@ class AddNOp : public OpKernel {
   }
 };
 
-PF_REGISTER_OP(OpDef("AddN")
-                   .InputList("inputs", "T", "N")
-                   .Output("sum", "T")
-                   .RequiredAttr("N")
-                   .TypeAttr("T", kNumberTypes)
-                   .SetGradient([](const Scope&, const Node& n, const Grads& g, Grads* dx) {
-                     dx->assign(n.num_inputs(), g[0]);
-                     return Status::OK();
-                   })
-                   .SetShapeFn([](ShapeContext& c) {
-                     Shape s = Shape::Unknown();
-                     for (int i = 0; i < c.num_inputs(); ++i) {
-                       if (!s.IsCompatibleWith(c.input(i))) {
-                         return errors::InvalidArgument("Inputs to operation AddN must have the same size and shape.  Input 0: ",
-                                                        c.input(0).ToString(), " != input ", i, ": ", c.input(i).ToString());
-                       }
-                       s = s.MergeWith(c.input(i));
-                     }
-                     c.set_output(0, s);
-                     return Status::OK();
-                   }));
+PF_REGISTER_OP(
+    OpDef("AddN")
+        .InputList("inputs", "T", "N")
+        .Output("sum", "T")
+        .RequiredAttr("N")
+        .TypeAttr("T", kNumberTypes)
+        .SetGradient([](const Scope&, const Node& n, const Grads& g, Grads* dx) {
+          dx->assign(n.num_inputs(), g[0]);
+          return Status::OK();
+        })
+        .SetShapeFn([](ShapeContext& c) {
+          Shape s = Shape::Unknown();
+          for (int i = 0; i < c.num_inputs(); ++i) {
+            if (!s.IsCompatibleWith(c.input(i))) {
+              return errors::InvalidArgument(
+                  "Inputs to operation AddN must have the same size and shape.  Input 0: ",
+                  c.input(0).ToString(), " != input ", i, ": ", c.input(i).ToString());
+            }
+            s = s.MergeWith(c.input(i));
+          }
+          c.set_output(0, s);
+          return Status::OK();
+        }));
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), AddNOp<float>);
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), AddNOp<double>);
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_INT32}), AddNOp<int32_t>);
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_INT64}), AddNOp<int64_t>);
 
-Output Reduce(const Scope& s, const char* op, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
+Output Reduce(const Scope& s, const char* op, Output x, const std::vector<int32_t>& axes,
+              bool keep_dims) {
   return NodeBuilder(s, op)
       .Input(x)
       .Attr("axes", std::vector<int64_t>(axes.begin(), axes.end()))
@@ -219,14 +238,28 @@ Output Reduce(const Scope& s, const char* op, Output x, const std::vector<int32_
 
 namespace ops {
 
-Output Sum(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) { return Reduce(s, "Sum", x, axes, keep_dims); }
-Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) { return Reduce(s, "Mean", x, axes, keep_dims); }
-Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) { return Reduce(s, "Max", x, axes, keep_dims); }
-Output Min(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) { return Reduce(s, "Min", x, axes, keep_dims); }
-Output ArgMax(const Scope& s, Output x, int axis, DType output_type) {
-  return NodeBuilder(s, "ArgMax").Input(x).Attr("axis", int64_t{axis}).Attr("output_type", output_type).Finalize();
+Output Sum(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
+  return Reduce(s, "Sum", x, axes, keep_dims);
 }
-Output AddN(const Scope& s, const std::vector<Output>& inputs) { return NodeBuilder(s, "AddN").InputList(inputs).Finalize(); }
+Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
+  return Reduce(s, "Mean", x, axes, keep_dims);
+}
+Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
+  return Reduce(s, "Max", x, axes, keep_dims);
+}
+Output Min(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
+  return Reduce(s, "Min", x, axes, keep_dims);
+}
+Output ArgMax(const Scope& s, Output x, int axis, DType output_type) {
+  return NodeBuilder(s, "ArgMax")
+      .Input(x)
+      .Attr("axis", int64_t{axis})
+      .Attr("output_type", output_type)
+      .Finalize();
+}
+Output AddN(const Scope& s, const std::vector<Output>& inputs) {
+  return NodeBuilder(s, "AddN").InputList(inputs).Finalize();
+}
 
 }  // namespace ops
 }  // namespace pf

@@ -14,7 +14,8 @@ namespace {
 
 // loss_r = logsumexp(x_r) - sum_c p_rc x_rc; backprop_r = softmax(x_r) - p_r.
 template <typename T, typename LabelFn>
-void SoftmaxXent(OpKernelContext* ctx, const Tensor& logits, LabelFn label, Tensor* loss, Tensor* backprop) {
+void SoftmaxXent(OpKernelContext* ctx, const Tensor& logits, LabelFn label, Tensor* loss,
+                 Tensor* backprop) {
   const int64_t c = logits.dim(1), rows = logits.dim(0);
   const T* x = logits.data<T>();
   ParallelFor(ctx, rows, c * 20, [&](int64_t b, int64_t e) {
@@ -46,14 +47,16 @@ class SoftmaxXentOp : public OpKernel {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
     if (logits.shape() != labels.shape()) {
-      return errors::InvalidArgument("logits and labels must be same size: logits_size=", logits.shape().ToString(),
-                                     " labels_size=", labels.shape().ToString());
+      return errors::InvalidArgument(
+          "logits and labels must be same size: logits_size=", logits.shape().ToString(),
+          " labels_size=", labels.shape().ToString());
     }
-    PF_ASSIGN_OR_RETURN(Tensor* loss, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor* backprop, ctx->AllocateOutput(1));
+    PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
     const T* p = labels.data<T>();
     const int64_t c = logits.dim(1);
-    SoftmaxXent<T>(ctx, logits, [&](int64_t r, int64_t i) { return p[r * c + i]; }, loss, backprop);
+    SoftmaxXent<T>(
+        ctx, logits, [&](int64_t r, int64_t i) { return p[r * c + i]; }, loss, backprop);
     return Status::OK();
   }
 };
@@ -66,19 +69,22 @@ class SparseSoftmaxXentOp : public OpKernel {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
     if (labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
-      return errors::InvalidArgument("logits and labels must have the same first dimension, got logits shape ",
-                                     logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
+      return errors::InvalidArgument(
+          "logits and labels must have the same first dimension, got logits shape ",
+          logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
     }
     const int64_t c = logits.dim(1);
     const Index* y = labels.data<Index>();
     for (int64_t r = 0; r < labels.num_elements(); ++r) {
       if (y[r] < 0 || y[r] >= c) {
-        return errors::InvalidArgument("Received a label value of ", y[r], " which is outside the valid range of [0, ", c, ").");
+        return errors::InvalidArgument("Received a label value of ", y[r],
+                                       " which is outside the valid range of [0, ", c, ").");
       }
     }
-    PF_ASSIGN_OR_RETURN(Tensor* loss, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor* backprop, ctx->AllocateOutput(1));
-    SoftmaxXent<T>(ctx, logits, [&](int64_t r, int64_t i) { return i == y[r] ? T(1) : T(0); }, loss, backprop);
+    PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
+    SoftmaxXent<T>(
+        ctx, logits, [&](int64_t r, int64_t i) { return i == y[r] ? T(1) : T(0); }, loss, backprop);
     return Status::OK();
   }
 };
@@ -105,8 +111,12 @@ PF_REGISTER_OP(OpDef("SoftmaxCrossEntropyWithLogits")
                    .TypeAttr("T", kRealTypes)
                    .SetGradient(XentGrad)
                    .SetShapeFn(XentShape));
-PF_REGISTER_KERNEL(KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SoftmaxXentOp<float>);
-PF_REGISTER_KERNEL(KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SoftmaxXentOp<double>);
+PF_REGISTER_KERNEL(
+    KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+    SoftmaxXentOp<float>);
+PF_REGISTER_KERNEL(
+    KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+    SoftmaxXentOp<double>);
 
 PF_REGISTER_OP(OpDef("SparseSoftmaxCrossEntropyWithLogits")
                    .Input("features", "T")
@@ -117,10 +127,10 @@ PF_REGISTER_OP(OpDef("SparseSoftmaxCrossEntropyWithLogits")
                    .TypeAttr("Tlabels", kIndexTypes)
                    .SetGradient(XentGrad)
                    .SetShapeFn(XentShape));
-#define PF_SPARSE_XENT(T, I)                                                                                    \
-  PF_REGISTER_KERNEL(KernelDef("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu)                               \
-                         .TypeConstraint("T", {DataTypeOf<T>()})                                                \
-                         .TypeConstraint("Tlabels", {DataTypeOf<I>()}),                                         \
+#define PF_SPARSE_XENT(T, I)                                                      \
+  PF_REGISTER_KERNEL(KernelDef("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu) \
+                         .TypeConstraint("T", {DataTypeOf<T>()})                  \
+                         .TypeConstraint("Tlabels", {DataTypeOf<I>()}),           \
                      SparseSoftmaxXentOp<T, I>)
 PF_SPARSE_XENT(float, int32_t);
 PF_SPARSE_XENT(float, int64_t);
@@ -134,10 +144,14 @@ class SigmoidXentOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     if (ctx->input(0).shape() != ctx->input(1).shape()) {
-      return errors::InvalidArgument("logits and labels must have the same shape (", ctx->input(0).shape().ToString(),
-                                     " vs ", ctx->input(1).shape().ToString(), ")");
+      return errors::InvalidArgument("logits and labels must have the same shape (",
+                                     ctx->input(0).shape().ToString(), " vs ",
+                                     ctx->input(1).shape().ToString(), ")");
     }
-    return BinaryElementwise<T, T>(ctx, [](T x, T z) { return std::max(x, T(0)) - x * z + std::log1p(std::exp(-std::abs(x))); }, 20);
+    return BinaryElementwise<T, T>(
+        ctx,
+        [](T x, T z) { return std::max(x, T(0)) - x * z + std::log1p(std::exp(-std::abs(x))); },
+        20);
   }
 };
 
@@ -148,12 +162,17 @@ PF_REGISTER_OP(OpDef("SigmoidCrossEntropyWithLogits")
                    .TypeAttr("T", kRealTypes)
                    .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
                      const Output x = n.input(0), z = n.input(1);
-                     *dx = {ops::Mul(s, g[0], ops::Sub(s, ops::Sigmoid(s, x), z)), ops::Mul(s, g[0], ops::Neg(s, x))};
+                     *dx = {ops::Mul(s, g[0], ops::Sub(s, ops::Sigmoid(s, x), z)),
+                            ops::Mul(s, g[0], ops::Neg(s, x))};
                      return Status::OK();
                    })
                    .SetShapeFn(UnchangedShape));
-PF_REGISTER_KERNEL(KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SigmoidXentOp<float>);
-PF_REGISTER_KERNEL(KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SigmoidXentOp<double>);
+PF_REGISTER_KERNEL(
+    KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+    SigmoidXentOp<float>);
+PF_REGISTER_KERNEL(
+    KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+    SigmoidXentOp<double>);
 
 // mean((p - l)^2) over the broadcast shape. The common layouts (same shapes; [N, 1] against
 // [N, C]) take one parallel pass with per-chunk partial sums in double; other broadcasts go
@@ -168,11 +187,13 @@ class MseOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
     const int64_t count = full.num_elements();
     double sum = 0;
-    const bool column = p.rank() == 2 && l.rank() == 2 && p.dim(0) == l.dim(0) && (p.dim(1) == 1 || l.dim(1) == 1);
+    const bool column =
+        p.rank() == 2 && l.rank() == 2 && p.dim(0) == l.dim(0) && (p.dim(1) == 1 || l.dim(1) == 1);
     if (p.shape() == l.shape() || column) {
       // Rows of `cols` elements; `narrow` broadcasts one value per row when the shapes differ.
       const bool same = p.shape() == l.shape();
-      const int64_t cols = same ? std::max<int64_t>(1, std::min<int64_t>(count, 4096)) : full.dim(1);
+      const int64_t cols =
+          same ? std::max<int64_t>(1, std::min<int64_t>(count, 4096)) : full.dim(1);
       const int64_t rows = cols == 0 ? 0 : (count + cols - 1) / cols;
       const T* pp = p.data<T>();
       const T* lp = l.data<T>();
@@ -204,10 +225,12 @@ class MseOp : public OpKernel {
       });
       for (double v : partial) sum += v;
     } else {
-      PF_ASSIGN_OR_RETURN(Tensor diff2, (BroadcastTemporary<T>(ctx, p, l, full, [](T a, T b) { return (a - b) * (a - b); })));
+      PF_ASSIGN_OR_RETURN(
+          Tensor diff2,
+          (BroadcastTemporary<T>(ctx, p, l, full, [](T a, T b) { return (a - b) * (a - b); })));
       for (T v : diff2.flat<T>()) sum += v;
     }
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     out->flat<T>()[0] = count > 0 ? static_cast<T>(sum / count) : T(0);
     return Status::OK();
   }
@@ -226,9 +249,10 @@ class MseGradOp : public OpKernel {
     const Tensor& p = ctx->input(1);
     const Tensor& l = ctx->input(2);
     PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t count = full.num_elements();
-    const T scale = (wrt_ == 0 ? T(2) : T(-2)) * g.data<T>()[0] / static_cast<T>(std::max<int64_t>(count, 1));
+    const T scale =
+        (wrt_ == 0 ? T(2) : T(-2)) * g.data<T>()[0] / static_cast<T>(std::max<int64_t>(count, 1));
     const T* pp = p.data<T>();
     const T* lp = l.data<T>();
     T* o = out->data<T>();
@@ -240,7 +264,8 @@ class MseGradOp : public OpKernel {
     }
     const Tensor& narrow = wrt_ == 0 ? p : l;  // the input whose gradient this is
     const Tensor& other = wrt_ == 0 ? l : p;
-    if (narrow.rank() == 2 && other.rank() == 2 && narrow.dim(1) == 1 && narrow.dim(0) == other.dim(0)) {
+    if (narrow.rank() == 2 && other.rank() == 2 && narrow.dim(1) == 1 &&
+        narrow.dim(0) == other.dim(0)) {
       const int64_t rows = other.dim(0), cols = other.dim(1);
       const T* n = narrow.data<T>();
       const T* w = other.data<T>();
@@ -248,17 +273,21 @@ class MseGradOp : public OpKernel {
         for (int64_t r = b; r < e; ++r) {
           // sum_c (p - l) over the row, with the narrow input's value repeated `cols` times.
           const T wide_sum = ReduceRow<T, SumR>(w + r * cols, cols);
-          const T acc = wrt_ == 0 ? static_cast<T>(cols) * n[r] - wide_sum : wide_sum - static_cast<T>(cols) * n[r];
+          const T acc = wrt_ == 0 ? static_cast<T>(cols) * n[r] - wide_sum
+                                  : wide_sum - static_cast<T>(cols) * n[r];
           o[r] = scale * acc;
         }
       });
       return Status::OK();
     }
     // General broadcasting: materialise scale * (p - l) over the broadcast shape, then reduce.
-    PF_ASSIGN_OR_RETURN(Tensor diff, (BroadcastTemporary<T>(ctx, p, l, full, [scale](T a, T b) { return scale * (a - b); })));
+    PF_ASSIGN_OR_RETURN(
+        Tensor diff,
+        (BroadcastTemporary<T>(ctx, p, l, full, [scale](T a, T b) { return scale * (a - b); })));
     const int shift = full.rank() - narrow.rank();
     std::vector<bool> reduced(full.rank(), false);
-    for (int d = 0; d < full.rank(); ++d) reduced[d] = d < shift || (narrow.dim(d - shift) == 1 && full.dim(d) != 1);
+    for (int d = 0; d < full.rank(); ++d)
+      reduced[d] = d < shift || (narrow.dim(d - shift) == 1 && full.dim(d) != 1);
     Reduce<T, SumR>(ctx, diff, reduced, out);  // the sign is already in `scale`
     return Status::OK();
   }
@@ -278,8 +307,10 @@ PF_REGISTER_OP(OpDef("MeanSquaredErrorGrad")
                      c.set_output(0, c.input(1 + static_cast<int>(c.attr<int64_t>("wrt"))));
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MseGradOp<float>);
-PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MseGradOp<double>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   MseGradOp<float>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredErrorGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   MseGradOp<double>);
 
 PF_REGISTER_OP(OpDef("MeanSquaredError")
                    .Input("predictions", "T")
@@ -289,8 +320,12 @@ PF_REGISTER_OP(OpDef("MeanSquaredError")
                    .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
                      dx->clear();
                      for (int64_t wrt : {0, 1}) {
-                       dx->push_back(NodeBuilder(s, "MeanSquaredErrorGrad").Input(g[0]).Input(n.input(0)).Input(n.input(1))
-                                         .Attr("wrt", wrt).Finalize());
+                       dx->push_back(NodeBuilder(s, "MeanSquaredErrorGrad")
+                                         .Input(g[0])
+                                         .Input(n.input(0))
+                                         .Input(n.input(1))
+                                         .Attr("wrt", wrt)
+                                         .Finalize());
                      }
                      return Status::OK();
                    })
@@ -300,15 +335,17 @@ PF_REGISTER_OP(OpDef("MeanSquaredError")
                      c.set_output(0, Shape{});
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("MeanSquaredError", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), MseOp<float>);
-PF_REGISTER_KERNEL(KernelDef("MeanSquaredError", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), MseOp<double>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredError", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   MseOp<float>);
+PF_REGISTER_KERNEL(KernelDef("MeanSquaredError", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   MseOp<double>);
 
 template <typename T>
 class L2LossOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     double sum = 0;
     for (T v : ctx->input(0).flat<T>()) sum += static_cast<double>(v) * v;
     out->flat<T>()[0] = static_cast<T>(sum / 2);
@@ -325,19 +362,24 @@ PF_REGISTER_OP(OpDef("L2Loss")
                      return Status::OK();
                    })
                    .SetShapeFn(ScalarShape));
-PF_REGISTER_KERNEL(KernelDef("L2Loss", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), L2LossOp<float>);
-PF_REGISTER_KERNEL(KernelDef("L2Loss", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), L2LossOp<double>);
+PF_REGISTER_KERNEL(KernelDef("L2Loss", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   L2LossOp<float>);
+PF_REGISTER_KERNEL(KernelDef("L2Loss", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   L2LossOp<double>);
 
 }  // namespace
 
 namespace ops {
 
-std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels) {
+std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits,
+                                                        Output labels) {
   Node* n = NodeBuilder(s, "SoftmaxCrossEntropyWithLogits").Input(logits).Input(labels).Finalize();
   return {Output(n, 0), Output(n, 1)};
 }
-std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Output logits, Output labels) {
-  Node* n = NodeBuilder(s, "SparseSoftmaxCrossEntropyWithLogits").Input(logits).Input(labels).Finalize();
+std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Output logits,
+                                                              Output labels) {
+  Node* n =
+      NodeBuilder(s, "SparseSoftmaxCrossEntropyWithLogits").Input(logits).Input(labels).Finalize();
   return {Output(n, 0), Output(n, 1)};
 }
 Output SigmoidCrossEntropyWithLogits(const Scope& s, Output logits, Output labels) {

@@ -16,11 +16,12 @@ class BiasAddOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t c = bias.num_elements();
     if (x.rank() == 0 || x.dim(x.rank() - 1) != c) {
-      return errors::InvalidArgument("Must provide as many biases as the last dimension of the input tensor: ",
-                                     bias.shape().ToString(), " vs. ", x.shape().ToString());
+      return errors::InvalidArgument(
+          "Must provide as many biases as the last dimension of the input tensor: ",
+          bias.shape().ToString(), " vs. ", x.shape().ToString());
     }
     const T* px = x.data<T>();
     const T* pb = bias.data<T>();
@@ -54,20 +55,40 @@ PF_REGISTER_OP(OpDef("BiasAdd")
                      if (!x.unknown_rank() && !b.unknown_rank()) {
                        int64_t last = x.dim(x.rank() - 1);
                        if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
-                         return errors::InvalidArgument("Dimensions must be equal, but are ", last, " and ", b.dim(0));
+                         return errors::InvalidArgument("Dimensions must be equal, but are ", last,
+                                                        " and ", b.dim(0));
                        }
                      }
                      c.set_output(0, x);
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), BiasAddOp<float>);
-PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), BiasAddOp<double>);
-PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT32}), BiasAddOp<int32_t>);
-PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT64}), BiasAddOp<int64_t>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   BiasAddOp<float>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   BiasAddOp<double>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT32}),
+                   BiasAddOp<int32_t>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT64}),
+                   BiasAddOp<int64_t>);
 
-struct ReluFn { template <typename T> T operator()(T x) const { return x > T(0) ? x : T(0); } };
-struct SigmoidFn { template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
-struct TanhFn { template <typename T> T operator()(T x) const { return std::tanh(x); } };
+struct ReluFn {
+  template <typename T>
+  T operator()(T x) const {
+    return x > T(0) ? x : T(0);
+  }
+};
+struct SigmoidFn {
+  template <typename T>
+  T operator()(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+struct TanhFn {
+  template <typename T>
+  T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
 
 template <typename T, typename F, int kCost>
 class ActivationOp : public OpKernel {
@@ -86,11 +107,17 @@ constexpr char kReluGrad[] = "ReluGrad";
 constexpr char kSigmoidGrad[] = "SigmoidGrad";
 constexpr char kTanhGrad[] = "TanhGrad";
 
-#define PF_ACTIVATION(op, F, cost)                                                                              \
-  PF_REGISTER_OP(OpDef(op).Input("features", "T").Output("activations", "T").TypeAttr("T", kRealTypes)          \
-                     .SetGradient(ActivationGrad<k##F##Grad>).SetShapeFn(UnchangedShape));                       \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), ActivationOp<float, F##Fn, cost>);   \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), ActivationOp<double, F##Fn, cost>)
+#define PF_ACTIVATION(op, F, cost)                                               \
+  PF_REGISTER_OP(OpDef(op)                                                       \
+                     .Input("features", "T")                                     \
+                     .Output("activations", "T")                                 \
+                     .TypeAttr("T", kRealTypes)                                  \
+                     .SetGradient(ActivationGrad<k##F##Grad>)                    \
+                     .SetShapeFn(UnchangedShape));                               \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
+                     ActivationOp<float, F##Fn, cost>);                          \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
+                     ActivationOp<double, F##Fn, cost>)
 PF_ACTIVATION("Relu", Relu, 1);
 PF_ACTIVATION("Sigmoid", Sigmoid, 15);
 PF_ACTIVATION("Tanh", Tanh, 15);
@@ -102,7 +129,7 @@ class SoftmaxOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0) return Status::OK();
     const int64_t rows = x.num_elements() / c;
@@ -143,25 +170,34 @@ PF_GRAD(LogSoftmaxGrad) {
   return Status::OK();
 }
 
-#define PF_SOFTMAX(op, log)                                                                                  \
-  PF_REGISTER_OP(OpDef(#op).Input("logits", "T").Output("softmax", "T").TypeAttr("T", kRealTypes).SetGradient(   \
-      op##Grad).SetShapeFn(                                                                                     \
-      [](ShapeContext& c) {                                                                                  \
-        PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));                                                         \
-        return UnchangedShape(c);                                                                            \
-      }));                                                                                                   \
-  PF_REGISTER_KERNEL(KernelDef(#op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), SoftmaxOp<float, log>);     \
-  PF_REGISTER_KERNEL(KernelDef(#op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), SoftmaxOp<double, log>)
+#define PF_SOFTMAX(op, log)                                                       \
+  PF_REGISTER_OP(OpDef(#op)                                                       \
+                     .Input("logits", "T")                                        \
+                     .Output("softmax", "T")                                      \
+                     .TypeAttr("T", kRealTypes)                                   \
+                     .SetGradient(op##Grad)                                       \
+                     .SetShapeFn([](ShapeContext& c) {                            \
+                       PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));               \
+                       return UnchangedShape(c);                                  \
+                     }));                                                         \
+  PF_REGISTER_KERNEL(KernelDef(#op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
+                     SoftmaxOp<float, log>);                                      \
+  PF_REGISTER_KERNEL(KernelDef(#op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
+                     SoftmaxOp<double, log>)
 PF_SOFTMAX(Softmax, false);
 PF_SOFTMAX(LogSoftmax, true);
 
-Output Unary(const Scope& s, const char* op, Output x) { return NodeBuilder(s, op).Input(x).Finalize(); }
+Output Unary(const Scope& s, const char* op, Output x) {
+  return NodeBuilder(s, op).Input(x).Finalize();
+}
 
 }  // namespace
 
 namespace ops {
 
-Output BiasAdd(const Scope& s, Output value, Output bias) { return NodeBuilder(s, "BiasAdd").Input(value).Input(bias).Finalize(); }
+Output BiasAdd(const Scope& s, Output value, Output bias) {
+  return NodeBuilder(s, "BiasAdd").Input(value).Input(bias).Finalize();
+}
 Output Relu(const Scope& s, Output x) { return Unary(s, "Relu", x); }
 Output Sigmoid(const Scope& s, Output x) { return Unary(s, "Sigmoid", x); }
 Output Tanh(const Scope& s, Output x) { return Unary(s, "Tanh", x); }

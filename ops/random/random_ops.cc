@@ -27,7 +27,9 @@ struct Philox4x32 {
   }
 };
 
-inline float ToUniform(uint32_t x) { return static_cast<float>(x >> 8) * (1.0f / 16777216.0f); }  // [0, 1)
+inline float ToUniform(uint32_t x) {
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
+}  // [0, 1)
 
 enum class Dist { kUniform, kNormal, kTruncatedNormal };
 
@@ -36,7 +38,7 @@ class RandomOp : public OpKernel {
  public:
   explicit RandomOp(const Node& n) : OpKernel(n), key_(PhiloxKey(n)) {}
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput(0));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     uint32_t call;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -52,7 +54,8 @@ class RandomOp : public OpKernel {
  private:
   float Sample(uint64_t i, uint32_t call) const {
     for (uint32_t attempt = 0;; ++attempt) {
-      auto r = Philox4x32::Block({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), call, attempt}, key_);
+      auto r = Philox4x32::Block(
+          {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), call, attempt}, key_);
       if constexpr (kDist == Dist::kUniform) {
         return ToUniform(r[0]);
       } else {
@@ -71,21 +74,23 @@ class RandomOp : public OpKernel {
   uint32_t calls_ = 0;
 };
 
-#define PF_RANDOM_OP(op, dist)                                                                            \
-  PF_REGISTER_OP(OpDef(op)                                                                                \
-                     .Output("output", "dtype")                                                           \
-                     .RequiredAttr("shape")                                                               \
-                     .Attr("seed", int64_t{0})                                                            \
-                     .Attr("seed2", int64_t{0})                                                           \
-                     .TypeAttr("dtype", kRealTypes, DT_FLOAT)                                             \
-                     .SetStateful()                                                                       \
-                     .SetNotDifferentiable()                                                              \
-                     .SetShapeFn([](ShapeContext& c) {                                                    \
-                       c.set_output(0, c.attr<Shape>("shape"));                                           \
-                       return Status::OK();                                                               \
-                     }));                                                                                 \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("dtype", {DT_FLOAT}), RandomOp<float, dist>); \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("dtype", {DT_DOUBLE}), RandomOp<double, dist>)
+#define PF_RANDOM_OP(op, dist)                                                       \
+  PF_REGISTER_OP(OpDef(op)                                                           \
+                     .Output("output", "dtype")                                      \
+                     .RequiredAttr("shape")                                          \
+                     .Attr("seed", int64_t{0})                                       \
+                     .Attr("seed2", int64_t{0})                                      \
+                     .TypeAttr("dtype", kRealTypes, DT_FLOAT)                        \
+                     .SetStateful()                                                  \
+                     .SetNotDifferentiable()                                         \
+                     .SetShapeFn([](ShapeContext& c) {                               \
+                       c.set_output(0, c.attr<Shape>("shape"));                      \
+                       return Status::OK();                                          \
+                     }));                                                            \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("dtype", {DT_FLOAT}),  \
+                     RandomOp<float, dist>);                                         \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("dtype", {DT_DOUBLE}), \
+                     RandomOp<double, dist>)
 PF_RANDOM_OP("RandomUniform", Dist::kUniform);
 PF_RANDOM_OP("RandomNormal", Dist::kNormal);
 PF_RANDOM_OP("TruncatedNormal", Dist::kTruncatedNormal);
@@ -100,16 +105,29 @@ std::pair<int64_t, int64_t> ResolveSeeds(const Scope& s, int64_t op_seed) {
 }
 
 Output Random(const Scope& s, const char* op, const Shape& shape, DType dtype, int64_t seed) {
-  if (!shape.IsFullyDefined()) throw Error(errors::InvalidArgument(op, " needs a fully defined shape, got ", shape.ToString()));
+  if (!shape.IsFullyDefined())
+    throw Error(
+        errors::InvalidArgument(op, " needs a fully defined shape, got ", shape.ToString()));
   auto [s1, s2] = ResolveSeeds(s, seed);
-  return NodeBuilder(s, op).Attr("shape", shape).Attr("dtype", dtype).Attr("seed", s1).Attr("seed2", s2).Finalize();
+  return NodeBuilder(s, op)
+      .Attr("shape", shape)
+      .Attr("dtype", dtype)
+      .Attr("seed", s1)
+      .Attr("seed2", s2)
+      .Finalize();
 }
 
 }  // namespace
 
 namespace ops {
-Output RandomUniform(const Scope& s, const Shape& shape, DType dtype, int64_t seed) { return Random(s, "RandomUniform", shape, dtype, seed); }
-Output RandomNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) { return Random(s, "RandomNormal", shape, dtype, seed); }
-Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) { return Random(s, "TruncatedNormal", shape, dtype, seed); }
+Output RandomUniform(const Scope& s, const Shape& shape, DType dtype, int64_t seed) {
+  return Random(s, "RandomUniform", shape, dtype, seed);
+}
+Output RandomNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) {
+  return Random(s, "RandomNormal", shape, dtype, seed);
+}
+Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) {
+  return Random(s, "TruncatedNormal", shape, dtype, seed);
+}
 }  // namespace ops
 }  // namespace pf

@@ -34,7 +34,9 @@ PF_REGISTER_OP(OpDef("Variable")
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      const Shape& s = c.attr<Shape>("shape");
-                     if (!s.IsFullyDefined()) return errors::InvalidArgument("Variable shape must be fully defined, got ", s.ToString());
+                     if (!s.IsFullyDefined())
+                       return errors::InvalidArgument("Variable shape must be fully defined, got ",
+                                                      s.ToString());
                      c.set_output(0, s);
                      return Status::OK();
                    }));
@@ -46,8 +48,8 @@ PF_REGISTER_KERNEL(KernelDef("Variable", kDeviceGpu), VariableOp);
 Status AssignShape(ShapeContext& c) {
   const bool validate = c.attr<bool>("validate_shape");
   if (validate && !c.input(0).IsCompatibleWith(c.input(1))) {
-    return errors::InvalidArgument("Shapes must be equal: ref has shape ", c.input(0).ToString(), " but value has shape ",
-                                   c.input(1).ToString());
+    return errors::InvalidArgument("Shapes must be equal: ref has shape ", c.input(0).ToString(),
+                                   " but value has shape ", c.input(1).ToString());
   }
   c.set_output(0, validate ? c.input(0).MergeWith(c.input(1)) : c.input(1));
   return Status::OK();
@@ -62,16 +64,21 @@ class AssignOp : public OpKernel {
     const Tensor& value = ctx->input(1);
     std::lock_guard<std::mutex> lock(var->mu);
     if (var->initialized() && var->value.shape() == value.shape()) {
-      PF_RETURN_IF_ERROR(ctx->device()->CopyWithinDevice(var->value.raw_data(), value.raw_data(), value.TotalBytes()));
+      PF_RETURN_IF_ERROR(ctx->device()->CopyWithinDevice(var->value.raw_data(), value.raw_data(),
+                                                         value.TotalBytes()));
     } else {
       if (validate_ && value.shape() != ctx->input(0).shape() && ctx->input(0).IsInitialized()) {
-        return errors::InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
-                                       ctx->input(0).shape().ToString(), " rhs shape= ", value.shape().ToString());
+        return errors::InvalidArgument(
+            "Assign requires shapes of both tensors to match. lhs shape= ",
+            ctx->input(0).shape().ToString(), " rhs shape= ", value.shape().ToString());
       }
       // A private copy: the variable must never alias (and later mutate) its initial value.
       Tensor copy(ctx->device()->GetAllocator(), value.dtype(), value.shape());
-      if (!copy.IsInitialized()) return errors::ResourceExhausted("OOM allocating variable ", ctx->input(0).shape().ToString());
-      PF_RETURN_IF_ERROR(ctx->device()->CopyWithinDevice(copy.raw_data(), value.raw_data(), value.TotalBytes()));
+      if (!copy.IsInitialized())
+        return errors::ResourceExhausted("OOM allocating variable ",
+                                         ctx->input(0).shape().ToString());
+      PF_RETURN_IF_ERROR(
+          ctx->device()->CopyWithinDevice(copy.raw_data(), value.raw_data(), value.TotalBytes()));
       var->value = std::move(copy);
     }
     *ctx->mutable_output(0) = var->value;
@@ -93,7 +100,8 @@ PF_REGISTER_OP(OpDef("Assign")
                    .SetShapeFn(AssignShape));
 PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceCpu), AssignOp);
 #ifdef PF_WITH_CUDA
-PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceGpu), AssignOp);  // copies on the GPU's compute stream
+PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceGpu),
+                   AssignOp);  // copies on the GPU's compute stream
 #endif
 
 template <typename T, int kSign>
@@ -102,15 +110,18 @@ class AssignUpdateOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     VarState* var = ctx->ref_input(0);
-    if (var == nullptr) return errors::Internal(node().op(), ": input 0 is not a variable reference");
+    if (var == nullptr)
+      return errors::Internal(node().op(), ": input 0 is not a variable reference");
     const Tensor& value = ctx->input(1);
     std::lock_guard<std::mutex> lock(var->mu);
     if (!var->initialized()) {
-      return errors::FailedPrecondition("Attempting to use uninitialized value ", node().input(0).node->name());
+      return errors::FailedPrecondition("Attempting to use uninitialized value ",
+                                        node().input(0).node->name());
     }
     if (var->value.shape() != value.shape()) {
-      return errors::InvalidArgument("Must have updates.shape = ref.shape: ", value.shape().ToString(), " vs. ",
-                                     var->value.shape().ToString());
+      return errors::InvalidArgument(
+          "Must have updates.shape = ref.shape: ", value.shape().ToString(), " vs. ",
+          var->value.shape().ToString());
     }
     T* dst = var->value.data<T>();
     const T* src = value.data<T>();
@@ -122,26 +133,30 @@ class AssignUpdateOp : public OpKernel {
   }
 };
 
-#define PF_ASSIGN_UPDATE(op, sign)                                                            \
-  PF_REGISTER_OP(OpDef(op)                                                                    \
-                     .RefInput("ref", "T")                                                    \
-                     .Input("value", "T")                                                     \
-                     .Output("output_ref", "T")                                               \
-                     .TypeAttr("T", kNumberTypes)                                             \
-                     .SetStateful()                                                           \
-                     .SetNotDifferentiable()                                                  \
-                     .SetShapeFn([](ShapeContext& c) {                                        \
-                       if (!c.input(0).IsCompatibleWith(c.input(1))) {                        \
-                         return errors::InvalidArgument("Shapes must be equal: ref has shape ", \
-                                                        c.input(0).ToString(), " but value has shape ", \
-                                                        c.input(1).ToString());               \
-                       }                                                                      \
-                       return UnchangedShape(c);                                              \
-                     }));                                                                     \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), AssignUpdateOp<float, sign>);   \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), AssignUpdateOp<double, sign>); \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}), AssignUpdateOp<int32_t, sign>); \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}), AssignUpdateOp<int64_t, sign>)
+#define PF_ASSIGN_UPDATE(op, sign)                                                          \
+  PF_REGISTER_OP(OpDef(op)                                                                  \
+                     .RefInput("ref", "T")                                                  \
+                     .Input("value", "T")                                                   \
+                     .Output("output_ref", "T")                                             \
+                     .TypeAttr("T", kNumberTypes)                                           \
+                     .SetStateful()                                                         \
+                     .SetNotDifferentiable()                                                \
+                     .SetShapeFn([](ShapeContext& c) {                                      \
+                       if (!c.input(0).IsCompatibleWith(c.input(1))) {                      \
+                         return errors::InvalidArgument(                                    \
+                             "Shapes must be equal: ref has shape ", c.input(0).ToString(), \
+                             " but value has shape ", c.input(1).ToString());               \
+                       }                                                                    \
+                       return UnchangedShape(c);                                            \
+                     }));                                                                   \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),             \
+                     AssignUpdateOp<float, sign>);                                          \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),            \
+                     AssignUpdateOp<double, sign>);                                         \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}),             \
+                     AssignUpdateOp<int32_t, sign>);                                        \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}),             \
+                     AssignUpdateOp<int64_t, sign>)
 PF_ASSIGN_UPDATE("AssignAdd", 1);
 PF_ASSIGN_UPDATE("AssignSub", -1);
 
@@ -153,10 +168,18 @@ Output Variable(const Scope& s, const Shape& shape, DType dtype) {
   return NodeBuilder(s, "Variable").Attr("shape", shape).Attr("dtype", dtype).Finalize();
 }
 Output Assign(const Scope& s, Output ref, Output value, bool validate_shape) {
-  return NodeBuilder(s, "Assign").Input(ref).Input(value).Attr("validate_shape", validate_shape).Finalize();
+  return NodeBuilder(s, "Assign")
+      .Input(ref)
+      .Input(value)
+      .Attr("validate_shape", validate_shape)
+      .Finalize();
 }
-Output AssignAdd(const Scope& s, Output ref, Output value) { return NodeBuilder(s, "AssignAdd").Input(ref).Input(value).Finalize(); }
-Output AssignSub(const Scope& s, Output ref, Output value) { return NodeBuilder(s, "AssignSub").Input(ref).Input(value).Finalize(); }
+Output AssignAdd(const Scope& s, Output ref, Output value) {
+  return NodeBuilder(s, "AssignAdd").Input(ref).Input(value).Finalize();
+}
+Output AssignSub(const Scope& s, Output ref, Output value) {
+  return NodeBuilder(s, "AssignSub").Input(ref).Input(value).Finalize();
+}
 
 }  // namespace ops
 }  // namespace pf

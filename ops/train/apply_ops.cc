@@ -26,12 +26,13 @@ class GradientDescentOp : public ApplyKernel<T> {
   }
 };
 
-// accum = momentum * accum + grad; var -= lr * accum (Nesterov: var -= lr * (grad + momentum * accum)).
-// Inputs: var, accum, lr, grad, momentum.
+// accum = momentum * accum + grad; var -= lr * accum (Nesterov: var -= lr * (grad + momentum *
+// accum)). Inputs: var, accum, lr, grad, momentum.
 template <typename T>
 class MomentumOp : public ApplyKernel<T> {
  public:
-  explicit MomentumOp(const Node& n) : ApplyKernel<T>(n, {0, 1}, 3), nesterov_(n.attr<bool>("use_nesterov")) {}
+  explicit MomentumOp(const Node& n)
+      : ApplyKernel<T>(n, {0, 1}, 3), nesterov_(n.attr<bool>("use_nesterov")) {}
   Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
     const T lr = this->Scalar(ctx, 2), mu = this->Scalar(ctx, 4);
     ParallelFor(ctx, n, 4, [&](int64_t b, int64_t e) {
@@ -47,9 +48,9 @@ class MomentumOp : public ApplyKernel<T> {
   bool nesterov_;
 };
 
-// lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (g - m)(1 - beta1); v += (g^2 - v)(1 - beta2);
-// var -= lr_t * m / (sqrt(v) + epsilon). Inputs: var, m, v, beta1_power, beta2_power, lr, beta1,
-// beta2, epsilon, grad.
+// lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (g - m)(1 - beta1); v += (g^2 - v)(1 -
+// beta2); var -= lr_t * m / (sqrt(v) + epsilon). Inputs: var, m, v, beta1_power, beta2_power, lr,
+// beta1, beta2, epsilon, grad.
 template <typename T>
 class AdamOp : public ApplyKernel<T> {
  public:
@@ -76,7 +77,8 @@ class RMSPropOp : public ApplyKernel<T> {
  public:
   explicit RMSPropOp(const Node& n) : ApplyKernel<T>(n, {0, 1, 2}, 7) {}
   Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* g, int64_t n) override {
-    const T lr = this->Scalar(ctx, 3), rho = this->Scalar(ctx, 4), mu = this->Scalar(ctx, 5), eps = this->Scalar(ctx, 6);
+    const T lr = this->Scalar(ctx, 3), rho = this->Scalar(ctx, 4), mu = this->Scalar(ctx, 5),
+            eps = this->Scalar(ctx, 6);
     ParallelFor(ctx, n, 20, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         v[1][i] += (g[i] * g[i] - v[1][i]) * (T(1) - rho);
@@ -106,35 +108,43 @@ class AdagradOp : public ApplyKernel<T> {
 };
 
 // Schema: `refs` reference inputs, then `scalars`, with the gradient at `grad_pos` among them.
-OpDef ApplyDef(const char* name, const std::vector<std::string>& refs, const std::vector<std::string>& rest) {
+OpDef ApplyDef(const char* name, const std::vector<std::string>& refs,
+               const std::vector<std::string>& rest) {
   OpDef d(name);
   for (const std::string& r : refs) d.RefInput(r, "T");
   for (const std::string& r : rest) d.Input(r, "T");
-  return d.Output("out", "T").TypeAttr("T", kRealTypes).SetStateful().SetNotDifferentiable().SetShapeFn([](ShapeContext& c) {
-    for (int i = 1; i < c.num_inputs(); ++i) {
-      if (c.input(i).rank() == 0) continue;  // scalars
-      if (!c.input(0).IsCompatibleWith(c.input(i))) {
-        return errors::InvalidArgument("var and input ", i, " do not have the same shape: ", c.input(0).ToString(), " vs ",
-                                       c.input(i).ToString());
-      }
-    }
-    c.set_output(0, c.input(0));
-    return Status::OK();
-  });
+  return d.Output("out", "T")
+      .TypeAttr("T", kRealTypes)
+      .SetStateful()
+      .SetNotDifferentiable()
+      .SetShapeFn([](ShapeContext& c) {
+        for (int i = 1; i < c.num_inputs(); ++i) {
+          if (c.input(i).rank() == 0) continue;  // scalars
+          if (!c.input(0).IsCompatibleWith(c.input(i))) {
+            return errors::InvalidArgument("var and input ", i,
+                                           " do not have the same shape: ", c.input(0).ToString(),
+                                           " vs ", c.input(i).ToString());
+          }
+        }
+        c.set_output(0, c.input(0));
+        return Status::OK();
+      });
 }
 
-#define PF_APPLY_KERNELS(op, Kernel)                                                          \
+#define PF_APPLY_KERNELS(op, Kernel)                                                            \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), Kernel<float>); \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), Kernel<double>)
 
 PF_REGISTER_OP(ApplyDef("ApplyGradientDescent", {"var"}, {"alpha", "delta"}));
 PF_APPLY_KERNELS("ApplyGradientDescent", GradientDescentOp);
-PF_REGISTER_OP(ApplyDef("ApplyMomentum", {"var", "accum"}, {"lr", "grad", "momentum"}).Attr("use_nesterov", false));
+PF_REGISTER_OP(ApplyDef("ApplyMomentum", {"var", "accum"}, {"lr", "grad", "momentum"})
+                   .Attr("use_nesterov", false));
 PF_APPLY_KERNELS("ApplyMomentum", MomentumOp);
 PF_REGISTER_OP(ApplyDef("ApplyAdam", {"var", "m", "v"},
                         {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"}));
 PF_APPLY_KERNELS("ApplyAdam", AdamOp);
-PF_REGISTER_OP(ApplyDef("ApplyRMSProp", {"var", "ms", "mom"}, {"lr", "rho", "momentum", "epsilon", "grad"}));
+PF_REGISTER_OP(ApplyDef("ApplyRMSProp", {"var", "ms", "mom"},
+                        {"lr", "rho", "momentum", "epsilon", "grad"}));
 PF_APPLY_KERNELS("ApplyRMSProp", RMSPropOp);
 PF_REGISTER_OP(ApplyDef("ApplyAdagrad", {"var", "accum"}, {"lr", "grad"}));
 PF_APPLY_KERNELS("ApplyAdagrad", AdagradOp);

@@ -13,7 +13,8 @@ Output Hyper::Get(const Scope& s, DType t, const char* name) const {
   return ScalarOf(s.WithOpName(name), value_, t);
 }
 
-std::vector<GradAndVar> Optimizer::ComputeGradients(const Scope& scope, Output loss, std::vector<Variable> vars) {
+std::vector<GradAndVar> Optimizer::ComputeGradients(const Scope& scope, Output loss,
+                                                    std::vector<Variable> vars) {
   if (vars.empty()) vars = TrainableVariables(scope.graph());
   if (vars.empty()) throw Error(errors::InvalidArgument("No variables to optimize."));
   std::vector<Output> xs;
@@ -27,18 +28,23 @@ std::vector<GradAndVar> Optimizer::ComputeGradients(const Scope& scope, Output l
   return out;
 }
 
-Variable Optimizer::Slot(const Scope& scope, const Variable& var, const std::string& slot_name, double init) {
+Variable Optimizer::Slot(const Scope& scope, const Variable& var, const std::string& slot_name,
+                         double init) {
   Scope s = Scope::Root(scope.graph()).ColocateWith(var.ref());
-  return GetVariable(s, var.name() + "/" + slot_name, var.shape(), init::Constant(init), var.dtype(), /*trainable=*/false);
+  return GetVariable(s, var.name() + "/" + slot_name, var.shape(), init::Constant(init),
+                     var.dtype(), /*trainable=*/false);
 }
 
-Operation Optimizer::ApplyGradients(const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
+Operation Optimizer::ApplyGradients(const Scope& scope,
+                                    const std::vector<GradAndVar>& grads_and_vars,
                                     const Variable* global_step) {
   std::vector<Variable> vars;
   for (const auto& [g, v] : grads_and_vars) {
     if (g.node != nullptr) vars.push_back(v);
   }
-  if (vars.empty()) throw Error(errors::InvalidArgument("No gradients provided for any variable: the loss does not depend on them."));
+  if (vars.empty())
+    throw Error(errors::InvalidArgument(
+        "No gradients provided for any variable: the loss does not depend on them."));
   Scope root = scope.NewSubScope(name_);
   Prepare(root, vars);
   std::vector<Operation> updates;
@@ -58,12 +64,17 @@ Operation Optimizer::ApplyGradients(const Scope& scope, const std::vector<GradAn
   return ops::NoOp(scope.WithOpName(name_).WithControlDependencies(all));
 }
 
-Operation Optimizer::Minimize(const Scope& scope, Output loss, const Variable* global_step, std::vector<Variable> vars) {
+Operation Optimizer::Minimize(const Scope& scope, Output loss, const Variable* global_step,
+                              std::vector<Variable> vars) {
   return ApplyGradients(scope, ComputeGradients(scope, loss, std::move(vars)), global_step);
 }
 
 Output GradientDescent::ApplyDense(const Scope& s, Output grad, const Variable& var) {
-  return NodeBuilder(s, "ApplyGradientDescent").Input(var.ref()).Input(lr_.Get(s, var.dtype(), "learning_rate")).Input(grad).Finalize();
+  return NodeBuilder(s, "ApplyGradientDescent")
+      .Input(var.ref())
+      .Input(lr_.Get(s, var.dtype(), "learning_rate"))
+      .Input(grad)
+      .Finalize();
 }
 
 Output Momentum::ApplyDense(const Scope& s, Output grad, const Variable& var) {
@@ -81,8 +92,10 @@ Output Momentum::ApplyDense(const Scope& s, Output grad, const Variable& var) {
 void Adam::Prepare(const Scope& s, const std::vector<Variable>& vars) {
   // TensorFlow 1.x: beta powers are plain variables colocated with the first variable.
   Scope at = Scope::Root(s.graph()).ColocateWith(vars[0].ref());
-  beta1_power_ = GetVariable(at.WithReuse(Reuse::kAutoReuse), "beta1_power", {}, init::Constant(beta1_), vars[0].dtype(), false);
-  beta2_power_ = GetVariable(at.WithReuse(Reuse::kAutoReuse), "beta2_power", {}, init::Constant(beta2_), vars[0].dtype(), false);
+  beta1_power_ = GetVariable(at.WithReuse(Reuse::kAutoReuse), "beta1_power", {},
+                             init::Constant(beta1_), vars[0].dtype(), false);
+  beta2_power_ = GetVariable(at.WithReuse(Reuse::kAutoReuse), "beta2_power", {},
+                             init::Constant(beta2_), vars[0].dtype(), false);
 }
 
 Output Adam::ApplyDense(const Scope& s, Output grad, const Variable& var) {
@@ -131,53 +144,67 @@ Output RMSProp::ApplyDense(const Scope& s, Output grad, const Variable& var) {
 
 Output AdaGrad::ApplyDense(const Scope& s, Output grad, const Variable& var) {
   Variable accum = Slot(s, var, "Adagrad", initial_);
-  return NodeBuilder(s, "ApplyAdagrad").Input(var.ref()).Input(accum.ref()).Input(lr_.Get(s, var.dtype(), "learning_rate")).Input(grad).Finalize();
+  return NodeBuilder(s, "ApplyAdagrad")
+      .Input(var.ref())
+      .Input(accum.ref())
+      .Input(lr_.Get(s, var.dtype(), "learning_rate"))
+      .Input(grad)
+      .Finalize();
 }
 
 Variable GetOrCreateGlobalStep(const Scope& scope) {
   Variable existing = FindVariable(scope.graph(), "global_step");
   if (existing.valid()) return existing;
-  return GetVariable(Scope::Root(scope.graph()), "global_step", {}, init::Zeros(), DT_INT64, /*trainable=*/false);
+  return GetVariable(Scope::Root(scope.graph()), "global_step", {}, init::Zeros(), DT_INT64,
+                     /*trainable=*/false);
 }
 
-Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step, double decay_steps,
-                        double decay_rate, bool staircase) {
+Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step,
+                        double decay_steps, double decay_rate, bool staircase) {
   Scope s = scope.NewSubScope("ExponentialDecay");
-  Output p = ops::Div(s, ops::Cast(s, global_step.value(), DT_FLOAT), ScalarOf(s, decay_steps, DT_FLOAT));
+  Output p =
+      ops::Div(s, ops::Cast(s, global_step.value(), DT_FLOAT), ScalarOf(s, decay_steps, DT_FLOAT));
   if (staircase) p = ops::Floor(s, p);
   return ops::Mul(s.WithOpName("learning_rate"), ScalarOf(s, learning_rate, DT_FLOAT),
                   ops::Pow(s, ScalarOf(s, decay_rate, DT_FLOAT), p));
 }
 
-Output PiecewiseConstant(const Scope& scope, const Variable& global_step, const std::vector<double>& boundaries,
-                         const std::vector<double>& values) {
+Output PiecewiseConstant(const Scope& scope, const Variable& global_step,
+                         const std::vector<double>& boundaries, const std::vector<double>& values) {
   if (values.size() != boundaries.size() + 1) {
-    throw Error(errors::InvalidArgument("PiecewiseConstant: values must have one more element than boundaries, got ",
-                                        values.size(), " and ", boundaries.size()));
+    throw Error(errors::InvalidArgument(
+        "PiecewiseConstant: values must have one more element than boundaries, got ", values.size(),
+        " and ", boundaries.size()));
   }
   Scope s = scope.NewSubScope("PiecewiseConstant");
   Output x = ops::Cast(s, global_step.value(), DT_FLOAT);
   Output result = ScalarOf(s, values[0], DT_FLOAT);
   for (size_t i = 0; i < boundaries.size(); ++i) {
     Output past = ops::Cast(s, ops::Greater(s, x, ScalarOf(s, boundaries[i], DT_FLOAT)), DT_FLOAT);
-    result = ops::Add(s, result, ops::Mul(s, past, ScalarOf(s, values[i + 1] - values[i], DT_FLOAT)));
+    result =
+        ops::Add(s, result, ops::Mul(s, past, ScalarOf(s, values[i + 1] - values[i], DT_FLOAT)));
   }
   return ops::Identity(s.WithOpName("value"), result);
 }
 
-std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& grads, double clip_norm) {
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope,
+                                                        const std::vector<Output>& grads,
+                                                        double clip_norm) {
   Scope s = scope.NewSubScope("clip_by_global_norm");
   std::vector<Output> squares;
   for (const Output& g : grads) {
-    if (g.node != nullptr) squares.push_back(ops::Mul(s, ops::L2Loss(s, g), ScalarOf(s, 2, g.dtype())));
+    if (g.node != nullptr)
+      squares.push_back(ops::Mul(s, ops::L2Loss(s, g), ScalarOf(s, 2, g.dtype())));
   }
-  if (squares.empty()) throw Error(errors::InvalidArgument("ClipByGlobalNorm: every gradient is null"));
+  if (squares.empty())
+    throw Error(errors::InvalidArgument("ClipByGlobalNorm: every gradient is null"));
   const DType t = squares[0].dtype();
   Output norm = ops::Sqrt(s.WithOpName("global_norm"), ops::AddN(s, squares));
   Output clip = ScalarOf(s, clip_norm, t);
   Output scale = ops::Div(s, clip, ops::Maximum(s, norm, clip));
   std::vector<Output> clipped;
-  for (const Output& g : grads) clipped.push_back(g.node == nullptr ? Output() : ops::Mul(s, g, scale));
+  for (const Output& g : grads)
+    clipped.push_back(g.node == nullptr ? Output() : ops::Mul(s, g, scale));
   return {clipped, norm};
 }
 
@@ -195,7 +222,8 @@ Output L2Regularization(const Scope& scope, const std::vector<Variable>& weights
 Output Accuracy(const Scope& scope, Output logits, Output labels) {
   Scope s = scope.NewSubScope("accuracy");
   Output predicted = ops::ArgMax(s, logits, 1, labels.dtype());
-  return ops::Mean(s.WithOpName("value"), ops::Cast(s, ops::Equal(s, predicted, labels), logits.dtype()));
+  return ops::Mean(s.WithOpName("value"),
+                   ops::Cast(s, ops::Equal(s, predicted, labels), logits.dtype()));
 }
 
 Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<Variable>& vars) {
@@ -204,19 +232,24 @@ Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<
   for (const Variable& v : vars) {
     // The shadow starts at the variable's initial value: the output of the variable's initializer.
     Output initial(v.initializer().node, 0);
-    Initializer from_var = [initial](const Scope& is, const Shape&, DType) { return ops::Identity(is, initial); };
+    Initializer from_var = [initial](const Scope& is, const Shape&, DType) {
+      return ops::Identity(is, initial);
+    };
     Scope at = Scope::Root(scope.graph()).ColocateWith(v.ref());
-    Variable shadow = GetVariable(at, v.name() + "/ExponentialMovingAverage", v.shape(), from_var, v.dtype(), false);
+    Variable shadow = GetVariable(at, v.name() + "/ExponentialMovingAverage", v.shape(), from_var,
+                                  v.dtype(), false);
     shadows_.emplace_back(v.name(), shadow);
     const DType t = v.dtype();
     Output decay = ScalarOf(s, decay_, t);
     if (num_updates_.valid()) {
       Output n = ops::Cast(s, num_updates_.value(), t);
-      Output warm = ops::Div(s, ops::Add(s, ScalarOf(s, 1, t), n), ops::Add(s, ScalarOf(s, 10, t), n));
+      Output warm =
+          ops::Div(s, ops::Add(s, ScalarOf(s, 1, t), n), ops::Add(s, ScalarOf(s, 10, t), n));
       decay = ops::Minimum(s, decay, warm);
     }
     Scope us = s.ColocateWith(shadow.ref());
-    Output delta = ops::Mul(us, ops::Sub(us, ScalarOf(us, 1, t), decay), ops::Sub(us, shadow.value(), v.value()));
+    Output delta = ops::Mul(us, ops::Sub(us, ScalarOf(us, 1, t), decay),
+                            ops::Sub(us, shadow.value(), v.value()));
     updates.push_back(ops::AssignSub(us.WithOpName("update_" + v.name()), shadow.ref(), delta));
   }
   return ops::NoOp(scope.WithOpName("ExponentialMovingAverage").WithControlDependencies(updates));

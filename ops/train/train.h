@@ -4,7 +4,8 @@
 //   pf::Output lr = pf::train::ExponentialDecay(root, 0.8, step, 600, 0.99, /*staircase=*/true);
 //   pf::train::Adam opt(lr);
 //   pf::Operation train_op = opt.Minimize(root, loss, &step);
-//   // slots "<var>/Adam", "<var>/Adam_1", colocated with their variable; one ApplyAdam per variable
+//   // slots "<var>/Adam", "<var>/Adam_1", colocated with their variable; one ApplyAdam per
+//   variable
 //
 // ApplyGradients runs one fused update op per variable, then (if given) increments the
 // global step, and returns a NoOp named after the optimizer that depends on all of it.
@@ -21,8 +22,8 @@ namespace pf::train {
 // A learning rate (or other hyper-parameter): a constant or a tensor such as a schedule.
 class Hyper {
  public:
-  Hyper(double v) : value_(v) {}    // NOLINT: implicit on purpose
-  Hyper(Output o) : output_(o) {}   // NOLINT
+  Hyper(double v) : value_(v) {}   // NOLINT: implicit on purpose
+  Hyper(Output o) : output_(o) {}  // NOLINT
   Output Get(const Scope& s, DType t, const char* name) const;
 
  private:
@@ -39,7 +40,8 @@ class Optimizer {
 
   // Gradients of `loss` for `vars` (default: the trainable variables), TensorFlow's
   // compute_gradients: pairs with a null gradient where the loss does not depend on a var.
-  std::vector<GradAndVar> ComputeGradients(const Scope& scope, Output loss, std::vector<Variable> vars = {});
+  std::vector<GradAndVar> ComputeGradients(const Scope& scope, Output loss,
+                                           std::vector<Variable> vars = {});
   Operation ApplyGradients(const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
                            const Variable* global_step = nullptr);
   Operation Minimize(const Scope& scope, Output loss, const Variable* global_step = nullptr,
@@ -52,16 +54,20 @@ class Optimizer {
   // Variables the optimizer needs besides slots (Adam's beta powers); called once.
   virtual void Prepare(const Scope& s, const std::vector<Variable>& vars) {}
   // Ops run after every update and before the step counts (Adam's beta power updates).
-  virtual std::vector<Operation> Finish(const Scope& s, const std::vector<Operation>& updates) { return {}; }
+  virtual std::vector<Operation> Finish(const Scope& s, const std::vector<Operation>& updates) {
+    return {};
+  }
   // "<var>/<slot_name>", initialised to `init`, non-trainable, colocated with `var`.
-  Variable Slot(const Scope& scope, const Variable& var, const std::string& slot_name, double init = 0.0);
+  Variable Slot(const Scope& scope, const Variable& var, const std::string& slot_name,
+                double init = 0.0);
 
   std::string name_;
 };
 
 class GradientDescent : public Optimizer {
  public:
-  explicit GradientDescent(Hyper learning_rate) : Optimizer("GradientDescent"), lr_(learning_rate) {}
+  explicit GradientDescent(Hyper learning_rate)
+      : Optimizer("GradientDescent"), lr_(learning_rate) {}
 
  protected:
   Output ApplyDense(const Scope& s, Output grad, const Variable& var) override;
@@ -85,7 +91,8 @@ class Momentum : public Optimizer {
 
 class Adam : public Optimizer {
  public:
-  explicit Adam(Hyper learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8)
+  explicit Adam(Hyper learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999,
+                double epsilon = 1e-8)
       : Optimizer("Adam"), lr_(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
 
  protected:
@@ -101,8 +108,13 @@ class Adam : public Optimizer {
 
 class RMSProp : public Optimizer {
  public:
-  explicit RMSProp(Hyper learning_rate, double decay = 0.9, double momentum = 0.0, double epsilon = 1e-10)
-      : Optimizer("RMSProp"), lr_(learning_rate), decay_(decay), momentum_(momentum), epsilon_(epsilon) {}
+  explicit RMSProp(Hyper learning_rate, double decay = 0.9, double momentum = 0.0,
+                   double epsilon = 1e-10)
+      : Optimizer("RMSProp"),
+        lr_(learning_rate),
+        decay_(decay),
+        momentum_(momentum),
+        epsilon_(epsilon) {}
 
  protected:
   Output ApplyDense(const Scope& s, Output grad, const Variable& var) override;
@@ -129,16 +141,18 @@ class AdaGrad : public Optimizer {
 Variable GetOrCreateGlobalStep(const Scope& scope);
 
 // lr * decay_rate ^ (global_step / decay_steps), the exponent floored when staircase.
-Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step, double decay_steps,
-                        double decay_rate, bool staircase = false);
-// values[0] while step <= boundaries[0], values[i] while boundaries[i-1] < step <= boundaries[i], ...
-Output PiecewiseConstant(const Scope& scope, const Variable& global_step, const std::vector<double>& boundaries,
-                         const std::vector<double>& values);
+Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step,
+                        double decay_steps, double decay_rate, bool staircase = false);
+// values[0] while step <= boundaries[0], values[i] while boundaries[i-1] < step <= boundaries[i],
+// ...
+Output PiecewiseConstant(const Scope& scope, const Variable& global_step,
+                         const std::vector<double>& boundaries, const std::vector<double>& values);
 
 // Scales every gradient by clip_norm / max(global_norm, clip_norm). Null gradients stay null.
 // Returns the clipped gradients and the global norm.
-std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& grads,
-                                                       double clip_norm);
+std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope,
+                                                        const std::vector<Output>& grads,
+                                                        double clip_norm);
 
 // scale * sum of L2Loss(w) over `weights`, added to the "losses" collection (what
 // tf.contrib.layers.l2_regularizer contributes per weight). Returns the term.

@@ -52,8 +52,9 @@ TEST_CASE("Device names: full, partial, legacy and wildcard forms parse", "[core
 
 TEST_CASE("Device names: malformed strings are rejected clearly", "[core][device_name]") {
   DeviceName d;
-  for (const char* bad : {"/foo:bar", "job:foo", "/job:123", "/job:Foo", "/job:foo/replica:x", "/replica:", "/task:-1",
-                          "/device:1:0", "/gpu:a", "/device:GPU:x", "/job:foo/", "//job:foo", "/cpu:0 "}) {
+  for (const char* bad : {"/foo:bar", "job:foo", "/job:123", "/job:Foo", "/job:foo/replica:x",
+                          "/replica:", "/task:-1", "/device:1:0", "/gpu:a", "/device:GPU:x",
+                          "/job:foo/", "//job:foo", "/cpu:0 "}) {
     INFO(bad);
     CHECK_FALSE(DeviceName::Parse(bad, &d));
   }
@@ -71,7 +72,8 @@ TEST_CASE("Device names: specification matching and compatibility", "[core][devi
   CHECK_FALSE(DeviceName::IsSpecification(P("/gpu:0"), full));
   CHECK_FALSE(DeviceName::IsSpecification(P("/cpu:1"), full));
   CHECK_FALSE(DeviceName::IsSpecification(P("/job:worker"), full));
-  CHECK_FALSE(DeviceName::IsSpecification(full, P("/gpu:1")));  // less specific side has fewer fields
+  CHECK_FALSE(
+      DeviceName::IsSpecification(full, P("/gpu:1")));  // less specific side has fewer fields
   CHECK(DeviceName::IsCompleteSpecification(P("/device:GPU:1"), full));
   CHECK_FALSE(DeviceName::IsCompleteSpecification(P("/device:GPU:1"), P("/device:GPU:1")));
   CHECK(DeviceName::AreCompatible(P("/job:foo"), P("/gpu:0")));
@@ -82,7 +84,8 @@ TEST_CASE("Device names: specification matching and compatibility", "[core][devi
   CHECK(P("/job:a/gpu:1").LocalName() == "GPU:1");
 }
 
-TEST_CASE("Device names: merge with and without soft placement, override merge", "[core][device_name]") {
+TEST_CASE("Device names: merge with and without soft placement, override merge",
+          "[core][device_name]") {
   DeviceName t = P("/job:foo");
   REQUIRE(DeviceName::Merge(&t, P("/gpu:0")).ok());
   CHECK(t.ToString() == "/job:foo/device:GPU:0");
@@ -118,7 +121,8 @@ TEST_CASE("Device names: merge with and without soft placement, override merge",
   DeviceName u = P("/job:foo/gpu:1");
   DeviceName::MergeUnset(&u, P("/job:bar/replica:2/cpu:0"));
   CHECK(u.ToString() == "/job:foo/replica:2/device:GPU:1");
-  CHECK(DeviceName::FullName("localhost", 0, 0, "CPU", 1) == "/job:localhost/replica:0/task:0/device:CPU:1");
+  CHECK(DeviceName::FullName("localhost", 0, 0, "CPU", 1) ==
+        "/job:localhost/replica:0/task:0/device:CPU:1");
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ struct Model {
     b = GetVariable(vs, "b", {2}, init::Zeros());
     step = train::GetOrCreateGlobalStep(root);
     Output x = ops::Const(root, Tensor::FromVector<float>({1, 2, 3}, {1, 3}));
-    Output loss = ops::Sum(root, ops::Square(root, ops::Add(root, ops::MatMul(root, x, w.value()), b.value())));
+    Output loss = ops::Sum(
+        root, ops::Square(root, ops::Add(root, ops::MatMul(root, x, w.value()), b.value())));
     train::Adam opt(0.1);
     train = opt.Minimize(root, loss, &step);
   }
@@ -82,7 +83,8 @@ TEST_CASE("Saver keeps the last K checkpoints", "[saver]") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("Corrupt, truncated or mismatched checkpoints fail clearly and change nothing", "[saver]") {
+TEST_CASE("Corrupt, truncated or mismatched checkpoints fail clearly and change nothing",
+          "[saver]") {
   auto dir = TempDir("corrupt");
   Model m;
   Session s(m.g);
@@ -106,15 +108,20 @@ TEST_CASE("Corrupt, truncated or mismatched checkpoints fail clearly and change 
     auto now = s.Run({m.w.value(), m.b.value(), m.step.value()});
     for (int i = 0; i < 3; ++i) REQUIRE(now[i].BitwiseEqual(snapshot[i]));
   };
-  CHECK_THROWS_WITH(saver.Restore(s, write("truncated.safetensors", bytes.substr(0, bytes.size() - 5))), Contains("truncated?"));
+  CHECK_THROWS_WITH(
+      saver.Restore(s, write("truncated.safetensors", bytes.substr(0, bytes.size() - 5))),
+      Contains("truncated?"));
   unchanged();
-  CHECK_THROWS_WITH(saver.Restore(s, write("tiny.safetensors", "abc")), Contains("shorter than the 8-byte header length"));
+  CHECK_THROWS_WITH(saver.Restore(s, write("tiny.safetensors", "abc")),
+                    Contains("shorter than the 8-byte header length"));
   unchanged();
   std::string broken = bytes;
   broken[12] = '#';
-  CHECK_THROWS_WITH(saver.Restore(s, write("header.safetensors", broken)), Contains("bad safetensors header"));
+  CHECK_THROWS_WITH(saver.Restore(s, write("header.safetensors", broken)),
+                    Contains("bad safetensors header"));
   unchanged();
-  CHECK_THROWS_WITH(saver.Restore(s, (dir / "missing.safetensors").string()), Contains("not found"));
+  CHECK_THROWS_WITH(saver.Restore(s, (dir / "missing.safetensors").string()),
+                    Contains("not found"));
   // A checkpoint of a different model: same names, other shapes.
   Graph other;
   Scope root = Scope::Root(&other);
@@ -122,7 +129,8 @@ TEST_CASE("Corrupt, truncated or mismatched checkpoints fail clearly and change 
   Session so(other);
   so.Run({}, {}, {GlobalVariablesInitializer(root)});
   std::string wrong = Saver(&other).Save(so, (dir / "other").string());
-  CHECK_THROWS_WITH(saver.Restore(s, wrong), Contains("holds dense/w as float [4,2] but the variable is float [3,2]"));
+  CHECK_THROWS_WITH(saver.Restore(s, wrong),
+                    Contains("holds dense/w as float [4,2] but the variable is float [3,2]"));
   unchanged();
   saver.Restore(s, good);  // the good file still restores
   CHECK_FALSE(s.Run({m.w.value()})[0].BitwiseEqual(snapshot[0]));

@@ -1,12 +1,13 @@
 // Session and executor behaviour: results, caching, pruning, errors users hit, parallelism.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <future>
-#include <thread>
-#include <set>
 #include <fstream>
-#include <unistd.h>
+#include <future>
+#include <set>
+#include <thread>
 
 #include "devices/device.h"
 #include "ops/op_util.h"
@@ -34,7 +35,8 @@ class TestMeetOp : public OpKernel {
     std::unique_lock<std::mutex> lock(meeting->mu);
     ++meeting->arrived;
     meeting->cv.notify_all();
-    bool met = meeting->cv.wait_for(lock, std::chrono::seconds(20), [] { return meeting->arrived >= 2; });
+    bool met =
+        meeting->cv.wait_for(lock, std::chrono::seconds(20), [] { return meeting->arrived >= 2; });
     if (!met) return errors::Aborted("branches did not run concurrently");
     return ctx->ForwardInput(0, 0);
   }
@@ -66,16 +68,29 @@ class TestExpiredOp : public OpKernel {
   }
 };
 
-PF_REGISTER_OP(OpDef("TestMeet").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("TestMeet")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", {DT_FLOAT})
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("TestMeet", "CPU"), TestMeetOp);
-PF_REGISTER_OP(OpDef("TestFail").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("TestFail")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", {DT_FLOAT})
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("TestFail", "CPU"), TestFailOp);
-PF_REGISTER_OP(OpDef("TestSource").Output("y", "float").SetStateful().SetShapeFn([](ShapeContext& c) {
-  c.set_output(0, Shape{1024});
-  return Status::OK();
-}));
+PF_REGISTER_OP(
+    OpDef("TestSource").Output("y", "float").SetStateful().SetShapeFn([](ShapeContext& c) {
+      c.set_output(0, Shape{1024});
+      return Status::OK();
+    }));
 PF_REGISTER_KERNEL(KernelDef("TestSource", "CPU"), TestSourceOp);
-PF_REGISTER_OP(OpDef("TestExpired").Input("x", "float").Output("y", "bool").SetStateful().SetShapeFn(ScalarShape));
+PF_REGISTER_OP(OpDef("TestExpired")
+                   .Input("x", "float")
+                   .Output("y", "bool")
+                   .SetStateful()
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("TestExpired", "CPU"), TestExpiredOp);
 
 TEST_CASE("Run returns fetches in order and reuses the prepared signature", "[executor]") {
@@ -96,7 +111,8 @@ TEST_CASE("Run returns fetches in order and reuses the prepared signature", "[ex
   sess.Run({{x, batch}}, {y});
   CHECK(sess.num_cached_signatures() == 2);
   // Feeding an intermediate tensor cuts the graph above it: x need not be fed.
-  CHECK(sess.Run({{y, Tensor::FromVector<float>({1, 2}, {1, 2})}}, {s})[0].DebugString() == "Tensor<float []> 3");
+  CHECK(sess.Run({{y, Tensor::FromVector<float>({1, 2}, {1, 2})}}, {s})[0].DebugString() ==
+        "Tensor<float []> 3");
   // Fetching a fed tensor returns it.
   CHECK(sess.Run({{x, batch}}, {x})[0].SharesBufferWith(batch));
   // By name.
@@ -117,11 +133,15 @@ TEST_CASE("Errors users hit: feeds, fetches, uninitialised variables", "[executo
     FAIL("expected an error");
   } catch (const Error& e) {
     CHECK(e.code() == Code::kInvalidArgument);
-    CHECK_THAT(e.what(), Contains("You must feed a value for placeholder tensor 'x' with dtype float and shape [?,600]"));
+    CHECK_THAT(
+        e.what(),
+        Contains(
+            "You must feed a value for placeholder tensor 'x' with dtype float and shape [?,600]"));
     CHECK_THAT(e.what(), Contains("{{node x}}"));
   }
-  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {3, 5})}}, {y}),
-                    Contains("Cannot feed value of shape [3,5] for Tensor 'x:0', which has shape '[?,600]'"));
+  CHECK_THROWS_WITH(
+      sess.Run({{x, Tensor(DT_FLOAT, {3, 5})}}, {y}),
+      Contains("Cannot feed value of shape [3,5] for Tensor 'x:0', which has shape '[?,600]'"));
   CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_INT32, {3, 600})}}, {y}),
                     Contains("Cannot feed value of dtype int32 for Tensor 'x:0' with dtype float"));
   try {
@@ -134,25 +154,31 @@ TEST_CASE("Errors users hit: feeds, fetches, uninitialised variables", "[executo
     CHECK_THAT(e.what(), Contains("/job:localhost/replica:0/task:0/device:CPU:0"));
   }
   CHECK_THROWS_WITH(sess.RunNamed({}, {"nope:0"}),
-                    Contains("The name 'nope:0' refers to a Tensor which does not exist. The operation, 'nope', does not exist in the graph."));
+                    Contains("The name 'nope:0' refers to a Tensor which does not exist. The "
+                             "operation, 'nope', does not exist in the graph."));
   CHECK_THROWS_WITH(sess.RunNamed({}, {"x:3"}), Contains("exists but only has 1 outputs"));
   Graph other;
   Output foreign = ops::Const(Scope::Root(&other).WithOpName("foreign"), 1.f);
-  CHECK_THROWS_WITH(sess.Run({foreign}), Contains("Fetch argument 'foreign' is not an element of this graph."));
-  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {1, 600})}, {x, Tensor(DT_FLOAT, {1, 600})}}, {y}), Contains("fed more than once"));
+  CHECK_THROWS_WITH(sess.Run({foreign}),
+                    Contains("Fetch argument 'foreign' is not an element of this graph."));
+  CHECK_THROWS_WITH(
+      sess.Run({{x, Tensor(DT_FLOAT, {1, 600})}, {x, Tensor(DT_FLOAT, {1, 600})}}, {y}),
+      Contains("fed more than once"));
   // After all these errors the session still works.
   sess.Run({}, {}, {GlobalVariablesInitializer(root)});
   CHECK(sess.Run({{x, Tensor(DT_FLOAT, {3, 600})}}, {y})[0].shape() == Shape{3, 4});
 }
 
-TEST_CASE("A kernel failing mid-graph names its node and device and nothing hangs", "[executor][errors]") {
+TEST_CASE("A kernel failing mid-graph names its node and device and nothing hangs",
+          "[executor][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Const(root, Tensor(DT_FLOAT, {64, 64}));
   // A long healthy branch beside the failing one.
   Output chain = x;
   for (int i = 0; i < 200; ++i) chain = ops::MatMul(root, chain, x);
-  Output bad = NodeBuilder(root.WithOpName("broken"), "TestFail").Input(ops::Neg(root, x)).Finalize();
+  Output bad =
+      NodeBuilder(root.WithOpName("broken"), "TestFail").Input(ops::Neg(root, x)).Finalize();
   Output after = ops::Neg(root, bad);
   Session sess(g);
   auto run = std::async(std::launch::async, [&] {
@@ -166,7 +192,9 @@ TEST_CASE("A kernel failing mid-graph names its node and device and nothing hang
   REQUIRE(run.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
   std::string msg = run.get();
   CHECK_THAT(msg, Contains("injected failure"));
-  CHECK_THAT(msg, Contains("{{node broken}} = TestFail[] on /job:localhost/replica:0/task:0/device:CPU:0"));
+  CHECK_THAT(
+      msg,
+      Contains("{{node broken}} = TestFail[] on /job:localhost/replica:0/task:0/device:CPU:0"));
   // The next Run works.
   CHECK(sess.Run({chain})[0].shape() == Shape{64, 64});
 }
@@ -269,7 +297,8 @@ TEST_CASE("Placement log in TensorFlow's format, once per placement", "[executor
   std::remove(path);
   REQUIRE(lines.size() == 5);
   CHECK(lines[0] == "Device mapping:");
-  CHECK_THAT(lines[1], Catch::Matchers::StartsWith("/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0"));
+  CHECK_THAT(lines[1], Catch::Matchers::StartsWith(
+                           "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0"));
   CHECK(lines[2] == "a: (Const): /job:localhost/replica:0/task:0/device:CPU:0");
   CHECK(lines[3] == "b: (Neg): /job:localhost/replica:0/task:0/device:CPU:0");
   CHECK(lines[4] == "Placement summary: 2 nodes on CPU:0, 0 Send/Recv pairs, 0 soft fallbacks");
@@ -287,13 +316,18 @@ class TestThreadIdOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for a pool thread to pick up siblings
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(2));  // long enough for a pool thread to pick up siblings
     std::lock_guard<std::mutex> lock(thread_ids_mu);
     thread_ids->insert(std::this_thread::get_id());
     return ctx->ForwardInput(0, 0);
   }
 };
-PF_REGISTER_OP(OpDef("TestThreadId").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+PF_REGISTER_OP(OpDef("TestThreadId")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", {DT_FLOAT})
+                   .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("TestThreadId", "CPU"), TestThreadIdOp);
 
 TEST_CASE("PF_EXECUTOR=sequential runs every node on the calling thread", "[executor]") {
@@ -301,7 +335,8 @@ TEST_CASE("PF_EXECUTOR=sequential runs every node on the calling thread", "[exec
   Scope root = Scope::Root(&g);
   Output a = ops::Const(root, Tensor(DT_FLOAT, {4}));
   std::vector<Output> branches;
-  for (int i = 0; i < 6; ++i) branches.push_back(NodeBuilder(root, "TestThreadId").Input(ops::Neg(root, a)).Finalize());
+  for (int i = 0; i < 6; ++i)
+    branches.push_back(NodeBuilder(root, "TestThreadId").Input(ops::Neg(root, a)).Finalize());
   Output sum = ops::AddN(root, branches);
   thread_ids->clear();
   setenv("PF_EXECUTOR", "sequential", 1);
@@ -371,7 +406,8 @@ TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executo
   CHECK(by_node.at("b").start_us >= by_node.at("a:0/_recv_on_CPU:0").start_us);
   std::string json = ChromeTraceJson(md);
   CHECK_THAT(json, Contains("\"traceEvents\""));
-  CHECK_THAT(json, Contains("\"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"/job:localhost/replica:0/task:0/device:CPU:1\"}"));
+  CHECK_THAT(json, Contains("\"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": "
+                            "\"/job:localhost/replica:0/task:0/device:CPU:1\"}"));
   CHECK_THAT(json, Contains("\"ph\": \"X\", \"name\": \"b\", \"cat\": \"MatMul\""));
   // Without the option nothing is recorded.
   RunMetadata none;

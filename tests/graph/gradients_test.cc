@@ -29,44 +29,55 @@ TEST_CASE("Several paths are summed; names and colocation follow TensorFlow", "[
   Output y = ops::Add(root.WithOpName("y"), a, b);  // x^2 - x
   auto dx = Gradients(root, {y}, {x});
   Session sess(g);
-  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 5})}}, {dx[0]})[0].DebugString() == "Tensor<float [2]> [1, 9]");
+  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 5})}}, {dx[0]})[0].DebugString() ==
+        "Tensor<float [2]> [1, 9]");
   Node* mul_grad = nullptr;
   for (Node* n : g.nodes()) {
     if (n->name().rfind("gradients/a_grad/", 0) == 0 && n->op() == "Mul") mul_grad = n;
   }
   REQUIRE(mul_grad != nullptr);
   CHECK(mul_grad->requested_device() == "/device:CPU:0");
-  CHECK(std::find(mul_grad->colocation_group().begin(), mul_grad->colocation_group().end(), "a") != mul_grad->colocation_group().end());
+  CHECK(std::find(mul_grad->colocation_group().begin(), mul_grad->colocation_group().end(), "a") !=
+        mul_grad->colocation_group().end());
   CHECK(dx[0].node->op() == "AddN");  // two paths into x: through a (twice) and through b
   // Colocation can be turned off.
   auto dx2 = Gradients(root, {y}, {x}, {}, GradientOptions{.colocate_gradients_with_ops = false});
   CHECK(dx2[0].node->name().rfind("gradients_1/", 0) == 0);
 }
 
-TEST_CASE("StopGradient and non-float paths carry no gradient; errors are TensorFlow's", "[gradients]") {
+TEST_CASE("StopGradient and non-float paths carry no gradient; errors are TensorFlow's",
+          "[gradients]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {3});
   Output y = ops::Add(root, ops::Square(root, x), ops::StopGradient(root, ops::Exp(root, x)));
   auto dx = Gradients(root, {y}, {x});
   Session sess(g);
-  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}}, {dx[0]})[0].DebugString() == "Tensor<float [3]> [2, 4, 6]");
+  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}}, {dx[0]})[0].DebugString() ==
+        "Tensor<float [3]> [2, 4, 6]");
   Output only_stopped = ops::StopGradient(root, ops::Exp(root, x));
-  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}}, {Gradients(root, {only_stopped}, {x})[0]})[0].DebugString() ==
-        "Tensor<float [3]> [0, 0, 0]");
+  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}},
+                 {Gradients(root, {only_stopped}, {x})[0]})[0]
+            .DebugString() == "Tensor<float [3]> [0, 0, 0]");
   Output z = ops::Placeholder(root.WithOpName("z"), DT_FLOAT, {3});
   CHECK_THROWS_WITH(Gradients(root, {y}, {z}),
-                    Contains("Cannot compute the partial derivative for node 'z' as it's unreachable from the output node(s)."));
-  static OpRegistrar reg(OpDef("TestNoGrad").Input("x", "T").Output("y", "T").TypeAttr("T", {DT_FLOAT}).SetShapeFn(UnchangedShape));
+                    Contains("Cannot compute the partial derivative for node 'z' as it's "
+                             "unreachable from the output node(s)."));
+  static OpRegistrar reg(OpDef("TestNoGrad")
+                             .Input("x", "T")
+                             .Output("y", "T")
+                             .TypeAttr("T", {DT_FLOAT})
+                             .SetShapeFn(UnchangedShape));
   Output ng = NodeBuilder(root, "TestNoGrad").Input(x).Finalize();
   CHECK_THROWS_WITH(Gradients(root, {ng}, {x}), Contains("No gradient defined for op: TestNoGrad"));
 }
 
-TEST_CASE("Every op has a gradient function or is declared not differentiable", "[gradients][registry]") {
+TEST_CASE("Every op has a gradient function or is declared not differentiable",
+          "[gradients][registry]") {
   // Kernels that gradient functions build; second-order gradients are not supported.
-  const std::set<std::string> gradient_kernels = {"SumToShape", "ReduceGrad", "SliceGrad", "ConcatGrad", "GatherGrad",
-                                                  "BiasAddGrad", "ReluGrad", "SigmoidGrad", "TanhGrad",
-                                                  "MeanSquaredErrorGrad"};
+  const std::set<std::string> gradient_kernels = {
+      "SumToShape",  "ReduceGrad", "SliceGrad",   "ConcatGrad", "GatherGrad",
+      "BiasAddGrad", "ReluGrad",   "SigmoidGrad", "TanhGrad",   "MeanSquaredErrorGrad"};
   for (const std::string& op : OpRegistry::Global()->ListOps()) {
     if (op.rfind("Test", 0) == 0 || gradient_kernels.count(op)) continue;
     const OpDef* def = OpRegistry::Global()->Find(op);
@@ -83,8 +94,8 @@ Tensor Rand(const Shape& s, uint32_t seed, double lo = -1, double hi = 1) {
 }
 
 // Builds y from a double placeholder x of `x_shape` and checks dy/dx.
-double Check(const Shape& x_shape, const std::function<Output(const Scope&, Output)>& build, double lo = -1, double hi = 1,
-             double delta = 0) {
+double Check(const Shape& x_shape, const std::function<Output(const Scope&, Output)>& build,
+             double lo = -1, double hi = 1, double delta = 0) {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, x_shape);
@@ -102,26 +113,44 @@ Output C(const Scope& s, const Shape& shape, uint32_t seed, double lo = -1, doub
 
 TEST_CASE("Gradient check: unary ops", "[gradients][check]") {
   using Fn = Output (*)(const Scope&, Output);
-  for (auto [name, fn, lo] : {std::tuple<const char*, Fn, double>{"Neg", ops::Neg, -1}, {"Square", ops::Square, -1},
-                              {"Sqrt", ops::Sqrt, 0.5}, {"Rsqrt", ops::Rsqrt, 0.5}, {"Exp", ops::Exp, -1},
-                              {"Log", ops::Log, 0.5}, {"Relu", ops::Relu, -1}, {"Sigmoid", ops::Sigmoid, -1},
-                              {"Tanh", ops::Tanh, -1}, {"Softmax", ops::Softmax, -1}, {"LogSoftmax", ops::LogSoftmax, -1},
+  for (auto [name, fn, lo] : {std::tuple<const char*, Fn, double>{"Neg", ops::Neg, -1},
+                              {"Square", ops::Square, -1},
+                              {"Sqrt", ops::Sqrt, 0.5},
+                              {"Rsqrt", ops::Rsqrt, 0.5},
+                              {"Exp", ops::Exp, -1},
+                              {"Log", ops::Log, 0.5},
+                              {"Relu", ops::Relu, -1},
+                              {"Sigmoid", ops::Sigmoid, -1},
+                              {"Tanh", ops::Tanh, -1},
+                              {"Softmax", ops::Softmax, -1},
+                              {"LogSoftmax", ops::LogSoftmax, -1},
                               {"Identity", ops::Identity, -1}}) {
     INFO(name);
-    CHECK(Check({3, 4}, [fn = fn](const Scope& s, Output x) { return fn(s, x); }, lo, 2) < kTol);
+    CHECK(Check(
+              {3, 4}, [fn = fn](const Scope& s, Output x) { return fn(s, x); }, lo, 2) < kTol);
   }
 }
 
 TEST_CASE("Gradient check: binary ops with broadcasting, each input", "[gradients][check]") {
   using Fn = Output (*)(const Scope&, Output, Output);
-  const std::vector<std::pair<Shape, Shape>> shapes = {{{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{3, 4}, {}}, {{3, 1}, {1, 4}}, {{2, 3, 4}, {3, 1}}};
-  for (auto [name, fn] : {std::pair<const char*, Fn>{"Add", ops::Add}, {"Sub", ops::Sub}, {"Mul", ops::Mul}, {"Div", ops::Div},
-                          {"Maximum", ops::Maximum}, {"Minimum", ops::Minimum}, {"Pow", ops::Pow}}) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{3, 4}, {}}, {{3, 1}, {1, 4}}, {{2, 3, 4}, {3, 1}}};
+  for (auto [name, fn] : {std::pair<const char*, Fn>{"Add", ops::Add},
+                          {"Sub", ops::Sub},
+                          {"Mul", ops::Mul},
+                          {"Div", ops::Div},
+                          {"Maximum", ops::Maximum},
+                          {"Minimum", ops::Minimum},
+                          {"Pow", ops::Pow}}) {
     for (const auto& [sa, sb] : shapes) {
       INFO(name << " " << sa.ToString() << " " << sb.ToString());
       // Positive operands keep Div and Pow smooth.
-      CHECK(Check(sa, [&](const Scope& s, Output x) { return fn(s, x, C(s, sb, 9, 0.5, 2)); }, 0.5, 2) < kTol);
-      CHECK(Check(sb, [&](const Scope& s, Output x) { return fn(s, C(s, sa, 9, 0.5, 2), x); }, 0.5, 2) < kTol);
+      CHECK(Check(
+                sa, [&](const Scope& s, Output x) { return fn(s, x, C(s, sb, 9, 0.5, 2)); }, 0.5,
+                2) < kTol);
+      CHECK(Check(
+                sb, [&](const Scope& s, Output x) { return fn(s, C(s, sa, 9, 0.5, 2), x); }, 0.5,
+                2) < kTol);
     }
   }
 }
@@ -131,45 +160,71 @@ TEST_CASE("Gradient check: MatMul, all transpose cases", "[gradients][check]") {
     for (bool tb : {false, true}) {
       INFO("ta=" << ta << " tb=" << tb);
       Shape sa = ta ? Shape{4, 3} : Shape{3, 4}, sb = tb ? Shape{5, 4} : Shape{4, 5};
-      CHECK(Check(sa, [&](const Scope& s, Output x) { return ops::MatMul(s, x, C(s, sb, 2), ta, tb); }) < kTol);
-      CHECK(Check(sb, [&](const Scope& s, Output x) { return ops::MatMul(s, C(s, sa, 2), x, ta, tb); }) < kTol);
+      CHECK(Check(sa, [&](const Scope& s, Output x) {
+              return ops::MatMul(s, x, C(s, sb, 2), ta, tb);
+            }) < kTol);
+      CHECK(Check(sb, [&](const Scope& s, Output x) {
+              return ops::MatMul(s, C(s, sa, 2), x, ta, tb);
+            }) < kTol);
     }
   }
 }
 
 TEST_CASE("Gradient check: reductions", "[gradients][check]") {
   using Fn = Output (*)(const Scope&, Output, const std::vector<int32_t>&, bool);
-  for (auto [name, fn] : {std::pair<const char*, Fn>{"Sum", ops::Sum}, {"Mean", ops::Mean}, {"Max", ops::Max}, {"Min", ops::Min}}) {
+  for (auto [name, fn] : {std::pair<const char*, Fn>{"Sum", ops::Sum},
+                          {"Mean", ops::Mean},
+                          {"Max", ops::Max},
+                          {"Min", ops::Min}}) {
     for (const std::vector<int32_t>& axes : {std::vector<int32_t>{}, {0}, {1}, {-1}, {0, 2}}) {
       for (bool keep : {false, true}) {
         INFO(name << " axes=" << axes.size() << " keep=" << keep);
-        CHECK(Check({2, 3, 4}, [&](const Scope& s, Output x) { return fn(s, x, axes, keep); }) < kTol);
+        CHECK(Check({2, 3, 4}, [&](const Scope& s, Output x) { return fn(s, x, axes, keep); }) <
+              kTol);
       }
     }
   }
 }
 
 TEST_CASE("Gradient check: array and nn ops", "[gradients][check]") {
-  CHECK(Check({3, 4}, [](const Scope& s, Output x) { return ops::AddN(s, {x, ops::Square(s, x), x}); }) < kTol);
-  CHECK(Check({3, 4}, [](const Scope& s, Output x) { return ops::BiasAdd(s, x, C(s, {4}, 1)); }) < kTol);
-  CHECK(Check({4}, [](const Scope& s, Output x) { return ops::BiasAdd(s, C(s, {3, 4}, 1), x); }) < kTol);
-  CHECK(Check({3, 4}, [](const Scope& s, Output x) { return ops::Reshape(s, x, std::vector<int32_t>{2, 6}); }) < kTol);
+  CHECK(Check({3, 4}, [](const Scope& s, Output x) {
+          return ops::AddN(s, {x, ops::Square(s, x), x});
+        }) < kTol);
+  CHECK(Check({3, 4}, [](const Scope& s, Output x) { return ops::BiasAdd(s, x, C(s, {4}, 1)); }) <
+        kTol);
+  CHECK(Check({4}, [](const Scope& s, Output x) {
+          return ops::BiasAdd(s, C(s, {3, 4}, 1), x);
+        }) < kTol);
+  CHECK(Check({3, 4}, [](const Scope& s, Output x) {
+          return ops::Reshape(s, x, std::vector<int32_t>{2, 6});
+        }) < kTol);
   CHECK(Check({3, 4}, [](const Scope& s, Output x) { return ops::ExpandDims(s, x, 1); }) < kTol);
   CHECK(Check({3, 1, 4}, [](const Scope& s, Output x) { return ops::Squeeze(s, x); }) < kTol);
-  CHECK(Check({2, 3, 4}, [](const Scope& s, Output x) { return ops::Transpose(s, x, {2, 0, 1}); }) < kTol);
-  CHECK(Check({2, 3}, [](const Scope& s, Output x) { return ops::Concat(s, {C(s, {2, 2}, 4), x, ops::Square(s, x)}, 1); }) < kTol);
+  CHECK(Check({2, 3, 4}, [](const Scope& s, Output x) {
+          return ops::Transpose(s, x, {2, 0, 1});
+        }) < kTol);
+  CHECK(Check({2, 3}, [](const Scope& s, Output x) {
+          return ops::Concat(s, {C(s, {2, 2}, 4), x, ops::Square(s, x)}, 1);
+        }) < kTol);
   CHECK(Check({4, 3}, [](const Scope& s, Output x) {
-    auto parts = ops::Split(s, x, 0, 2);
-    return ops::Sub(s, ops::Square(s, parts[0]), parts[1]);
-  }) < kTol);
+          auto parts = ops::Split(s, x, 0, 2);
+          return ops::Sub(s, ops::Square(s, parts[0]), parts[1]);
+        }) < kTol);
   // Only one output of Split used: the other gets zeros.
   CHECK(Check({4, 3}, [](const Scope& s, Output x) { return ops::Split(s, x, 1, 3)[2]; }) < kTol);
-  CHECK(Check({4, 5}, [](const Scope& s, Output x) { return ops::Slice(s, x, {1, 2}, {2, -1}); }) < kTol);
+  CHECK(Check({4, 5}, [](const Scope& s, Output x) {
+          return ops::Slice(s, x, {1, 2}, {2, -1});
+        }) < kTol);
   CHECK(Check({5, 3}, [](const Scope& s, Output x) {
-    return ops::Gather(s, x, ops::Const(s, Tensor::FromVector<int32_t>({4, 0, 4, 2})));
-  }) < kTol);
+          return ops::Gather(s, x, ops::Const(s, Tensor::FromVector<int32_t>({4, 0, 4, 2})));
+        }) < kTol);
   // Through float32 and back: linear, so a large step keeps float rounding out of the difference.
-  CHECK(Check({3, 2}, [](const Scope& s, Output x) { return ops::Cast(s, ops::Cast(s, x, DT_FLOAT), DT_DOUBLE); }, -1, 1, 1e-2) < 1e-4);
+  CHECK(Check(
+            {3, 2},
+            [](const Scope& s, Output x) {
+              return ops::Cast(s, ops::Cast(s, x, DT_FLOAT), DT_DOUBLE);
+            },
+            -1, 1, 1e-2) < 1e-4);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ TEST_CASE("Unique node names under name scopes", "[graph]") {
   Output b = ops::Const(root, 2.f);
   CHECK(a.node->name() == "Const");
   CHECK(b.node->name() == "Const_1");
-  Output m = ops::MatMul(root, ops::Const(root, Tensor(DT_FLOAT, {2, 2})), ops::Const(root, Tensor(DT_FLOAT, {2, 2})));
+  Output m = ops::MatMul(root, ops::Const(root, Tensor(DT_FLOAT, {2, 2})),
+                         ops::Const(root, Tensor(DT_FLOAT, {2, 2})));
   Output m1 = ops::MatMul(root, m, m);
   CHECK(m.node->name() == "MatMul");
   CHECK(m1.node->name() == "MatMul_1");
@@ -56,8 +57,10 @@ TEST_CASE("Device scopes nest and merge like tf.device", "[graph]") {
   CHECK(ops::Const(job, 1.f).node->requested_device() == "/job:worker/device:GPU:1");
   Scope inner = gpu.WithDevice("/cpu:0");  // inner fields win
   CHECK(ops::Const(inner, 1.f).node->requested_device() == "/device:CPU:0");
-  Scope partial = root.WithDevice("/job:localhost/replica:0/task:0/device:GPU:1").WithDevice("/device:CPU");
-  CHECK(ops::Const(partial, 1.f).node->requested_device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  Scope partial =
+      root.WithDevice("/job:localhost/replica:0/task:0/device:GPU:1").WithDevice("/device:CPU");
+  CHECK(ops::Const(partial, 1.f).node->requested_device() ==
+        "/job:localhost/replica:0/task:0/device:CPU:1");
   CHECK(ops::Const(root, 1.f).node->requested_device().empty());
   try {
     root.WithDevice("/foo:bar");
@@ -93,11 +96,17 @@ TEST_CASE("Build-time errors name the node, the op and the shapes", "[graph]") {
     CHECK_THAT(e.what(), Contains("with input shapes: [3,4], [3,2]"));
   }
   Output i = ops::Const(root, Tensor(DT_INT32, {3, 4}));
-  CHECK_THROWS_WITH(ops::Add(root, a, i), Contains("Input 'y' of 'Add' Op has type int32 that does not match type float of argument 'x'"));
+  CHECK_THROWS_WITH(
+      ops::Add(root, a, i),
+      Contains(
+          "Input 'y' of 'Add' Op has type int32 that does not match type float of argument 'x'"));
   CHECK_THROWS_WITH(ops::Add(root, a, b), Contains("Incompatible shapes: [3,4] vs. [3,2]"));
-  CHECK_THROWS_WITH(ops::Sqrt(root, i), Contains("Value for attr 'T' of int32 is not in the list of allowed values"));
-  CHECK_THROWS_WITH(NodeBuilder(root, "NoSuchOp").Finalize(), Contains("Op type not registered 'NoSuchOp'"));
-  CHECK_THROWS_WITH(ops::Reshape(root, a, std::vector<int32_t>{5, 5}), Contains("Cannot reshape a tensor with 12 elements"));
+  CHECK_THROWS_WITH(ops::Sqrt(root, i),
+                    Contains("Value for attr 'T' of int32 is not in the list of allowed values"));
+  CHECK_THROWS_WITH(NodeBuilder(root, "NoSuchOp").Finalize(),
+                    Contains("Op type not registered 'NoSuchOp'"));
+  CHECK_THROWS_WITH(ops::Reshape(root, a, std::vector<int32_t>{5, 5}),
+                    Contains("Cannot reshape a tensor with 12 elements"));
   Graph other;
   Output foreign = ops::Const(Scope::Root(&other), 1.f);
   CHECK_THROWS_WITH(ops::Neg(root, foreign), Contains("of another graph"));
@@ -123,14 +132,63 @@ TEST_CASE("Static shapes are inferred through the graph", "[graph]") {
   CHECK(ops::ShapeOf(root, h).shape() == Shape{2});
 }
 
-TEST_CASE("Op and kernel registries: every op has a CPU kernel and declares differentiability", "[graph][registry]") {
-  const std::vector<std::string> expected = {
-      "Add", "AddN", "ArgMax", "Assign", "AssignAdd", "AssignSub", "BiasAdd", "Cast", "Concat", "Const", "Div",
-      "Equal", "Exp", "ExpandDims", "Fill", "Gather", "Greater", "Identity", "Less", "Log", "LogSoftmax", "MatMul",
-      "Max", "Maximum", "Mean", "Min", "Minimum", "Mul", "Neg", "NoOp", "OneHot", "OnesLike", "Placeholder", "Pow",
-      "RandomNormal", "RandomUniform", "Relu", "Reshape", "Rsqrt", "Shape", "Sigmoid", "Slice", "Softmax", "Split",
-      "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum", "Tanh", "Transpose", "TruncatedNormal", "Variable",
-      "ZerosLike"};
+TEST_CASE("Op and kernel registries: every op has a CPU kernel and declares differentiability",
+          "[graph][registry]") {
+  const std::vector<std::string> expected = {"Add",
+                                             "AddN",
+                                             "ArgMax",
+                                             "Assign",
+                                             "AssignAdd",
+                                             "AssignSub",
+                                             "BiasAdd",
+                                             "Cast",
+                                             "Concat",
+                                             "Const",
+                                             "Div",
+                                             "Equal",
+                                             "Exp",
+                                             "ExpandDims",
+                                             "Fill",
+                                             "Gather",
+                                             "Greater",
+                                             "Identity",
+                                             "Less",
+                                             "Log",
+                                             "LogSoftmax",
+                                             "MatMul",
+                                             "Max",
+                                             "Maximum",
+                                             "Mean",
+                                             "Min",
+                                             "Minimum",
+                                             "Mul",
+                                             "Neg",
+                                             "NoOp",
+                                             "OneHot",
+                                             "OnesLike",
+                                             "Placeholder",
+                                             "Pow",
+                                             "RandomNormal",
+                                             "RandomUniform",
+                                             "Relu",
+                                             "Reshape",
+                                             "Rsqrt",
+                                             "Shape",
+                                             "Sigmoid",
+                                             "Slice",
+                                             "Softmax",
+                                             "Split",
+                                             "Sqrt",
+                                             "Square",
+                                             "Squeeze",
+                                             "StopGradient",
+                                             "Sub",
+                                             "Sum",
+                                             "Tanh",
+                                             "Transpose",
+                                             "TruncatedNormal",
+                                             "Variable",
+                                             "ZerosLike"};
   std::vector<std::string> ops = OpRegistry::Global()->ListOps();
   for (const std::string& op : expected) {
     INFO(op);
@@ -140,7 +198,8 @@ TEST_CASE("Op and kernel registries: every op has a CPU kernel and declares diff
     if (op.rfind("Test", 0) == 0) continue;  // test-only ops, some deliberately without kernels
     INFO(op);
     bool cpu = false;
-    for (const KernelDef* k : KernelRegistry::Global()->KernelsForOp(op)) cpu = cpu || k->device_type() == "CPU";
+    for (const KernelDef* k : KernelRegistry::Global()->KernelsForOp(op))
+      cpu = cpu || k->device_type() == "CPU";
     CHECK(cpu);
   }
   CHECK_FALSE(OpRegistry::Global()->Find("StopGradient")->differentiable());
@@ -150,12 +209,14 @@ TEST_CASE("Op and kernel registries: every op has a CPU kernel and declares diff
 TEST_CASE("Kernel lookup honours dtype constraints and reports what exists", "[graph][registry]") {
   Graph g;
   Scope root = Scope::Root(&g);
-  Output f = ops::MatMul(root, ops::Const(root, Tensor(DT_FLOAT, {2, 2})), ops::Const(root, Tensor(DT_FLOAT, {2, 2})));
+  Output f = ops::MatMul(root, ops::Const(root, Tensor(DT_FLOAT, {2, 2})),
+                         ops::Const(root, Tensor(DT_FLOAT, {2, 2})));
   CHECK(KernelRegistry::Global()->Supports(*f.node, "CPU"));
   CHECK_FALSE(KernelRegistry::Global()->Supports(*f.node, "GPU_FAKE"));
   Status s = KernelRegistry::Global()->NotFoundError(*f.node, {"GPU_FAKE"});
   CHECK(s.code() == Code::kNotFound);
-  CHECK_THAT(s.message(), Contains("No OpKernel was registered to support Op 'MatMul' used by {{node MatMul}} with these attrs: [T=float]"));
+  CHECK_THAT(s.message(), Contains("No OpKernel was registered to support Op 'MatMul' used by "
+                                   "{{node MatMul}} with these attrs: [T=float]"));
   CHECK_THAT(s.message(), Contains("device='CPU'; T in [float]"));
 }
 
@@ -164,8 +225,9 @@ TEST_CASE("Graph export: DOT coloured by device and JSON", "[graph][export]") {
   Scope root = Scope::Root(&g);
   Output a = ops::Const(root.WithOpName("a"), 1.f);
   Output b = ops::Neg(root.WithOpName("b"), a);
-  std::map<std::string, std::string> placement = {{"a", "/job:localhost/replica:0/task:0/device:CPU:0"},
-                                                  {"b", "/job:localhost/replica:0/task:0/device:CPU:1"}};
+  std::map<std::string, std::string> placement = {
+      {"a", "/job:localhost/replica:0/task:0/device:CPU:0"},
+      {"b", "/job:localhost/replica:0/task:0/device:CPU:1"}};
   std::string dot = GraphToDot(g, placement);
   CHECK_THAT(dot, Contains("digraph placeflow"));
   CHECK_THAT(dot, Contains("\"a\" -> \"b\" [color=red, penwidth=2, label=\"[] Send/Recv\"]"));

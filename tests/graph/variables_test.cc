@@ -35,21 +35,27 @@ TEST_CASE("Variable reuse modes and TensorFlow's errors", "[graph][variables]") 
     GetVariable(root.WithVariableScope("affine0"), "w", {3, 4});
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK_THAT(e.what(), Contains("Variable affine0/w already exists, disallowed. Did you mean to set reuse=True or reuse=tf.AUTO_REUSE in VarScope?"));
+    CHECK_THAT(e.what(), Contains("Variable affine0/w already exists, disallowed. Did you mean to "
+                                  "set reuse=True or reuse=tf.AUTO_REUSE in VarScope?"));
   }
   Variable same = GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "w", {3, 4});
   CHECK(same.ref() == w.ref());
-  CHECK_THROWS_WITH(GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "v", {3, 4}),
-                    Contains("Variable affine0/v does not exist, or was not created with tf.get_variable()"));
-  CHECK_THROWS_WITH(GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "w", {4, 4}),
-                    Contains("Trying to share variable affine0/w, but specified shape [4,4] and found shape [3,4]."));
-  CHECK_THROWS_WITH(GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "w", {3, 4}, nullptr, DT_DOUBLE),
+  CHECK_THROWS_WITH(
+      GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "v", {3, 4}),
+      Contains("Variable affine0/v does not exist, or was not created with tf.get_variable()"));
+  CHECK_THROWS_WITH(
+      GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "w", {4, 4}),
+      Contains(
+          "Trying to share variable affine0/w, but specified shape [4,4] and found shape [3,4]."));
+  CHECK_THROWS_WITH(GetVariable(root.WithVariableScope("affine0", Reuse::kReuse), "w", {3, 4},
+                                nullptr, DT_DOUBLE),
                     Contains("specified dtype double and found dtype float"));
   // Auto reuse finds or creates; reuse is inherited by child scopes.
   Scope autos = root.WithVariableScope("affine0", Reuse::kAutoReuse);
   CHECK(GetVariable(autos, "w", {3, 4}).ref() == w.ref());
   CHECK(GetVariable(autos, "fresh", {2}).name() == "affine0/fresh");
-  Scope reusing = root.WithVariableScope("outer", Reuse::kAutoReuse).WithVariableScope("x", Reuse::kCreate);
+  Scope reusing =
+      root.WithVariableScope("outer", Reuse::kAutoReuse).WithVariableScope("x", Reuse::kCreate);
   GetVariable(reusing, "k", {1});
   CHECK_NOTHROW(GetVariable(reusing, "k", {1}));
   CHECK_THROWS_WITH(GetVariable(root, "bad", {-1, 3}), Contains("must be fully defined"));
@@ -77,7 +83,8 @@ TEST_CASE("Initializers give the documented values", "[graph][variables]") {
   Variable gl = GetVariable(root, "gl", {300, 100});  // GlorotUniform by default
   Session sess(g);
   sess.Run({}, {}, {GlobalVariablesInitializer(root)});
-  auto out = sess.Run({c.value(), z.value(), o.value(), u.value(), n.value(), t.value(), gl.value()});
+  auto out =
+      sess.Run({c.value(), z.value(), o.value(), u.value(), n.value(), t.value(), gl.value()});
   for (float v : out[0].flat<float>()) CHECK(v == 2.5f);
   for (float v : out[1].flat<float>()) CHECK(v == 0.f);
   for (int32_t v : out[2].flat<int32_t>()) CHECK(v == 1);

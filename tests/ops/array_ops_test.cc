@@ -19,27 +19,31 @@ TEST_CASE("Reshape, ExpandDims and Squeeze share the buffer and infer -1", "[ops
   Scope root = Scope::Root(&g);
   Output x = ops::Const(root, Iota({2, 3, 4}));
   Session sess(g);
-  auto out = sess.Run({ops::Reshape(root, x, std::vector<int32_t>{4, -1}), ops::ExpandDims(root, x, 1),
-                       ops::Squeeze(root, ops::ExpandDims(root, x, 0)), ops::Squeeze(root, ops::Const(root, Iota({1, 3, 1})), {2})});
+  auto out = sess.Run({ops::Reshape(root, x, std::vector<int32_t>{4, -1}),
+                       ops::ExpandDims(root, x, 1), ops::Squeeze(root, ops::ExpandDims(root, x, 0)),
+                       ops::Squeeze(root, ops::Const(root, Iota({1, 3, 1})), {2})});
   CHECK(out[0].shape() == Shape{4, 6});
   CHECK(out[0].data<float>()[23] == 23.f);
   CHECK(out[1].shape() == Shape{2, 1, 3, 4});
   CHECK(out[2].shape() == Shape{2, 3, 4});
   CHECK(out[3].shape() == Shape{1, 3});
-  CHECK_THROWS_WITH(ops::Squeeze(root, x, {1}), Contains("Can not squeeze dim[1], expected a dimension of 1, got 3"));
+  CHECK_THROWS_WITH(ops::Squeeze(root, x, {1}),
+                    Contains("Can not squeeze dim[1], expected a dimension of 1, got 3"));
   // A runtime shape from a placeholder.
   Output p = ops::Placeholder(root, DT_FLOAT, {-1, 4});
   Output r = ops::Reshape(root, p, std::vector<int32_t>{-1, 2});
   CHECK(r.shape() == Shape::Unknown().MergeWith(Shape{-1, 2}));
   Tensor got = sess.Run({{p, Iota({3, 4})}}, {r})[0];
   CHECK(got.shape() == Shape{6, 2});
-  CHECK_THROWS_WITH(sess.Run({{p, Iota({3, 4})}}, {ops::Reshape(root, p, std::vector<int32_t>{5, -1})}),
-                    Contains("Cannot reshape a tensor with 12 elements to shape [5,?]"));
+  CHECK_THROWS_WITH(
+      sess.Run({{p, Iota({3, 4})}}, {ops::Reshape(root, p, std::vector<int32_t>{5, -1})}),
+      Contains("Cannot reshape a tensor with 12 elements to shape [5,?]"));
 }
 
 TEST_CASE("Transpose any permutation", "[ops][array]") {
   Tensor x = Iota({2, 3, 4});
-  for (std::vector<int32_t> perm : {std::vector<int32_t>{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {0, 2, 1}, {2, 0, 1}, {1, 2, 0}}) {
+  for (std::vector<int32_t> perm :
+       {std::vector<int32_t>{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {0, 2, 1}, {2, 0, 1}, {1, 2, 0}}) {
     Graph g;
     Scope root = Scope::Root(&g);
     Tensor got = RunOne(g, ops::Transpose(root, ops::Const(root, x), perm));
@@ -53,7 +57,8 @@ TEST_CASE("Transpose any permutation", "[ops][array]") {
   }
   Graph g;
   Scope root = Scope::Root(&g);
-  CHECK_THROWS_WITH(ops::Transpose(root, ops::Const(root, x), {0, 0, 1}), Contains("not a valid permutation"));
+  CHECK_THROWS_WITH(ops::Transpose(root, ops::Const(root, x), {0, 0, 1}),
+                    Contains("not a valid permutation"));
 }
 
 TEST_CASE("Concat and Split are inverses along any axis", "[ops][array]") {
@@ -73,7 +78,10 @@ TEST_CASE("Concat and Split are inverses along any axis", "[ops][array]") {
     std::vector<int64_t> idx(3, 0);
     for (int64_t i = 0; i < out[0].num_elements(); ++i) {
       int64_t rem = i;
-      for (int d = 2; d >= 0; --d) { idx[d] = rem % out[0].dim(d); rem /= out[0].dim(d); }
+      for (int d = 2; d >= 0; --d) {
+        idx[d] = rem % out[0].dim(d);
+        rem /= out[0].dim(d);
+      }
       const Tensor& src = idx[ax] < a.dim(ax) ? a : b;
       if (idx[ax] >= a.dim(ax)) idx[ax] -= a.dim(ax);
       REQUIRE(out[0].data<float>()[i] == src.data<float>()[(idx[0] * 4 + idx[1]) * 6 + idx[2]]);
@@ -81,9 +89,11 @@ TEST_CASE("Concat and Split are inverses along any axis", "[ops][array]") {
   }
   Graph g;
   Scope root = Scope::Root(&g);
-  CHECK_THROWS_WITH(ops::Concat(root, {ops::Const(root, Iota({2, 3})), ops::Const(root, Iota({3, 3}))}, 1),
-                    Contains("Dimension 0 in both shapes must be equal"));
-  CHECK_THROWS_WITH(ops::Split(root, ops::Const(root, Iota({5, 3})), 0, 2), Contains("evenly divide"));
+  CHECK_THROWS_WITH(
+      ops::Concat(root, {ops::Const(root, Iota({2, 3})), ops::Const(root, Iota({3, 3}))}, 1),
+      Contains("Dimension 0 in both shapes must be equal"));
+  CHECK_THROWS_WITH(ops::Split(root, ops::Const(root, Iota({5, 3})), 0, 2),
+                    Contains("evenly divide"));
 }
 
 TEST_CASE("Slice and Gather", "[ops][array]") {
@@ -93,16 +103,19 @@ TEST_CASE("Slice and Gather", "[ops][array]") {
   Output idx = ops::Const(root, Tensor::FromVector<int32_t>({3, 0, 3}));
   Output idx64 = ops::Const(root, Tensor::FromVector<int64_t>({1, 2}, {2, 1}));
   Session sess(g);
-  auto out = sess.Run({ops::Slice(root, x, {1, 2}, {2, -1}), ops::Gather(root, x, idx), ops::Gather(root, x, idx64)});
+  auto out = sess.Run({ops::Slice(root, x, {1, 2}, {2, -1}), ops::Gather(root, x, idx),
+                       ops::Gather(root, x, idx64)});
   CHECK(out[0].DebugString() == "Tensor<float [2,3]> [[7, 8, 9], [12, 13, 14]]");
   CHECK(out[1].shape() == Shape{3, 5});
   CHECK(out[1].data<float>()[0] == 15.f);
   CHECK(out[1].data<float>()[5] == 0.f);
   CHECK(out[2].shape() == Shape{2, 1, 5});
   CHECK(out[2].data<float>()[5] == 10.f);
-  CHECK_THROWS_WITH(ops::Slice(root, x, {3, 0}, {2, 1}), Contains("to fit in dimension 0 of size 4"));
+  CHECK_THROWS_WITH(ops::Slice(root, x, {3, 0}, {2, 1}),
+                    Contains("to fit in dimension 0 of size 4"));
   Output bad = ops::Const(root, Tensor::FromVector<int32_t>({1, 9}));
-  CHECK_THROWS_WITH(sess.Run({ops::Gather(root, x, bad)}), Contains("indices[1] = 9 is not in [0, 4)"));
+  CHECK_THROWS_WITH(sess.Run({ops::Gather(root, x, bad)}),
+                    Contains("indices[1] = 9 is not in [0, 4)"));
 }
 
 TEST_CASE("Cast, Fill, ZerosLike, OnesLike, Shape and OneHot", "[ops][array]") {
@@ -111,10 +124,12 @@ TEST_CASE("Cast, Fill, ZerosLike, OnesLike, Shape and OneHot", "[ops][array]") {
   Output f = ops::Const(root, Tensor::FromVector<float>({-1.7f, 0.f, 2.9f}));
   Output labels = ops::Const(root, Tensor::FromVector<int32_t>({2, 0, 5}));
   Session sess(g);
-  auto out = sess.Run({ops::Cast(root, f, DT_INT32), ops::Cast(root, f, DT_BOOL), ops::Cast(root, labels, DT_DOUBLE),
-                       ops::Fill(root, ops::ConstInt(root, std::vector<int32_t>{2, 2}), ops::Const(root, 3.f)),
-                       ops::ZerosLike(root, f), ops::OnesLike(root, labels), ops::ShapeOf(root, ops::Const(root, Iota({2, 7}))),
-                       ops::OneHot(root, labels, 3)});
+  auto out = sess.Run(
+      {ops::Cast(root, f, DT_INT32), ops::Cast(root, f, DT_BOOL),
+       ops::Cast(root, labels, DT_DOUBLE),
+       ops::Fill(root, ops::ConstInt(root, std::vector<int32_t>{2, 2}), ops::Const(root, 3.f)),
+       ops::ZerosLike(root, f), ops::OnesLike(root, labels),
+       ops::ShapeOf(root, ops::Const(root, Iota({2, 7}))), ops::OneHot(root, labels, 3)});
   CHECK(out[0].DebugString() == "Tensor<int32 [3]> [-1, 0, 2]");
   CHECK(out[1].DebugString() == "Tensor<bool [3]> [true, false, true]");
   CHECK(out[2].DebugString() == "Tensor<double [3]> [2, 0, 5]");

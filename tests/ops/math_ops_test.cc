@@ -19,7 +19,8 @@ double At(const Tensor& t, const std::vector<int64_t>& idx) {
   return t.data<float>()[off];
 }
 
-Tensor NaiveBinary(const Tensor& a, const Tensor& b, const Shape& out_shape, const std::function<double(double, double)>& f) {
+Tensor NaiveBinary(const Tensor& a, const Tensor& b, const Shape& out_shape,
+                   const std::function<double(double, double)>& f) {
   Tensor out(DT_FLOAT, out_shape);
   std::vector<int64_t> idx(out_shape.rank(), 0);
   for (int64_t i = 0; i < out.num_elements(); ++i) {
@@ -34,19 +35,25 @@ Tensor NaiveBinary(const Tensor& a, const Tensor& b, const Shape& out_shape, con
 
 TEST_CASE("Binary ops broadcast like NumPy", "[ops][math]") {
   using BuildFn = Output (*)(const Scope&, Output, Output);
-  const std::vector<std::tuple<const char*, BuildFn, std::function<double(double, double)>>> cases = {
-      {"Add", ops::Add, [](double a, double b) { return a + b; }},
-      {"Sub", ops::Sub, [](double a, double b) { return a - b; }},
-      {"Mul", ops::Mul, [](double a, double b) { return a * b; }},
-      {"Div", ops::Div, [](double a, double b) { return a / b; }},
-      {"Maximum", ops::Maximum, [](double a, double b) { return std::max(a, b); }},
-      {"Minimum", ops::Minimum, [](double a, double b) { return std::min(a, b); }},
-      {"Pow", ops::Pow, [](double a, double b) { return std::pow(a, b); }},
-  };
-  const std::vector<std::tuple<Shape, Shape, Shape>> shapes = {
-      {{3, 4}, {3, 4}, {3, 4}},         {{3, 4}, {}, {3, 4}},         {{}, {3, 4}, {3, 4}},
-      {{3, 4}, {4}, {3, 4}},            {{3, 1}, {1, 4}, {3, 4}},     {{2, 3, 4}, {3, 1}, {2, 3, 4}},
-      {{2, 1, 4}, {1, 3, 1}, {2, 3, 4}}, {{5, 1, 1, 7}, {3, 1}, {5, 1, 3, 7}}, {{1}, {6}, {6}}};
+  const std::vector<std::tuple<const char*, BuildFn, std::function<double(double, double)>>> cases =
+      {
+          {"Add", ops::Add, [](double a, double b) { return a + b; }},
+          {"Sub", ops::Sub, [](double a, double b) { return a - b; }},
+          {"Mul", ops::Mul, [](double a, double b) { return a * b; }},
+          {"Div", ops::Div, [](double a, double b) { return a / b; }},
+          {"Maximum", ops::Maximum, [](double a, double b) { return std::max(a, b); }},
+          {"Minimum", ops::Minimum, [](double a, double b) { return std::min(a, b); }},
+          {"Pow", ops::Pow, [](double a, double b) { return std::pow(a, b); }},
+      };
+  const std::vector<std::tuple<Shape, Shape, Shape>> shapes = {{{3, 4}, {3, 4}, {3, 4}},
+                                                               {{3, 4}, {}, {3, 4}},
+                                                               {{}, {3, 4}, {3, 4}},
+                                                               {{3, 4}, {4}, {3, 4}},
+                                                               {{3, 1}, {1, 4}, {3, 4}},
+                                                               {{2, 3, 4}, {3, 1}, {2, 3, 4}},
+                                                               {{2, 1, 4}, {1, 3, 1}, {2, 3, 4}},
+                                                               {{5, 1, 1, 7}, {3, 1}, {5, 1, 3, 7}},
+                                                               {{1}, {6}, {6}}};
   for (const auto& [name, build, ref] : cases) {
     for (const auto& [sa, sb, so] : shapes) {
       INFO(name << " " << sa.ToString() << " " << sb.ToString());
@@ -67,7 +74,8 @@ TEST_CASE("Binary ops on large tensors use the parallel path correctly", "[ops][
   Scope root = Scope::Root(&g);
   Tensor a = RandomTensor({512, 1024}, 3), b = RandomTensor({1024}, 4);
   Tensor got = RunOne(g, ops::Add(root, ops::Const(root, a), ops::Const(root, b)));
-  CHECK(MaxAbsDiff(got, NaiveBinary(a, b, {512, 1024}, [](double x, double y) { return x + y; })) == 0);
+  CHECK(MaxAbsDiff(got, NaiveBinary(a, b, {512, 1024}, [](double x, double y) { return x + y; })) ==
+        0);
 }
 
 TEST_CASE("Integer arithmetic and comparisons", "[ops][math]") {
@@ -76,15 +84,16 @@ TEST_CASE("Integer arithmetic and comparisons", "[ops][math]") {
   Output a = ops::Const(root, Tensor::FromVector<int32_t>({7, -8, 9, 10}));
   Output b = ops::Const(root, Tensor::FromVector<int32_t>({2, 3, 9, 11}));
   Session sess(g);
-  auto out = sess.Run({ops::Div(root, a, b), ops::Mul(root, a, b), ops::Equal(root, a, b), ops::Less(root, a, b),
-                       ops::Greater(root, a, b)});
+  auto out = sess.Run({ops::Div(root, a, b), ops::Mul(root, a, b), ops::Equal(root, a, b),
+                       ops::Less(root, a, b), ops::Greater(root, a, b)});
   CHECK(out[0].DebugString() == "Tensor<int32 [4]> [3, -2, 1, 0]");  // truncating, like C++ and TF
   CHECK(out[1].DebugString() == "Tensor<int32 [4]> [14, -24, 81, 110]");
   CHECK(out[2].DebugString() == "Tensor<bool [4]> [false, false, true, false]");
   CHECK(out[3].DebugString() == "Tensor<bool [4]> [false, true, false, true]");
   CHECK(out[4].DebugString() == "Tensor<bool [4]> [true, false, false, false]");
   Output zero = ops::Const(root, Tensor::FromVector<int32_t>({1, 0, 1, 1}));
-  CHECK_THROWS_WITH(sess.Run({ops::Div(root, a, zero)}), Catch::Matchers::Contains("Integer division by zero"));
+  CHECK_THROWS_WITH(sess.Run({ops::Div(root, a, zero)}),
+                    Catch::Matchers::Contains("Integer division by zero"));
 }
 
 TEST_CASE("Unary ops", "[ops][math]") {
@@ -104,11 +113,13 @@ TEST_CASE("Unary ops", "[ops][math]") {
     INFO(name);
     Graph g;
     Scope root = Scope::Root(&g);
-    bool positive = std::string(name) == "Sqrt" || std::string(name) == "Rsqrt" || std::string(name) == "Log";
+    bool positive =
+        std::string(name) == "Sqrt" || std::string(name) == "Rsqrt" || std::string(name) == "Log";
     Tensor x = RandomTensor({7, 33}, 5, positive ? 0.1f : -3.f, 3.f);
     Tensor got = RunOne(g, build(root, ops::Const(root, x)));
     Tensor want(DT_FLOAT, x.shape());
-    for (int64_t i = 0; i < x.num_elements(); ++i) want.data<float>()[i] = static_cast<float>(ref(x.data<float>()[i]));
+    for (int64_t i = 0; i < x.num_elements(); ++i)
+      want.data<float>()[i] = static_cast<float>(ref(x.data<float>()[i]));
     CHECK(MaxAbsDiff(got, want) <= 1e-5);
   }
 }
@@ -143,7 +154,8 @@ TEST_CASE("MatMul: all transpose cases, small and parallel sizes", "[ops][math]"
         Tensor want = NaiveMatMul(a, b, ta, tb);
         REQUIRE(got.shape() == want.shape());
         double err = 0;
-        for (int64_t i = 0; i < got.num_elements(); ++i) err = std::max(err, std::abs(got.data<float>()[i] - want.data<double>()[i]));
+        for (int64_t i = 0; i < got.num_elements(); ++i)
+          err = std::max(err, std::abs(got.data<float>()[i] - want.data<double>()[i]));
         CHECK(err <= 1e-4);
       }
     }
@@ -159,18 +171,22 @@ TEST_CASE("MatMul in float64 and its runtime shape check", "[ops][math]") {
   Output x = ops::Placeholder(root, DT_FLOAT, {-1, -1});
   Output y = ops::MatMul(root, x, ops::Const(root, Tensor(DT_FLOAT, {3, 2})));
   Session sess(g);
-  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {3, 4})}}, {y}),
-                    Catch::Matchers::Contains("Matrix size-incompatible: In[0]: [3,4], In[1]: [3,2]"));
+  CHECK_THROWS_WITH(
+      sess.Run({{x, Tensor(DT_FLOAT, {3, 4})}}, {y}),
+      Catch::Matchers::Contains("Matrix size-incompatible: In[0]: [3,4], In[1]: [3,2]"));
 }
 
 // Naive reduction over `axes` of a [2,3,4] tensor.
-Tensor NaiveReduce(const Tensor& x, const std::vector<int>& axes, bool keep, const std::string& kind) {
+Tensor NaiveReduce(const Tensor& x, const std::vector<int>& axes, bool keep,
+                   const std::string& kind) {
   std::vector<bool> red(x.rank(), axes.empty());
   for (int a : axes) red[a < 0 ? a + x.rank() : a] = true;
   Shape out;
   for (int d = 0; d < x.rank(); ++d) {
-    if (!red[d]) out.AddDim(x.dim(d));
-    else if (keep) out.AddDim(1);
+    if (!red[d])
+      out.AddDim(x.dim(d));
+    else if (keep)
+      out.AddDim(1);
   }
   std::map<int64_t, std::vector<double>> groups;
   std::vector<int64_t> idx(x.rank(), 0);
@@ -187,7 +203,8 @@ Tensor NaiveReduce(const Tensor& x, const std::vector<int>& axes, bool keep, con
   int64_t o = 0;
   for (auto& [key, vals] : groups) {
     double r = kind == "Max" ? -1e30 : kind == "Min" ? 1e30 : 0;
-    for (double v : vals) r = kind == "Max" ? std::max(r, v) : kind == "Min" ? std::min(r, v) : r + v;
+    for (double v : vals)
+      r = kind == "Max" ? std::max(r, v) : kind == "Min" ? std::min(r, v) : r + v;
     if (kind == "Mean") r /= vals.size();
     t.data<float>()[o++] = static_cast<float>(r);
   }
@@ -196,8 +213,10 @@ Tensor NaiveReduce(const Tensor& x, const std::vector<int>& axes, bool keep, con
 
 TEST_CASE("Reductions over any axes, with keep_dims", "[ops][math]") {
   using BuildFn = Output (*)(const Scope&, Output, const std::vector<int32_t>&, bool);
-  const std::vector<std::pair<std::string, BuildFn>> kinds = {{"Sum", ops::Sum}, {"Mean", ops::Mean}, {"Max", ops::Max}, {"Min", ops::Min}};
-  const std::vector<std::vector<int>> axes_list = {{}, {0}, {1}, {2}, {-1}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
+  const std::vector<std::pair<std::string, BuildFn>> kinds = {
+      {"Sum", ops::Sum}, {"Mean", ops::Mean}, {"Max", ops::Max}, {"Min", ops::Min}};
+  const std::vector<std::vector<int>> axes_list = {{},     {0},    {1},    {2},      {-1},
+                                                   {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
   Tensor x = RandomTensor({2, 3, 4}, 21);
   for (const auto& [kind, build] : kinds) {
     for (const auto& axes : axes_list) {
@@ -205,14 +224,17 @@ TEST_CASE("Reductions over any axes, with keep_dims", "[ops][math]") {
         INFO(kind << " axes=" << axes.size() << " keep=" << keep);
         Graph g;
         Scope root = Scope::Root(&g);
-        Tensor got = RunOne(g, build(root, ops::Const(root, x), std::vector<int32_t>(axes.begin(), axes.end()), keep));
+        Tensor got = RunOne(g, build(root, ops::Const(root, x),
+                                     std::vector<int32_t>(axes.begin(), axes.end()), keep));
         CHECK(MaxAbsDiff(got, NaiveReduce(x, axes, keep, kind)) <= 1e-5);
       }
     }
   }
   Graph g;
   Scope root = Scope::Root(&g);
-  CHECK_THROWS_WITH(ops::Sum(root, ops::Const(root, x), {3}), Catch::Matchers::Contains("Invalid reduction dimension (3 for input with 3 dimension(s)"));
+  CHECK_THROWS_WITH(
+      ops::Sum(root, ops::Const(root, x), {3}),
+      Catch::Matchers::Contains("Invalid reduction dimension (3 for input with 3 dimension(s)"));
 }
 
 TEST_CASE("Large row and column sums match double-precision references", "[ops][math]") {
@@ -220,7 +242,8 @@ TEST_CASE("Large row and column sums match double-precision references", "[ops][
   Graph g;
   Scope root = Scope::Root(&g);
   Session sess(g);
-  auto out = sess.Run({ops::Sum(root, ops::Const(root, x), {1}), ops::Sum(root, ops::Const(root, x), {0})});
+  auto out = sess.Run(
+      {ops::Sum(root, ops::Const(root, x), {1}), ops::Sum(root, ops::Const(root, x), {0})});
   CHECK(MaxAbsDiff(out[0], NaiveReduce(x, {1}, false, "Sum")) <= 1e-3);
   CHECK(MaxAbsDiff(out[1], NaiveReduce(x, {0}, false, "Sum")) <= 1e-4);
 }
@@ -236,8 +259,9 @@ TEST_CASE("ArgMax and AddN", "[ops][math]") {
   CHECK(out[0].DebugString() == "Tensor<int64 [2]> [1, 2]");
   CHECK(out[1].DebugString() == "Tensor<int32 [3]> [1, 0, 1]");
   CHECK(out[2].BitwiseEqual(x));
-  CHECK_THROWS_WITH(ops::AddN(root, {c, ops::Const(root, Tensor(DT_FLOAT, {3, 2}))}),
-                    Catch::Matchers::Contains("Inputs to operation AddN must have the same size and shape"));
+  CHECK_THROWS_WITH(
+      ops::AddN(root, {c, ops::Const(root, Tensor(DT_FLOAT, {3, 2}))}),
+      Catch::Matchers::Contains("Inputs to operation AddN must have the same size and shape"));
 }
 
 }  // namespace

@@ -246,8 +246,10 @@ TEST_CASE("All-reduce replicas stay bit-identical over 50 steps", "[towers][allr
   CHECK(where.at("layer1/w") == "/job:localhost/replica:0/task:0/device:CPU:0");
 }
 
-TEST_CASE("A checkpoint saved without towers restores into all-reduce replicas", "[towers][saver]") {
-  const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("pf_towers_{}", getpid())).string();
+TEST_CASE("A checkpoint saved without towers restores into all-reduce replicas",
+          "[towers][saver]") {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / fmt::format("pf_towers_{}", getpid())).string();
   models::ModelOptions o;
   o.optimizer = "momentum";
   ModelRun plain("mlp_seed000", o, 1);
@@ -262,10 +264,11 @@ TEST_CASE("A checkpoint saved without towers restores into all-reduce replicas",
     Tensor saved = plain.sess->Run({FindVariable(&plain.g, name).value()})[0];
     CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, name).value()})[0].BitwiseEqual(saved));
   }
-  CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, "affine0/w/replica_1").value()})[0].BitwiseEqual(
-      plain.sess->Run({FindVariable(&plain.g, "affine0/w").value()})[0]));
-  CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, "affine0/w/replica_1/Momentum").value()})[0].BitwiseEqual(
-      plain.sess->Run({FindVariable(&plain.g, "affine0/w/Momentum").value()})[0]));
+  CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, "affine0/w/replica_1").value()})[0]
+            .BitwiseEqual(plain.sess->Run({FindVariable(&plain.g, "affine0/w").value()})[0]));
+  CHECK(mirrored.sess->Run({FindVariable(&mirrored.g, "affine0/w/replica_1/Momentum").value()})[0]
+            .BitwiseEqual(
+                plain.sess->Run({FindVariable(&plain.g, "affine0/w/Momentum").value()})[0]));
   std::filesystem::remove_all(dir);
 }
 

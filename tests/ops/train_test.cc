@@ -28,9 +28,10 @@ TEST_CASE("Softmax cross-entropy losses: values, gradients, stability", "[train]
   Scope root = Scope::Root(&g);
   Tensor logits = Tensor::FromVector<float>({1, 2, 3, 1e4f, -1e4f, 0}, {2, 3});
   Tensor labels = Tensor::FromVector<float>({0, 0, 1, 0, 1, 0}, {2, 3});
-  auto [loss, backprop] = ops::SoftmaxCrossEntropyWithLogits(root, ops::Const(root, logits), ops::Const(root, labels));
-  auto [sloss, sback] = ops::SparseSoftmaxCrossEntropyWithLogits(root, ops::Const(root, logits),
-                                                                 ops::Const(root, Tensor::FromVector<int32_t>({2, 1})));
+  auto [loss, backprop] =
+      ops::SoftmaxCrossEntropyWithLogits(root, ops::Const(root, logits), ops::Const(root, labels));
+  auto [sloss, sback] = ops::SparseSoftmaxCrossEntropyWithLogits(
+      root, ops::Const(root, logits), ops::Const(root, Tensor::FromVector<int32_t>({2, 1})));
   Session sess(g);
   auto out = sess.Run({loss, backprop, sloss, sback});
   const double l0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3;
@@ -39,18 +40,24 @@ TEST_CASE("Softmax cross-entropy losses: values, gradients, stability", "[train]
   CHECK(out[2].BitwiseEqual(out[0]));
   CHECK(out[3].BitwiseEqual(out[1]));
   for (float v : out[1].flat<float>()) CHECK(std::isfinite(v));
-  CHECK(out[1].data<float>()[2] == Approx(std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 1).epsilon(1e-6));
-  CHECK_THROWS_WITH(sess.Run({ops::SparseSoftmaxCrossEntropyWithLogits(root, ops::Const(root, logits),
-                                                                       ops::Const(root, Tensor::FromVector<int32_t>({2, 3}))).first}),
-                    Contains("Received a label value of 3 which is outside the valid range of [0, 3)."));
+  CHECK(out[1].data<float>()[2] ==
+        Approx(std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 1).epsilon(1e-6));
+  CHECK_THROWS_WITH(
+      sess.Run({ops::SparseSoftmaxCrossEntropyWithLogits(
+                    root, ops::Const(root, logits),
+                    ops::Const(root, Tensor::FromVector<int32_t>({2, 3})))
+                    .first}),
+      Contains("Received a label value of 3 which is outside the valid range of [0, 3)."));
   // Gradients against finite differences.
   Tensor onehot = Tensor::FromVector<double>({0, 1, 0, 0.3, 0.3, 0.4}, {2, 3});
   CHECK(GradErr({2, 3}, [&](const Scope& s, Output x) {
-    return ops::SoftmaxCrossEntropyWithLogits(s, x, ops::Const(s, onehot)).first;
-  }) < 1e-6);
+          return ops::SoftmaxCrossEntropyWithLogits(s, x, ops::Const(s, onehot)).first;
+        }) < 1e-6);
   CHECK(GradErr({2, 3}, [&](const Scope& s, Output x) {
-    return ops::SparseSoftmaxCrossEntropyWithLogits(s, x, ops::Const(s, Tensor::FromVector<int64_t>({1, 0}))).first;
-  }) < 1e-6);
+          return ops::SparseSoftmaxCrossEntropyWithLogits(
+                     s, x, ops::Const(s, Tensor::FromVector<int64_t>({1, 0})))
+              .first;
+        }) < 1e-6);
 }
 
 TEST_CASE("Sigmoid cross-entropy, MSE and L2 loss", "[train][losses]") {
@@ -73,22 +80,36 @@ TEST_CASE("Sigmoid cross-entropy, MSE and L2 loss", "[train][losses]") {
   CHECK(out[1].scalar<float>() == Approx(16.0 / 6));
   CHECK(out[2].scalar<float>() == Approx(55.0 / 2));
   Tensor zd = Rand({3, 4}, 9, 0, 1);
-  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) { return ops::SigmoidCrossEntropyWithLogits(s, v, ops::Const(s, zd)); }) < 1e-6);
-  CHECK(GradErr({3, 1}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 4}, 2))); }) < 1e-6);
-  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, ops::Const(s, Rand({3, 1}, 2)), v); }) < 1e-6);
-  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 4}, 3))); }) < 1e-6);
-  CHECK(GradErr({3, 1}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, ops::Const(s, Rand({3, 4}, 2)), v); }) < 1e-6);
-  CHECK(GradErr({2, 1, 4}, [&](const Scope& s, Output v) { return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 1}, 2))); }) < 1e-6);
+  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) {
+          return ops::SigmoidCrossEntropyWithLogits(s, v, ops::Const(s, zd));
+        }) < 1e-6);
+  CHECK(GradErr({3, 1}, [&](const Scope& s, Output v) {
+          return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 4}, 2)));
+        }) < 1e-6);
+  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) {
+          return ops::MeanSquaredError(s, ops::Const(s, Rand({3, 1}, 2)), v);
+        }) < 1e-6);
+  CHECK(GradErr({3, 4}, [&](const Scope& s, Output v) {
+          return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 4}, 3)));
+        }) < 1e-6);
+  CHECK(GradErr({3, 1}, [&](const Scope& s, Output v) {
+          return ops::MeanSquaredError(s, ops::Const(s, Rand({3, 4}, 2)), v);
+        }) < 1e-6);
+  CHECK(GradErr({2, 1, 4}, [&](const Scope& s, Output v) {
+          return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 1}, 2)));
+        }) < 1e-6);
   CHECK(GradErr({3, 4}, [](const Scope& s, Output v) { return ops::L2Loss(s, v); }) < 1e-6);
 }
 
 // One optimizer step on w = [1, 2] with loss = sum(w * c), so the gradient is c = [0.5, -1].
-std::vector<float> OneStep(train::Optimizer& opt, int steps = 1, std::vector<std::string>* slot_names = nullptr) {
+std::vector<float> OneStep(train::Optimizer& opt, int steps = 1,
+                           std::vector<std::string>* slot_names = nullptr) {
   Graph g;
   Scope root = Scope::Root(&g);
   Variable w = GetVariable(root.WithVariableScope("layer"), "w", {2}, init::Constant(0));
   Operation set = ops::Assign(root, w.ref(), ops::Const(root, Tensor::FromVector<float>({1, 2})));
-  Output loss = ops::Sum(root, ops::Mul(root, w.value(), ops::Const(root, Tensor::FromVector<float>({0.5f, -1}))));
+  Output loss = ops::Sum(
+      root, ops::Mul(root, w.value(), ops::Const(root, Tensor::FromVector<float>({0.5f, -1}))));
   Variable step = train::GetOrCreateGlobalStep(root);
   Operation train_op = opt.Minimize(root, loss, &step);
   Session sess(g);
@@ -103,7 +124,8 @@ std::vector<float> OneStep(train::Optimizer& opt, int steps = 1, std::vector<std
   return {t.data<float>()[0], t.data<float>()[1]};
 }
 
-TEST_CASE("Optimizers: one step against hand-computed values; slots named and colocated", "[train][optimizers]") {
+TEST_CASE("Optimizers: one step against hand-computed values; slots named and colocated",
+          "[train][optimizers]") {
   const double g0 = 0.5, g1 = -1;
   {
     train::GradientDescent opt(0.1);
@@ -123,7 +145,8 @@ TEST_CASE("Optimizers: one step against hand-computed values; slots named and co
     train::Adam opt(0.1);
     std::vector<std::string> names;
     auto w = OneStep(opt, 1, &names);
-    // Step 1: m = 0.1 g, v = 0.001 g^2, lr_t = 0.1 sqrt(1-0.999)/(1-0.9), update = lr_t m / (sqrt(v)+eps)
+    // Step 1: m = 0.1 g, v = 0.001 g^2, lr_t = 0.1 sqrt(1-0.999)/(1-0.9), update = lr_t m /
+    // (sqrt(v)+eps)
     const double lr_t = 0.1 * std::sqrt(1 - 0.999) / (1 - 0.9);
     CHECK(w[0] == Approx(1 - lr_t * 0.1 * g0 / (std::sqrt(0.001 * g0 * g0) + 1e-8)));
     CHECK(w[1] == Approx(2 - lr_t * 0.1 * g1 / (std::sqrt(0.001 * g1 * g1) + 1e-8)));
@@ -143,7 +166,8 @@ TEST_CASE("Optimizers: one step against hand-computed values; slots named and co
   }
 }
 
-TEST_CASE("Each update is one fused op per variable, colocated with its variable", "[train][optimizers]") {
+TEST_CASE("Each update is one fused op per variable, colocated with its variable",
+          "[train][optimizers]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Variable w = GetVariable(root.WithVariableScope("a").WithDevice("/cpu:0"), "w", {3});
@@ -172,7 +196,8 @@ TEST_CASE("Learning-rate schedules, gradient clipping and moving averages", "[tr
   Output decayed = train::ExponentialDecay(root, 0.8, step, 10, 0.5, false);
   Output stair = train::ExponentialDecay(root, 0.8, step, 10, 0.5, true);
   Output piece = train::PiecewiseConstant(root, step, {5, 10}, {1.0, 0.5, 0.1});
-  Output set_step = ops::Assign(root, step.ref(), ops::Placeholder(root.WithOpName("s"), DT_INT64, {}));
+  Output set_step =
+      ops::Assign(root, step.ref(), ops::Placeholder(root.WithOpName("s"), DT_INT64, {}));
   Session sess(g);
   sess.Run({}, {}, {GlobalVariablesInitializer(root)});
   auto at = [&](int64_t s) {

@@ -1,5 +1,6 @@
 // GPU device planning (TensorFlow's visible_device_list and virtual devices), without GPUs.
 #include "devices/device_manager.h"
+
 #include "devices/gpu_probe.h"
 #include "tests/testing/test_util.h"
 
@@ -16,14 +17,17 @@ std::vector<std::tuple<int, int, double>> Flat(const std::vector<GpuDevicePlan>&
 
 TEST_CASE("GPU planning: visible devices, logical splits, caps", "[devices]") {
   CHECK(PlanGpuDevices(0, {})->empty());  // no driver or no GPU: zero devices, no error
-  CHECK(Flat(*PlanGpuDevices(2, {})) == std::vector<std::tuple<int, int, double>>{{0, 0, 0}, {1, 1, 0}});
+  CHECK(Flat(*PlanGpuDevices(2, {})) ==
+        std::vector<std::tuple<int, int, double>>{{0, 0, 0}, {1, 1, 0}});
   GpuOptions reorder;
   reorder.visible_device_list = "1,0";
-  CHECK(Flat(*PlanGpuDevices(2, reorder)) == std::vector<std::tuple<int, int, double>>{{0, 1, 0}, {1, 0, 0}});
+  CHECK(Flat(*PlanGpuDevices(2, reorder)) ==
+        std::vector<std::tuple<int, int, double>>{{0, 1, 0}, {1, 0, 0}});
   GpuOptions split;
   split.visible_device_list = "1";
   split.logical_devices_memory_mb = {{4096, 2048}};
-  CHECK(Flat(*PlanGpuDevices(2, split)) == std::vector<std::tuple<int, int, double>>{{0, 1, 4096}, {1, 1, 2048}});
+  CHECK(Flat(*PlanGpuDevices(2, split)) ==
+        std::vector<std::tuple<int, int, double>>{{0, 1, 4096}, {1, 1, 2048}});
   GpuOptions two_split;
   two_split.logical_devices_memory_mb = {{1000, 1000}, {}};
   CHECK(Flat(*PlanGpuDevices(2, two_split)) ==
@@ -39,21 +43,27 @@ TEST_CASE("GPU planning: visible devices, logical splits, caps", "[devices]") {
 TEST_CASE("GPU planning: bad options are clear errors", "[devices]") {
   GpuOptions bad;
   bad.visible_device_list = "0,3";
-  CHECK_THAT(PlanGpuDevices(2, bad).status().message(),
-             Contains("'visible_device_list' listed an invalid GPU id '3' but visible device count is 2"));
+  CHECK_THAT(
+      PlanGpuDevices(2, bad).status().message(),
+      Contains("'visible_device_list' listed an invalid GPU id '3' but visible device count is 2"));
   bad.visible_device_list = "1,1";
   CHECK_THAT(PlanGpuDevices(2, bad).status().message(), Contains("duplicate entry"));
   bad.visible_device_list = "x";
-  CHECK_THAT(PlanGpuDevices(2, bad).status().message(), Contains("Could not parse entry in 'visible_device_list': 'x'"));
+  CHECK_THAT(PlanGpuDevices(2, bad).status().message(),
+             Contains("Could not parse entry in 'visible_device_list': 'x'"));
   GpuOptions mismatch;
   mismatch.logical_devices_memory_mb = {{100}};
-  CHECK_THAT(PlanGpuDevices(2, mismatch).status().message(), Contains("doesn't match the number of elements"));
+  CHECK_THAT(PlanGpuDevices(2, mismatch).status().message(),
+             Contains("doesn't match the number of elements"));
   // A session on this machine sees no GPU and says so with no error.
   Graph g;
   SessionOptions opts;
   opts.visible_device_list = "0";
   if (CudaDeviceCount() == 0) {
-    CHECK_THROWS_WITH(Session(g, opts), Contains("'visible_device_list' listed an invalid GPU id '0' but visible device count is 0"));
+    CHECK_THROWS_WITH(
+        Session(g, opts),
+        Contains(
+            "'visible_device_list' listed an invalid GPU id '0' but visible device count is 0"));
   }
   Session plain(g);
   CHECK(plain.devices().devices().size() == 1);

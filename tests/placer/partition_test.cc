@@ -1,7 +1,8 @@
 // Partitioning and multi-device execution on CPU devices.
+#include "placer/partition.h"
+
 #include <future>
 
-#include "placer/partition.h"
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
@@ -35,7 +36,8 @@ TEST_CASE("Partition: one _Send/_Recv pair per tensor and destination", "[partit
   Output b = ops::Neg(root.WithOpName("b"), a);
   Output c = ops::Square(root.WithOpName("c"), a);
   Output e = ops::Add(root.WithOpName("e"), b, c);
-  std::unordered_map<const Node*, Device*> where = {{a.node, d.cpu(0)}, {b.node, d.cpu(1)}, {c.node, d.cpu(1)}, {e.node, d.cpu(0)}};
+  std::unordered_map<const Node*, Device*> where = {
+      {a.node, d.cpu(0)}, {b.node, d.cpu(1)}, {c.node, d.cpu(1)}, {e.node, d.cpu(0)}};
   auto p = Partition(g.nodes(), where, {});
   REQUIRE(p.ok());
   REQUIRE(p->parts.size() == 2);
@@ -75,7 +77,10 @@ TEST_CASE("Partition: cross-device control edges and incomplete graphs", "[parti
   Output x = ops::Neg(root.WithOpName("x"), after);
   auto incomplete = Partition({x.node}, {{x.node, d.cpu(0)}}, {});
   REQUIRE_FALSE(incomplete.ok());
-  CHECK_THAT(incomplete.status().message(), Contains("Incomplete graph: input 'after:0' of node 'x' is neither fed nor part of the subgraph"));
+  CHECK_THAT(
+      incomplete.status().message(),
+      Contains(
+          "Incomplete graph: input 'after:0' of node 'x' is neither fed nor part of the subgraph"));
   // A fed input enters through an _Arg.
   auto fed = Partition({x.node}, {{x.node, d.cpu(0)}}, {Output(after.node, 0)});
   REQUIRE(fed.ok());
@@ -103,7 +108,8 @@ std::vector<Tensor> TrainSpread(int cpus, bool log = false) {
   Tensor x, t;
   models::SeedBatch(64, 2, &x, &t);
   std::vector<Tensor> out;
-  for (int i = 0; i < 3; ++i) out.push_back(sess.Run({{m.input, x}, {m.target, t}}, {m.loss}, {m.train_op})[0]);
+  for (int i = 0; i < 3; ++i)
+    out.push_back(sess.Run({{m.input, x}, {m.target, t}}, {m.loss}, {m.train_op})[0]);
   for (const Variable& v : TrainableVariables(&g)) out.push_back(sess.Run({v.value()})[0]);
   return out;
 }
@@ -118,19 +124,25 @@ TEST_CASE("Four CPU devices give bitwise the results of one", "[partition][execu
   }
 }
 
-TEST_CASE("A failing kernel on one device aborts the others without hanging", "[partition][executor]") {
-  static OpRegistrar reg(OpDef("TestFailOnDevice").Input("x", "float").Output("y", "float").SetShapeFn(UnchangedShape));
+TEST_CASE("A failing kernel on one device aborts the others without hanging",
+          "[partition][executor]") {
+  static OpRegistrar reg(OpDef("TestFailOnDevice")
+                             .Input("x", "float")
+                             .Output("y", "float")
+                             .SetShapeFn(UnchangedShape));
   struct FailOp : OpKernel {
     using OpKernel::OpKernel;
     Status Compute(OpKernelContext*) override { return errors::Internal("boom"); }
   };
-  static KernelRegistrar kreg(KernelDef("TestFailOnDevice", "CPU"), [](const Node& n) -> std::unique_ptr<OpKernel> {
-    return std::make_unique<FailOp>(n);
-  });
+  static KernelRegistrar kreg(
+      KernelDef("TestFailOnDevice", "CPU"),
+      [](const Node& n) -> std::unique_ptr<OpKernel> { return std::make_unique<FailOp>(n); });
   Graph g;
   Scope root = Scope::Root(&g);
   Output a = ops::Const(root.WithDevice("/cpu:0"), Tensor(DT_FLOAT, {32, 32}));
-  Output broken = NodeBuilder(root.WithOpName("broken").WithDevice("/cpu:1"), "TestFailOnDevice").Input(a).Finalize();
+  Output broken = NodeBuilder(root.WithOpName("broken").WithDevice("/cpu:1"), "TestFailOnDevice")
+                      .Input(a)
+                      .Finalize();
   // CPU:0 waits on a _Recv of the failed tensor while it runs a long chain of its own.
   Output chain = a;
   for (int i = 0; i < 100; ++i) chain = ops::MatMul(root.WithDevice("/cpu:0"), chain, a);
@@ -149,7 +161,10 @@ TEST_CASE("A failing kernel on one device aborts the others without hanging", "[
   REQUIRE(run.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
   std::string msg = run.get();
   CHECK_THAT(msg, Contains("boom"));
-  CHECK_THAT(msg, Contains("{{node broken}} = TestFailOnDevice[] on /job:localhost/replica:0/task:0/device:CPU:1"));
+  CHECK_THAT(
+      msg,
+      Contains(
+          "{{node broken}} = TestFailOnDevice[] on /job:localhost/replica:0/task:0/device:CPU:1"));
   // The session still works afterwards.
   CHECK(sess.Run({chain})[0].shape() == Shape{32, 32});
 }
@@ -171,7 +186,8 @@ PF_REGISTER_OP(OpDef("TestHostArg")
                      c.set_output(1, c.input(1));
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("TestHostArg", "FAKE_GPU").HostMemory("n").HostMemory("m"), testing::FakeKernel);
+PF_REGISTER_KERNEL(KernelDef("TestHostArg", "FAKE_GPU").HostMemory("n").HostMemory("m"),
+                   testing::FakeKernel);
 
 TEST_CASE("Partition: HostMemory arguments get their values in host memory", "[partition]") {
   DeviceSet d = testing::FakeDeviceSet(1, 1);
@@ -180,14 +196,15 @@ TEST_CASE("Partition: HostMemory arguments get their values in host memory", "[p
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Const(root.WithOpName("x"), 1.f);
-  Output a = ops::ConstInt(root.WithOpName("a"), 3);     // on the GPU, in device memory
-  Output c = ops::ConstInt(root.WithOpName("c"), 4);     // on the CPU
+  Output a = ops::ConstInt(root.WithOpName("a"), 3);  // on the GPU, in device memory
+  Output c = ops::ConstInt(root.WithOpName("c"), 4);  // on the CPU
   Node* h = NodeBuilder(root.WithOpName("h"), "TestHostArg").Input(x).Input(a).Finalize();
-  Node* k = NodeBuilder(root.WithOpName("k"), "TestHostArg").Input(x).Input(Output(h, 1)).Finalize();
+  Node* k =
+      NodeBuilder(root.WithOpName("k"), "TestHostArg").Input(x).Input(Output(h, 1)).Finalize();
   Node* m = NodeBuilder(root.WithOpName("m"), "TestHostArg").Input(x).Input(c).Finalize();
   Output ident = ops::Identity(root.WithOpName("ident"), a);  // reads a in device memory
-  std::unordered_map<const Node*, Device*> where = {{x.node, gpu}, {a.node, gpu}, {c.node, cpu}, {h, gpu},
-                                                    {k, gpu},      {m, gpu},      {ident.node, gpu}};
+  std::unordered_map<const Node*, Device*> where = {
+      {x.node, gpu}, {a.node, gpu}, {c.node, cpu}, {h, gpu}, {k, gpu}, {m, gpu}, {ident.node, gpu}};
   auto p = Partition(g.nodes(), where, {});
   REQUIRE(p.ok());
   const Partitions::Part& pg = p->parts[0].device == gpu ? p->parts[0] : p->parts[1];

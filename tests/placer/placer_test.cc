@@ -1,6 +1,7 @@
 // Placer rules on fake devices (no GPU needed).
-#include "graph/kernel.h"
 #include "placer/placer.h"
+
+#include "graph/kernel.h"
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
@@ -69,9 +70,12 @@ TEST_CASE("Unsatisfiable requests fail, or fall back with soft placement", "[pla
   auto strict = Place(g.nodes(), devices, {});
   REQUIRE_FALSE(strict.ok());
   CHECK_THAT(strict.status().message(),
-             Contains("Cannot assign a device for operation far: Could not satisfy explicit device specification "
-                      "'/device:FAKE_GPU:11' because no devices matching that specification are registered in this "
-                      "process; available devices: " + std::string(kGpu0)));
+             Contains("Cannot assign a device for operation far: Could not satisfy explicit device "
+                      "specification "
+                      "'/device:FAKE_GPU:11' because no devices matching that specification are "
+                      "registered in this "
+                      "process; available devices: " +
+                      std::string(kGpu0)));
   auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
   REQUIRE(soft.ok());
   CHECK(Where(*soft, far) == kGpu0);  // same type, any id
@@ -80,11 +84,14 @@ TEST_CASE("Unsatisfiable requests fail, or fall back with soft placement", "[pla
 
   Graph g2;
   Scope r2 = Scope::Root(&g2);
-  Output e = ops::Exp(r2.WithOpName("e").WithDevice("/device:FAKE_GPU:0"), ops::Const(r2, Tensor(DT_FLOAT, {2})));
+  Output e = ops::Exp(r2.WithOpName("e").WithDevice("/device:FAKE_GPU:0"),
+                      ops::Const(r2, Tensor(DT_FLOAT, {2})));
   auto no_kernel = Place(g2.nodes(), devices, {});
   REQUIRE_FALSE(no_kernel.ok());
-  CHECK_THAT(no_kernel.status().message(), Contains("because no supported kernel for FAKE_GPU devices is available"));
-  CHECK_THAT(no_kernel.status().message(), Contains("e: Exp (requested '/device:FAKE_GPU:0', supported device types: [CPU])"));
+  CHECK_THAT(no_kernel.status().message(),
+             Contains("because no supported kernel for FAKE_GPU devices is available"));
+  CHECK_THAT(no_kernel.status().message(),
+             Contains("e: Exp (requested '/device:FAKE_GPU:0', supported device types: [CPU])"));
   auto soft2 = Place(g2.nodes(), devices, {.allow_soft_placement = true});
   REQUIRE(soft2.ok());
   CHECK(Where(*soft2, e) == kCpu0);
@@ -102,7 +109,8 @@ TEST_CASE("A variable and the ops that take it by reference are placed together"
   CHECK(Where(*p, v.initializer().node) == kCpu0);
   CHECK(Where(*p, v.value()) == kCpu0);
   // Explicit colocation pulls a GPU-capable op to its partner.
-  Output w = ops::Neg(root.WithOpName("w").WithDevice("/cpu:0"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output w =
+      ops::Neg(root.WithOpName("w").WithDevice("/cpu:0"), ops::Const(root, Tensor(DT_FLOAT, {2})));
   Output friend_op = ops::Neg(root.ColocateWith(w), w);
   auto q = Place(g.nodes(), devices, {});
   REQUIRE(q.ok());
@@ -119,7 +127,9 @@ TEST_CASE("Ops without any kernel are reported in TensorFlow's words", "[placer]
   auto p = Place(g.nodes(), devices, {});
   REQUIRE_FALSE(p.ok());
   CHECK(p.status().code() == Code::kNotFound);
-  CHECK_THAT(p.status().message(), Contains("No OpKernel was registered to support Op 'TestNoKernel' used by {{node lonely}}"));
+  CHECK_THAT(
+      p.status().message(),
+      Contains("No OpKernel was registered to support Op 'TestNoKernel' used by {{node lonely}}"));
   CHECK_THAT(p.status().message(), Contains("<no registered kernels>"));
 }
 
@@ -137,7 +147,8 @@ TEST_CASE("A session on two CPU devices runs nodes where they were asked", "[pla
   CHECK(where.at("sq") == kCpu1);
   CHECK(where.at("neg") == kCpu0);
   Session one(g);  // /cpu:1 does not exist here
-  CHECK_THROWS_WITH(one.Run({c}), Contains("Could not satisfy explicit device specification '/device:CPU:1'"));
+  CHECK_THROWS_WITH(one.Run({c}),
+                    Contains("Could not satisfy explicit device specification '/device:CPU:1'"));
   SessionOptions soft;
   soft.allow_soft_placement = true;
   Session fallback(g, soft);
@@ -151,19 +162,23 @@ TEST_CASE("A session on two CPU devices runs nodes where they were asked", "[pla
 namespace pf {
 namespace {
 
-TEST_CASE("Heuristics: generators follow their consumer, metadata ops stay with their input", "[placer]") {
+TEST_CASE("Heuristics: generators follow their consumer, metadata ops stay with their input",
+          "[placer]") {
   DeviceSet devices = testing::FakeDeviceSet(2, 1);
   Graph g;
   Scope root = Scope::Root(&g);
-  Output gen = ops::Const(root.WithOpName("gen"), Tensor(DT_FLOAT, {2}));  // FAKE_GPU has a Const kernel
-  Output e = ops::Exp(root.WithOpName("e"), gen);                          // CPU only
-  Output on_cpu1 = ops::Neg(root.WithOpName("n1").WithDevice("/cpu:1"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output gen =
+      ops::Const(root.WithOpName("gen"), Tensor(DT_FLOAT, {2}));  // FAKE_GPU has a Const kernel
+  Output e = ops::Exp(root.WithOpName("e"), gen);                 // CPU only
+  Output on_cpu1 =
+      ops::Neg(root.WithOpName("n1").WithDevice("/cpu:1"), ops::Const(root, Tensor(DT_FLOAT, {2})));
   Output shape = ops::ShapeOf(root.WithOpName("shape"), on_cpu1);
   // A generator with two consumers, and one with an explicit device, stay where they chose.
   Output shared = ops::Const(root.WithOpName("shared"), Tensor(DT_FLOAT, {2}));
   ops::Exp(root, shared);
   ops::Neg(root, shared);
-  Output pinned = ops::Const(root.WithOpName("pinned").WithDevice("/device:FAKE_GPU:0"), Tensor(DT_FLOAT, {2}));
+  Output pinned =
+      ops::Const(root.WithOpName("pinned").WithDevice("/device:FAKE_GPU:0"), Tensor(DT_FLOAT, {2}));
   ops::Exp(root, pinned);
   auto p = Place(g.nodes(), devices, {});
   REQUIRE(p.ok());
@@ -178,11 +193,13 @@ TEST_CASE("strict_placement turns soft fallbacks into errors", "[placer]") {
   DeviceSet devices = testing::FakeDeviceSet(1, 2);
   Graph g;
   Scope root = Scope::Root(&g);
-  ops::Neg(root.WithOpName("far").WithDevice("/device:FAKE_GPU:11"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  ops::Neg(root.WithOpName("far").WithDevice("/device:FAKE_GPU:11"),
+           ops::Const(root, Tensor(DT_FLOAT, {2})));
   CHECK(Place(g.nodes(), devices, {.allow_soft_placement = true}).ok());
   auto strict = Place(g.nodes(), devices, {.allow_soft_placement = true, .strict_placement = true});
   REQUIRE_FALSE(strict.ok());
-  CHECK_THAT(strict.status().message(), Contains("Could not satisfy explicit device specification '/device:FAKE_GPU:11'"));
+  CHECK_THAT(strict.status().message(),
+             Contains("Could not satisfy explicit device specification '/device:FAKE_GPU:11'"));
 }
 
 }  // namespace
@@ -222,10 +239,12 @@ TEST_CASE("Assigned devices are kept; malformed node devices are errors", "[plac
   n.node->set_requested_device("/foo:bar");
   auto bad = Place(g.nodes(), devices, {});
   REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(bad.status().message(), Contains("Malformed device specification '/foo:bar' in node 'n'"));
+  CHECK_THAT(bad.status().message(),
+             Contains("Malformed device specification '/foo:bar' in node 'n'"));
 }
 
-TEST_CASE("Reference colocation: a variable asked on a device its Assign cannot run on", "[placer]") {
+TEST_CASE("Reference colocation: a variable asked on a device its Assign cannot run on",
+          "[placer]") {
   DeviceSet devices = testing::FakeDeviceSet(1, 1);
   Graph g;
   Scope root = Scope::Root(&g);
@@ -233,8 +252,11 @@ TEST_CASE("Reference colocation: a variable asked on a device its Assign cannot 
   Variable v = GetVariable(root.WithDevice("/device:FAKE_GPU:0"), "v", {2}, init::Zeros());
   auto strict = Place(g.nodes(), devices, {});
   REQUIRE_FALSE(strict.ok());
-  CHECK_THAT(strict.status().message(), Contains("because no supported kernel for FAKE_GPU devices is available"));
-  CHECK_THAT(strict.status().message(), Contains("v/Assign: Assign (requested '/device:FAKE_GPU:0', supported device types: [CPU])"));
+  CHECK_THAT(strict.status().message(),
+             Contains("because no supported kernel for FAKE_GPU devices is available"));
+  CHECK_THAT(
+      strict.status().message(),
+      Contains("v/Assign: Assign (requested '/device:FAKE_GPU:0', supported device types: [CPU])"));
   auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
   REQUIRE(soft.ok());
   CHECK(Where(*soft, v.ref()) == kCpu0);
@@ -245,7 +267,8 @@ TEST_CASE("Explicit colocation with conflicting requests", "[placer]") {
   DeviceSet devices = testing::FakeDeviceSet(2, 0);
   Graph g;
   Scope root = Scope::Root(&g);
-  Output a = ops::Neg(root.WithOpName("a").WithDevice("/cpu:0"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output a =
+      ops::Neg(root.WithOpName("a").WithDevice("/cpu:0"), ops::Const(root, Tensor(DT_FLOAT, {2})));
   Output b = ops::Neg(root.WithOpName("b").ColocateWith(a), a);
   b.node->set_requested_device("/cpu:1");  // now the group asks for two devices
   auto strict = Place(g.nodes(), devices, {});

@@ -8,7 +8,8 @@ namespace pf::testing {
 
 class FakeDevice : public Device {
  public:
-  FakeDevice(std::string type, int id, int priority) : Device(std::move(type), id), priority_(priority) {}
+  FakeDevice(std::string type, int id, int priority)
+      : Device(std::move(type), id), priority_(priority) {}
   Allocator* GetAllocator() override { return CpuAllocator(); }
   int priority() const override { return priority_; }
 
@@ -31,7 +32,9 @@ inline DeviceSet FakeDeviceSet(int cpus, int gpus) {
 class FakeKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Compute(OpKernelContext*) override { return errors::Internal("fake kernel ", name(), " ran"); }
+  Status Compute(OpKernelContext*) override {
+    return errors::Internal("fake kernel ", name(), " ran");
+  }
 };
 
 }  // namespace pf::testing

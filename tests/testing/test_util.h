@@ -2,7 +2,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -59,7 +58,7 @@ inline bool SkipWithoutGpu() {
 
 }  // namespace pf::testing
 
-#define PF_REQUIRE_GPU()                           \
-  do {                                             \
-    if (::pf::testing::SkipWithoutGpu()) return;   \
+#define PF_REQUIRE_GPU()                         \
+  do {                                           \
+    if (::pf::testing::SkipWithoutGpu()) return; \
   } while (0)

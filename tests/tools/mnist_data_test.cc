@@ -1,11 +1,12 @@
 // The IDX reader: real files, and the errors for bad ones.
+#include "tools/mnist_data.h"
+
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "tests/testing/test_util.h"
-#include "tools/mnist_data.h"
 
 namespace pf {
 namespace {
@@ -13,7 +14,9 @@ namespace {
 using Catch::Matchers::Contains;
 
 std::string WriteGz(const std::string& name, const std::string& bytes) {
-  std::string path = (std::filesystem::temp_directory_path() / fmt::format("pf_idx_{}_{}", getpid(), name)).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("pf_idx_{}_{}", getpid(), name))
+          .string();
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
@@ -41,16 +44,19 @@ TEST_CASE("IDX files: good data loads, bad magic and truncation are named", "[da
   CHECK(magic.code() == Code::kInvalidArgument);
   CHECK_THAT(magic.message(), Contains("has a wrong magic number 0x00001234"));
   Status truncated = data::ReadIdx(WriteGz("short.gz", Header(0x801, {10}) + "abc"), &dims, &data);
-  CHECK_THAT(truncated.message(), Contains("is truncated: header promises 10 bytes of data, found 3"));
+  CHECK_THAT(truncated.message(),
+             Contains("is truncated: header promises 10 bytes of data, found 3"));
   // A gzip stream cut in the middle.
-  std::string cut = (std::filesystem::temp_directory_path() / fmt::format("pf_idx_{}_cut.gz", getpid())).string();
+  std::string cut =
+      (std::filesystem::temp_directory_path() / fmt::format("pf_idx_{}_cut.gz", getpid())).string();
   {
     std::ifstream in(good, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
   CHECK_FALSE(data::ReadIdx(cut, &dims, &data).ok());
-  CHECK_THAT(data::ReadIdx("/nonexistent/x.gz", &dims, &data).message(), Contains("Cannot open IDX file"));
+  CHECK_THAT(data::ReadIdx("/nonexistent/x.gz", &dims, &data).message(),
+             Contains("Cannot open IDX file"));
   for (auto* p : {&good, &cut}) std::filesystem::remove(*p);
 }
 
@@ -64,7 +70,10 @@ TEST_CASE("MNIST loads with the right shapes and value range", "[data]") {
   CHECK(test.images.shape() == Shape{10000, 784});
   CHECK(test.labels.shape() == Shape{10000});
   float lo = 1, hi = 0;
-  for (float v : test.images.flat<float>()) { lo = std::min(lo, v); hi = std::max(hi, v); }
+  for (float v : test.images.flat<float>()) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
   CHECK(lo == 0.f);
   CHECK(hi == 1.f);
   CHECK(test.labels.flat<int32_t>()[0] == 7);  // the first MNIST test digit is a 7

@@ -41,10 +41,12 @@ TEST_CASE("mnist_mlp learns Fashion-MNIST far above chance", "[training]") {
   CHECK(acc > 0.85);
 }
 
-TEST_CASE("Training resumed from a checkpoint matches an uninterrupted run bitwise", "[training][saver]") {
+TEST_CASE("Training resumed from a checkpoint matches an uninterrupted run bitwise",
+          "[training][saver]") {
   auto dir = std::filesystem::temp_directory_path() / fmt::format("pf_resume_{}", getpid());
   std::filesystem::remove_all(dir);
-  const std::string data_dir = std::filesystem::exists(kFashion) ? kFashion : PF_SOURCE_DIR "/../shared/data/mnist";
+  const std::string data_dir =
+      std::filesystem::exists(kFashion) ? kFashion : PF_SOURCE_DIR "/../shared/data/mnist";
   auto train = data::Take(data::LoadMnist(data_dir, data::Split::kTrain).ValueOrThrow(), 2000);
   auto test = data::Take(data::LoadMnist(data_dir, data::Split::kTest).ValueOrThrow(), 500);
   models::ModelOptions mo;
@@ -84,7 +86,9 @@ TEST_CASE("mlp_seed000: the loss falls with a sane initialiser", "[training]") {
   Tensor x, t;
   models::SeedBatch(256, 1, &x, &t);
   std::vector<float> losses;
-  for (int i = 0; i < 30; ++i) losses.push_back(r.sess->Run({{r.m.input, x}, {r.m.target, t}}, {r.m.loss}, {r.m.train_op})[0].scalar<float>());
+  for (int i = 0; i < 30; ++i)
+    losses.push_back(r.sess->Run({{r.m.input, x}, {r.m.target, t}}, {r.m.loss}, {r.m.train_op})[0]
+                         .scalar<float>());
   CHECK(losses.back() < losses.front());
   CHECK(losses.back() < 0.5f);  // targets 2x+1 vary by 1/3 within a row: the floor is ~0.33
 }
