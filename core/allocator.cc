@@ -1,4 +1,4 @@
-#include "core/allocator.h"
+#include "placeflow/core/allocator.h"
 
 #include <cstdlib>
 #include <mutex>

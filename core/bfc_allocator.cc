@@ -1,4 +1,4 @@
-#include "core/bfc_allocator.h"
+#include "placeflow/core/bfc_allocator.h"
 
 #include <fmt/format.h>
 

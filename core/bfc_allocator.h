@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.h"
+#include "placeflow/core/allocator.h"
 
 namespace pf {
 

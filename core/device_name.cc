@@ -1,4 +1,4 @@
-#include "core/device_name.h"
+#include "placeflow/core/device_name.h"
 
 #include <cctype>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.h"
+#include "placeflow/core/status.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "core/dtype.h"
+#include "placeflow/core/dtype.h"
 
 namespace pf {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/status.h"
+#include "placeflow/core/status.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "core/logging.h"
+#include "placeflow/core/logging.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 

@@ -1,4 +1,4 @@
-#include "core/shape.h"
+#include "placeflow/core/shape.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "core/status.h"
+#include "placeflow/core/status.h"
 
 namespace pf {
 

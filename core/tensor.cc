@@ -1,4 +1,4 @@
-#include "core/tensor.h"
+#include "placeflow/core/tensor.h"
 
 #include <cassert>
 

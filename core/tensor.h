@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.h"
-#include "core/dtype.h"
-#include "core/shape.h"
+#include "placeflow/core/allocator.h"
+#include "placeflow/core/dtype.h"
+#include "placeflow/core/shape.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "core/thread_pool.h"
+#include "placeflow/core/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "devices/device.h"
+#include "placeflow/devices/device.h"
 
 #include <cstring>
 

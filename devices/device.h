@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.h"
-#include "core/device_name.h"
-#include "core/status.h"
-#include "core/tensor.h"
-#include "core/thread_pool.h"
+#include "placeflow/core/allocator.h"
+#include "placeflow/core/device_name.h"
+#include "placeflow/core/status.h"
+#include "placeflow/core/tensor.h"
+#include "placeflow/core/thread_pool.h"
 
 namespace pf {
 

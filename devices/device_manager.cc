@@ -1,4 +1,4 @@
-#include "devices/device_manager.h"
+#include "placeflow/devices/device_manager.h"
 
 #include <set>
 #include <sstream>

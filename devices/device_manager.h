@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "placeflow/core/status.h"
 
 namespace pf {
 

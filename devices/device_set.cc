@@ -1,4 +1,4 @@
-#include "devices/device_set.h"
+#include "placeflow/devices/device_set.h"
 
 #include <fmt/ranges.h>
 

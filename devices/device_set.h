@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "devices/device.h"
+#include "placeflow/devices/device.h"
 
 namespace pf {
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/status.h"
-#include "devices/device.h"
-#include "devices/device_manager.h"
+#include "placeflow/core/status.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/devices/device_manager.h"
 
 namespace pf {
 

@@ -1,5 +1,5 @@
 // CPU-only build: no GPUs.
-#include "devices/gpu_probe.h"
+#include "placeflow/devices/gpu_probe.h"
 
 namespace pf {
 

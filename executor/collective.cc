@@ -1,11 +1,11 @@
-#include "executor/collective.h"
+#include "placeflow/executor/collective.h"
 
 #include <algorithm>
 
 namespace pf {
 
-void CollectiveTable::Join(const std::string& key, int group_size, Participant p,
-                           const CompleteFn& complete) {
+void LocalCollectiveTable::Join(const std::string& key, int group_size, Participant p,
+                                const CompleteFn& complete) {
   std::vector<Participant> all;
   Status error;
   {
@@ -43,7 +43,7 @@ void CollectiveTable::Join(const std::string& key, int group_size, Participant p
   for (Participant& q : all) q.done(s);
 }
 
-void CollectiveTable::StartAbort(const Status& status) {
+void LocalCollectiveTable::StartAbort(const Status& status) {
   std::vector<Participant> waiting;
   Status s;
   {

@@ -1,41 +1,24 @@
-// CollectiveTable: where the participants of a collective (one node per device, sharing a
-// group key) meet within one step. The last participant to arrive completes the collective
-// for all of them on its own thread; the others wait without holding a thread, like a _Recv.
-// Aborting the step wakes every waiting participant with the error.
+// LocalCollectiveTable: the in-process CollectiveTable (graph/collectives.h) of one step.
 //
-//   table->Join("grads", /*group_size=*/2, {rank, ctx, std::move(done)},
-//               [](std::vector<pf::CollectiveTable::Participant>& all) { ...; return
-//               pf::Status::OK(); });
+//   pf::LocalCollectiveTable table;
+//   table.Join("grads", 2, {0, ctx0, done0}, complete);   // waits
+//   table.Join("grads", 2, {1, ctx1, done1}, complete);   // runs complete, then done0 and done1
 #pragma once
 
-#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "placeflow/graph/collectives.h"
 
 namespace pf {
 
-class OpKernelContext;
-
-class CollectiveTable {
+class LocalCollectiveTable : public CollectiveTable {
  public:
-  struct Participant {
-    int rank = 0;
-    OpKernelContext* ctx = nullptr;
-    std::function<void(Status)> done;
-  };
-  // Runs once, on the last arriving participant's thread, with every participant in rank
-  // order; its status goes to every participant's `done`.
-  using CompleteFn = std::function<Status(std::vector<Participant>& all)>;
-
-  // Adds `p` to the collective `key` of `group_size` participants. A rank out of range or
-  // taken, or a group size that differs between participants, fails that participant.
-  void Join(const std::string& key, int group_size, Participant p, const CompleteFn& complete);
-  // Every waiting and later participant fails with `status`.
-  void StartAbort(const Status& status);
+  void Join(const std::string& key, int group_size, Participant p,
+            const CompleteFn& complete) override;
+  void StartAbort(const Status& status) override;
 
  private:
   struct Group {

@@ -1,4 +1,4 @@
-#include "executor/executor.h"
+#include "placeflow/executor/executor.h"
 
 #include <atomic>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <deque>
 #include <mutex>
 
-#include "graph/scope.h"
+#include "placeflow/graph/scope.h"
 
 namespace pf {
 namespace {

@@ -20,12 +20,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "devices/device.h"
-#include "executor/collective.h"
-#include "executor/rendezvous.h"
-#include "executor/trace.h"
-#include "graph/graph.h"
-#include "graph/kernel.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/executor/collective.h"
+#include "placeflow/executor/rendezvous.h"
+#include "placeflow/executor/trace.h"
+#include "placeflow/graph/graph.h"
+#include "placeflow/graph/kernel.h"
 
 namespace pf {
 
@@ -46,8 +46,8 @@ class StepGroup {
   void Record(NodeExecStats s);
 
  private:
-  Rendezvous rendezvous_;
-  CollectiveTable collectives_;
+  LocalRendezvous rendezvous_;
+  LocalCollectiveTable collectives_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;
   Status status_;

@@ -1,4 +1,4 @@
-#include "executor/session.h"
+#include "placeflow/executor/session.h"
 
 #include <fmt/ranges.h>
 
@@ -7,12 +7,13 @@
 #include <map>
 #include <unordered_set>
 
-#include "core/logging.h"
-#include "devices/device_manager.h"
-#include "devices/gpu_probe.h"
-#include "executor/rendezvous.h"
-#include "placer/partition.h"
-#include "placer/placer.h"
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/device_manager.h"
+#include "placeflow/devices/gpu_probe.h"
+#include "placeflow/executor/executor.h"
+#include "placeflow/placer/partition.h"
+#include "placeflow/placer/placer.h"
 
 namespace pf {
 

@@ -22,12 +22,15 @@
 #include <utility>
 #include <vector>
 
-#include "devices/device_manager.h"
-#include "devices/device_set.h"
-#include "executor/executor.h"
-#include "graph/graph.h"
+#include "placeflow/devices/device_manager.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/executor/trace.h"
+#include "placeflow/graph/graph.h"
 
 namespace pf {
+
+class OpKernel;
+class ThreadPool;
 
 struct SessionOptions {
   bool allow_soft_placement = false;

@@ -1,11 +1,11 @@
-#include "executor/trace.h"
+#include "placeflow/executor/trace.h"
 
 #include <fmt/format.h>
 
 #include <fstream>
 #include <map>
 
-#include "core/strings.h"
+#include "placeflow/core/strings.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "graph/attr.h"
+#include "placeflow/graph/attr.h"
 
 #include <fmt/ranges.h>
 

@@ -11,9 +11,9 @@
 #include <variant>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/shape.h"
-#include "core/tensor.h"
+#include "placeflow/core/dtype.h"
+#include "placeflow/core/shape.h"
+#include "placeflow/core/tensor.h"
 
 namespace pf {
 

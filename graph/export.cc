@@ -1,11 +1,11 @@
-#include "graph/export.h"
+#include "placeflow/graph/export.h"
 
 #include <fmt/ranges.h>
 
 #include <vector>
 
-#include "core/strings.h"
-#include "graph/op_registry.h"
+#include "placeflow/core/strings.h"
+#include "placeflow/graph/op_registry.h"
 
 namespace pf {
 namespace {

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "graph/graph.h"
+#include "placeflow/graph/graph.h"
 
 namespace pf {
 

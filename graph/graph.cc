@@ -1,8 +1,8 @@
-#include "graph/graph.h"
+#include "placeflow/graph/graph.h"
 
 #include <fmt/ranges.h>
 
-#include "graph/op_registry.h"
+#include "placeflow/graph/op_registry.h"
 
 namespace pf {
 

@@ -16,9 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/shape.h"
-#include "graph/attr.h"
+#include "placeflow/core/dtype.h"
+#include "placeflow/core/shape.h"
+#include "placeflow/graph/attr.h"
 
 namespace pf {
 

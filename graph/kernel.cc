@@ -1,11 +1,11 @@
-#include "graph/kernel.h"
+#include "placeflow/graph/kernel.h"
 
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
 
-#include "graph/op_registry.h"
+#include "placeflow/graph/op_registry.h"
 
 namespace pf {
 

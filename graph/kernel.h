@@ -20,16 +20,16 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "core/tensor.h"
-#include "graph/graph.h"
+#include "placeflow/core/status.h"
+#include "placeflow/core/tensor.h"
+#include "placeflow/graph/collectives.h"
+#include "placeflow/graph/graph.h"
+#include "placeflow/graph/rendezvous.h"
 
 namespace pf {
 
 class Device;
 class DeviceSet;
-class Rendezvous;
-class CollectiveTable;
 struct VarState;
 class ThreadPool;
 

@@ -1,4 +1,4 @@
-#include "graph/op_registry.h"
+#include "placeflow/graph/op_registry.h"
 
 #include <cassert>
 

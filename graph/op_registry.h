@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "core/tensor.h"
-#include "graph/attr.h"
+#include "placeflow/core/status.h"
+#include "placeflow/core/tensor.h"
+#include "placeflow/graph/attr.h"
 
 namespace pf {
 

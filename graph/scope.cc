@@ -1,8 +1,8 @@
-#include "graph/scope.h"
+#include "placeflow/graph/scope.h"
 
 #include <fmt/ranges.h>
 
-#include "graph/variables.h"
+#include "placeflow/graph/variable.h"
 
 namespace pf {
 namespace {

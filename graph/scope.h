@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/device_name.h"
-#include "graph/graph.h"
-#include "graph/op_registry.h"
+#include "placeflow/core/device_name.h"
+#include "placeflow/graph/graph.h"
+#include "placeflow/graph/op_registry.h"
 
 namespace pf {
 

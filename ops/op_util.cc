@@ -1,4 +1,4 @@
-#include "ops/op_util.h"
+#include "placeflow/ops/op_util.h"
 
 namespace pf {
 

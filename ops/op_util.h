@@ -4,10 +4,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/thread_pool.h"
-#include "devices/device.h"
-#include "graph/kernel.h"
-#include "graph/scope.h"
+#include "placeflow/core/thread_pool.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/graph/kernel.h"
+#include "placeflow/graph/scope.h"
 
 namespace pf {
 

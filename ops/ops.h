@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
-#include "graph/scope.h"
+#include "placeflow/core/tensor.h"
+#include "placeflow/graph/scope.h"
 
 namespace pf::ops {
 

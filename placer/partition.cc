@@ -1,9 +1,9 @@
-#include "placer/partition.h"
+#include "placeflow/placer/partition.h"
 
 #include <deque>
 
-#include "graph/kernel.h"
-#include "graph/op_registry.h"
+#include "placeflow/graph/kernel.h"
+#include "placeflow/graph/op_registry.h"
 
 namespace pf {
 namespace {

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "devices/device.h"
-#include "graph/graph.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/graph/graph.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "placer/placer.h"
+#include "placeflow/placer/placer.h"
 
 #include <fmt/ranges.h>
 
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <unordered_set>
 
-#include "core/logging.h"
+#include "placeflow/core/logging.h"
 
 namespace pf {
 namespace {

@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "devices/device_set.h"
-#include "graph/graph.h"
-#include "graph/kernel.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/graph/graph.h"
+#include "placeflow/graph/kernel.h"
 
 namespace pf {
 

@@ -9,8 +9,8 @@ mode="${1:-train}"
 shift || true
 build_dir="${BUILD_DIR:-build}"
 
-# ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config requires OpenCL.
-packages=(g++ cmake ninja-build libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev dataset-fashion-mnist)
+# clang-format: the format check in the test suite. ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config requires OpenCL.
+packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/tensor.h"
+#include "placeflow/core/tensor.h"
 
 namespace pf::data {
 

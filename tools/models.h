@@ -14,12 +14,12 @@
 //   learning-rate decay, and accuracy measured with the moving averages of the variables.
 #pragma once
 
+#include <placeflow/placeflow.h>
+
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "executor/placeflow.h"
 
 namespace pf::models {
 

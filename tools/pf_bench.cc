@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "devices/gpu_probe.h"
-#include "executor/rendezvous.h"
-#include "placer/placer.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/gpu_probe.h"
+#include "placeflow/placer/placer.h"
 #include "tools/models.h"
 #include "tools/tower_timing.h"
 

@@ -12,7 +12,7 @@
 #include <regex>
 #include <string>
 
-#include "devices/gpu_probe.h"
+#include "placeflow/devices/gpu_probe.h"
 #include "tools/tower_timing.h"
 #include "tools/trainer.h"
 

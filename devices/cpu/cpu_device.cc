@@ -1,7 +1,7 @@
 // The host CPU device: host memory, the shared thread pool, priority 100 (always last).
 #include <thread>
 
-#include "devices/device.h"
+#include "placeflow/devices/device.h"
 
 namespace pf {
 namespace {

@@ -1,8 +1,8 @@
-#include "devices/cuda/gpu_blas.h"
+#include "placeflow/devices/cuda/gpu_blas.h"
 
 #include <climits>
 
-#include "devices/cuda/cuda_check.h"
+#include "placeflow/devices/cuda/cuda_check.h"
 
 namespace pf {
 

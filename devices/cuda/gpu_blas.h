@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
-#include "core/status.h"
-#include "devices/cuda/gpu_device.h"
+#include "placeflow/core/dtype.h"
+#include "placeflow/core/status.h"
+#include "placeflow/devices/cuda/gpu_device.h"
 
 namespace pf {
 

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/logging.h"
-#include "devices/cuda/cuda_check.h"
-#include "devices/cuda/gpu_device.h"
-#include "executor/rendezvous.h"
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/cuda/cuda_check.h"
+#include "placeflow/devices/cuda/gpu_device.h"
 
 namespace pf {
 namespace {

@@ -1,4 +1,4 @@
-#include "devices/cuda/gpu_device.h"
+#include "placeflow/devices/cuda/gpu_device.h"
 
 #include <condition_variable>
 #include <cstdlib>
@@ -10,9 +10,9 @@
 #include <thread>
 #include <tuple>
 
-#include "core/logging.h"
-#include "devices/cuda/cuda_check.h"
-#include "devices/gpu_probe.h"
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/cuda/cuda_check.h"
+#include "placeflow/devices/gpu_probe.h"
 
 namespace pf {
 

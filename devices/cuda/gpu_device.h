@@ -20,9 +20,9 @@
 #include <mutex>
 #include <string>
 
-#include "core/bfc_allocator.h"
-#include "devices/device.h"
-#include "devices/device_manager.h"
+#include "placeflow/core/bfc_allocator.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/devices/device_manager.h"
 
 struct CUstream_st;
 struct cublasContext;

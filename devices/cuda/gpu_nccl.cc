@@ -1,10 +1,10 @@
-#include "devices/cuda/gpu_nccl.h"
+#include "placeflow/devices/cuda/gpu_nccl.h"
 
 #include <map>
 #include <mutex>
 #include <set>
 
-#include "devices/cuda/cuda_check.h"
+#include "placeflow/devices/cuda/cuda_check.h"
 
 namespace pf {
 namespace {

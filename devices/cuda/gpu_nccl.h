@@ -8,9 +8,9 @@
 
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/status.h"
-#include "devices/cuda/gpu_device.h"
+#include "placeflow/core/dtype.h"
+#include "placeflow/core/status.h"
+#include "placeflow/devices/cuda/gpu_device.h"
 
 namespace pf {
 

@@ -2,9 +2,9 @@
 // batch % num_split parts get one more row, as numpy.array_split), so any batch of at least
 // num_split rows splits. The parts are views of the input (no copy). Tower replication feeds
 // each tower one part.
-#include "ops/grad_util.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

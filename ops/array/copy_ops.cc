@@ -2,9 +2,9 @@
 // serves every dtype of the same element size.
 #include <cstring>
 
-#include "ops/grad_util.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

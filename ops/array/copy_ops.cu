@@ -1,6 +1,6 @@
 // Data movement on the GPU: strided box copies (Slice, SliceGrad, Transpose), Gather and its
 // scatter-add gradient, OneHot.
-#include "ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
 namespace {

@@ -1,8 +1,8 @@
 // GPU kernels for data movement (device code in copy_ops.cu): Transpose, Concat, Split, Slice,
 // and the gradient kernels ConcatGrad, SliceGrad, GatherGrad; Gather and OneHot. Concat and
 // Split pieces are 2-D boxes [outer, inner] copied with one strided launch per piece.
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -1,7 +1,7 @@
 // Ops that make values from shapes or convert them: Cast, Fill, ZerosLike, OnesLike, OneHot.
-#include "ops/grad_util.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/tensor.h"
-#include "executor/collective.h"
-#include "graph/kernel.h"
-#include "ops/op_util.h"
+#include "placeflow/core/status.h"
+#include "placeflow/core/tensor.h"
+#include "placeflow/graph/collectives.h"
+#include "placeflow/graph/kernel.h"
+#include "placeflow/ops/op_util.h"
 
 namespace pf {
 

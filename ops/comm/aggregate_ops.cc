@@ -11,13 +11,13 @@
 //   aggregation on CPU devices: reduce to one device and share back).
 #include <atomic>
 
-#include "core/logging.h"
-#include "devices/device_set.h"
-#include "executor/collective.h"
-#include "executor/rendezvous.h"
-#include "ops/comm/aggregate.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/graph/collectives.h"
+#include "placeflow/ops/comm/aggregate.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -5,13 +5,13 @@
 // or, when logical devices share a GPU, reduces on the first device and copies back.
 #include <atomic>
 
-#include "core/logging.h"
-#include "devices/cuda/gpu_nccl.h"
-#include "executor/collective.h"
-#include "executor/rendezvous.h"
-#include "ops/comm/aggregate.h"
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/cuda/gpu_nccl.h"
+#include "placeflow/graph/collectives.h"
+#include "placeflow/ops/comm/aggregate.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

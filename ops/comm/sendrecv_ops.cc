@@ -2,10 +2,11 @@
 // input to the step's rendezvous and never blocks; _Recv is asynchronous: it asks the
 // rendezvous for the value, copies it to its device through the copy registry, and finishes
 // when the value is there (or the step aborts). _Arg stands for a fed tensor inside a partition.
-#include "devices/device_set.h"
-#include "executor/rendezvous.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/graph/rendezvous.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "ops/gpu/launch.h"
+#include "placeflow/ops/gpu/launch.h"
 
 namespace pf::gpu {
 

@@ -13,10 +13,10 @@
 
 #include <vector>
 
-#include "devices/cuda/gpu_device.h"
-#include "graph/kernel.h"
-#include "ops/gpu/launch.h"
-#include "ops/op_util.h"
+#include "placeflow/devices/cuda/gpu_device.h"
+#include "placeflow/graph/kernel.h"
+#include "placeflow/ops/gpu/launch.h"
+#include "placeflow/ops/op_util.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
 
 namespace pf {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/grad_util.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -3,7 +3,7 @@
 // vectorised path (4 elements per thread); broadcasting decodes the output index once.
 #include <cmath>
 
-#include "ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
 namespace {

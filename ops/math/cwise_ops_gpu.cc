@@ -1,8 +1,8 @@
 // GPU kernels for elementwise math (device code in cwise_ops.cu): the binary ops with
 // broadcasting, comparisons, unary math, activations and their gradients, Floor, Cast,
 // BiasAdd and AddN.
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -5,9 +5,9 @@
 #include <dnnl.h>
 #include <omp.h>
 
-#include "ops/grad_util.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -1,7 +1,7 @@
 // MatMul on the GPU: one cuBLAS GEMM on the device's compute stream (devices/cuda/gpu_blas.cc).
-#include "devices/cuda/gpu_blas.h"
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/devices/cuda/gpu_blas.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/op_util.h"
+#include "placeflow/ops/op_util.h"
 
 namespace pf {
 

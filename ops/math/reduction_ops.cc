@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <limits>
 
-#include "ops/grad_util.h"
-#include "ops/math/reduce_impl.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

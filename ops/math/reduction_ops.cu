@@ -5,7 +5,7 @@
 #include <climits>
 #include <cmath>
 
-#include "ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
 namespace {

@@ -1,7 +1,7 @@
 // GPU kernels for reductions and the kernels gradients build from them: Sum Mean Max Min,
 // ArgMax, BiasAddGrad, SumToShape, ReduceGrad; and Fill, ZerosLike, OnesLike.
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -4,10 +4,10 @@
 // so the gradient is one multiply; everything is computed from max-subtracted logits.
 #include <cmath>
 
-#include "ops/grad_util.h"
-#include "ops/math/reduce_impl.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -2,7 +2,7 @@
 // loss and the backprop (softmax - labels) in three passes over the row.
 #include <cmath>
 
-#include "ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
 namespace {

@@ -1,8 +1,8 @@
 // GPU kernels for softmax (cuDNN) and the losses: softmax cross-entropy (dense and sparse
 // labels, fused gradient), sigmoid cross-entropy, mean squared error and its gradient, L2Loss.
-#include "devices/cuda/gpu_blas.h"
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/devices/cuda/gpu_blas.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

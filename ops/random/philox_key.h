@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <random>
 
-#include "graph/graph.h"
+#include "placeflow/graph/graph.h"
 
 namespace pf {
 

@@ -5,9 +5,9 @@
 #include <mutex>
 #include <random>
 
-#include "ops/op_util.h"
-#include "ops/ops.h"
-#include "ops/random/philox_key.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/ops/random/philox_key.h"
 
 namespace pf {
 namespace {

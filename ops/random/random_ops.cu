@@ -3,7 +3,7 @@
 // last bits of log/cos/sqrt).
 #include <cmath>
 
-#include "ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
 namespace {

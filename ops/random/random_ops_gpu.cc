@@ -2,9 +2,9 @@
 // same key and per-call counter as the CPU kernels.
 #include <mutex>
 
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
-#include "ops/random/philox_key.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/ops/random/philox_key.h"
 
 namespace pf {
 namespace {

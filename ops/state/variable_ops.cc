@@ -3,9 +3,9 @@
 // AssignAdd and AssignSub take it by reference and update it in place.
 #include <cstring>
 
-#include "devices/device.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

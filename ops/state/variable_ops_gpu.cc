@@ -2,10 +2,10 @@
 // copied to the GPU once, on first use, and shared by every step).
 #include <mutex>
 
-#include "devices/device_set.h"
-#include "executor/rendezvous.h"
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -5,8 +5,8 @@
 #include <mutex>
 #include <vector>
 
-#include "devices/device.h"
-#include "graph/kernel.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/graph/kernel.h"
 
 namespace pf {
 

@@ -4,10 +4,10 @@
 // them; the variable and slots are reference inputs, so the placer keeps them together.
 #include <cmath>
 
-#include "devices/device.h"
-#include "ops/op_util.h"
-#include "ops/ops.h"
-#include "ops/train/apply_kernel.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/ops/train/apply_kernel.h"
 
 namespace pf {
 namespace {

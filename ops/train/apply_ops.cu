@@ -2,7 +2,7 @@
 // formulas as the CPU kernels (apply_ops.cc); scalars are read from device memory.
 #include <cmath>
 
-#include "ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
 namespace {

@@ -1,8 +1,8 @@
 // Fused optimizer updates on the GPU (device code in apply_ops.cu): the same checks and locking
 // as the CPU kernels (apply_kernel.h); the scalars stay on the device.
-#include "ops/gpu/gpu_kernel.h"
-#include "ops/ops.h"
-#include "ops/train/apply_kernel.h"
+#include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/ops/train/apply_kernel.h"
 
 namespace pf {
 namespace {

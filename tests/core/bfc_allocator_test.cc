@@ -1,7 +1,7 @@
 // The caching allocator's bookkeeping, on host memory: best fit, splitting, coalescing, limits,
 // growth, statistics and the out-of-memory path. The GPU device runs the same code over
 // cudaMalloc (tests/devices/gpu_device_test.cc stresses it there).
-#include "core/bfc_allocator.h"
+#include "placeflow/core/bfc_allocator.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -3,9 +3,9 @@
 // training runs whose loss curves must match the CPU's. Skipped (ctest code 4) without a GPU.
 #include <regex>
 
-#include "core/bfc_allocator.h"
-#include "devices/device_set.h"
-#include "executor/rendezvous.h"
+#include "placeflow/core/bfc_allocator.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/device_set.h"
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
 

@@ -9,8 +9,8 @@
 #include <set>
 #include <thread>
 
-#include "devices/device.h"
-#include "ops/op_util.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/ops/op_util.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {

@@ -1,5 +1,5 @@
 // Partitioning and multi-device execution on CPU devices.
-#include "placer/partition.h"
+#include "placeflow/placer/partition.h"
 
 #include <future>
 

@@ -1,7 +1,7 @@
 // Placer rules on fake devices (no GPU needed).
-#include "placer/placer.h"
+#include "placeflow/placer/placer.h"
 
-#include "graph/kernel.h"
+#include "placeflow/graph/kernel.h"
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 

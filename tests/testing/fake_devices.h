@@ -1,8 +1,8 @@
 // Fake devices for placer tests: any type, any id, a priority, host memory underneath.
 #pragma once
 
-#include "devices/device_set.h"
-#include "graph/kernel.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/graph/kernel.h"
 
 namespace pf::testing {
 

@@ -1,13 +1,24 @@
 // Helpers shared by the tests: random tensors, naive references, tolerant comparison.
 #pragma once
 
+#include <placeflow/placeflow.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 
-#include "devices/gpu_probe.h"
-#include "executor/placeflow.h"
+// Tests reach past the public API into the runtime.
+#include "placeflow/core/logging.h"
+#include "placeflow/core/thread_pool.h"
+#include "placeflow/devices/device.h"
+#include "placeflow/devices/device_manager.h"
+#include "placeflow/devices/device_set.h"
+#include "placeflow/devices/gpu_probe.h"
+#include "placeflow/executor/executor.h"
+#include "placeflow/graph/kernel.h"
+#include "placeflow/graph/op_registry.h"
+#include "placeflow/placer/placer.h"
 
 namespace pf::testing {
 

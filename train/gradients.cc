@@ -1,11 +1,11 @@
-#include "graph/gradients.h"
+#include "placeflow/train/gradients.h"
 
 #include <deque>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ops/ops.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -1,9 +1,9 @@
-#include "graph/variables.h"
+#include "placeflow/train/variables.h"
 
 #include <cmath>
 #include <map>
 
-#include "ops/ops.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

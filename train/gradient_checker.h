@@ -7,8 +7,8 @@
 //   // err < 1e-6 in float64
 #pragma once
 
-#include "core/tensor.h"
-#include "graph/scope.h"
+#include "placeflow/core/tensor.h"
+#include "placeflow/graph/scope.h"
 
 namespace pf {
 

@@ -14,12 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "graph/scope.h"
+#include "placeflow/graph/scope.h"
+#include "placeflow/graph/variable.h"
 
 namespace pf {
-
-// Builds the initial value of a variable (under the variable's "Initializer" name scope).
-using Initializer = std::function<Output(const Scope& scope, const Shape& shape, DType dtype)>;
 
 namespace init {
 Initializer Constant(double value);
@@ -32,45 +30,6 @@ Initializer TruncatedNormal(double mean = 0.0, double stddev = 1.0, int64_t seed
 // Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)) (TensorFlow's default).
 Initializer GlorotUniform(int64_t seed = 0);
 }  // namespace init
-
-// Standard collection keys (TensorFlow's names).
-inline constexpr char kGlobalVariables[] = "variables";
-inline constexpr char kTrainableVariables[] = "trainable_variables";
-inline constexpr char kLosses[] = "losses";
-inline constexpr char kUpdateOps[] = "update_ops";
-
-class Variable {
- public:
-  Variable() = default;
-  const std::string& name() const { return name_; }
-  Output ref() const { return ref_; }     // the Variable node: pass to Assign and optimizers
-  Output value() const { return read_; }  // "<name>/read": use in computations
-  Operation initializer() const { return initializer_; }
-  const Shape& shape() const { return ref_.shape(); }
-  DType dtype() const { return ref_.dtype(); }
-  bool trainable() const { return trainable_; }
-  bool valid() const { return ref_.node != nullptr; }
-
- private:
-  friend Variable GetVariable(const Scope&, const std::string&, const Shape&, Initializer, DType,
-                              bool);
-  std::string name_;
-  Output ref_;
-  Output read_;
-  Operation initializer_;
-  bool trainable_ = true;
-};
-
-// What a custom getter (Scope::WithCustomGetter) receives: GetVariable's arguments, with the
-// scope minus the getter itself.
-struct VariableRequest {
-  Scope scope;
-  std::string name;
-  Shape shape;
-  Initializer initializer;
-  DType dtype = DT_FLOAT;
-  bool trainable = true;
-};
 
 // Creates or reuses "<variable scope>/<name>" according to the scope's Reuse mode. The new
 // variable takes the scope's device and colocation (name scopes and control deps do not apply).

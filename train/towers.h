@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/train/train.h"
+#include "placeflow/train/optimizers.h"
 
 namespace pf::train {
 

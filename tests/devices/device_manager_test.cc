@@ -1,7 +1,7 @@
 // GPU device planning (TensorFlow's visible_device_list and virtual devices), without GPUs.
-#include "devices/device_manager.h"
+#include "placeflow/devices/device_manager.h"
 
-#include "devices/gpu_probe.h"
+#include "placeflow/devices/gpu_probe.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "graph/scope.h"
+#include "placeflow/graph/scope.h"
 
 namespace pf {
 

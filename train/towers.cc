@@ -1,13 +1,13 @@
-#include "ops/train/towers.h"
+#include "placeflow/train/towers.h"
 
 #include <map>
 #include <set>
 
-#include "core/device_name.h"
-#include "core/logging.h"
-#include "devices/gpu_probe.h"
-#include "graph/gradients.h"
-#include "ops/ops.h"
+#include "placeflow/core/device_name.h"
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/gpu_probe.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/train/gradients.h"
 
 namespace pf::train {
 namespace {

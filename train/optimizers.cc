@@ -1,10 +1,10 @@
-#include "ops/train/train.h"
+#include "placeflow/train/optimizers.h"
 
 #include <cmath>
 
-#include "graph/gradients.h"
-#include "ops/grad_util.h"
-#include "ops/ops.h"
+#include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/train/gradients.h"
 
 namespace pf::train {
 

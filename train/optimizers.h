@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/variables.h"
+#include "placeflow/train/variables.h"
 
 namespace pf::train {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <map>
 
-#include "ops/grad_util.h"
+#include "placeflow/ops/grad_util.h"
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "executor/session.h"
-#include "graph/variables.h"
+#include "placeflow/executor/session.h"
+#include "placeflow/train/variables.h"
 
 namespace pf {
 

@@ -1,4 +1,4 @@
-#include "executor/saver.h"
+#include "placeflow/train/saver.h"
 
 #include <fmt/ranges.h>
 
@@ -9,8 +9,8 @@
 #include <regex>
 #include <sstream>
 
-#include "core/strings.h"
-#include "ops/ops.h"
+#include "placeflow/core/strings.h"
+#include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {

@@ -1,11 +1,11 @@
-#include "executor/gradient_checker.h"
+#include "placeflow/train/gradient_checker.h"
 
 #include <cmath>
 #include <random>
 
-#include "executor/session.h"
-#include "graph/gradients.h"
-#include "ops/ops.h"
+#include "placeflow/executor/session.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/train/gradients.h"
 
 namespace pf {
 namespace {

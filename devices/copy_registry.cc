@@ -1,0 +1,41 @@
+#include "placeflow/devices/copy_registry.h"
+
+#include <future>
+
+#include "placeflow/devices/device.h"
+
+namespace pf {
+
+CopyRegistry* CopyRegistry::Global() {
+  static CopyRegistry* r = [] {
+    auto* reg = new CopyRegistry();
+    // CPU devices share host memory: the receiver uses the sender's buffer.
+    reg->Register(kDeviceCpu, kDeviceCpu,
+                  [](const Tensor& in, Device*, Device*, CopyDone done) { done(in); });
+    return reg;
+  }();
+  return r;
+}
+
+void CopyRegistry::Register(const std::string& src_type, const std::string& dst_type, CopyFn fn) {
+  fns_[{src_type, dst_type}] = std::move(fn);
+}
+
+void CopyRegistry::CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDone done) const {
+  const std::string src_type = in.InHostMemory() ? std::string(kDeviceCpu) : src->device_type();
+  auto it = fns_.find({src_type, dst->device_type()});
+  if (it == fns_.end()) {
+    return done(errors::Unimplemented("No copy registered from ", src_type, " (", src->name(),
+                                      ") to ", dst->device_type(), " (", dst->name(), ")"));
+  }
+  it->second(in, src, dst, std::move(done));
+}
+
+StatusOr<Tensor> CopyRegistry::Copy(const Tensor& in, Device* src, Device* dst) const {
+  std::promise<StatusOr<Tensor>> result;
+  std::future<StatusOr<Tensor>> ready = result.get_future();
+  CopyAsync(in, src, dst, [&result](StatusOr<Tensor> t) { result.set_value(std::move(t)); });
+  return ready.get();
+}
+
+}  // namespace pf

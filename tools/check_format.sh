@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Fails when a C++ or CUDA file breaks the committed .clang-format (Google, 100 columns).
+# Fix with: clang-format -i $(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+if ! command -v clang-format > /dev/null; then
+  echo "clang-format is not installed (Debian: apt-get install clang-format)" >&2
+  exit 1
+fi
+mapfile -t files < <(find core graph devices ops placer executor train include tools tests -type f \
+  \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+clang-format --dry-run -Werror "${files[@]}"
+echo "format: ${#files[@]} files follow .clang-format"

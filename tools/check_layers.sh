@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Checks that every #include respects the layer table of docs/architecture.md:
+#   - the library's own headers are named from the placeflow/ prefix ("placeflow/core/tensor.h"),
+#     so no generic name (core/status.h) reaches a consumer's include path;
+#   - a folder includes only itself and the folders its row allows;
+#   - CUDA headers appear only in devices/cuda/ and in .cu/.cuh device code, and device code
+#     includes only device-safe headers (.cuh and *_launch.h / launch.h: no fmt, no Status).
+# Prints each broken include as file:line and exits 1 when there is one. Usage: check_layers.sh [ROOT]
+set -euo pipefail
+root="${1:-$(dirname "$0")/..}"
+cd "$root"
+
+# folder -> the folders (besides itself) it may include
+declare -A allowed=(
+  [core]=""
+  [graph]="core"
+  [devices]="core graph"
+  [ops]="core graph devices"
+  [placer]="core graph devices"
+  [executor]="core graph devices placer"
+  [train]="core graph devices ops placer executor"
+  [include]="core graph devices ops placer executor train"
+  [tools]="core graph devices ops placer executor train include"
+  [tests]="core graph devices ops placer executor train include"
+)
+status=0
+fail() {
+  echo "$1: $2"
+  status=1
+}
+
+while IFS= read -r file; do
+  top="${file%%/*}"
+  [[ -v allowed[$top] ]] || continue
+  ok=" $top ${allowed[$top]} "
+  while IFS= read -r hit; do
+    line="${hit%%:*}"
+    inc="$(sed -E 's/^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/' <<<"$hit")"
+    where="$file:$line"
+    case "$inc" in
+      placeflow/placeflow.h) layer=include ;;
+      placeflow/*) layer="${inc#placeflow/}"; layer="${layer%%/*}" ;;
+      core/* | graph/* | devices/* | ops/* | placer/* | executor/* | train/*)
+        fail "$where" "'$inc' must be named from the prefix: placeflow/$inc"
+        continue
+        ;;
+      cuda*.h | cublas*.h | cudnn*.h | nccl.h | curand*.h)
+        [[ "$file" == devices/cuda/* || "$file" == *.cu || "$file" == *.cuh ]] ||
+          fail "$where" "CUDA header <$inc> outside devices/cuda/ and device code"
+        continue
+        ;;
+      *) continue ;;  # system, third-party, tools/ and tests/ headers
+    esac
+    if [[ "$ok" != *" $layer "* ]]; then
+      fail "$where" "$top/ may not include $inc ($top may include:${allowed[$top]:- nothing else})"
+    fi
+    if [[ "$file" == *.cu || "$file" == *.cuh ]] && [[ "$inc" != *.cuh && "$inc" != *launch.h ]]; then
+      fail "$where" "device code includes $inc (only .cuh and launch headers: nvcc sees no fmt)"
+    fi
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file" || true)
+done < <(find core graph devices ops placer executor train include tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+
+if ((status == 0)); then echo "layers: every include respects the table"; fi
+exit $status
