@@ -117,4 +117,23 @@ std::string Tensor::DebugString(int max_entries) const {
   return s;
 }
 
+void Tensor::ThrowBadAccess(DType requested) const {
+  if (requested != dtype_) {
+    throw Error(errors::InvalidArgument("Tensor of dtype ", DTypeName(dtype_), " and shape ",
+                                        shape_.ToString(), " read as ", DTypeName(requested)));
+  }
+  throw Error(errors::InvalidArgument("Tensor ", shape_.ToString(),
+                                      " is in device memory: copy it to the host to read it"));
+}
+
+void Tensor::ThrowNotScalar() const {
+  throw Error(errors::InvalidArgument("scalar() of a tensor of shape ", shape_.ToString(), " (",
+                                      num_elements_, " elements); expected one element"));
+}
+
+void Tensor::ThrowSizeMismatch(size_t values, const Shape& shape) {
+  throw Error(errors::InvalidArgument("FromVector: ", values, " values for shape ",
+                                      shape.ToString(), " of ", shape.num_elements(), " elements"));
+}
+
 }  // namespace pf

@@ -4,9 +4,12 @@
 //   auto v = t.flat<float>();  v[0] = 1.f;               // std::span<float>
 //   pf::Tensor s = pf::Tensor::Scalar<int32_t>(7);
 //   pf::Tensor m = pf::Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+//   std::vector<float> copy = m.ToVector<float>();       // owned values
+//   m.scalar<int32_t>();                                 // throws pf::Error: m holds float
 //   fmt::print("{}", t.DebugString());                   // Tensor<float [2,3]> [[1, 0, 0], ...]
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -35,11 +38,14 @@ class Tensor {
     t.flat<T>()[0] = v;
     return t;
   }
+  // Throws pf::Error when `values` does not hold exactly shape.num_elements() values.
   template <typename T>
   static Tensor FromVector(const std::vector<T>& values, const Shape& shape) {
+    if (!shape.IsFullyDefined() || static_cast<int64_t>(values.size()) != shape.num_elements()) {
+      ThrowSizeMismatch(values.size(), shape);
+    }
     Tensor t(DataTypeOf<T>(), shape);
-    std::span<T> dst = t.flat<T>();
-    for (size_t i = 0; i < dst.size() && i < values.size(); ++i) dst[i] = values[i];
+    std::copy(values.begin(), values.end(), t.flat<T>().begin());
     return t;
   }
   template <typename T>
@@ -61,18 +67,31 @@ class Tensor {
   // False for device (GPU) memory: such a tensor's data() must not be read on the host.
   bool InHostMemory() const { return buffer_ == nullptr || buffer_->on_host(); }
 
+  // Unchecked: the buffer as T*, in whatever memory it lives (kernels, device pointers).
   void* raw_data() const { return buffer_ ? buffer_->data() : nullptr; }
   template <typename T>
   T* data() const {
     return static_cast<T*>(raw_data());
   }
+  // Checked host access: throw pf::Error when T is not the tensor's dtype or the tensor is in
+  // device memory, instead of reading garbage.
   template <typename T>
   std::span<T> flat() const {
+    CheckAccess(DataTypeOf<T>());
     return {data<T>(), static_cast<size_t>(num_elements_)};
   }
+  // The one value of a tensor with one element (any rank, as a [1] batch of losses).
   template <typename T>
   T scalar() const {
+    CheckAccess(DataTypeOf<T>());
+    if (num_elements_ != 1) ThrowNotScalar();
     return data<T>()[0];
+  }
+  // A copy of the values, in row-major order.
+  template <typename T>
+  std::vector<T> ToVector() const {
+    std::span<T> v = flat<T>();
+    return std::vector<T>(v.begin(), v.end());
   }
   // Values as int64 (for int32/int64 shape-like tensors).
   std::vector<int64_t> AsInt64Vector() const;
@@ -89,6 +108,14 @@ class Tensor {
   std::string DebugString(int max_entries = 20) const;
 
  private:
+  void CheckAccess(DType requested) const {
+    if (requested != dtype_ || !InHostMemory()) [[unlikely]]
+      ThrowBadAccess(requested);
+  }
+  [[noreturn]] void ThrowBadAccess(DType requested) const;
+  [[noreturn]] void ThrowNotScalar() const;
+  [[noreturn]] static void ThrowSizeMismatch(size_t values, const Shape& shape);
+
   DType dtype_ = DT_INVALID;
   Shape shape_;
   int64_t num_elements_ = 0;

@@ -20,6 +20,12 @@ namespace pf::ops {
 Output Const(const Scope& s, const Tensor& value);
 Output Const(const Scope& s, float value);
 Output Const(const Scope& s, const std::vector<float>& values, const Shape& shape);
+// Any dtype and shape: Const(s, std::vector<int64_t>{1, 2, 3, 4}, {2, 2}). The values must fill
+// the shape exactly (pf::Error otherwise). Scalars of any dtype: Const(s, Tensor::Scalar(0.5)).
+template <typename T>
+Output Const(const Scope& s, const std::vector<T>& values, const Shape& shape) {
+  return Const(s, Tensor::FromVector<T>(values, shape));
+}
 Output ConstInt(const Scope& s, const std::vector<int32_t>& values);  // 1-D int32 (shapes, axes)
 Output ConstInt(const Scope& s, int32_t value);                       // int32 scalar
 Output Placeholder(const Scope& s, DType dtype, const Shape& shape = Shape::Unknown());

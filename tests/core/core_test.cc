@@ -5,6 +5,8 @@
 namespace pf {
 namespace {
 
+using Catch::Matchers::Contains;
+
 TEST_CASE("Status carries a code and message; OK is cheap", "[core]") {
   Status ok;
   CHECK(ok.ok());
@@ -107,6 +109,35 @@ TEST_CASE("Tensor buffers are shared, aligned and printed", "[core]") {
   CHECK(big.DebugString(3) == "Tensor<int32 [100]> [0, 0, 0...");
   CHECK_FALSE(Tensor().IsInitialized());
   CHECK(Tensor(DT_FLOAT, {0, 3}).IsInitialized());
+}
+
+TEST_CASE("Tensor accessors check the dtype; FromVector wants exactly the shape's values",
+          "[core]") {
+  Tensor m = Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+  std::vector<float> copy = m.ToVector<float>();
+  CHECK(copy == std::vector<float>{1, 2, 3, 4});
+  copy[0] = 9;  // owned: the tensor does not change
+  CHECK(m.flat<float>()[0] == 1.f);
+  CHECK(Tensor::FromVector<int64_t>({5, 6}).ToVector<int64_t>() == std::vector<int64_t>{5, 6});
+
+  CHECK_THROWS_WITH(m.flat<int32_t>(),
+                    Contains("dtype float") && Contains("[2,2]") && Contains("read as int32"));
+  CHECK_THROWS_AS(m.ToVector<double>(), Error);
+  CHECK_THROWS_WITH(m.scalar<float>(), Contains("shape [2,2]") && Contains("4 elements"));
+  CHECK(Tensor::Scalar<int32_t>(7).scalar<int32_t>() == 7);
+  CHECK(Tensor::FromVector<float>({3}, {1}).scalar<float>() == 3.f);  // one element, any rank
+  CHECK_THROWS_WITH(Tensor::Scalar<int32_t>(7).scalar<int64_t>(), Contains("read as int64"));
+
+  CHECK_THROWS_WITH((Tensor::FromVector<float>({1, 2, 3}, {2, 2})),
+                    Contains("3 values for shape [2,2] of 4 elements"));
+  CHECK_THROWS_AS((Tensor::FromVector<float>({1, 2, 3, 4, 5}, {2, 2})), Error);
+  CHECK_THROWS_AS((Tensor::FromVector<float>({1, 2}, Shape{-1, 2})), Error);
+  try {
+    Tensor::FromVector<int32_t>({1}, {2});
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kInvalidArgument);
+  }
 }
 
 TEST_CASE("Thread pool: ParallelFor covers every index once, nested calls finish", "[core]") {

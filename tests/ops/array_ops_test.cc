@@ -143,3 +143,30 @@ TEST_CASE("Cast, Fill, ZerosLike, OnesLike, Shape and OneHot", "[ops][array]") {
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Const holds any dtype and shape; its values must fill the shape", "[ops][array]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output i64 = ops::Const(root, std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Output f64 = ops::Const(root, Tensor::Scalar<double>(0.5));
+  Output b = ops::Const(root, std::vector<bool>{true, false}, {2});
+  CHECK(i64.dtype() == DT_INT64);
+  CHECK(i64.shape() == Shape{2, 3});
+  CHECK(f64.dtype() == DT_DOUBLE);
+  Session sess(g);
+  auto out = sess.Run({ops::Sum(root, i64, {1}), f64, b});
+  CHECK(out[0].ToVector<int64_t>() == std::vector<int64_t>{6, 15});
+  CHECK(out[1].scalar<double>() == 0.5);
+  CHECK(out[2].dtype() == DT_BOOL);
+  CHECK(out[2].data<bool>()[0]);
+  CHECK_FALSE(out[2].data<bool>()[1]);
+  CHECK_THROWS_WITH(ops::Const(root, std::vector<int32_t>{1, 2, 3}, {2, 2}),
+                    Contains("3 values for shape [2,2]"));
+  CHECK_THROWS_WITH(ops::Const(root, {1.f, 2.f}, {3}), Contains("2 values for shape [3]"));
+}
+
+}  // namespace
+}  // namespace pf
