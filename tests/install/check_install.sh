@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
-# Installs placeflow from BUILD_DIR into a temporary prefix, then builds and runs a consumer.
+# Installs placeflow from BUILD_DIR into a temporary prefix, then builds and runs two consumers:
+# tests/install/consumer.cc and README.md's example program (its first ```cpp block), so the
+# README's example keeps compiling against the installed package. Also checks that only the
+# placeflow/ prefix lands on a consumer's include path.
 set -euo pipefail
 build_dir="$1"; src_dir="$2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build_dir" --prefix "$tmp/prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
-cmake -S "$src_dir/tests/install" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure.log" ||
+
+entries=$(ls "$tmp/prefix/include")
+if [ "$entries" != "placeflow" ]; then
+  echo "include/ holds more than placeflow/: $entries"; exit 1
+fi
+includes=$(grep -h "INTERFACE_INCLUDE_DIRECTORIES" "$tmp"/prefix/lib*/cmake/placeflow/placeflowTargets.cmake)
+if [ "$(grep -o '/include[^";]*' <<<"$includes" | sort -u)" != "/include" ]; then
+  echo "the exported include path is not just <prefix>/include: $includes"; exit 1
+fi
+
+cp -r "$src_dir/tests/install" "$tmp/consumer_src"
+awk '/^```cpp/ {on = 1; next} /^```/ {if (on) exit} on' "$src_dir/README.md" > "$tmp/consumer_src/readme_example.cc"
+grep -q "placeflow/placeflow.h" "$tmp/consumer_src/readme_example.cc" || { echo "README has no example"; exit 1; }
+cmake -S "$tmp/consumer_src" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure.log" ||
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/consumer"  # compiler errors are shown
-LD_LIBRARY_PATH="$tmp/prefix/lib:${LD_LIBRARY_PATH:-}" "$tmp/consumer/consumer"
+export LD_LIBRARY_PATH="$tmp/prefix/lib:$tmp/prefix/lib64:${LD_LIBRARY_PATH:-}"
+"$tmp/consumer/consumer"
+"$tmp/consumer/readme_example"
