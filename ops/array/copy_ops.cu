@@ -1,5 +1,6 @@
 // Data movement on the GPU: strided box copies (Slice, SliceGrad, Transpose), Gather and its
-// scatter-add gradient, OneHot.
+// scatter-add gradient.
+#include "placeflow/ops/array/array_launch.h"
 #include "placeflow/ops/gpu/common.cuh"
 
 namespace pf::gpu {
@@ -36,13 +37,6 @@ __global__ void ScatterAddKernel(const T* g, const Index* idx, T* out, int64_t n
     const int64_t r = i / row, c = i % row;
     const int64_t k = static_cast<int64_t>(idx[r]);
     if (k >= 0 && k < limit) atomicAdd(out + k * row + c, g[i]);
-  }
-}
-
-template <typename T, typename Index>
-__global__ void OneHotKernel(const Index* idx, T* out, int64_t n, int64_t depth, T on, T off) {
-  PF_GRID_LOOP(i, n * depth) {
-    out[i] = static_cast<int64_t>(idx[i / depth]) == i % depth ? on : off;
   }
 }
 
@@ -102,30 +96,16 @@ void ScatterAdd(const T* g, const Index* idx, T* out, int64_t rows, int64_t row,
     ScatterAddKernel<<<Blocks(rows * row), kThreads, 0, s>>>(g, idx, out, rows * row, row, limit);
 }
 
-template <typename T, typename Index>
-void OneHot(const Index* idx, T* out, int64_t n, int64_t depth, T on, T off, Stream s) {
-  if (n * depth > 0)
-    OneHotKernel<<<Blocks(n * depth), kThreads, 0, s>>>(idx, out, n, depth, on, off);
-}
-
 template void Gather<int32_t>(int, const void*, const int32_t*, void*, int64_t, int64_t, int64_t,
                               Stream);
 template void Gather<int64_t>(int, const void*, const int64_t*, void*, int64_t, int64_t, int64_t,
                               Stream);
-#define PF_INDEXED(T, I)                                                                     \
-  template void ScatterAdd<T, I>(const T*, const I*, T*, int64_t, int64_t, int64_t, Stream); \
-  template void OneHot<T, I>(const I*, T*, int64_t, int64_t, T, T, Stream);
-PF_INDEXED(float, int32_t)
-PF_INDEXED(float, int64_t)
-PF_INDEXED(double, int32_t)
-PF_INDEXED(double, int64_t)
-template void OneHot<int32_t, int32_t>(const int32_t*, int32_t*, int64_t, int64_t, int32_t, int32_t,
+#define PF_SCATTER_ADD(T)                                                                       \
+  template void ScatterAdd<T, int32_t>(const T*, const int32_t*, T*, int64_t, int64_t, int64_t, \
+                                       Stream);                                                 \
+  template void ScatterAdd<T, int64_t>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, \
                                        Stream);
-template void OneHot<int32_t, int64_t>(const int64_t*, int32_t*, int64_t, int64_t, int32_t, int32_t,
-                                       Stream);
-template void OneHot<int64_t, int32_t>(const int32_t*, int64_t*, int64_t, int64_t, int64_t, int64_t,
-                                       Stream);
-template void OneHot<int64_t, int64_t>(const int64_t*, int64_t*, int64_t, int64_t, int64_t, int64_t,
-                                       Stream);
+PF_SCATTER_ADD(float)
+PF_SCATTER_ADD(double)
 
 }  // namespace pf::gpu

@@ -1,6 +1,8 @@
 // GPU kernels for data movement (device code in copy_ops.cu): Transpose, Concat, Split, Slice,
-// and the gradient kernels ConcatGrad, SliceGrad, GatherGrad; Gather and OneHot. Concat and
-// Split pieces are 2-D boxes [outer, inner] copied with one strided launch per piece.
+// Gather, and the gradient kernels ConcatGrad, SliceGrad, GatherGrad (their ops are in
+// ops/math/grad_ops.cc). Concat and Split pieces are 2-D boxes [outer, inner] copied with one
+// strided launch per piece.
+#include "placeflow/ops/array/array_launch.h"
 #include "placeflow/ops/gpu/gpu_kernel.h"
 #include "placeflow/ops/ops.h"
 
@@ -208,30 +210,6 @@ class GatherGradGpuOp : public GpuOpKernel {
   }
 };
 
-template <typename Index>
-class OneHotGpuOp : public GpuOpKernel {
- public:
-  explicit OneHotGpuOp(const Node& n)
-      : GpuOpKernel(n), on_(n.attr<float>("on_value")), off_(n.attr<float>("off_value")) {}
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    const int64_t depth = out->dim(out->rank() - 1);
-    const Index* idx = ctx->input(0).template data<Index>();
-    const int64_t n = ctx->input(0).num_elements();
-    VisitDType(out->dtype(), [&](auto t) {
-      using T = decltype(t);
-      if constexpr (!std::is_same_v<T, bool>) {
-        gpu::OneHot<T, Index>(idx, out->data<T>(), n, depth, static_cast<T>(on_),
-                              static_cast<T>(off_), gpu->compute_stream());
-      }
-    });
-    return Status::OK();
-  }
-
- private:
-  float on_, off_;
-};
-
 PF_REGISTER_KERNEL(KernelDef("Concat", kDeviceGpu), ConcatGpuOp);
 PF_REGISTER_KERNEL(KernelDef("Split", kDeviceGpu), CutGpuOp);
 PF_REGISTER_KERNEL(KernelDef("ConcatGrad", kDeviceGpu), CutGpuOp);
@@ -248,8 +226,6 @@ PF_GPU_GATHER_GRAD(float, int32_t);
 PF_GPU_GATHER_GRAD(float, int64_t);
 PF_GPU_GATHER_GRAD(double, int32_t);
 PF_GPU_GATHER_GRAD(double, int64_t);
-PF_REGISTER_KERNEL(Gpu("OneHot", DT_INT32, "TI"), OneHotGpuOp<int32_t>);
-PF_REGISTER_KERNEL(Gpu("OneHot", DT_INT64, "TI"), OneHotGpuOp<int64_t>);
 
 }  // namespace
 }  // namespace pf

@@ -11,6 +11,8 @@
 #include "placeflow/graph/collectives.h"
 #include "placeflow/ops/comm/aggregate.h"
 #include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/math/cwise_launch.h"
+#include "placeflow/ops/math/reduction_launch.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {

@@ -1,11 +1,14 @@
 // Host-side helpers for GPU OpKernels (ops/*/*_gpu.cc, compiled only in CUDA builds; CUDA-free
-// themselves). A GPU kernel derives from GpuOpKernel and only enqueues work:
+// themselves). A GPU kernel derives from GpuOpKernel and only enqueues work, here the generic
+// elementwise launcher over the functor the CPU kernel runs (cwise_functors.cuh):
 //
+//   template <typename T>
 //   class NegGpuOp : public pf::GpuOpKernel {
 //     using GpuOpKernel::GpuOpKernel;
 //     pf::Status ComputeOnGpu(pf::OpKernelContext* ctx, pf::GpuDevice* gpu) override {
 //       PF_ASSIGN_OR_RETURN(pf::Tensor* out, ctx->AllocateOutput(0));
-//       pf::gpu::Unary(pf::gpu::UnaryFn::kNeg, x, y, n, gpu->compute_stream());
+//       pf::gpu::Unary<pf::NegF>(ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
+//                                gpu->compute_stream());
 //       return pf::Status::OK();
 //     }
 //   };
@@ -52,8 +55,12 @@ StatusOr<gpu::Type> GpuTypeOf(DType t);
 
 // The device-side broadcast plan of two inputs into `out` (at most gpu::kMaxDims dims).
 StatusOr<gpu::BroadcastDims> GpuBroadcast(const Shape& a, const Shape& b, const Shape& out);
-// The device-side plan of reducing `in` over the dims marked in `reduced`.
-StatusOr<gpu::ReduceDims> GpuReduce(const Shape& in, const std::vector<bool>& reduced);
+// The plan of two inputs of one shape (no index decoding; float32 may take the vectorised path).
+inline gpu::BroadcastDims GpuSameShape() {
+  gpu::BroadcastDims d;
+  d.same_shape = true;
+  return d;
+}
 // A scratch tensor on this GPU (freed to the caching allocator when it goes out of scope; safe
 // because everything that uses it is ordered on the compute stream).
 StatusOr<Tensor> GpuTemp(OpKernelContext* ctx, DType dtype, const Shape& shape);

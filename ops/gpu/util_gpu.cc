@@ -39,50 +39,6 @@ StatusOr<gpu::BroadcastDims> GpuBroadcast(const Shape& a, const Shape& b, const 
   return d;
 }
 
-StatusOr<gpu::ReduceDims> GpuReduce(const Shape& in, const std::vector<bool>& reduced) {
-  gpu::ReduceDims d;
-  int64_t stride = 1;
-  std::vector<std::pair<int64_t, int64_t>> kept, red;  // (size, stride), innermost first
-  for (int i = in.rank() - 1; i >= 0; --i) {
-    const int64_t n = in.dim(i);
-    if (n != 1) {
-      auto& group = reduced[i] ? red : kept;
-      // Merge with the previous (inner) dim of the same kind when they are contiguous.
-      if (!group.empty() && group.back().second * group.back().first == stride) {
-        group.back().first *= n;
-      } else {
-        group.emplace_back(n, stride);
-      }
-    }
-    stride *= n;
-  }
-  if (kept.size() > static_cast<size_t>(gpu::kMaxDims) ||
-      red.size() > static_cast<size_t>(gpu::kMaxDims)) {
-    return errors::Unimplemented("GPU reductions support up to ", gpu::kMaxDims, " dims, got ",
-                                 in.ToString());
-  }
-  d.kept_rank = static_cast<int>(kept.size());
-  d.reduced_rank = static_cast<int>(red.size());
-  for (int i = 0; i < d.kept_rank; ++i) {
-    d.kept_dims[i] = kept[d.kept_rank - 1 - i].first;
-    d.kept_strides[i] = kept[d.kept_rank - 1 - i].second;
-    d.num_out *= d.kept_dims[i];
-  }
-  for (int i = 0; i < d.reduced_rank; ++i) {
-    d.reduced_dims[i] = red[d.reduced_rank - 1 - i].first;
-    d.reduced_strides[i] = red[d.reduced_rank - 1 - i].second;
-    d.num_reduced *= d.reduced_dims[i];
-  }
-  if (in.num_elements() == 0) {
-    d.num_reduced = 0;
-    d.num_out = 1;
-    for (int i = 0; i < in.rank(); ++i) {
-      if (!reduced[i]) d.num_out *= in.dim(i);
-    }
-  }
-  return d;
-}
-
 StatusOr<Tensor> GpuTemp(OpKernelContext* ctx, DType dtype, const Shape& shape) {
   Allocator* a = ctx->device()->GetAllocator();
   Tensor t(a, dtype, shape);

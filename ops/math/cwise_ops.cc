@@ -1,9 +1,8 @@
 // Elementwise math with NumPy broadcasting: Add Sub Mul Div Maximum Minimum Pow, the unary
-// Neg Square Sqrt Rsqrt Exp Log, and the comparisons Equal Less Greater.
-#include <algorithm>
-#include <cmath>
-
+// Neg Square Sqrt Rsqrt Exp Log Floor, and the comparisons Equal Less Greater. The formulas are
+// the functors of cwise_functors.cuh, which the GPU kernels (cwise_ops.cu) run too.
 #include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/math/cwise_functors.cuh"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
@@ -39,104 +38,7 @@ class IntDivOp : public OpKernel {
     for (T v : ctx->input(1).flat<T>()) {
       if (v == 0) return errors::InvalidArgument("Integer division by zero");
     }
-    return BinaryElementwise<T, T>(ctx, [](T a, T b) { return a / b; });
-  }
-};
-
-struct AddF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-struct SubF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a - b;
-  }
-};
-struct MulF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a * b;
-  }
-};
-struct DivF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a / b;
-  }
-};
-struct MaxF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a > b ? a : b;
-  }
-};
-struct MinF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a < b ? a : b;
-  }
-};
-struct PowF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(std::pow(a, b));
-  }
-};
-struct EqF {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct LessF {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct GreaterF {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a > b;
-  }
-};
-struct NegF {
-  template <typename T>
-  T operator()(T a) const {
-    return -a;
-  }
-};
-struct SquareF {
-  template <typename T>
-  T operator()(T a) const {
-    return a * a;
-  }
-};
-struct SqrtF {
-  template <typename T>
-  T operator()(T a) const {
-    return std::sqrt(a);
-  }
-};
-struct RsqrtF {
-  template <typename T>
-  T operator()(T a) const {
-    return T(1) / std::sqrt(a);
-  }
-};
-struct ExpF {
-  template <typename T>
-  T operator()(T a) const {
-    return std::exp(a);
-  }
-};
-struct LogF {
-  template <typename T>
-  T operator()(T a) const {
-    return std::log(a);
+    return BinaryElementwise<T, T>(ctx, DivF());
   }
 };
 
@@ -269,7 +171,7 @@ PF_REGISTER_KERNEL(Cpu("Pow", DT_FLOAT), BinaryOp<float, PowF, 20>);
 PF_REGISTER_KERNEL(Cpu("Pow", DT_DOUBLE), BinaryOp<double, PowF, 20>);
 
 PF_REGISTER_OP(CompareDef("Equal"));
-PF_CWISE_NUMBER_KERNELS("Equal", CompareOp, EqF);
+PF_CWISE_NUMBER_KERNELS("Equal", CompareOp, EqualF);
 PF_REGISTER_OP(CompareDef("Less"));
 PF_CWISE_NUMBER_KERNELS("Less", CompareOp, LessF);
 PF_REGISTER_OP(CompareDef("Greater"));
@@ -289,6 +191,8 @@ PF_REGISTER_KERNEL(Cpu("Exp", DT_DOUBLE), UnaryOp<double, ExpF, 10>);
 PF_REGISTER_OP(UnaryDef("Log", kRealTypes).SetGradient(LogGrad));
 PF_REGISTER_KERNEL(Cpu("Log", DT_FLOAT), UnaryOp<float, LogF, 10>);
 PF_REGISTER_KERNEL(Cpu("Log", DT_DOUBLE), UnaryOp<double, LogF, 10>);
+PF_REGISTER_OP(UnaryDef("Floor", kRealTypes).SetNotDifferentiable());
+PF_CWISE_REAL_KERNELS("Floor", UnaryOp, FloorF);
 
 Output Binary(const Scope& s, const char* op, Output a, Output b) {
   return NodeBuilder(s, op).Input(a).Input(b).Finalize();
@@ -317,6 +221,7 @@ Output Sqrt(const Scope& s, Output x) { return Unary(s, "Sqrt", x); }
 Output Rsqrt(const Scope& s, Output x) { return Unary(s, "Rsqrt", x); }
 Output Exp(const Scope& s, Output x) { return Unary(s, "Exp", x); }
 Output Log(const Scope& s, Output x) { return Unary(s, "Log", x); }
+Output Floor(const Scope& s, Output x) { return Unary(s, "Floor", x); }
 
 }  // namespace ops
 }  // namespace pf

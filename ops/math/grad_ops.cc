@@ -1,15 +1,50 @@
 // Kernels that gradient functions build: SumToShape (undo broadcasting), ReduceGrad (undo a
-// reduction), SliceGrad, ConcatGrad, GatherGrad, BiasAddGrad, ReluGrad, SigmoidGrad,
-// TanhGrad; and Floor. The *_like inputs are read for their shape only. These ops have no
-// gradients of their own (second-order gradients are not supported).
+// reduction), SliceGrad, ConcatGrad, GatherGrad. The *_like inputs are read for their shape
+// only. These ops have no gradients of their own (second-order gradients are not supported).
+// The activation gradients and BiasAddGrad live with their forward ops in ops/nn/nn_ops.cc.
+#include "placeflow/ops/math/grad_ops.h"
+
 #include <cstring>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/math/reduction_ops.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
+
+StatusOr<std::vector<bool>> SumToShapeDims(const Shape& from, const Shape& to) {
+  const int shift = from.rank() - to.rank();
+  if (shift < 0) {
+    return errors::InvalidArgument("SumToShape: ", from.ToString(), " has lower rank than ",
+                                   to.ToString());
+  }
+  std::vector<bool> reduced(from.rank(), false);
+  for (int d = 0; d < from.rank(); ++d) {
+    if (d < shift) {
+      reduced[d] = true;
+    } else if (to.dim(d - shift) == 1 && from.dim(d) != 1) {
+      reduced[d] = true;
+    } else if (to.dim(d - shift) != from.dim(d)) {
+      return errors::InvalidArgument("SumToShape: ", from.ToString(), " does not broadcast from ",
+                                     to.ToString());
+    }
+  }
+  return reduced;
+}
+
+StatusOr<Shape> ReduceGradShape(const Shape& g, const Shape& x, const std::vector<int64_t>& axes) {
+  PF_ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedDims(axes, x.rank()));
+  Shape kept;
+  for (int d = 0; d < x.rank(); ++d) kept.AddDim(reduced[d] ? 1 : x.dim(d));
+  if (kept.num_elements() != g.num_elements()) {
+    return errors::InvalidArgument("ReduceGrad: gradient ", g.ToString(), " does not match input ",
+                                   x.ToString());
+  }
+  return kept;
+}
+
 namespace {
 
 Status LikeShape(ShapeContext& c, int like_input) {
@@ -26,21 +61,7 @@ class SumToShapeOp : public OpKernel {
     const Tensor& g = ctx->input(0);
     const Shape& target = ctx->input(1).shape();
     if (g.shape() == target) return ctx->SetOutput(0, g);
-    const int shift = g.rank() - target.rank();
-    if (shift < 0)
-      return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " has lower rank than ",
-                                     target.ToString());
-    std::vector<bool> reduced(g.rank(), false);
-    for (int d = 0; d < g.rank(); ++d) {
-      if (d < shift)
-        reduced[d] = true;
-      else if (target.dim(d - shift) == 1 && g.dim(d) != 1)
-        reduced[d] = true;
-      else if (target.dim(d - shift) != g.dim(d)) {
-        return errors::InvalidArgument("SumToShape: ", g.shape().ToString(),
-                                       " does not broadcast from ", target.ToString());
-      }
-    }
+    PF_ASSIGN_OR_RETURN(std::vector<bool> reduced, SumToShapeDims(g.shape(), target));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     Reduce<T, SumR>(ctx, g, reduced, out);
     return Status::OK();
@@ -58,14 +79,7 @@ class ReduceGradOp : public OpKernel {
     const Shape& x = ctx->input(1).shape();
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     // g with the reduced axes kept as 1.
-    Shape kept;
-    std::vector<bool> reduced(x.rank(), axes_.empty());
-    for (int64_t a : axes_) reduced[a < 0 ? a + x.rank() : a] = true;
-    for (int d = 0; d < x.rank(); ++d) kept.AddDim(reduced[d] ? 1 : x.dim(d));
-    if (kept.num_elements() != g.num_elements()) {
-      return errors::InvalidArgument("ReduceGrad: gradient ", g.shape().ToString(),
-                                     " does not match input ", x.ToString());
-    }
+    PF_ASSIGN_OR_RETURN(Shape kept, ReduceGradShape(g.shape(), x, axes_));
     const T scale = mean_ && g.num_elements() > 0
                         ? T(1) / static_cast<T>(x.num_elements() / g.num_elements())
                         : T(1);
@@ -182,66 +196,6 @@ class GatherGradOp : public OpKernel {
   }
 };
 
-template <typename T>
-class BiasAddGradOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override {
-    const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    std::vector<bool> reduced(g.rank(), true);
-    reduced.back() = false;
-    Reduce<T, SumR>(ctx, g, reduced, out);
-    return Status::OK();
-  }
-};
-
-// Elementwise gradients of activations, from the forward output y and the incoming g.
-struct ReluGradF {
-  template <typename T>
-  T operator()(T g, T y) const {
-    return y > T(0) ? g : T(0);
-  }
-};
-struct SigmoidGradF {
-  template <typename T>
-  T operator()(T g, T y) const {
-    return g * y * (T(1) - y);
-  }
-};
-struct TanhGradF {
-  template <typename T>
-  T operator()(T g, T y) const {
-    return g * (T(1) - y * y);
-  }
-};
-
-template <typename T, typename F>
-class ActivationGradOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override {
-    if (ctx->input(0).shape() != ctx->input(1).shape()) {
-      return errors::InvalidArgument(node().op(), ": gradient ", ctx->input(0).shape().ToString(),
-                                     " and output ", ctx->input(1).shape().ToString(), " differ");
-    }
-    return BinaryElementwise<T, T>(ctx, F());
-  }
-};
-
-struct FloorF {
-  template <typename T>
-  T operator()(T x) const {
-    return std::floor(x);
-  }
-};
-template <typename T>
-class FloorOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, FloorF()); }
-};
-
 #define PF_REAL_KERNELS(op, Kernel)                                                             \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), Kernel<float>); \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), Kernel<double>)
@@ -254,7 +208,12 @@ PF_REGISTER_OP(OpDef("SumToShape")
                    .Output("output", "T")
                    .TypeAttr("T", kRealTypes)
                    .TypeAttr("Tlike", kAny)
-                   .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 1); }));
+                   .SetShapeFn([](ShapeContext& c) {
+                     if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
+                       PF_RETURN_IF_ERROR(SumToShapeDims(c.input(0), c.input(1)).status());
+                     }
+                     return LikeShape(c, 1);
+                   }));
 PF_REAL_KERNELS("SumToShape", SumToShapeOp);
 
 PF_REGISTER_OP(OpDef("ReduceGrad")
@@ -265,7 +224,14 @@ PF_REGISTER_OP(OpDef("ReduceGrad")
                    .Attr("mean", false)
                    .TypeAttr("T", kRealTypes)
                    .TypeAttr("Tlike", kAny)
-                   .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 1); }));
+                   .SetShapeFn([](ShapeContext& c) {
+                     if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
+                       PF_RETURN_IF_ERROR(ReduceGradShape(c.input(0), c.input(1),
+                                                          c.attr<std::vector<int64_t>>("axes"))
+                                              .status());
+                     }
+                     return LikeShape(c, 1);
+                   }));
 PF_REAL_KERNELS("ReduceGrad", ReduceGradOp);
 
 PF_REGISTER_OP(OpDef("SliceGrad")
@@ -315,41 +281,6 @@ PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
                        .TypeConstraint("Tindices", {DT_INT64}),
                    GatherGradOp<double, int64_t>);
 
-PF_REGISTER_OP(OpDef("BiasAddGrad")
-                   .Input("out_backprop", "T")
-                   .Output("output", "T")
-                   .TypeAttr("T", kRealTypes)
-                   .SetShapeFn([](ShapeContext& c) {
-                     PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));
-                     const Shape& s = c.input(0);
-                     c.set_output(0, s.unknown_rank() ? Shape{-1} : Shape{s.dim(s.rank() - 1)});
-                     return Status::OK();
-                   }));
-PF_REAL_KERNELS("BiasAddGrad", BiasAddGradOp);
-
-#define PF_ACTIVATION_GRAD(op, F)                                                \
-  PF_REGISTER_OP(OpDef(op)                                                       \
-                     .Input("gradients", "T")                                    \
-                     .Input("outputs", "T")                                      \
-                     .Output("backprops", "T")                                   \
-                     .TypeAttr("T", kRealTypes)                                  \
-                     .SetShapeFn(UnchangedShape));                               \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
-                     ActivationGradOp<float, F>);                                \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
-                     ActivationGradOp<double, F>)
-PF_ACTIVATION_GRAD("ReluGrad", ReluGradF);
-PF_ACTIVATION_GRAD("SigmoidGrad", SigmoidGradF);
-PF_ACTIVATION_GRAD("TanhGrad", TanhGradF);
-
-PF_REGISTER_OP(OpDef("Floor")
-                   .Input("x", "T")
-                   .Output("y", "T")
-                   .TypeAttr("T", kRealTypes)
-                   .SetNotDifferentiable()
-                   .SetShapeFn(UnchangedShape));
-PF_REAL_KERNELS("Floor", FloorOp);
-
 }  // namespace
 
 Output SumToShapeOf(const Scope& s, Output g, Output like) {
@@ -372,9 +303,5 @@ Output ScalarOf(const Scope& s, double v, DType t) {
   VisitDType(t, [&](auto z) { c.flat<decltype(z)>()[0] = static_cast<decltype(z)>(v); });
   return ops::Const(s, c);
 }
-
-namespace ops {
-Output Floor(const Scope& s, Output x) { return NodeBuilder(s, "Floor").Input(x).Finalize(); }
-}  // namespace ops
 
 }  // namespace pf

@@ -2,6 +2,8 @@
 // blocked loop (used by gradient checks, not for speed). oneDNN runs single-threaded inside
 // each call; the output's rows (or columns) are split across the intra-op pool instead, so
 // inter-op and intra-op parallelism share the same threads and never oversubscribe the cores.
+#include "placeflow/ops/math/matmul.h"
+
 #include <dnnl.h>
 #include <omp.h>
 
@@ -10,23 +12,34 @@
 #include "placeflow/ops/ops.h"
 
 namespace pf {
-namespace {
 
-Status MatMulShape(ShapeContext& c) {
-  PF_RETURN_IF_ERROR(c.WithRank(0, 2));
-  PF_RETURN_IF_ERROR(c.WithRank(1, 2));
-  const Shape& a = c.input(0);
-  const Shape& b = c.input(1);
-  const bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
-  int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
-  int64_t ka = a.unknown_rank() ? -1 : a.dim(ta ? 0 : 1);
-  int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
-  int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+Status ValidateMatMul(const Shape& a, const Shape& b, bool ta, bool tb) {
+  const Shape* in[2] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    if (!in[i]->unknown_rank() && in[i]->rank() != 2) {
+      return errors::InvalidArgument("In[", i, "] is not a matrix. Instead it has shape ",
+                                     in[i]->ToString());
+    }
+  }
+  if (a.unknown_rank() || b.unknown_rank()) return Status::OK();
+  const int64_t ka = a.dim(ta ? 0 : 1), kb = b.dim(tb ? 1 : 0);
   if (ka >= 0 && kb >= 0 && ka != kb) {
     return errors::InvalidArgument(
         "Matrix size-incompatible: In[0]: ", a.ToString(), ", In[1]: ", b.ToString(),
         ta || tb ? fmt::format(" (transpose_a={}, transpose_b={})", ta, tb) : "");
   }
+  return Status::OK();
+}
+
+namespace {
+
+Status MatMulShape(ShapeContext& c) {
+  const Shape& a = c.input(0);
+  const Shape& b = c.input(1);
+  const bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
+  PF_RETURN_IF_ERROR(ValidateMatMul(a, b, ta, tb));
+  const int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
+  const int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
   c.set_output(0, Shape{m, n});
   return Status::OK();
 }
@@ -64,11 +77,8 @@ class MatMulOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
+    PF_RETURN_IF_ERROR(ValidateMatMul(a.shape(), b.shape(), ta_, tb_));
     const int64_t k = a.dim(ta_ ? 0 : 1);
-    if (k != b.dim(tb_ ? 1 : 0)) {
-      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(),
-                                     ", In[1]: ", b.shape().ToString());
-    }
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t m = out->dim(0), n = out->dim(1);
     if (m == 0 || n == 0) return Status::OK();

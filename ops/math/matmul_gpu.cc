@@ -1,6 +1,8 @@
 // MatMul on the GPU: one cuBLAS GEMM on the device's compute stream (devices/cuda/gpu_blas.cc).
 #include "placeflow/devices/cuda/gpu_blas.h"
+#include "placeflow/ops/array/array_launch.h"
 #include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/math/matmul.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
@@ -13,12 +15,9 @@ class MatMulGpuOp : public GpuOpKernel {
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
+    PF_RETURN_IF_ERROR(ValidateMatMul(a.shape(), b.shape(), ta_, tb_));
     const int64_t m = ta_ ? a.dim(1) : a.dim(0), k = ta_ ? a.dim(0) : a.dim(1);
-    const int64_t kb = tb_ ? b.dim(1) : b.dim(0), n = tb_ ? b.dim(0) : b.dim(1);
-    if (k != kb) {
-      return errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().ToString(),
-                                     ", In[1]: ", b.shape().ToString());
-    }
+    const int64_t n = tb_ ? b.dim(0) : b.dim(1);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     if (k == 0) {
       VisitDType(out->dtype(), [&](auto t) {

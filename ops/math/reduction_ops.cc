@@ -1,4 +1,6 @@
 // Reductions: Sum Mean Max Min over axes (keep_dims), ArgMax, and AddN.
+#include "placeflow/ops/math/reduction_ops.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -8,9 +10,7 @@
 #include "placeflow/ops/ops.h"
 
 namespace pf {
-namespace {
 
-// Which dims are reduced, from the "axes" attr (empty: all).
 StatusOr<std::vector<bool>> ReducedDims(const std::vector<int64_t>& axes, int rank) {
   std::vector<bool> reduced(rank, axes.empty());
   for (int64_t a : axes) {
@@ -22,6 +22,34 @@ StatusOr<std::vector<bool>> ReducedDims(const std::vector<int64_t>& axes, int ra
   }
   return reduced;
 }
+
+StatusOr<int> ArgMaxAxis(const Shape& in, int64_t axis) {
+  const int rank = in.rank();
+  if (axis < -rank || axis >= rank) {
+    return errors::InvalidArgument("axis ", axis, " is out of range for a tensor of rank ", rank,
+                                   "; expected in [", -rank, ", ", rank, ")");
+  }
+  const int a = static_cast<int>(axis < 0 ? axis + rank : axis);
+  if (in.dim(a) == 0) {
+    return errors::InvalidArgument("Reduction axis ", a, " is empty in shape ", in.ToString());
+  }
+  return a;
+}
+
+StatusOr<Shape> AddNShape(const std::vector<Shape>& inputs) {
+  Shape s = Shape::Unknown();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!s.IsCompatibleWith(inputs[i])) {
+      return errors::InvalidArgument(
+          "Inputs to operation AddN must have the same size and shape.  Input 0: ",
+          inputs[0].ToString(), " != input ", i, ": ", inputs[i].ToString());
+    }
+    s = s.MergeWith(inputs[i]);
+  }
+  return s;
+}
+
+namespace {
 
 Status ReduceShape(ShapeContext& c) {
   const Shape& in = c.input(0);
@@ -118,10 +146,7 @@ class ArgMaxOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    const int axis = static_cast<int>(axis_ < 0 ? axis_ + in.rank() : axis_);
-    if (in.dim(axis) == 0)
-      return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ",
-                                     in.shape().ToString());
+    PF_ASSIGN_OR_RETURN(const int axis, ArgMaxAxis(in.shape(), axis_));
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= in.dim(d);
     for (int d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
@@ -156,8 +181,7 @@ PF_REGISTER_OP(OpDef("ArgMax")
                    .SetShapeFn([](ShapeContext& c) {
                      Shape in = c.input(0);
                      if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
-                     PF_ASSIGN_OR_RETURN(int axis,
-                                         c.CanonicalAxis(c.attr<int64_t>("axis"), in.rank()));
+                     PF_ASSIGN_OR_RETURN(int axis, ArgMaxAxis(in, c.attr<int64_t>("axis")));
                      in.RemoveDim(axis);
                      c.set_output(0, in);
                      return Status::OK();
@@ -177,11 +201,18 @@ PF_ARGMAX_KERNELS(int32_t);
 PF_ARGMAX_KERNELS(int64_t);
 
 // ---- AddN ----
+Status CheckAddNInputs(OpKernelContext* ctx) {
+  std::vector<Shape> inputs;
+  for (int i = 0; i < ctx->num_inputs(); ++i) inputs.push_back(ctx->input(i).shape());
+  return AddNShape(inputs).status();
+}
+
 template <typename T>
 class AddNOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
+    PF_RETURN_IF_ERROR(CheckAddNInputs(ctx));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     T* y = out->data<T>();
     const int k = ctx->num_inputs();
@@ -197,29 +228,22 @@ class AddNOp : public OpKernel {
   }
 };
 
-PF_REGISTER_OP(
-    OpDef("AddN")
-        .InputList("inputs", "T", "N")
-        .Output("sum", "T")
-        .RequiredAttr("N")
-        .TypeAttr("T", kNumberTypes)
-        .SetGradient([](const Scope&, const Node& n, const Grads& g, Grads* dx) {
-          dx->assign(n.num_inputs(), g[0]);
-          return Status::OK();
-        })
-        .SetShapeFn([](ShapeContext& c) {
-          Shape s = Shape::Unknown();
-          for (int i = 0; i < c.num_inputs(); ++i) {
-            if (!s.IsCompatibleWith(c.input(i))) {
-              return errors::InvalidArgument(
-                  "Inputs to operation AddN must have the same size and shape.  Input 0: ",
-                  c.input(0).ToString(), " != input ", i, ": ", c.input(i).ToString());
-            }
-            s = s.MergeWith(c.input(i));
-          }
-          c.set_output(0, s);
-          return Status::OK();
-        }));
+PF_REGISTER_OP(OpDef("AddN")
+                   .InputList("inputs", "T", "N")
+                   .Output("sum", "T")
+                   .RequiredAttr("N")
+                   .TypeAttr("T", kNumberTypes)
+                   .SetGradient([](const Scope&, const Node& n, const Grads& g, Grads* dx) {
+                     dx->assign(n.num_inputs(), g[0]);
+                     return Status::OK();
+                   })
+                   .SetShapeFn([](ShapeContext& c) {
+                     std::vector<Shape> inputs;
+                     for (int i = 0; i < c.num_inputs(); ++i) inputs.push_back(c.input(i));
+                     PF_ASSIGN_OR_RETURN(Shape s, AddNShape(inputs));
+                     c.set_output(0, s);
+                     return Status::OK();
+                   }));
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), AddNOp<float>);
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), AddNOp<double>);
 PF_REGISTER_KERNEL(KernelDef("AddN", kDeviceCpu).TypeConstraint("T", {DT_INT32}), AddNOp<int32_t>);

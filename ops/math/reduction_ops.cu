@@ -1,11 +1,14 @@
-// Reductions on the GPU: Sum/Mean/Max/Min over any axes and ArgMax. When the innermost input
-// dim is reduced, one block reduces each output (coalesced reads, warp shuffles); otherwise
-// each thread owns one output and walks the reduced dims (reads coalesced across threads).
+// Reductions on the GPU: Sum/Mean/Max/Min over any axes, ArgMax, AddN and weighted sums. When
+// the innermost input dim is reduced, one block reduces each output (coalesced reads, warp
+// shuffles); otherwise each thread owns one output and walks the reduced dims (reads coalesced
+// across threads).
 #include <cfloat>
 #include <climits>
 #include <cmath>
 
+#include "placeflow/ops/array/array_launch.h"
 #include "placeflow/ops/gpu/common.cuh"
+#include "placeflow/ops/math/reduction_launch.h"
 
 namespace pf::gpu {
 namespace {
@@ -127,7 +130,61 @@ __global__ void ArgMaxKernel(const T* in, Index* out, int64_t outer, int64_t axi
   }
 }
 
+constexpr int kAddNChunk = 8;
+template <typename T>
+struct Pointers {
+  const T* p[kAddNChunk];
+};
+struct Scales {
+  double s[kAddNChunk];
+};
+template <typename T>
+__global__ void AddNKernel(Pointers<T> in, int count, bool accumulate, T* out, int64_t n) {
+  PF_GRID_LOOP(i, n) {
+    T acc = accumulate ? out[i] : T(0);
+    for (int k = 0; k < count; ++k) acc += in.p[k][i];
+    out[i] = acc;
+  }
+}
+
+template <typename T>
+__global__ void WeightedSumKernel(Pointers<T> in, Scales sc, int count, bool accumulate, T* out,
+                                  int64_t n) {
+  PF_GRID_LOOP(i, n) {
+    T acc = accumulate ? out[i] : T(0);
+    for (int k = 0; k < count; ++k) acc += static_cast<T>(sc.s[k]) * in.p[k][i];
+    out[i] = acc;
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void AddN(const T* const* inputs, int count, T* out, int64_t n, Stream s) {
+  if (n == 0) return;
+  for (int start = 0; start < count; start += kAddNChunk) {
+    Pointers<T> p{};
+    const int k = count - start < kAddNChunk ? count - start : kAddNChunk;
+    for (int j = 0; j < k; ++j) p.p[j] = inputs[start + j];
+    AddNKernel<<<Blocks(n), kThreads, 0, s>>>(p, k, start > 0, out, n);
+  }
+}
+
+template <typename T>
+void WeightedSum(const T* const* inputs, const double* scale, int count, T* out, int64_t n,
+                 Stream s) {
+  if (n == 0) return;
+  for (int start = 0; start < count; start += kAddNChunk) {
+    Pointers<T> p{};
+    Scales sc{};
+    const int k = count - start < kAddNChunk ? count - start : kAddNChunk;
+    for (int j = 0; j < k; ++j) {
+      p.p[j] = inputs[start + j];
+      sc.s[j] = scale[start + j];
+    }
+    WeightedSumKernel<<<Blocks(n), kThreads, 0, s>>>(p, sc, k, start > 0, out, n);
+  }
+}
 
 template <typename T>
 void Reduce(ReduceFn f, const T* in, T* out, const ReduceDims& d, int64_t divisor, Stream s) {
@@ -153,6 +210,13 @@ void ArgMax(const T* in, Index* out, int64_t outer, int64_t axis, int64_t inner,
     ArgMaxKernel<<<Blocks(outer * inner), kThreads, 0, s>>>(in, out, outer, axis, inner);
 }
 
+template void AddN<float>(const float* const*, int, float*, int64_t, Stream);
+template void AddN<double>(const double* const*, int, double*, int64_t, Stream);
+template void AddN<int32_t>(const int32_t* const*, int, int32_t*, int64_t, Stream);
+template void AddN<int64_t>(const int64_t* const*, int, int64_t*, int64_t, Stream);
+template void WeightedSum<float>(const float* const*, const double*, int, float*, int64_t, Stream);
+template void WeightedSum<double>(const double* const*, const double*, int, double*, int64_t,
+                                  Stream);
 template void Reduce<float>(ReduceFn, const float*, float*, const ReduceDims&, int64_t, Stream);
 template void Reduce<double>(ReduceFn, const double*, double*, const ReduceDims&, int64_t, Stream);
 template void Reduce<int32_t>(ReduceFn, const int32_t*, int32_t*, const ReduceDims&, int64_t,

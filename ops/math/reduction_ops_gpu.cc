@@ -1,27 +1,56 @@
-// GPU kernels for reductions and the kernels gradients build from them: Sum Mean Max Min,
-// ArgMax, BiasAddGrad, SumToShape, ReduceGrad; and Fill, ZerosLike, OnesLike.
-#include "placeflow/ops/gpu/gpu_kernel.h"
+// GPU kernels for the reductions (device code in reduction_ops.cu): Sum Mean Max Min, ArgMax and
+// AddN, with the checks of reduction_ops.h that the CPU kernels make.
+#include "placeflow/ops/math/reduction_gpu.h"
+#include "placeflow/ops/math/reduction_ops.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
-namespace {
 
-std::vector<bool> ReducedFromAxes(const std::vector<int64_t>& axes, int rank) {
-  std::vector<bool> reduced(rank, axes.empty());
-  for (int64_t a : axes) {
-    if (a >= -rank && a < rank) reduced[a < 0 ? a + rank : a] = true;
+StatusOr<gpu::ReduceDims> GpuReduce(const Shape& in, const std::vector<bool>& reduced) {
+  gpu::ReduceDims d;
+  int64_t stride = 1;
+  std::vector<std::pair<int64_t, int64_t>> kept, red;  // (size, stride), innermost first
+  for (int i = in.rank() - 1; i >= 0; --i) {
+    const int64_t n = in.dim(i);
+    if (n != 1) {
+      auto& group = reduced[i] ? red : kept;
+      // Merge with the previous (inner) dim of the same kind when they are contiguous.
+      if (!group.empty() && group.back().second * group.back().first == stride) {
+        group.back().first *= n;
+      } else {
+        group.emplace_back(n, stride);
+      }
+    }
+    stride *= n;
   }
-  return reduced;
+  if (kept.size() > static_cast<size_t>(gpu::kMaxDims) ||
+      red.size() > static_cast<size_t>(gpu::kMaxDims)) {
+    return errors::Unimplemented("GPU reductions support up to ", gpu::kMaxDims, " dims, got ",
+                                 in.ToString());
+  }
+  d.kept_rank = static_cast<int>(kept.size());
+  d.reduced_rank = static_cast<int>(red.size());
+  for (int i = 0; i < d.kept_rank; ++i) {
+    d.kept_dims[i] = kept[d.kept_rank - 1 - i].first;
+    d.kept_strides[i] = kept[d.kept_rank - 1 - i].second;
+    d.num_out *= d.kept_dims[i];
+  }
+  for (int i = 0; i < d.reduced_rank; ++i) {
+    d.reduced_dims[i] = red[d.reduced_rank - 1 - i].first;
+    d.reduced_strides[i] = red[d.reduced_rank - 1 - i].second;
+    d.num_reduced *= d.reduced_dims[i];
+  }
+  if (in.num_elements() == 0) {
+    d.num_reduced = 0;
+    d.num_out = 1;
+    for (int i = 0; i < in.rank(); ++i) {
+      if (!reduced[i]) d.num_out *= in.dim(i);
+    }
+  }
+  return d;
 }
 
-template <typename T>
-Status LaunchReduce(OpKernelContext* ctx, GpuDevice* gpu, gpu::ReduceFn f, const Tensor& in,
-                    const std::vector<bool>& reduced, bool mean, Tensor* out) {
-  PF_ASSIGN_OR_RETURN(gpu::ReduceDims d, GpuReduce(in.shape(), reduced));
-  const int64_t divisor = mean && d.num_reduced > 0 ? d.num_reduced : 1;
-  gpu::Reduce<T>(f, in.data<T>(), out->data<T>(), d, divisor, gpu->compute_stream());
-  return Status::OK();
-}
+namespace {
 
 template <typename T, gpu::ReduceFn F, bool kMean>
 class ReduceGpuOp : public GpuOpKernel {
@@ -30,14 +59,9 @@ class ReduceGpuOp : public GpuOpKernel {
       : GpuOpKernel(n), axes_(n.attr<std::vector<int64_t>>("axes")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& in = ctx->input(0);
-    for (int64_t a : axes_) {
-      if (a < -in.rank() || a >= in.rank()) {
-        return errors::InvalidArgument("Invalid reduction dimension (", a, " for input with ",
-                                       in.rank(), " dimension(s)");
-      }
-    }
+    PF_ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedDims(axes_, in.rank()));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    return LaunchReduce<T>(ctx, gpu, F, in, ReducedFromAxes(axes_, in.rank()), kMean, out);
+    return LaunchReduce<T>(gpu, F, in, reduced, kMean, out);
   }
 
  private:
@@ -50,11 +74,8 @@ class ArgMaxGpuOp : public GpuOpKernel {
   explicit ArgMaxGpuOp(const Node& n) : GpuOpKernel(n), axis_(n.attr<int64_t>("axis")) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     const Tensor& in = ctx->input(0);
+    PF_ASSIGN_OR_RETURN(const int axis, ArgMaxAxis(in.shape(), axis_));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    const int axis = static_cast<int>(axis_ < 0 ? axis_ + in.rank() : axis_);
-    if (in.dim(axis) == 0)
-      return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ",
-                                     in.shape().ToString());
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= in.dim(d);
     for (int d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
@@ -68,106 +89,20 @@ class ArgMaxGpuOp : public GpuOpKernel {
 };
 
 template <typename T>
-class BiasAddGradGpuOp : public GpuOpKernel {
+class AddNGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    std::vector<bool> reduced(g.rank(), true);
-    reduced.back() = false;
-    return LaunchReduce<T>(ctx, gpu, gpu::ReduceFn::kSum, g, reduced, false, out);
-  }
-};
-
-template <typename T>
-class SumToShapeGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& g = ctx->input(0);
-    const Shape& target = ctx->input(1).shape();
-    if (g.shape() == target) return ctx->SetOutput(0, g);
-    const int shift = g.rank() - target.rank();
-    if (shift < 0)
-      return errors::InvalidArgument("SumToShape: ", g.shape().ToString(), " has lower rank than ",
-                                     target.ToString());
-    std::vector<bool> reduced(g.rank(), false);
-    for (int d = 0; d < g.rank(); ++d) {
-      if (d < shift) {
-        reduced[d] = true;
-      } else if (target.dim(d - shift) == 1 && g.dim(d) != 1) {
-        reduced[d] = true;
-      } else if (target.dim(d - shift) != g.dim(d)) {
-        return errors::InvalidArgument("SumToShape: ", g.shape().ToString(),
-                                       " does not broadcast from ", target.ToString());
-      }
+    std::vector<Shape> shapes;
+    std::vector<const T*> in;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      shapes.push_back(ctx->input(i).shape());
+      in.push_back(ctx->input(i).data<T>());
     }
+    PF_RETURN_IF_ERROR(AddNShape(shapes).status());
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    return LaunchReduce<T>(ctx, gpu, gpu::ReduceFn::kSum, g, reduced, false, out);
-  }
-};
-
-template <typename T>
-class ReduceGradGpuOp : public GpuOpKernel {
- public:
-  explicit ReduceGradGpuOp(const Node& n)
-      : GpuOpKernel(n), axes_(n.attr<std::vector<int64_t>>("axes")), mean_(n.attr<bool>("mean")) {}
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& g = ctx->input(0);
-    const Shape& x = ctx->input(1).shape();
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    std::vector<bool> reduced = ReducedFromAxes(axes_, x.rank());
-    Shape kept;
-    for (int d = 0; d < x.rank(); ++d) kept.AddDim(reduced[d] ? 1 : x.dim(d));
-    if (kept.num_elements() != g.num_elements()) {
-      return errors::InvalidArgument("ReduceGrad: gradient ", g.shape().ToString(),
-                                     " does not match input ", x.ToString());
-    }
-    const T scale = mean_ && g.num_elements() > 0
-                        ? T(1) / static_cast<T>(x.num_elements() / g.num_elements())
-                        : T(1);
-    PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(kept, x, x));
-    gpu::BroadcastScaled<T>(g.data<T>(), scale, out->data<T>(), out->num_elements(), d,
-                            gpu->compute_stream());
-    return Status::OK();
-  }
-
- private:
-  std::vector<int64_t> axes_;
-  bool mean_;
-};
-
-// Fill(dims, value): dims in host memory, the value on the device.
-class FillGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& value = ctx->input(1);
-    if (value.num_elements() != 1)
-      return errors::InvalidArgument("value must be a scalar, got shape ",
-                                     value.shape().ToString());
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    VisitDType(out->dtype(), [&](auto t) {
-      using T = decltype(t);
-      gpu::Fill<T>(out->data<T>(), out->num_elements(), T{}, value.data<T>(),
-                   gpu->compute_stream());
-    });
-    return Status::OK();
-  }
-};
-
-template <int kValue>
-class ConstantLikeGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    VisitDType(out->dtype(), [&](auto t) {
-      using T = decltype(t);
-      gpu::Fill<T>(out->data<T>(), out->num_elements(), static_cast<T>(kValue), nullptr,
-                   gpu->compute_stream());
-    });
+    gpu::AddN<T>(in.data(), static_cast<int>(in.size()), out->data<T>(), out->num_elements(),
+                 gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -192,20 +127,10 @@ PF_GPU_ARGMAX(double);
 PF_GPU_ARGMAX(int32_t);
 PF_GPU_ARGMAX(int64_t);
 
-#define PF_GPU_REAL_KERNEL(op, Kernel)                  \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>); \
-  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double>)
-PF_GPU_REAL_KERNEL("BiasAddGrad", BiasAddGradGpuOp);
-PF_GPU_REAL_KERNEL("SumToShape", SumToShapeGpuOp);
-PF_GPU_REAL_KERNEL("ReduceGrad", ReduceGradGpuOp);
-
-const std::vector<DType> kFillTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
-PF_REGISTER_KERNEL(KernelDef("Fill", kDeviceGpu).TypeConstraint("T", kFillTypes).HostMemory("dims"),
-                   FillGpuOp);
-PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceGpu).TypeConstraint("T", kFillTypes),
-                   ConstantLikeGpuOp<0>);
-PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceGpu).TypeConstraint("T", kFillTypes),
-                   ConstantLikeGpuOp<1>);
+PF_REGISTER_KERNEL(Gpu("AddN", DT_FLOAT), AddNGpuOp<float>);
+PF_REGISTER_KERNEL(Gpu("AddN", DT_DOUBLE), AddNGpuOp<double>);
+PF_REGISTER_KERNEL(Gpu("AddN", DT_INT32), AddNGpuOp<int32_t>);
+PF_REGISTER_KERNEL(Gpu("AddN", DT_INT64), AddNGpuOp<int64_t>);
 
 }  // namespace
 }  // namespace pf

@@ -1,15 +1,63 @@
 // Fused, numerically stable losses with their own gradients: SoftmaxCrossEntropyWithLogits,
 // SparseSoftmaxCrossEntropyWithLogits, SigmoidCrossEntropyWithLogits, MeanSquaredError and
 // L2Loss. The softmax losses return (per-example loss, d loss / d logits) like TensorFlow,
-// so the gradient is one multiply; everything is computed from max-subtracted logits.
+// so the gradient is one multiply; everything is computed from max-subtracted logits. The
+// elementwise terms are the functors of nn_functors.cuh, which the GPU kernels (loss_ops.cu) run.
+#include "placeflow/ops/nn/loss_ops.h"
+
 #include <cmath>
 
 #include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/math/grad_ops.h"
 #include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/nn/nn_functors.cuh"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
+namespace {
+
+Status CheckLogitsMatrix(const Shape& logits) {
+  if (!logits.unknown_rank() && logits.rank() != 2) {
+    return errors::InvalidArgument("logits must be 2-dimensional, got shape ", logits.ToString());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateSoftmaxXent(const Shape& logits, const Shape& labels) {
+  PF_RETURN_IF_ERROR(CheckLogitsMatrix(logits));
+  if (!logits.IsCompatibleWith(labels)) {
+    return errors::InvalidArgument("logits and labels must be same size: logits_size=",
+                                   logits.ToString(), " labels_size=", labels.ToString());
+  }
+  return Status::OK();
+}
+
+Status ValidateSparseSoftmaxXent(const Shape& logits, const Shape& labels) {
+  PF_RETURN_IF_ERROR(CheckLogitsMatrix(logits));
+  if (labels.unknown_rank()) return Status::OK();
+  if (labels.rank() != 1) {
+    return errors::InvalidArgument("labels must be 1-D, but got shape ", labels.ToString());
+  }
+  if (!logits.unknown_rank() && logits.dim(0) >= 0 && labels.dim(0) >= 0 &&
+      logits.dim(0) != labels.dim(0)) {
+    return errors::InvalidArgument(
+        "logits and labels must have the same first dimension, got logits shape ",
+        logits.ToString(), " and labels shape ", labels.ToString());
+  }
+  return Status::OK();
+}
+
+Status ValidateSigmoidXent(const Shape& logits, const Shape& labels) {
+  if (!logits.IsCompatibleWith(labels)) {
+    return errors::InvalidArgument("logits and labels must have the same shape (",
+                                   logits.ToString(), " vs ", labels.ToString(), ")");
+  }
+  return Status::OK();
+}
+
 namespace {
 
 // loss_r = logsumexp(x_r) - sum_c p_rc x_rc; backprop_r = softmax(x_r) - p_r.
@@ -28,12 +76,7 @@ void SoftmaxXent(OpKernelContext* ctx, const Tensor& logits, LabelFn label, Tens
       for (int64_t i = 0; i < c; ++i) sum += std::exp(xr[i] - m);
       const T log_sum = std::log(sum);
       T l = 0;
-      for (int64_t i = 0; i < c; ++i) {
-        const T p = label(r, i);
-        const T log_softmax = xr[i] - m - log_sum;
-        if (p != T(0)) l -= p * log_softmax;
-        br[i] = std::exp(log_softmax) - p;
-      }
+      for (int64_t i = 0; i < c; ++i) br[i] = SoftmaxXentTerm(xr[i], label(r, i), m, log_sum, l);
       loss->data<T>()[r] = l;
     }
   });
@@ -46,11 +89,7 @@ class SoftmaxXentOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    if (logits.shape() != labels.shape()) {
-      return errors::InvalidArgument(
-          "logits and labels must be same size: logits_size=", logits.shape().ToString(),
-          " labels_size=", labels.shape().ToString());
-    }
+    PF_RETURN_IF_ERROR(ValidateSoftmaxXent(logits.shape(), labels.shape()));
     PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
     const T* p = labels.data<T>();
@@ -68,11 +107,7 @@ class SparseSoftmaxXentOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    if (labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
-      return errors::InvalidArgument(
-          "logits and labels must have the same first dimension, got logits shape ",
-          logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
-    }
+    PF_RETURN_IF_ERROR(ValidateSparseSoftmaxXent(logits.shape(), labels.shape()));
     const int64_t c = logits.dim(1);
     const Index* y = labels.data<Index>();
     for (int64_t r = 0; r < labels.num_elements(); ++r) {
@@ -89,8 +124,10 @@ class SparseSoftmaxXentOp : public OpKernel {
   }
 };
 
+// (loss [rows], backprop [rows, cols]) of logits [rows, cols], after the op's check.
+template <Status (*kValidate)(const Shape&, const Shape&)>
 Status XentShape(ShapeContext& c) {
-  PF_RETURN_IF_ERROR(c.WithRank(0, 2));
+  PF_RETURN_IF_ERROR(kValidate(c.input(0), c.input(1)));
   const Shape& s = c.input(0);
   c.set_output(0, s.unknown_rank() ? Shape{-1} : Shape{s.dim(0)});
   c.set_output(1, s.unknown_rank() ? Shape{-1, -1} : s);
@@ -110,7 +147,7 @@ PF_REGISTER_OP(OpDef("SoftmaxCrossEntropyWithLogits")
                    .Output("backprop", "T")
                    .TypeAttr("T", kRealTypes)
                    .SetGradient(XentGrad)
-                   .SetShapeFn(XentShape));
+                   .SetShapeFn(XentShape<ValidateSoftmaxXent>));
 PF_REGISTER_KERNEL(
     KernelDef("SoftmaxCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
     SoftmaxXentOp<float>);
@@ -126,7 +163,7 @@ PF_REGISTER_OP(OpDef("SparseSoftmaxCrossEntropyWithLogits")
                    .TypeAttr("T", kRealTypes)
                    .TypeAttr("Tlabels", kIndexTypes)
                    .SetGradient(XentGrad)
-                   .SetShapeFn(XentShape));
+                   .SetShapeFn(XentShape<ValidateSparseSoftmaxXent>));
 #define PF_SPARSE_XENT(T, I)                                                      \
   PF_REGISTER_KERNEL(KernelDef("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu) \
                          .TypeConstraint("T", {DataTypeOf<T>()})                  \
@@ -137,21 +174,14 @@ PF_SPARSE_XENT(float, int64_t);
 PF_SPARSE_XENT(double, int32_t);
 PF_SPARSE_XENT(double, int64_t);
 
-// max(x, 0) - x z + log(1 + exp(-|x|)): no overflow for any x.
+// max(x, 0) - x z + log(1 + exp(-|x|)) (SigmoidXentF): no overflow for any x.
 template <typename T>
 class SigmoidXentOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    if (ctx->input(0).shape() != ctx->input(1).shape()) {
-      return errors::InvalidArgument("logits and labels must have the same shape (",
-                                     ctx->input(0).shape().ToString(), " vs ",
-                                     ctx->input(1).shape().ToString(), ")");
-    }
-    return BinaryElementwise<T, T>(
-        ctx,
-        [](T x, T z) { return std::max(x, T(0)) - x * z + std::log1p(std::exp(-std::abs(x))); },
-        20);
+    PF_RETURN_IF_ERROR(ValidateSigmoidXent(ctx->input(0).shape(), ctx->input(1).shape()));
+    return BinaryElementwise<T, T>(ctx, SigmoidXentF(), 20);
   }
 };
 
@@ -166,7 +196,11 @@ PF_REGISTER_OP(OpDef("SigmoidCrossEntropyWithLogits")
                             ops::Mul(s, g[0], ops::Neg(s, x))};
                      return Status::OK();
                    })
-                   .SetShapeFn(UnchangedShape));
+                   .SetShapeFn([](ShapeContext& c) {
+                     PF_RETURN_IF_ERROR(ValidateSigmoidXent(c.input(0), c.input(1)));
+                     c.set_output(0, c.input(0).MergeWith(c.input(1)));
+                     return Status::OK();
+                   }));
 PF_REGISTER_KERNEL(
     KernelDef("SigmoidCrossEntropyWithLogits", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
     SigmoidXentOp<float>);
@@ -225,9 +259,7 @@ class MseOp : public OpKernel {
       });
       for (double v : partial) sum += v;
     } else {
-      PF_ASSIGN_OR_RETURN(
-          Tensor diff2,
-          (BroadcastTemporary<T>(ctx, p, l, full, [](T a, T b) { return (a - b) * (a - b); })));
+      PF_ASSIGN_OR_RETURN(Tensor diff2, (BroadcastTemporary<T>(ctx, p, l, full, SquaredDiffF())));
       for (T v : diff2.flat<T>()) sum += v;
     }
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
@@ -284,10 +316,7 @@ class MseGradOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(
         Tensor diff,
         (BroadcastTemporary<T>(ctx, p, l, full, [scale](T a, T b) { return scale * (a - b); })));
-    const int shift = full.rank() - narrow.rank();
-    std::vector<bool> reduced(full.rank(), false);
-    for (int d = 0; d < full.rank(); ++d)
-      reduced[d] = d < shift || (narrow.dim(d - shift) == 1 && full.dim(d) != 1);
+    PF_ASSIGN_OR_RETURN(std::vector<bool> reduced, SumToShapeDims(full, narrow.shape()));
     Reduce<T, SumR>(ctx, diff, reduced, out);  // the sign is already in `scale`
     return Status::OK();
   }

@@ -1,8 +1,12 @@
-// Softmax cross-entropy on the GPU: one block per row computes the max, the log-sum-exp, the
-// loss and the backprop (softmax - labels) in three passes over the row.
+// The losses on the GPU. Softmax cross-entropy: one block per row computes the max, the
+// log-sum-exp, the loss and the backprop (softmax - labels) in three passes over the row, with
+// the CPU's per-class term (SoftmaxXentTerm). Sigmoid cross-entropy and the mean squared error's
+// terms: the generic elementwise kernels over the CPU's formulas (nn_functors.cuh).
 #include <cmath>
 
-#include "placeflow/ops/gpu/common.cuh"
+#include "placeflow/ops/gpu/elementwise.cuh"
+#include "placeflow/ops/nn/nn_functors.cuh"
+#include "placeflow/ops/nn/nn_launch.h"
 
 namespace pf::gpu {
 namespace {
@@ -40,10 +44,8 @@ __global__ void XentKernel(const T* logits, Labels labels, T* loss, T* backprop,
     const bool ok = labels.valid(r);
     T l = 0;
     for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-      const T p = labels(r, i);
-      const T log_softmax = x[i] - m - log_sum;
-      if (p != T(0)) l -= p * log_softmax;
-      b[i] = ok ? exp(log_softmax) - p : T(NAN);
+      const T d = SoftmaxXentTerm(x[i], labels(r, i), m, log_sum, l);
+      b[i] = ok ? d : T(NAN);
     }
     l = BlockReduce(
         l, [](T v) { return WarpSum(v); }, T(0));
@@ -74,6 +76,10 @@ void SparseSoftmaxXent(const T* logits, const Index* labels, T* loss, T* backpro
       logits, SparseLabels<T, Index>{labels, cols}, loss, backprop, rows, cols);
 }
 
+PF_GPU_BINARY(SigmoidXentF, float)
+PF_GPU_BINARY(SigmoidXentF, double)
+PF_GPU_BINARY(SquaredDiffF, float)
+PF_GPU_BINARY(SquaredDiffF, double)
 template void SoftmaxXent<float>(const float*, const float*, float*, float*, int64_t, int64_t,
                                  Stream);
 template void SoftmaxXent<double>(const double*, const double*, double*, double*, int64_t, int64_t,

@@ -1,12 +1,44 @@
-// Neural-network ops: BiasAdd, Relu, Sigmoid, Tanh, Softmax, LogSoftmax.
+// Neural-network ops: BiasAdd, Relu, Sigmoid, Tanh, Softmax, LogSoftmax, and the gradient ops
+// of the first four (BiasAddGrad, ReluGrad, SigmoidGrad, TanhGrad). The elementwise formulas
+// are the functors of nn_functors.cuh, which the GPU kernels (nn_ops.cu) run too.
+#include "placeflow/ops/nn/nn_ops.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/nn/nn_functors.cuh"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
+
+Status ValidateBiasAdd(const Shape& value, const Shape& bias) {
+  if (!value.unknown_rank() && value.rank() < 2) {
+    return errors::InvalidArgument("Input tensor must be at least 2D: ", value.ToString());
+  }
+  if (!bias.unknown_rank() && bias.rank() != 1) {
+    return errors::InvalidArgument("Biases must be 1D: ", bias.ToString());
+  }
+  if (value.unknown_rank() || bias.unknown_rank()) return Status::OK();
+  const int64_t channels = value.dim(value.rank() - 1);
+  if (channels >= 0 && bias.dim(0) >= 0 && channels != bias.dim(0)) {
+    return errors::InvalidArgument(
+        "Must provide as many biases as the last dimension of the input tensor: ", bias.ToString(),
+        " vs. ", value.ToString());
+  }
+  return Status::OK();
+}
+
+Status ValidateActivationGrad(std::string_view op, const Shape& gradients, const Shape& outputs) {
+  if (!gradients.IsCompatibleWith(outputs)) {
+    return errors::InvalidArgument(op, ": gradients and outputs must have the same shape, got ",
+                                   gradients.ToString(), " and ", outputs.ToString());
+  }
+  return Status::OK();
+}
+
 namespace {
 
 template <typename T>
@@ -16,13 +48,9 @@ class BiasAddOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
+    PF_RETURN_IF_ERROR(ValidateBiasAdd(x.shape(), bias.shape()));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int64_t c = bias.num_elements();
-    if (x.rank() == 0 || x.dim(x.rank() - 1) != c) {
-      return errors::InvalidArgument(
-          "Must provide as many biases as the last dimension of the input tensor: ",
-          bias.shape().ToString(), " vs. ", x.shape().ToString());
-    }
     const T* px = x.data<T>();
     const T* pb = bias.data<T>();
     T* y = out->data<T>();
@@ -48,18 +76,8 @@ PF_REGISTER_OP(OpDef("BiasAdd")
                    .TypeAttr("T", kNumberTypes)
                    .SetGradient(BiasAddGrad)
                    .SetShapeFn([](ShapeContext& c) {
-                     PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 2));
-                     PF_RETURN_IF_ERROR(c.WithRank(1, 1));
-                     const Shape& x = c.input(0);
-                     const Shape& b = c.input(1);
-                     if (!x.unknown_rank() && !b.unknown_rank()) {
-                       int64_t last = x.dim(x.rank() - 1);
-                       if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
-                         return errors::InvalidArgument("Dimensions must be equal, but are ", last,
-                                                        " and ", b.dim(0));
-                       }
-                     }
-                     c.set_output(0, x);
+                     PF_RETURN_IF_ERROR(ValidateBiasAdd(c.input(0), c.input(1)));
+                     c.set_output(0, c.input(0));
                      return Status::OK();
                    }));
 PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
@@ -71,24 +89,35 @@ PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT3
 PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT64}),
                    BiasAddOp<int64_t>);
 
-struct ReluFn {
-  template <typename T>
-  T operator()(T x) const {
-    return x > T(0) ? x : T(0);
+// BiasAddGrad(g): g summed over every dim but the last.
+template <typename T>
+class BiasAddGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    std::vector<bool> reduced(g.rank(), true);
+    reduced.back() = false;
+    Reduce<T, SumR>(ctx, g, reduced, out);
+    return Status::OK();
   }
 };
-struct SigmoidFn {
-  template <typename T>
-  T operator()(T x) const {
-    return T(1) / (T(1) + std::exp(-x));
-  }
-};
-struct TanhFn {
-  template <typename T>
-  T operator()(T x) const {
-    return std::tanh(x);
-  }
-};
+
+PF_REGISTER_OP(OpDef("BiasAddGrad")
+                   .Input("out_backprop", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .SetShapeFn([](ShapeContext& c) {
+                     PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));
+                     const Shape& s = c.input(0);
+                     c.set_output(0, s.unknown_rank() ? Shape{-1} : Shape{s.dim(s.rank() - 1)});
+                     return Status::OK();
+                   }));
+PF_REGISTER_KERNEL(KernelDef("BiasAddGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   BiasAddGradOp<float>);
+PF_REGISTER_KERNEL(KernelDef("BiasAddGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   BiasAddGradOp<double>);
 
 template <typename T, typename F, int kCost>
 class ActivationOp : public OpKernel {
@@ -107,20 +136,50 @@ constexpr char kReluGrad[] = "ReluGrad";
 constexpr char kSigmoidGrad[] = "SigmoidGrad";
 constexpr char kTanhGrad[] = "TanhGrad";
 
-#define PF_ACTIVATION(op, F, cost)                                               \
+#define PF_ACTIVATION(op, Name, cost)                                            \
   PF_REGISTER_OP(OpDef(op)                                                       \
                      .Input("features", "T")                                     \
                      .Output("activations", "T")                                 \
                      .TypeAttr("T", kRealTypes)                                  \
-                     .SetGradient(ActivationGrad<k##F##Grad>)                    \
+                     .SetGradient(ActivationGrad<k##Name##Grad>)                 \
                      .SetShapeFn(UnchangedShape));                               \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
-                     ActivationOp<float, F##Fn, cost>);                          \
+                     ActivationOp<float, Name##F, cost>);                        \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
-                     ActivationOp<double, F##Fn, cost>)
+                     ActivationOp<double, Name##F, cost>)
 PF_ACTIVATION("Relu", Relu, 1);
 PF_ACTIVATION("Sigmoid", Sigmoid, 15);
 PF_ACTIVATION("Tanh", Tanh, 15);
+
+template <typename T, typename F>
+class ActivationGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_RETURN_IF_ERROR(
+        ValidateActivationGrad(node().op(), ctx->input(0).shape(), ctx->input(1).shape()));
+    return BinaryElementwise<T, T>(ctx, F());
+  }
+};
+
+#define PF_ACTIVATION_GRAD(op, F)                                                              \
+  PF_REGISTER_OP(OpDef(op)                                                                     \
+                     .Input("gradients", "T")                                                  \
+                     .Input("outputs", "T")                                                    \
+                     .Output("backprops", "T")                                                 \
+                     .TypeAttr("T", kRealTypes)                                                \
+                     .SetShapeFn([](ShapeContext& c) {                                         \
+                       PF_RETURN_IF_ERROR(ValidateActivationGrad(op, c.input(0), c.input(1))); \
+                       c.set_output(0, c.input(0).MergeWith(c.input(1)));                      \
+                       return Status::OK();                                                    \
+                     }));                                                                      \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),                \
+                     ActivationGradOp<float, F>);                                              \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),               \
+                     ActivationGradOp<double, F>)
+PF_ACTIVATION_GRAD("ReluGrad", ReluGradF);
+PF_ACTIVATION_GRAD("SigmoidGrad", SigmoidGradF);
+PF_ACTIVATION_GRAD("TanhGrad", TanhGradF);
 
 // Softmax over the last axis, max-subtracted for stability.
 template <typename T, bool kLog>

@@ -1,11 +1,73 @@
-// GPU kernels for softmax (cuDNN) and the losses: softmax cross-entropy (dense and sparse
-// labels, fused gradient), sigmoid cross-entropy, mean squared error and its gradient, L2Loss.
+// GPU kernels for the nn ops of nn_ops.cc: BiasAdd and BiasAddGrad, the activations and their
+// gradients (device code in nn_ops.cu, the CPU's functors of nn_functors.cuh), and Softmax /
+// LogSoftmax on cuDNN. The checks are the CPU kernels' (nn_ops.h).
 #include "placeflow/devices/cuda/gpu_blas.h"
 #include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/math/reduction_gpu.h"
+#include "placeflow/ops/nn/nn_functors.cuh"
+#include "placeflow/ops/nn/nn_launch.h"
+#include "placeflow/ops/nn/nn_ops.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {
+
+template <typename T>
+class BiasAddGpuOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    PF_RETURN_IF_ERROR(ValidateBiasAdd(x.shape(), bias.shape()));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::BiasAdd<T>(x.data<T>(), bias.data<T>(), out->data<T>(), x.num_elements(), bias.dim(0),
+                    gpu->compute_stream());
+    return Status::OK();
+  }
+};
+
+// g summed over every dim but the last.
+template <typename T>
+class BiasAddGradGpuOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    const Tensor& g = ctx->input(0);
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    std::vector<bool> reduced(g.rank(), true);
+    reduced.back() = false;
+    return LaunchReduce<T>(gpu, gpu::ReduceFn::kSum, g, reduced, false, out);
+  }
+};
+
+template <typename T, typename F>
+class ActivationGpuOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::Unary<F>(ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
+                  gpu->compute_stream());
+    return Status::OK();
+  }
+};
+
+// ReluGrad, SigmoidGrad, TanhGrad(gradients, outputs).
+template <typename T, typename F>
+class ActivationGradGpuOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    PF_RETURN_IF_ERROR(ValidateActivationGrad(node().op(), g.shape(), y.shape()));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::Binary<F>(g.data<T>(), y.data<T>(), out->data<T>(), out->num_elements(), GpuSameShape(),
+                   gpu->compute_stream());
+    return Status::OK();
+  }
+};
 
 template <bool kLog>
 class SoftmaxGpuOp : public GpuOpKernel {
@@ -20,171 +82,26 @@ class SoftmaxGpuOp : public GpuOpKernel {
   }
 };
 
-template <typename T>
-class SoftmaxXentGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& logits = ctx->input(0);
-    const Tensor& labels = ctx->input(1);
-    if (logits.shape() != labels.shape()) {
-      return errors::InvalidArgument(
-          "logits and labels must be same size: logits_size=", logits.shape().ToString(),
-          " labels_size=", labels.shape().ToString());
-    }
-    PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
-    gpu::SoftmaxXent<T>(logits.data<T>(), labels.data<T>(), loss->data<T>(), backprop->data<T>(),
-                        logits.dim(0), logits.dim(1), gpu->compute_stream());
-    return Status::OK();
-  }
-};
+#define PF_GPU_REAL(op, Kernel, F)                         \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float, F>); \
+  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double, F>)
 
-// Labels stay on the device, so they are not range-checked here: an out-of-range label gives
-// a NaN loss and gradient for its row (TensorFlow's GPU kernel does the same).
-template <typename T, typename Index>
-class SparseSoftmaxXentGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& logits = ctx->input(0);
-    const Tensor& labels = ctx->input(1);
-    if (labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
-      return errors::InvalidArgument(
-          "logits and labels must have the same first dimension, got logits shape ",
-          logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
-    }
-    PF_ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor * backprop, ctx->AllocateOutput(1));
-    gpu::SparseSoftmaxXent<T, Index>(logits.data<T>(), labels.data<Index>(), loss->data<T>(),
-                                     backprop->data<T>(), logits.dim(0), logits.dim(1),
-                                     gpu->compute_stream());
-    return Status::OK();
-  }
-};
-
-template <typename T>
-class SigmoidXentGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& z = ctx->input(1);
-    if (x.shape() != z.shape()) {
-      return errors::InvalidArgument("logits and labels must have the same shape (",
-                                     x.shape().ToString(), " vs ", z.shape().ToString(), ")");
-    }
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    gpu::BroadcastDims same;
-    same.same_shape = true;
-    gpu::Binary<T>(gpu::BinaryFn::kSigmoidXent, x.data<T>(), z.data<T>(), out->data<T>(),
-                   x.num_elements(), same, gpu->compute_stream());
-    return Status::OK();
-  }
-};
-
-// Reduces all of `t` into the scalar `out`, divided by `divisor`.
-template <typename T>
-Status SumAll(const Tensor& t, int64_t divisor, Tensor* out, GpuDevice* gpu) {
-  PF_ASSIGN_OR_RETURN(gpu::ReduceDims d, GpuReduce(t.shape(), std::vector<bool>(t.rank(), true)));
-  gpu::Reduce<T>(gpu::ReduceFn::kSum, t.data<T>(), out->data<T>(), d, divisor,
-                 gpu->compute_stream());
-  return Status::OK();
-}
-
-template <typename T>
-class MseGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& p = ctx->input(0);
-    const Tensor& l = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor sq, GpuTemp(ctx, DataTypeOf<T>(), full));
-    PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(p.shape(), l.shape(), full));
-    gpu::Binary<T>(gpu::BinaryFn::kSquaredDiff, p.data<T>(), l.data<T>(), sq.data<T>(),
-                   full.num_elements(), d, gpu->compute_stream());
-    return SumAll<T>(sq, std::max<int64_t>(1, full.num_elements()), out, gpu);
-  }
-};
-
-// +-2 g (p - l) / count over the broadcast shape, summed back to input `wrt`'s shape.
-template <typename T>
-class MseGradGpuOp : public GpuOpKernel {
- public:
-  explicit MseGradGpuOp(const Node& n)
-      : GpuOpKernel(n), wrt_(static_cast<int>(n.attr<int64_t>("wrt"))) {}
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& g = ctx->input(0);
-    const Tensor& p = ctx->input(1);
-    const Tensor& l = ctx->input(2);
-    PF_ASSIGN_OR_RETURN(Shape full, BroadcastShapes(p.shape(), l.shape()));
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    const int64_t count = std::max<int64_t>(1, full.num_elements());
-    const T factor = (wrt_ == 0 ? T(2) : T(-2)) / static_cast<T>(count);
-    GpuStream s = gpu->compute_stream();
-    PF_ASSIGN_OR_RETURN(gpu::BroadcastDims d, GpuBroadcast(p.shape(), l.shape(), full));
-    Tensor diff = *out;
-    if (full != out->shape()) {
-      PF_ASSIGN_OR_RETURN(diff, GpuTemp(ctx, DataTypeOf<T>(), full));
-    }
-    gpu::Binary<T>(gpu::BinaryFn::kSub, p.data<T>(), l.data<T>(), diff.data<T>(),
-                   full.num_elements(), d, s);
-    if (full != out->shape()) {
-      const Shape& narrow = out->shape();
-      const int shift = full.rank() - narrow.rank();
-      std::vector<bool> reduced(full.rank(), false);
-      for (int k = 0; k < full.rank(); ++k)
-        reduced[k] = k < shift || (narrow.dim(k - shift) == 1 && full.dim(k) != 1);
-      PF_ASSIGN_OR_RETURN(gpu::ReduceDims rd, GpuReduce(full, reduced));
-      gpu::Reduce<T>(gpu::ReduceFn::kSum, diff.data<T>(), out->data<T>(), rd, 1, s);
-    }
-    gpu::Scale<T>(out->data<T>(), T(0), g.data<T>(), out->data<T>(), out->num_elements(), s);
-    gpu::Scale<T>(out->data<T>(), factor, nullptr, out->data<T>(), out->num_elements(), s);
-    return Status::OK();
-  }
-
- private:
-  int wrt_;
-};
-
-template <typename T>
-class L2LossGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    const Tensor& x = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(Tensor sq, GpuTemp(ctx, DataTypeOf<T>(), x.shape()));
-    gpu::BroadcastDims same;
-    same.same_shape = true;
-    gpu::Binary<T>(gpu::BinaryFn::kMul, x.data<T>(), x.data<T>(), sq.data<T>(), x.num_elements(),
-                   same, gpu->compute_stream());
-    return SumAll<T>(sq, 2, out, gpu);
-  }
-};
-
-#define PF_GPU_REAL_KERNEL(op, Kernel)                  \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>); \
-  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double>)
+PF_REGISTER_KERNEL(Gpu("BiasAdd", DT_FLOAT), BiasAddGpuOp<float>);
+PF_REGISTER_KERNEL(Gpu("BiasAdd", DT_DOUBLE), BiasAddGpuOp<double>);
+PF_REGISTER_KERNEL(Gpu("BiasAdd", DT_INT32), BiasAddGpuOp<int32_t>);
+PF_REGISTER_KERNEL(Gpu("BiasAdd", DT_INT64), BiasAddGpuOp<int64_t>);
+PF_REGISTER_KERNEL(Gpu("BiasAddGrad", DT_FLOAT), BiasAddGradGpuOp<float>);
+PF_REGISTER_KERNEL(Gpu("BiasAddGrad", DT_DOUBLE), BiasAddGradGpuOp<double>);
+PF_GPU_REAL("Relu", ActivationGpuOp, ReluF);
+PF_GPU_REAL("Sigmoid", ActivationGpuOp, SigmoidF);
+PF_GPU_REAL("Tanh", ActivationGpuOp, TanhF);
+PF_GPU_REAL("ReluGrad", ActivationGradGpuOp, ReluGradF);
+PF_GPU_REAL("SigmoidGrad", ActivationGradGpuOp, SigmoidGradF);
+PF_GPU_REAL("TanhGrad", ActivationGradGpuOp, TanhGradF);
 PF_REGISTER_KERNEL(KernelDef("Softmax", kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
                    SoftmaxGpuOp<false>);
 PF_REGISTER_KERNEL(KernelDef("LogSoftmax", kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
                    SoftmaxGpuOp<true>);
-PF_GPU_REAL_KERNEL("SoftmaxCrossEntropyWithLogits", SoftmaxXentGpuOp);
-PF_GPU_REAL_KERNEL("SigmoidCrossEntropyWithLogits", SigmoidXentGpuOp);
-PF_GPU_REAL_KERNEL("MeanSquaredError", MseGpuOp);
-PF_GPU_REAL_KERNEL("MeanSquaredErrorGrad", MseGradGpuOp);
-PF_GPU_REAL_KERNEL("L2Loss", L2LossGpuOp);
-#define PF_GPU_SPARSE_XENT(T, I)                                                 \
-  PF_REGISTER_KERNEL(Gpu("SparseSoftmaxCrossEntropyWithLogits", DataTypeOf<T>()) \
-                         .TypeConstraint("Tlabels", {DataTypeOf<I>()}),          \
-                     SparseSoftmaxXentGpuOp<T, I>)
-PF_GPU_SPARSE_XENT(float, int32_t);
-PF_GPU_SPARSE_XENT(float, int64_t);
-PF_GPU_SPARSE_XENT(double, int32_t);
-PF_GPU_SPARSE_XENT(double, int64_t);
 
 }  // namespace
 }  // namespace pf

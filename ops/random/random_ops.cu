@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "placeflow/ops/gpu/common.cuh"
+#include "placeflow/ops/random/random_launch.h"
 
 namespace pf::gpu {
 namespace {

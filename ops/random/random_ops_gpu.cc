@@ -5,6 +5,7 @@
 #include "placeflow/ops/gpu/gpu_kernel.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/ops/random/philox_key.h"
+#include "placeflow/ops/random/random_launch.h"
 
 namespace pf {
 namespace {

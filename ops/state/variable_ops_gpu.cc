@@ -1,16 +1,18 @@
-// GPU kernels for AssignAdd/AssignSub (in place on the compute stream) and Const (the value is
-// copied to the GPU once, on first use, and shared by every step).
+// GPU kernels for AssignAdd/AssignSub (in place on the compute stream, the math family's AddF /
+// SubF) and Const (the value is copied to the GPU once, on first use, and shared by every step).
 #include <mutex>
 
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_set.h"
 #include "placeflow/ops/gpu/gpu_kernel.h"
+#include "placeflow/ops/math/cwise_functors.cuh"
 #include "placeflow/ops/ops.h"
+#include "placeflow/ops/state/variable_ops.h"
 
 namespace pf {
 namespace {
 
-template <typename T, gpu::BinaryFn F>
+template <typename T, typename F>
 class AssignUpdateGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
@@ -24,15 +26,10 @@ class AssignUpdateGpuOp : public GpuOpKernel {
       return errors::FailedPrecondition("Attempting to use uninitialized value ",
                                         node().input(0).node->name());
     }
-    if (var->value.shape() != value.shape()) {
-      return errors::InvalidArgument(
-          "Must have updates.shape = ref.shape: ", value.shape().ToString(), " vs. ",
-          var->value.shape().ToString());
-    }
-    gpu::BroadcastDims same;
-    same.same_shape = true;
+    PF_RETURN_IF_ERROR(ValidateAssignUpdate(var->value.shape(), value.shape()));
     T* dst = var->value.data<T>();
-    gpu::Binary<T>(F, dst, value.data<T>(), dst, value.num_elements(), same, gpu->compute_stream());
+    gpu::Binary<F>(dst, value.data<T>(), dst, value.num_elements(), GpuSameShape(),
+                   gpu->compute_stream());
     *ctx->mutable_output(0) = var->value;
     return Status::OK();
   }
@@ -61,8 +58,8 @@ class ConstGpuOp : public GpuOpKernel {
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), AssignUpdateGpuOp<double, F>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_INT32), AssignUpdateGpuOp<int32_t, F>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_INT64), AssignUpdateGpuOp<int64_t, F>)
-PF_GPU_ASSIGN_UPDATE("AssignAdd", gpu::BinaryFn::kAdd);
-PF_GPU_ASSIGN_UPDATE("AssignSub", gpu::BinaryFn::kSub);
+PF_GPU_ASSIGN_UPDATE("AssignAdd", AddF);
+PF_GPU_ASSIGN_UPDATE("AssignSub", SubF);
 PF_REGISTER_KERNEL(KernelDef("Const", kDeviceGpu)
                        .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL}),
                    ConstGpuOp);

@@ -1,66 +1,44 @@
-// Fused optimizer updates on the GPU: one pass over the variable and its slots, the same
-// formulas as the CPU kernels (apply_ops.cc); scalars are read from device memory.
-#include <cmath>
-
+// Fused optimizer updates on the GPU: one pass over the variable and its slots with the CPU's
+// formulas (apply_functors.cuh); each thread builds the update from the scalars in device
+// memory.
 #include "placeflow/ops/gpu/common.cuh"
+#include "placeflow/ops/train/apply_functors.cuh"
+#include "placeflow/ops/train/apply_launch.h"
 
 namespace pf::gpu {
 namespace {
 
 template <typename T>
 __global__ void SgdKernel(T* var, const T* lr, const T* g, int64_t n) {
-  const T a = *lr;
-  PF_GRID_LOOP(i, n) { var[i] -= a * g[i]; }
+  const GradientDescentUpdate<T> update{*lr};
+  PF_GRID_LOOP(i, n) { update(var[i], g[i]); }
 }
 
 template <typename T>
 __global__ void MomentumKernel(T* var, T* accum, const T* lr, const T* g, const T* momentum,
                                bool nesterov, int64_t n) {
-  const T a = *lr, mu = *momentum;
-  PF_GRID_LOOP(i, n) {
-    const T acc = mu * accum[i] + g[i];
-    accum[i] = acc;
-    var[i] -= nesterov ? a * (g[i] + mu * acc) : a * acc;
-  }
+  const MomentumUpdate<T> update{*lr, *momentum, nesterov};
+  PF_GRID_LOOP(i, n) { update(var[i], accum[i], g[i]); }
 }
 
 template <typename T>
 __global__ void AdamKernel(T* var, T* m, T* v, const T* b1p, const T* b2p, const T* lr, const T* b1,
                            const T* b2, const T* eps, const T* g, int64_t n) {
-  const T lr_t = *lr * sqrt(T(1) - *b2p) / (T(1) - *b1p);
-  const T one_b1 = T(1) - *b1, one_b2 = T(1) - *b2, e = *eps;
-  PF_GRID_LOOP(i, n) {
-    const T gi = g[i];
-    const T mi = m[i] + (gi - m[i]) * one_b1;
-    const T vi = v[i] + (gi * gi - v[i]) * one_b2;
-    m[i] = mi;
-    v[i] = vi;
-    var[i] -= lr_t * mi / (sqrt(vi) + e);
-  }
+  const AdamUpdate<T> update(*b1p, *b2p, *lr, *b1, *b2, *eps);
+  PF_GRID_LOOP(i, n) { update(var[i], m[i], v[i], g[i]); }
 }
 
 template <typename T>
 __global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr, const T* rho, const T* momentum,
                               const T* eps, const T* g, int64_t n) {
-  const T a = *lr, r = *rho, mu = *momentum, e = *eps;
-  PF_GRID_LOOP(i, n) {
-    const T gi = g[i];
-    const T msi = ms[i] + (gi * gi - ms[i]) * (T(1) - r);
-    const T mo = mu * mom[i] + a * gi / sqrt(msi + e);
-    ms[i] = msi;
-    mom[i] = mo;
-    var[i] -= mo;
-  }
+  const RMSPropUpdate<T> update(*lr, *rho, *momentum, *eps);
+  PF_GRID_LOOP(i, n) { update(var[i], ms[i], mom[i], g[i]); }
 }
 
 template <typename T>
 __global__ void AdagradKernel(T* var, T* accum, const T* lr, const T* g, int64_t n) {
-  const T a = *lr;
-  PF_GRID_LOOP(i, n) {
-    const T acc = accum[i] + g[i] * g[i];
-    accum[i] = acc;
-    var[i] -= a * g[i] / sqrt(acc);
-  }
+  const AdagradUpdate<T> update{*lr};
+  PF_GRID_LOOP(i, n) { update(var[i], accum[i], g[i]); }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "placeflow/ops/gpu/gpu_kernel.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/ops/train/apply_kernel.h"
+#include "placeflow/ops/train/apply_launch.h"
 
 namespace pf {
 namespace {

@@ -262,6 +262,28 @@ TEST_CASE("ArgMax and AddN", "[ops][math]") {
   CHECK_THROWS_WITH(
       ops::AddN(root, {c, ops::Const(root, Tensor(DT_FLOAT, {3, 2}))}),
       Catch::Matchers::Contains("Inputs to operation AddN must have the same size and shape"));
+  // The shape functions and the kernels share one check per op (reduction_ops.h): the same
+  // message at build time and, for shapes known only when the graph runs, from the kernel.
+  CHECK_THROWS_WITH(ops::ArgMax(root, ops::Const(root, Tensor(DT_FLOAT, {2, 0})), 1),
+                    Catch::Matchers::Contains("Reduction axis 1 is empty in shape [2,0]"));
+  Output p = ops::Placeholder(root, DT_FLOAT);
+  Output q = ops::Placeholder(root, DT_FLOAT);
+  Output sum = ops::AddN(root, {p, q});
+  Output arg = ops::ArgMax(root, p, 1);
+  CHECK_THROWS_WITH(
+      sess.Run({{p, x}, {q, Tensor(DT_FLOAT, {3, 2})}}, {sum}),
+      Catch::Matchers::Contains("Inputs to operation AddN must have the same size and shape.  "
+                                "Input 0: [2,3] != input 1: [3,2]"));
+  CHECK_THROWS_WITH(sess.Run({{p, Tensor(DT_FLOAT, {2, 0})}}, {arg}),
+                    Catch::Matchers::Contains("Reduction axis 1 is empty in shape [2,0]"));
+}
+
+TEST_CASE("Floor rounds down", "[ops][math]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Tensor x = Tensor::FromVector<float>({-1.5f, -1.f, -0.25f, 0.f, 0.75f, 2.f}, {2, 3});
+  CHECK(RunOne(g, ops::Floor(root, ops::Const(root, x))).DebugString() ==
+        "Tensor<float [2,3]> [[-2, -1, -1], [0, 0, 2]]");
 }
 
 }  // namespace

@@ -19,8 +19,21 @@ TEST_CASE("BiasAdd adds along the last axis", "[ops][nn]") {
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 3; ++j)
       CHECK(got.data<float>()[i * 3 + j] == x.data<float>()[i * 3 + j] + b.data<float>()[j]);
-  CHECK_THROWS_WITH(ops::BiasAdd(root, ops::Const(root, x), ops::Const(root, RandomTensor({4}, 3))),
-                    Contains("Dimensions must be equal, but are 3 and 4"));
+  // One check (ValidateBiasAdd) for the shape function and the CPU and GPU kernels.
+  CHECK_THROWS_WITH(
+      ops::BiasAdd(root, ops::Const(root, x), ops::Const(root, RandomTensor({4}, 3))),
+      Contains("Must provide as many biases as the last dimension of the input tensor: [4] vs. "
+               "[5,3]"));
+  CHECK_THROWS_WITH(ops::BiasAdd(root, ops::Const(root, b), ops::Const(root, b)),
+                    Contains("Input tensor must be at least 2D: [3]"));
+  // Shapes known only when the graph runs meet the same check in the kernel.
+  Output value = ops::Placeholder(root, DT_FLOAT);
+  Output bias = ops::Placeholder(root, DT_FLOAT);
+  Output y = ops::BiasAdd(root, value, bias);
+  Session sess(g);
+  CHECK_THROWS_WITH(sess.Run({{value, x}, {bias, RandomTensor({4}, 3)}}, {y}),
+                    Contains("Must provide as many biases as the last dimension of the input "
+                             "tensor: [4] vs. [5,3]"));
 }
 
 TEST_CASE("Softmax and LogSoftmax match the definition and stay finite at large logits",
@@ -46,6 +59,46 @@ TEST_CASE("Softmax and LogSoftmax match the definition and stay finite at large 
   CHECK(extreme[0].DebugString() == "Tensor<float [1,3]> [[1, 0, 0]]");
   CHECK(extreme[1].data<float>()[0] == 0.f);
   CHECK(extreme[1].data<float>()[1] == -2e4f);
+}
+
+TEST_CASE("Losses and activation gradients check their shapes at build time and in the kernels",
+          "[ops][nn]") {
+  // One check per op (loss_ops.h, nn_ops.h) serves the shape function and the CPU and GPU
+  // kernels, so a shape known only at run time meets the same message as a static one.
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output logits = ops::Const(root, RandomTensor({4, 10}, 1));
+  CHECK_THROWS_WITH(
+      ops::SoftmaxCrossEntropyWithLogits(root, logits, ops::Const(root, RandomTensor({4, 9}, 2))),
+      Contains("logits and labels must be same size: logits_size=[4,10] labels_size=[4,9]"));
+  CHECK_THROWS_WITH(ops::SparseSoftmaxCrossEntropyWithLogits(
+                        root, logits, ops::Const(root, Tensor::FromVector<int32_t>({1, 2, 3}))),
+                    Contains("logits and labels must have the same first dimension, got logits "
+                             "shape [4,10] and labels shape [3]"));
+  CHECK_THROWS_WITH(
+      ops::SigmoidCrossEntropyWithLogits(root, logits, ops::Const(root, RandomTensor({10}, 3))),
+      Contains("logits and labels must have the same shape ([4,10] vs [10])"));
+  CHECK_THROWS_WITH(NodeBuilder(root, "ReluGrad")
+                        .Input(logits)
+                        .Input(ops::Transpose(root, logits, {1, 0}))
+                        .Finalize(),
+                    Contains("ReluGrad: gradients and outputs must have the same shape, got "
+                             "[4,10] and [10,4]"));
+  Output x = ops::Placeholder(root, DT_FLOAT);
+  Output z = ops::Placeholder(root, DT_FLOAT);
+  auto [loss, backprop] = ops::SoftmaxCrossEntropyWithLogits(root, x, z);
+  Output sigmoid_loss = ops::SigmoidCrossEntropyWithLogits(root, x, z);
+  Output relu_grad = NodeBuilder(root, "ReluGrad").Input(x).Input(z).Finalize();
+  Session sess(g);
+  const FeedDict feeds = {{x, RandomTensor({4, 10}, 4)}, {z, RandomTensor({4, 9}, 5)}};
+  CHECK_THROWS_WITH(
+      sess.Run(feeds, {loss}),
+      Contains("logits and labels must be same size: logits_size=[4,10] labels_size=[4,9]"));
+  CHECK_THROWS_WITH(sess.Run(feeds, {sigmoid_loss}),
+                    Contains("logits and labels must have the same shape ([4,10] vs [4,9])"));
+  CHECK_THROWS_WITH(sess.Run(feeds, {relu_grad}),
+                    Contains("ReluGrad: gradients and outputs must have the same shape, got "
+                             "[4,10] and [4,9]"));
 }
 
 TEST_CASE("Assign, AssignAdd and AssignSub update the variable in place", "[ops][state]") {

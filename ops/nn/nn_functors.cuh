@@ -1,0 +1,80 @@
+// The nn formulas, written once for both devices (see ops/gpu/host_device.cuh): activations and
+// their gradients (nn_ops.cc, nn_ops.cu) and the losses' elementwise terms (loss_ops.cc,
+// loss_ops.cu). The activation gradients take the forward *output* y, as TensorFlow's do:
+//
+//   PF_REGISTER_KERNEL(Cpu("ReluGrad", DT_FLOAT), ActivationGradOp<float, ReluGradF>);
+//   PF_GPU_BINARY(ReluGradF, float)   // nn_ops.cu
+#pragma once
+
+#include <cmath>
+
+#include "placeflow/ops/gpu/host_device.cuh"
+
+namespace pf {
+
+// ---- activations: T(T) ----
+struct ReluF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x) const {
+    return x > T(0) ? x : T(0);
+  }
+};
+struct SigmoidF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+struct TanhF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
+
+// ---- activation gradients: T(g, y) from the incoming gradient and the forward output ----
+struct ReluGradF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T g, T y) const {
+    return y > T(0) ? g : T(0);
+  }
+};
+struct SigmoidGradF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T g, T y) const {
+    return g * y * (T(1) - y);
+  }
+};
+struct TanhGradF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T g, T y) const {
+    return g * (T(1) - y * y);
+  }
+};
+
+// ---- losses ----
+// Sigmoid cross-entropy of logits x and labels z: max(x, 0) - x z + log(1 + exp(-|x|)), which
+// overflows for no x. (The max is written as std::max(x, 0) evaluates it, NaN included.)
+struct SigmoidXentF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x, T z) const {
+    return (x < T(0) ? T(0) : x) - x * z + std::log1p(std::exp(-std::abs(x)));
+  }
+};
+// (p - l)^2, the mean squared error's term.
+struct SquaredDiffF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    return (a - b) * (a - b);
+  }
+};
+// One class's share of softmax cross-entropy, given its row's max `m` and log(sum exp(x - m)):
+// adds -p log softmax(x) to `loss` and returns d loss / d x = softmax(x) - p.
+template <typename T>
+PF_HOST_DEVICE T SoftmaxXentTerm(T x, T p, T m, T log_sum, T& loss) {
+  const T log_softmax = x - m - log_sum;
+  if (p != T(0)) loss -= p * log_softmax;
+  return std::exp(log_softmax) - p;
+}
+
+}  // namespace pf
