@@ -61,6 +61,10 @@ class Device {
   virtual Status CopyWithinDevice(void* dst, const void* src, size_t bytes);
   virtual std::string Description() const { return ""; }
   virtual int priority() const = 0;
+  // Whether the tensors this device's kernels make live in host memory (the CPU; not a GPU).
+  // Decides where data must be staged: a device with its own memory gets feeds copied in,
+  // and its kernels' HostMemory arguments a host-memory copy.
+  virtual bool uses_host_memory() const = 0;
   ResourceMgr* resource_mgr() { return &resources_; }
 
  private:

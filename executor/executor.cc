@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 
+#include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/scope.h"
 
 namespace pf {
@@ -135,7 +136,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& src = n->input(k);
       if (n->IsRefInput(k)) {
-        if (src.node->op() != "Variable") {
+        if (!src.node->op_def().is_variable()) {
           return errors::InvalidArgument("Input ", k, " of node '", n->name(),
                                          "' must be a variable reference, but comes from '",
                                          src.node->name(), "' (", src.node->op(), ")");
@@ -265,7 +266,7 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
     if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr))
       continue;
     const Node* src = n.input(k).node;
-    if (src->op() == "Variable")
+    if (src->op_def().is_variable())
       return errors::FailedPrecondition("Attempting to use uninitialized value ", src->name());
     return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(),
                             "') was never produced");

@@ -12,6 +12,7 @@
 #include "placeflow/devices/device_manager.h"
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/executor/executor.h"
+#include "placeflow/graph/op_registry.h"
 #include "placeflow/placer/partition.h"
 #include "placeflow/placer/placer.h"
 
@@ -115,16 +116,13 @@ Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
 }
 
 // True when `o` may be a view of a variable's buffer (which later steps update in place): a
-// variable or an update op, seen through ops that forward their input's buffer.
+// variable, an op that updates one in place (it returns its reference input 0, as TensorFlow's
+// Ref(T) outputs do), or either seen through ops that forward their input's buffer.
 bool MayAliasVariable(const Output& o) {
   const Node* n = o.node;
-  const std::string& op = n->op();
-  if (op == "Variable" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" ||
-      op.rfind("Apply", 0) == 0)
-    return true;
-  static const std::set<std::string> forwarding = {"Identity",   "StopGradient", "Reshape",
-                                                   "ExpandDims", "Squeeze",      "Cast"};
-  return forwarding.count(op) && n->num_inputs() > 0 && MayAliasVariable(n->input(0));
+  if (n->op_def().is_variable()) return true;
+  return n->num_inputs() > 0 && (n->IsRefInput(0) || n->op_def().forwards_input()) &&
+         MayAliasVariable(n->input(0));
 }
 
 // Nodes needed for the fetches and targets, not walking into fed tensors.
@@ -150,6 +148,33 @@ std::vector<Node*> Prune(const std::vector<Output>& feeds, const std::vector<Out
     for (Node* c : n->control_inputs()) visit(c);
   }
   return order;
+}
+
+// The cache key of a call: node ids of feeds, fetches and targets.
+std::string SignatureKey(const FeedDict& feeds, const std::vector<Output>& fetches,
+                         const std::vector<Operation>& targets) {
+  std::string key;
+  for (const auto& [o, t] : feeds)
+    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
+  key += '|';
+  for (const Output& o : fetches)
+    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
+  key += '|';
+  for (const Operation& t : targets) fmt::format_to(std::back_inserter(key), "{},", t.node->id());
+  return key;
+}
+
+// Whether a feed entering a partition on `d` through `arg` is used in host memory: always on a
+// device whose memory is the host's, else only when every consumer reads it as HostMemory.
+bool FeedStaysOnHost(const Node& arg, const Device& d) {
+  if (d.uses_host_memory()) return true;
+  for (const Edge& e : arg.out_edges()) {
+    if (e.IsControl()) continue;
+    std::vector<bool> host_in, host_out;
+    KernelRegistry::Global()->MemoryTypes(*e.dst, d.device_type(), &host_in, &host_out);
+    if (!host_in[e.dst_input]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -179,15 +204,7 @@ void Session::LogPlacement(const std::vector<Node*>& nodes, const Placement& pla
 StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     const FeedDict& feeds, const std::vector<Output>& fetches,
     const std::vector<Operation>& targets) {
-  std::string key;
-  for (const auto& [o, t] : feeds)
-    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
-  key += '|';
-  for (const Output& o : fetches)
-    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
-  key += '|';
-  for (const Operation& t : targets) fmt::format_to(std::back_inserter(key), "{},", t.node->id());
-
+  const std::string key = SignatureKey(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
 
@@ -198,7 +215,11 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   PlacerOptions popts;
   popts.allow_soft_placement = options_.allow_soft_placement;
   popts.strict_placement = options_.strict_placement;
-  PF_ASSIGN_OR_RETURN(Placement placement, Place(nodes, devices_, popts));
+  // The placer reports fallbacks and its first error in the order it is given: graph order.
+  std::vector<Node*> in_graph_order = nodes;
+  std::sort(in_graph_order.begin(), in_graph_order.end(),
+            [](const Node* a, const Node* b) { return a->id() < b->id(); });
+  PF_ASSIGN_OR_RETURN(Placement placement, Place(in_graph_order, devices_, popts));
   auto prepared = std::make_shared<Prepared>();
   std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
   PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
@@ -226,17 +247,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     for (const auto& [user, arg] : part.args) {
       es.feeds.push_back(arg);
       p.feeds.push_back(feed_index.at(user));
-      bool on_host = true;
-      if (part.device->device_type() != kDeviceCpu) {
-        for (const Edge& e : arg.node->out_edges()) {
-          std::vector<bool> host_in, host_out;
-          if (e.IsControl()) continue;
-          KernelRegistry::Global()->MemoryTypes(*e.dst, part.device->device_type(), &host_in,
-                                                &host_out);
-          on_host = on_host && host_in[e.dst_input];
-        }
-      }
-      p.feed_on_host.push_back(on_host);
+      p.feed_on_host.push_back(FeedStaysOnHost(*arg.node, *part.device));
     }
     for (size_t i = 0; i < fetches.size(); ++i) {
       if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device)
@@ -254,8 +265,21 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
 Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
                               const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
                               const RunOptions& run_options, RunMetadata* metadata) {
-  std::vector<Tensor> feed_values;
-  feed_values.reserve(feeds.size());
+  PF_RETURN_IF_ERROR(CheckFeeds(feeds));
+  PF_RETURN_IF_ERROR(CheckFetchesAndTargets(fetches, targets));
+  PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
+  StepGroup group(run_options.trace ? metadata : nullptr);
+  if (group.stats()) group.stats()->step_stats.clear();
+  PF_ASSIGN_OR_RETURN(PartTensors part_feeds, StageFeeds(*prepared, feeds));
+  PartTensors part_fetches(prepared->parts.size());
+  RunPartitions(*prepared, part_feeds, &part_fetches, &group);
+  Status synced = SyncDevices(*prepared);
+  PF_RETURN_IF_ERROR(group.status());
+  PF_RETURN_IF_ERROR(synced);
+  return CollectFetches(*prepared, feeds, &part_fetches, outputs);
+}
+
+Status Session::CheckFeeds(const FeedDict& feeds) const {
   for (size_t i = 0; i < feeds.size(); ++i) {
     const auto& [o, t] = feeds[i];
     PF_RETURN_IF_ERROR(CheckInGraph(graph_, o.node, "Feed tensor"));
@@ -279,8 +303,12 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
                                      " for Tensor '", o.name(), "', which has shape '",
                                      o.shape().ToString(), "'");
     }
-    feed_values.push_back(t);
   }
+  return Status::OK();
+}
+
+Status Session::CheckFetchesAndTargets(const std::vector<Output>& fetches,
+                                       const std::vector<Operation>& targets) const {
   for (const Output& f : fetches) {
     PF_RETURN_IF_ERROR(CheckInGraph(graph_, f.node, "Fetch argument"));
     if (f.index < 0 || f.index >= f.node->num_outputs()) {
@@ -291,29 +319,36 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   }
   for (const Operation& t : targets)
     PF_RETURN_IF_ERROR(CheckInGraph(graph_, t.node, "Target operation"));
-  PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
-  // One executor per device partition, all started at once; they meet through the group's
-  // rendezvous, and the first error anywhere aborts the others.
-  StepGroup group(run_options.trace ? metadata : nullptr);
-  if (group.stats()) group.stats()->step_stats.clear();
-  const int64_t step_id = next_step_id_.fetch_add(1);
-  const size_t n = prepared->parts.size();
-  std::vector<std::vector<Tensor>> part_feeds(n), part_fetches(n);
-  Device* host = devices_.host();
-  for (size_t i = 0; i < n; ++i) {
-    Device* d = prepared->parts[i].device;
-    for (size_t k = 0; k < prepared->parts[i].feeds.size(); ++k) {
-      const int f = prepared->parts[i].feeds[k];
-      if (prepared->parts[i].feed_on_host[k]) {
-        part_feeds[i].push_back(feed_values[f]);
+  return Status::OK();
+}
+
+StatusOr<Session::PartTensors> Session::StageFeeds(const Prepared& prepared,
+                                                   const FeedDict& feeds) {
+  PartTensors part_feeds(prepared.parts.size());
+  for (size_t i = 0; i < prepared.parts.size(); ++i) {
+    const Prepared::Part& part = prepared.parts[i];
+    for (size_t k = 0; k < part.feeds.size(); ++k) {
+      const Tensor& value = feeds[part.feeds[k]].second;
+      if (part.feed_on_host[k]) {
+        part_feeds[i].push_back(value);
         continue;
       }
       // A device with its own memory gets its feeds copied in (asynchronously, ordered
       // before the step's kernels on its compute stream).
-      PF_ASSIGN_OR_RETURN(Tensor on_device, CopyRegistry::Global()->Copy(feed_values[f], host, d));
+      PF_ASSIGN_OR_RETURN(Tensor on_device,
+                          CopyRegistry::Global()->Copy(value, devices_.host(), part.device));
       part_feeds[i].push_back(std::move(on_device));
     }
   }
+  return part_feeds;
+}
+
+void Session::RunPartitions(const Prepared& prepared, const PartTensors& feeds,
+                            PartTensors* fetches, StepGroup* group) {
+  // One executor per device partition, all started at once; they meet through the group's
+  // rendezvous, and the first error anywhere aborts the others.
+  const int64_t step_id = next_step_id_.fetch_add(1);
+  const size_t n = prepared.parts.size();
   std::atomic<int> remaining{static_cast<int>(n)};
   std::mutex mu;
   std::condition_variable cv;
@@ -323,52 +358,55 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
     std::lock_guard<std::mutex> lock(mu);
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) cv.notify_all();
   };
-  for (size_t i = 1; i < n; ++i) {
-    pool_->Schedule([&, i] {
-      prepared->parts[i].executor->RunAsync(part_feeds[i], &part_fetches[i], step_id, &group, done);
-    });
-  }
-  if (n > 0)
-    prepared->parts[0].executor->RunAsync(part_feeds[0], &part_fetches[0], step_id, &group, done);
+  auto run = [&](size_t i) {
+    prepared.parts[i].executor->RunAsync(feeds[i], &(*fetches)[i], step_id, group, done);
+  };
+  for (size_t i = 1; i < n; ++i) pool_->Schedule([&run, i] { run(i); });
+  if (n > 0) run(0);
   Executor::WaitHelping(pool_, &remaining, &mu, &cv);
-  if (group.stats()) {
-    group.stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::steady_clock::now() - group.start())
-                                 .count();
+  if (group->stats()) {
+    group->stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now() - group->start())
+                                  .count();
   }
+}
+
+Status Session::SyncDevices(const Prepared& prepared) {
   // A step ends when the streams of its devices are done: asynchronous GPU errors show here.
   Status synced = Status::OK();
-  for (size_t i = 0; i < n; ++i) {
-    Device* d = prepared->parts[i].device;
-    if (d->device_type() == kDeviceCpu) continue;
-    Status s = d->Sync();
-    if (synced.ok() && !s.ok())
-      synced = s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", d->name()));
+  for (const Prepared::Part& part : prepared.parts) {
+    Status s = part.device->Sync();
+    if (synced.ok() && !s.ok()) {
+      synced =
+          s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", part.device->name()));
+    }
   }
-  PF_RETURN_IF_ERROR(group.status());
-  PF_RETURN_IF_ERROR(synced);
-  outputs->assign(fetches.size(), Tensor());
-  std::vector<bool> copied(fetches.size(), false);
-  for (size_t i = 0; i < n; ++i) {
-    Device* d = prepared->parts[i].device;
-    for (size_t k = 0; k < prepared->parts[i].fetches.size(); ++k) {
-      const int f = prepared->parts[i].fetches[k];
-      Tensor& t = part_fetches[i][k];
+  return synced;
+}
+
+Status Session::CollectFetches(const Prepared& prepared, const FeedDict& feeds,
+                               PartTensors* part_fetches, std::vector<Tensor>* outputs) {
+  outputs->assign(prepared.fetch_from_feed.size(), Tensor());
+  std::vector<bool> copied(outputs->size(), false);
+  for (size_t i = 0; i < prepared.parts.size(); ++i) {
+    const Prepared::Part& part = prepared.parts[i];
+    for (size_t k = 0; k < part.fetches.size(); ++k) {
+      const int f = part.fetches[k];
+      Tensor& t = (*part_fetches)[i][k];
       if (!t.InHostMemory()) {
-        PF_ASSIGN_OR_RETURN(t, CopyRegistry::Global()->Copy(t, d, host));
+        PF_ASSIGN_OR_RETURN(t, CopyRegistry::Global()->Copy(t, part.device, devices_.host()));
         copied[f] = true;
       }
       (*outputs)[f] = t;
     }
   }
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    if (prepared->fetch_from_feed[i] >= 0)
-      (*outputs)[i] = feed_values[prepared->fetch_from_feed[i]];
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    if (prepared.fetch_from_feed[i] >= 0) (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
   }
   // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
   // step updates in place.
   for (size_t i = 0; i < outputs->size(); ++i) {
-    if (prepared->copy_fetch[i] && !copied[i] && (*outputs)[i].IsInitialized())
+    if (prepared.copy_fetch[i] && !copied[i] && (*outputs)[i].IsInitialized())
       (*outputs)[i] = (*outputs)[i].Clone();
   }
   return Status::OK();

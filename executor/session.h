@@ -30,6 +30,7 @@
 namespace pf {
 
 class OpKernel;
+class StepGroup;
 class ThreadPool;
 
 struct SessionOptions {
@@ -87,6 +88,20 @@ class Session {
                                                     const std::vector<Output>& fetches,
                                                     const std::vector<Operation>& targets);
   StatusOr<OpKernel*> GetKernel(const Node& node, Device* device);
+
+  // The steps of RunWithStatus: check the request, prepare (or find) its signature, stage the
+  // feeds on their devices, run every partition, sync the devices, collect the fetches.
+  using PartTensors = std::vector<std::vector<Tensor>>;  // per partition, in its executor's order
+  Status CheckFeeds(const FeedDict& feeds) const;
+  Status CheckFetchesAndTargets(const std::vector<Output>& fetches,
+                                const std::vector<Operation>& targets) const;
+  StatusOr<PartTensors> StageFeeds(const Prepared& prepared, const FeedDict& feeds);
+  void RunPartitions(const Prepared& prepared, const PartTensors& feeds, PartTensors* fetches,
+                     StepGroup* group);
+  static Status SyncDevices(const Prepared& prepared);
+  // Fetched GPU tensors come back to host memory; fetches that may view a variable are copied.
+  Status CollectFetches(const Prepared& prepared, const FeedDict& feeds, PartTensors* part_fetches,
+                        std::vector<Tensor>* outputs);
   // The placement log lines of nodes not logged before, and the summary (mu_ held).
   void LogPlacement(const std::vector<Node*>& nodes, const struct Placement& placement,
                     int send_recv_pairs);

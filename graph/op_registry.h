@@ -74,6 +74,30 @@ class OpDef {
     grad_fn_ = std::move(fn);
     return *this;
   }
+  // Op facts the runtime acts on (TensorFlow derives them from op names; here each op says so).
+  // A variable: output 0 is the variable's storage, the source of every reference input, and
+  // running an op on it before the first Assign is "uninitialized value".
+  OpDef& SetIsVariable() {
+    is_variable_ = true;
+    return *this;
+  }
+  // A constant: output 0 is the `value` attr, so shape functions see it at graph-build time.
+  OpDef& SetIsConstant() {
+    is_constant_ = true;
+    return *this;
+  }
+  // Reads only the shape of input 0 (as Shape does): the placer keeps it where that input
+  // is, so the tensor is not copied just to be measured.
+  OpDef& SetIsMetadata() {
+    is_metadata_ = true;
+    return *this;
+  }
+  // Output 0 may be input 0's buffer (a view, not a copy): Identity, Reshape, Cast to the same
+  // dtype. A fetch that may view a variable through such ops is copied (executor/session.cc).
+  OpDef& SetForwardsInput() {
+    forwards_input_ = true;
+    return *this;
+  }
 
   const std::string& name() const { return name_; }
   const std::vector<ArgDef>& inputs() const { return inputs_; }
@@ -86,6 +110,10 @@ class OpDef {
   }
   bool stateful() const { return stateful_; }
   bool differentiable() const { return differentiable_; }
+  bool is_variable() const { return is_variable_; }
+  bool is_constant() const { return is_constant_; }
+  bool is_metadata() const { return is_metadata_; }
+  bool forwards_input() const { return forwards_input_; }
   const ShapeFn& shape_fn() const { return shape_fn_; }
   const GradFn& grad_fn() const { return grad_fn_; }
 
@@ -97,6 +125,10 @@ class OpDef {
   std::map<std::string, std::vector<DType>, std::less<>> type_attrs_;
   bool stateful_ = false;
   bool differentiable_ = true;
+  bool is_variable_ = false;
+  bool is_constant_ = false;
+  bool is_metadata_ = false;
+  bool forwards_input_ = false;
   ShapeFn shape_fn_;
   GradFn grad_fn_;
 };

@@ -240,7 +240,7 @@ Status NodeBuilder::Check(NodeSpec* spec) {
   for (const Output& o : spec->inputs) {
     shapes.push_back(o.shape());
     dtypes.push_back(o.dtype());
-    values.push_back(o.node->op() == "Const" ? &o.node->attr<Tensor>("value") : nullptr);
+    values.push_back(o.node->op_def().is_constant() ? &o.node->attr<Tensor>("value") : nullptr);
   }
   Status s = RunShapeFn(*def, spec->attrs, shapes, dtypes, values,
                         static_cast<int>(spec->output_dtypes.size()), &spec->output_shapes);

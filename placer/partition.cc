@@ -143,7 +143,7 @@ class Partitioner {
     // Memory types matter on devices with their own memory: a HostMemory input (a GPU kernel's
     // shape argument) takes its value in host memory, through a _Recv even on the same device.
     std::vector<bool> host_in;
-    if (d->device_type() != kDeviceCpu) HostMemoryOf(*n, d, &host_in, nullptr);
+    if (!d->uses_host_memory()) HostMemoryOf(*n, d, &host_in, nullptr);
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& in = n->input(k);
       if (fed_.count(in)) {
@@ -197,7 +197,7 @@ class Partitioner {
     KernelRegistry::Global()->MemoryTypes(n, d->device_type(), in, out ? out : &unused);
   }
   static bool SourceInHostMemory(const Output& o, Device* d) {
-    if (d->device_type() == kDeviceCpu) return true;
+    if (d->uses_host_memory()) return true;
     std::vector<bool> in, out;
     HostMemoryOf(*o.node, d, &in, &out);
     return out[o.index];

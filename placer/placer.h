@@ -11,7 +11,9 @@
 // kernel for every member, best priority first. With soft placement a request that cannot be
 // met falls back (same type any id, then any type) and the fallback is logged. Then a node
 // that chose freely follows its data: a generator (no inputs, one output, one consumer) moves
-// to its consumer's device, a Shape/Size/Rank to its input's device.
+// to its consumer's device, a metadata op (OpDef::is_metadata: Shape) to its input's device.
+// Deterministic: errors and fallbacks follow the order of `nodes` (the first failing node's
+// error; one fallback line per node, in order).
 #pragma once
 
 #include <string>

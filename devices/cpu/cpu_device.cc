@@ -13,6 +13,7 @@ class CpuDevice final : public Device {
   Allocator* GetAllocator() override { return CpuAllocator(); }
   ThreadPool* intra_op_pool() override { return pool_; }
   int priority() const override { return 100; }
+  bool uses_host_memory() const override { return true; }
   std::string Description() const override {
     return fmt::format("device: {}, cores: {}", parsed_name().id,
                        std::thread::hardware_concurrency());

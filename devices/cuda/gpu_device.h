@@ -42,6 +42,7 @@ class GpuDevice final : public Device {
   // Pinned host memory (process-wide): staging for copies, fetched values.
   static Allocator* PinnedAllocator();
   int priority() const override { return 200; }
+  bool uses_host_memory() const override { return false; }
   Status Sync() override;
   Status CopyWithinDevice(void* dst, const void* src,
                           size_t bytes) override;  // on the compute stream

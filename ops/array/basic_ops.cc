@@ -17,6 +17,7 @@ class ConstOp : public OpKernel {
 };
 
 PF_REGISTER_OP(OpDef("Const")
+                   .SetIsConstant()
                    .Output("output", "dtype")
                    .RequiredAttr("value")
                    .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF,
@@ -62,6 +63,7 @@ const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
                                       DT_BOOL,  DT_HALF,   DT_BFLOAT16};
 
 PF_REGISTER_OP(OpDef("Identity")
+                   .SetForwardsInput()
                    .Input("input", "T")
                    .Output("output", "T")
                    .TypeAttr("T", kAllTypes)
@@ -72,6 +74,7 @@ PF_REGISTER_OP(OpDef("Identity")
                    .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("Identity", kDeviceCpu), IdentityOp);
 PF_REGISTER_OP(OpDef("StopGradient")
+                   .SetForwardsInput()
                    .Input("input", "T")
                    .Output("output", "T")
                    .TypeAttr("T", kAllTypes)
@@ -103,10 +106,6 @@ Output Const(const Scope& s, const Tensor& value) {
 }
 Output Const(const Scope& s, float value) { return Const(s, Tensor::Scalar<float>(value)); }
 Output Const(const Scope& s, const std::vector<float>& values, const Shape& shape) {
-  if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
-    throw Error(errors::InvalidArgument("Const: ", values.size(), " values do not fill shape ",
-                                        shape.ToString()));
-  }
   return Const(s, Tensor::FromVector<float>(values, shape));
 }
 Output ConstInt(const Scope& s, const std::vector<int32_t>& values) {

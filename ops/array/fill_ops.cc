@@ -1,4 +1,6 @@
 // Ops that make values from shapes or convert them: Cast, Fill, ZerosLike, OnesLike, OneHot.
+#include "placeflow/ops/array/fill_ops.h"
+
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -27,6 +29,7 @@ class CastOp : public OpKernel {
 };
 
 PF_REGISTER_OP(OpDef("Cast")
+                   .SetForwardsInput()
                    .Input("x", "SrcT")
                    .Output("y", "DstT")
                    .TypeAttr("SrcT", kCastTypes)
@@ -52,10 +55,7 @@ class FillOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    if (ctx->input(1).num_elements() != 1) {
-      return errors::InvalidArgument("value must be a scalar, got shape ",
-                                     ctx->input(1).shape().ToString());
-    }
+    PF_RETURN_IF_ERROR(ValidateFillValue(ctx->input(1).shape()));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     VisitDType(out->dtype(), [&](auto t) {
       using T = decltype(t);

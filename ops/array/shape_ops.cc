@@ -61,6 +61,7 @@ Status ReshapeShape(ShapeContext& c) {
 }
 
 PF_REGISTER_OP(OpDef("Reshape")
+                   .SetForwardsInput()
                    .Input("tensor", "T")
                    .Input("shape", "Tshape")
                    .Output("output", "T")
@@ -71,6 +72,7 @@ PF_REGISTER_OP(OpDef("Reshape")
 PF_REGISTER_KERNEL(KernelDef("Reshape", kDeviceCpu).HostMemory("shape"), ForwardOp);
 
 PF_REGISTER_OP(OpDef("ExpandDims")
+                   .SetForwardsInput()
                    .Input("input", "T")
                    .Output("output", "T")
                    .Attr("axis", int64_t{0})
@@ -88,6 +90,7 @@ PF_REGISTER_OP(OpDef("ExpandDims")
 PF_REGISTER_KERNEL(KernelDef("ExpandDims", kDeviceCpu), ForwardOp);
 
 PF_REGISTER_OP(OpDef("Squeeze")
+                   .SetForwardsInput()
                    .Input("input", "T")
                    .Output("output", "T")
                    .Attr("squeeze_dims", std::vector<int64_t>{})
@@ -135,6 +138,7 @@ class ShapeOp : public OpKernel {
 };
 
 PF_REGISTER_OP(OpDef("Shape")
+                   .SetIsMetadata()
                    .Input("input", "T")
                    .Output("output", "out_type")
                    .TypeAttr("T", kAnyTypes)

@@ -1,6 +1,8 @@
 // TensorFlow 1.x reference variables: Variable holds a tensor in its device's ResourceMgr
 // (keyed by node name, so it persists across Session::Run calls and signatures); Assign,
 // AssignAdd and AssignSub take it by reference and update it in place.
+#include "placeflow/ops/state/variable_ops.h"
+
 #include <cstring>
 
 #include "placeflow/devices/device.h"
@@ -27,6 +29,7 @@ class VariableOp : public OpKernel {
 const std::vector<DType> kVarTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
 
 PF_REGISTER_OP(OpDef("Variable")
+                   .SetIsVariable()
                    .Output("ref", "dtype")
                    .RequiredAttr("shape")
                    .TypeAttr("dtype", kVarTypes)
@@ -118,11 +121,7 @@ class AssignUpdateOp : public OpKernel {
       return errors::FailedPrecondition("Attempting to use uninitialized value ",
                                         node().input(0).node->name());
     }
-    if (var->value.shape() != value.shape()) {
-      return errors::InvalidArgument(
-          "Must have updates.shape = ref.shape: ", value.shape().ToString(), " vs. ",
-          var->value.shape().ToString());
-    }
+    PF_RETURN_IF_ERROR(ValidateAssignUpdate(var->value.shape(), value.shape()));
     T* dst = var->value.data<T>();
     const T* src = value.data<T>();
     ParallelFor(ctx, value.num_elements(), 1, [&](int64_t b, int64_t e) {

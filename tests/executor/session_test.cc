@@ -417,3 +417,64 @@ TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executo
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+// Forwards its input's buffer, as Identity does, and says so in its OpDef.
+class TestPassThroughOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override { return ctx->ForwardInput(0, 0); }
+};
+PF_REGISTER_OP(OpDef("TestPassThrough")
+                   .SetForwardsInput()
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", {DT_FLOAT})
+                   .SetNotDifferentiable()
+                   .SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestPassThrough", "CPU"), TestPassThroughOp);
+
+TEST_CASE("Fetches that may view a variable are snapshots, through every forwarding op",
+          "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable v = GetVariable(root, "v", {2}, init::Constant(1));
+  Output x = v.value();
+  Output inc = ops::AssignAdd(root, v.ref(), ops::Const(root, Tensor::FromVector<float>({1, 1})));
+  Output step = NodeBuilder(root, "ApplyGradientDescent")
+                    .Input(v.ref())
+                    .Input(ops::Const(root, 1.f))
+                    .Input(ops::Const(root, Tensor::FromVector<float>({-1, -1})))
+                    .Finalize();
+  const std::vector<Output> views = {
+      ops::Identity(root, v.ref()),
+      ops::StopGradient(root, x),
+      ops::Reshape(root, ops::ExpandDims(root, x, 0), std::vector<int32_t>{2}),
+      ops::Squeeze(root, ops::ExpandDims(root, x, 1)),
+      ops::Cast(root, x, DT_FLOAT),
+      NodeBuilder(root, "TestPassThrough").Input(x).Finalize()};
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  std::vector<Tensor> before = sess.Run(views);
+  Tensor from_step = sess.Run({step})[0];
+  sess.Run({}, {}, {inc});
+  for (const Tensor& t : before) CHECK(t.DebugString() == "Tensor<float [2]> [1, 1]");
+  CHECK(from_step.DebugString() == "Tensor<float [2]> [2, 2]");
+  CHECK(sess.Run({x})[0].DebugString() == "Tensor<float [2]> [3, 3]");
+}
+
+TEST_CASE("Session devices say whether their memory is the host's", "[executor]") {
+  Graph g;
+  SessionOptions opts;
+  opts.device_count["CPU"] = 2;
+  Session sess(g, opts);
+  for (const Device* d : sess.devices().devices()) {
+    INFO(d->name());
+    CHECK(d->uses_host_memory() == (d->device_type() == kDeviceCpu));
+  }
+}
+
+}  // namespace
+}  // namespace pf

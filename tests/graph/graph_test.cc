@@ -240,3 +240,64 @@ TEST_CASE("Graph export: DOT coloured by device and JSON", "[graph][export]") {
 
 }  // namespace
 }  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Op facts are OpDef flags, set where each op registers", "[graph][registry]") {
+  auto def = [](const char* op) { return *OpRegistry::Global()->Find(op); };
+  CHECK(def("Variable").is_variable());
+  CHECK(def("Const").is_constant());
+  CHECK(def("Shape").is_metadata());
+  for (const char* op : {"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze", "Cast"}) {
+    INFO(op);
+    CHECK(def(op).forwards_input());
+  }
+  // Ops near those that must not claim them: an Assign is not the variable, a Placeholder has
+  // no value, Neg writes a new buffer, Fill makes a tensor from a shape without being one.
+  for (const char* op : {"Assign", "Placeholder", "Neg", "Fill", "MatMul"}) {
+    INFO(op);
+    const OpDef& d = def(op);
+    CHECK_FALSE(d.is_variable());
+    CHECK_FALSE(d.is_constant());
+    CHECK_FALSE(d.is_metadata());
+    CHECK_FALSE(d.forwards_input());
+  }
+}
+
+// A constant by the flag, not by the name: shape functions see its value.
+PF_REGISTER_OP(OpDef("TestConstant")
+                   .SetIsConstant()
+                   .Output("output", "int32")
+                   .RequiredAttr("value")
+                   .SetNotDifferentiable()
+                   .SetShapeFn([](ShapeContext& c) {
+                     c.set_output(0, c.attr<Tensor>("value").shape());
+                     return Status::OK();
+                   }));
+// The same without the flag.
+PF_REGISTER_OP(OpDef("TestOpaque")
+                   .Output("output", "int32")
+                   .RequiredAttr("value")
+                   .SetNotDifferentiable()
+                   .SetShapeFn([](ShapeContext& c) {
+                     c.set_output(0, c.attr<Tensor>("value").shape());
+                     return Status::OK();
+                   }));
+
+TEST_CASE("Constant inputs are visible to shape functions at graph-build time", "[graph]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root, Tensor(DT_FLOAT, {6}));
+  Tensor dims = Tensor::FromVector<int32_t>({2, 3});
+  CHECK(ops::Reshape(root, x, ops::ConstInt(root, {3, 2})).shape() == Shape{3, 2});
+  Output constant = NodeBuilder(root, "TestConstant").Attr("value", dims).Finalize();
+  CHECK(ops::Reshape(root, x, constant).shape() == Shape{2, 3});
+  // An input that is not a constant gives only its length: two dims of unknown size.
+  Output opaque = NodeBuilder(root, "TestOpaque").Attr("value", dims).Finalize();
+  CHECK(ops::Reshape(root, x, opaque).shape() == Shape{-1, -1});
+  CHECK(ops::Reshape(root, x, ops::Placeholder(root, DT_INT32, {2})).shape() == Shape{-1, -1});
+}
+
+}  // namespace
+}  // namespace pf

@@ -1,6 +1,11 @@
 // Placer rules on fake devices (no GPU needed).
 #include "placeflow/placer/placer.h"
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <algorithm>
+#include <sstream>
+
 #include "placeflow/graph/kernel.h"
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
@@ -278,6 +283,118 @@ TEST_CASE("Explicit colocation with conflicting requests", "[placer]") {
   auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
   REQUIRE(soft.ok());
   CHECK(Where(*soft, a) == Where(*soft, b));
+}
+
+}  // namespace
+}  // namespace pf
+
+namespace pf {
+namespace {
+
+// TestMeasure reads only its input's shape (a metadata op by its OpDef flag); TestMeasureData
+// is the same op without the flag. Both have CPU kernels only.
+PF_REGISTER_OP(OpDef("TestMeasure")
+                   .SetIsMetadata()
+                   .Input("x", "float")
+                   .Output("y", "int32")
+                   .SetNotDifferentiable()
+                   .SetShapeFn(ScalarShape));
+PF_REGISTER_OP(OpDef("TestMeasureData")
+                   .Input("x", "float")
+                   .Output("y", "int32")
+                   .SetNotDifferentiable()
+                   .SetShapeFn(ScalarShape));
+PF_REGISTER_KERNEL(KernelDef("TestMeasure", "CPU"), testing::FakeKernel);
+PF_REGISTER_KERNEL(KernelDef("TestMeasureData", "CPU"), testing::FakeKernel);
+
+TEST_CASE("A metadata op, by its OpDef flag, is placed with its input", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(2, 1);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x =
+      ops::Neg(root.WithOpName("x").WithDevice("/cpu:1"), ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Output measure = NodeBuilder(root.WithOpName("measure"), "TestMeasure").Input(x).Finalize();
+  Output data = NodeBuilder(root.WithOpName("data"), "TestMeasureData").Input(x).Finalize();
+  auto p = Place(g.nodes(), devices, {});
+  REQUIRE(p.ok());
+  CHECK(Where(*p, measure) == kCpu1);
+  CHECK(Where(*p, data) == kCpu0);  // the best device with a kernel
+}
+
+// Collects what the placeflow logger writes at info level and above while it lives.
+class LogCapture {
+ public:
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ostream_sink_st>(text_)), level_(Logger().level()) {
+    sink_->set_pattern("%v");
+    Logger().sinks().push_back(sink_);
+    Logger().set_level(spdlog::level::info);
+  }
+  ~LogCapture() {
+    auto& sinks = Logger().sinks();
+    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
+    Logger().set_level(level_);
+  }
+  std::vector<std::string> Lines() const {
+    std::vector<std::string> lines;
+    std::istringstream in(text_.str());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_st> sink_;
+  spdlog::level::level_enum level_;
+};
+
+TEST_CASE("Placement errors and soft fallbacks follow the order of the nodes", "[placer]") {
+  DeviceSet devices = FakeDeviceSet(1, 2);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), Tensor(DT_FLOAT, {2}));
+  // Three groups asking for GPUs that do not exist; "a_friend" joins the first group last.
+  Output a = ops::Neg(root.WithOpName("a").WithDevice("/device:FAKE_GPU:11"), c);
+  Output b = ops::Neg(root.WithOpName("b").WithDevice("/device:FAKE_GPU:12"), c);
+  Output a_friend = ops::Neg(root.WithOpName("a_friend").ColocateWith(a), b);
+  Output d = ops::Neg(root.WithOpName("d").WithDevice("/device:FAKE_GPU:13"), c);
+  std::vector<Node*> forward = g.nodes();
+  std::vector<Node*> backward(forward.rbegin(), forward.rend());
+
+  auto strict = Place(forward, devices, {});
+  REQUIRE_FALSE(strict.ok());
+  CHECK_THAT(strict.status().message(), Contains("Cannot assign a device for operation a:"));
+  auto strict_backward = Place(backward, devices, {});
+  REQUIRE_FALSE(strict_backward.ok());
+  CHECK_THAT(strict_backward.status().message(),
+             Contains("Cannot assign a device for operation d:"));
+
+  auto names = [](const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (const std::string& line : lines) {
+      const std::string prefix = "Soft placement: ";
+      if (line.rfind(prefix, 0) == 0)
+        out.push_back(line.substr(prefix.size(), line.find(' ', prefix.size()) - prefix.size()));
+    }
+    return out;
+  };
+  const std::vector<std::string> in_order = {"a", "b", "a_friend", "d"};
+  const std::vector<std::string> reversed = {"d", "a_friend", "b", "a"};
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    LogCapture log;
+    auto soft = Place(forward, devices, {.allow_soft_placement = true});
+    REQUIRE(soft.ok());
+    CHECK(names(soft->fallbacks) == in_order);
+    CHECK(names(log.Lines()) == in_order);
+    CHECK(soft->fallbacks[2] ==
+          "Soft placement: a_friend (Neg) requested '/device:FAKE_GPU:11', placed on " +
+              std::string(kGpu0));
+  }
+  LogCapture log;
+  auto soft_backward = Place(backward, devices, {.allow_soft_placement = true});
+  REQUIRE(soft_backward.ok());
+  CHECK(names(soft_backward->fallbacks) == reversed);
+  CHECK(names(log.Lines()) == reversed);
 }
 
 }  // namespace
