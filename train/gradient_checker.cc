@@ -33,7 +33,7 @@ StatusOr<double> ComputeGradientError(const Scope& scope, Output x, const Shape&
     return errors::InvalidArgument("Shapes must be fully defined");
   if (delta == 0) delta = t == DT_DOUBLE ? 1e-6 : 1e-3;
   Output dy = ops::Placeholder(scope.WithOpName("gradient_checker/dy"), t, y_shape);
-  PF_ASSIGN_OR_RETURN(std::vector<Output> dx, TryGradients(scope, {y}, {x}, {dy}));
+  PF_ASSIGN_OR_RETURN(std::vector<Output> dx, internal::TryGradients(scope, {y}, {x}, {dy}));
   Session sess(*scope.graph());
   Tensor x0(t, x_shape);
   if (x_value != nullptr) {

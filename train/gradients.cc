@@ -1,5 +1,6 @@
 #include "placeflow/train/gradients.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -10,6 +11,8 @@
 namespace pf {
 namespace {
 
+using NodeSet = std::unordered_set<const Node*>;
+
 // Sums the gradients that reached one output; null when none did.
 Output Aggregate(const Scope& scope, const std::vector<Output>& grads) {
   if (grads.empty()) return Output();
@@ -17,18 +20,13 @@ Output Aggregate(const Scope& scope, const std::vector<Output>& grads) {
   return ops::AddN(scope.WithOpName("AddN"), grads);
 }
 
-}  // namespace
+bool IsFloat(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
 
-StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector<Output>& ys,
-                                           const std::vector<Output>& xs,
-                                           const std::vector<Output>& grad_ys,
-                                           const GradientOptions& options) {
-  if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
-    return errors::InvalidArgument("Gradients: ", grad_ys.size(), " grad_ys for ", ys.size(),
-                                   " ys");
-  }
-  // Nodes that reach a y (walking inputs backwards from the ys).
-  std::unordered_set<const Node*> reaches_y;
+Node* Mutable(const Node* n) { return const_cast<Node*>(n); }
+
+// Nodes that reach a y, walking inputs backwards from the ys.
+NodeSet NodesReachingYs(const std::vector<Output>& ys) {
+  NodeSet reaches_y;
   std::vector<const Node*> stack;
   for (const Output& y : ys) {
     if (reaches_y.insert(y.node).second) stack.push_back(y.node);
@@ -40,8 +38,17 @@ StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector
       if (reaches_y.insert(in.node).second) stack.push_back(in.node);
     }
   }
-  // Nodes reached from an x (walking out-edges) that also reach a y: the ones to visit.
-  std::unordered_set<const Node*> between;
+  return reaches_y;
+}
+
+// The nodes gradients flow through: reached from an x (walking data out-edges) and reaching a
+// y. An x outside that set is an error unless options.null_for_unreachable. The ys are added
+// afterwards: they are where the sweep starts even when no x reaches them.
+StatusOr<NodeSet> NodesBetween(const std::vector<Output>& ys, const std::vector<Output>& xs,
+                               const GradientOptions& options) {
+  const NodeSet reaches_y = NodesReachingYs(ys);
+  NodeSet between;
+  std::vector<const Node*> stack;
   for (const Output& x : xs) {
     if (reaches_y.count(x.node) && between.insert(x.node).second) stack.push_back(x.node);
   }
@@ -61,102 +68,176 @@ StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector
     }
   }
   for (const Output& y : ys) between.insert(y.node);
-  // Pending counts: data edges from a node to consumers that will send gradients back.
-  std::unordered_map<const Node*, int> pending;
-  for (const Node* n : between) {
-    for (const Edge& e : n->out_edges()) {
-      if (!e.IsControl() && between.count(e.dst)) ++pending[n];
+  return between;
+}
+
+// The backward sweep over the nodes between xs and ys. A node is visited once every consumer
+// in the set has sent its gradients back (pending count zero); its output gradients are summed
+// and its GradFn turns them into gradients for its inputs.
+class BackwardSweep {
+ public:
+  BackwardSweep(const Scope& gradients_scope, NodeSet between, const GradientOptions& options)
+      : scope_(gradients_scope), between_(std::move(between)), options_(options) {
+    CountPending();
+  }
+
+  // Starts from the ys with grad_ys (default: ones) and visits every node it reaches.
+  Status Run(const std::vector<Output>& ys, const std::vector<Output>& grad_ys) {
+    SeedYs(ys, grad_ys);
+    while (!ready_.empty()) {
+      const Node* n = ready_.front();
+      ready_.pop_front();
+      PF_RETURN_IF_ERROR(Visit(n));
     }
+    return Status::OK();
   }
-  std::map<Output, std::vector<Output>> grads;  // per output: the gradients that reached it
-  Scope gscope = scope.NewSubScope("gradients");
-  for (size_t i = 0; i < ys.size(); ++i) {
-    Output g = grad_ys.empty()
-                   ? ops::OnesLike(gscope.WithOpName(ys[i].node->name() + "_grad_y"), ys[i])
-                   : grad_ys[i];
-    grads[ys[i]].push_back(g);
-  }
-  std::deque<const Node*> ready;
-  std::unordered_set<const Node*> queued;
-  for (const Output& y : ys) {
-    if (pending[y.node] == 0 && queued.insert(y.node).second) ready.push_back(y.node);
-  }
-  while (!ready.empty()) {
-    const Node* n = ready.front();
-    ready.pop_front();
-    Scope op_scope = gscope.NewSubScope(n->name() + "_grad");
-    if (options.colocate_gradients_with_ops)
-      op_scope = op_scope.ColocateWith(Operation(const_cast<Node*>(n)));
-    // Sum each output's gradients; remember whether any arrived at all.
-    std::vector<Output> out_grads(n->num_outputs());
-    bool any = false;
-    for (int o = 0; o < n->num_outputs(); ++o) {
-      auto it = grads.find(Output(const_cast<Node*>(n), o));
-      if (it != grads.end()) out_grads[o] = Aggregate(op_scope, it->second);
-      any = any || out_grads[o].node != nullptr;
-    }
-    std::vector<Output> in_grads(n->num_inputs());
-    if (any && n->num_inputs() > 0) {
-      const OpDef& def = n->op_def();
-      if (def.differentiable()) {
-        if (!def.grad_fn()) return errors::Unimplemented("No gradient defined for op: ", n->op());
-        for (int o = 0; o < n->num_outputs(); ++o) {
-          if (out_grads[o].node == nullptr)
-            out_grads[o] = ops::ZerosLike(op_scope, Output(const_cast<Node*>(n), o));
-        }
-        PF_RETURN_IF_ERROR(def.grad_fn()(op_scope, *n, out_grads, &in_grads));
-        if (static_cast<int>(in_grads.size()) != n->num_inputs()) {
-          return errors::Internal("Gradient of ", n->op(), " returned ", in_grads.size(),
-                                  " gradients for ", n->num_inputs(), " inputs");
-        }
-        if (options.gate_gradients) {
-          // Only gradients that flow on are gated: gating the others would force their computation.
-          std::vector<Operation> all;
-          for (int k = 0; k < n->num_inputs(); ++k) {
-            if (in_grads[k].node != nullptr && between.count(n->input(k).node))
-              all.emplace_back(in_grads[k].node);
-          }
-          if (all.size() > 1) {
-            Scope gate = op_scope.NewSubScope("tuple").WithControlDependencies(all);
-            for (int k = 0; k < n->num_inputs(); ++k) {
-              if (in_grads[k].node != nullptr && between.count(n->input(k).node)) {
-                in_grads[k] = ops::Identity(gate.WithOpName("control_dependency"), in_grads[k]);
-              }
-            }
-          }
-        }
+
+  // The summed gradient of each x (null for an x outside the set).
+  std::vector<Output> GradientsOf(const std::vector<Output>& xs) const {
+    std::vector<Output> result;
+    for (const Output& x : xs) {
+      if (!between_.count(x.node)) {
+        result.emplace_back();
+        continue;
+      }
+      auto it = grads_.find(x);
+      if (it == grads_.end() || it->second.empty()) {
+        // Reachable only through paths that carry no gradient (StopGradient, integer ops).
+        result.push_back(ops::ZerosLike(scope_.WithOpName(x.node->name() + "_zero_grad"), x));
+      } else {
+        result.push_back(Aggregate(scope_.NewSubScope(x.node->name() + "_sum"), it->second));
       }
     }
+    return result;
+  }
+
+ private:
+  // Pending counts: data edges from a node to consumers that will send gradients back.
+  void CountPending() {
+    for (const Node* n : between_) {
+      for (const Edge& e : n->out_edges()) {
+        if (!e.IsControl() && between_.count(e.dst)) ++pending_[n];
+      }
+    }
+  }
+
+  void SeedYs(const std::vector<Output>& ys, const std::vector<Output>& grad_ys) {
+    for (size_t i = 0; i < ys.size(); ++i) {
+      Output g = grad_ys.empty()
+                     ? ops::OnesLike(scope_.WithOpName(ys[i].node->name() + "_grad_y"), ys[i])
+                     : grad_ys[i];
+      grads_[ys[i]].push_back(g);
+    }
+    for (const Output& y : ys) {
+      if (pending_[y.node] == 0 && queued_.insert(y.node).second) ready_.push_back(y.node);
+    }
+  }
+
+  Status Visit(const Node* n) {
+    Scope op_scope = scope_.NewSubScope(n->name() + "_grad");
+    if (options_.colocate_gradients_with_ops)
+      op_scope = op_scope.ColocateWith(Operation(Mutable(n)));
+    std::vector<Output> out_grads = SumOutputGradients(op_scope, n);
+    std::vector<Output> in_grads(n->num_inputs());
+    const bool any = std::any_of(out_grads.begin(), out_grads.end(),
+                                 [](const Output& g) { return g.node != nullptr; });
+    if (any && n->num_inputs() > 0 && n->op_def().differentiable()) {
+      PF_RETURN_IF_ERROR(InputGradients(op_scope, n, &out_grads, &in_grads));
+      if (options_.gate_gradients) Gate(op_scope, n, &in_grads);
+    }
+    SendToInputs(n, in_grads);
+    return Status::OK();
+  }
+
+  // Each output's gradients summed; null where none arrived.
+  std::vector<Output> SumOutputGradients(const Scope& op_scope, const Node* n) const {
+    std::vector<Output> out_grads(n->num_outputs());
+    for (int o = 0; o < n->num_outputs(); ++o) {
+      auto it = grads_.find(Output(Mutable(n), o));
+      if (it != grads_.end()) out_grads[o] = Aggregate(op_scope, it->second);
+    }
+    return out_grads;
+  }
+
+  // Runs the op's GradFn; outputs that got no gradient count as zeros (multi-output ops).
+  Status InputGradients(const Scope& op_scope, const Node* n, std::vector<Output>* out_grads,
+                        std::vector<Output>* in_grads) const {
+    const OpDef& def = n->op_def();
+    if (!def.grad_fn()) return errors::Unimplemented("No gradient defined for op: ", n->op());
+    for (int o = 0; o < n->num_outputs(); ++o) {
+      if ((*out_grads)[o].node == nullptr)
+        (*out_grads)[o] = ops::ZerosLike(op_scope, Output(Mutable(n), o));
+    }
+    PF_RETURN_IF_ERROR(def.grad_fn()(op_scope, *n, *out_grads, in_grads));
+    if (static_cast<int>(in_grads->size()) != n->num_inputs()) {
+      return errors::Internal("Gradient of ", n->op(), " returned ", in_grads->size(),
+                              " gradients for ", n->num_inputs(), " inputs");
+    }
+    return Status::OK();
+  }
+
+  // TensorFlow's GATE_OP: the input gradients that flow on are released together, behind
+  // control dependencies on all of them. Gating the others would force their computation.
+  void Gate(const Scope& op_scope, const Node* n, std::vector<Output>* in_grads) const {
+    auto flows_on = [&](int k) {
+      return (*in_grads)[k].node != nullptr && between_.count(n->input(k).node);
+    };
+    std::vector<Operation> all;
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      if (flows_on(k)) all.emplace_back((*in_grads)[k].node);
+    }
+    if (all.size() <= 1) return;
+    Scope gate = op_scope.NewSubScope("tuple").WithControlDependencies(all);
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      if (flows_on(k))
+        (*in_grads)[k] = ops::Identity(gate.WithOpName("control_dependency"), (*in_grads)[k]);
+    }
+  }
+
+  // Hands each input its gradient (float inputs only) and queues inputs whose consumers have
+  // all reported, whether or not a gradient came.
+  void SendToInputs(const Node* n, const std::vector<Output>& in_grads) {
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& in = n->input(k);
-      if (!between.count(in.node)) continue;
-      const bool real =
-          in.dtype() == DT_FLOAT || in.dtype() == DT_DOUBLE;  // no gradients into ints or bools
-      if (in_grads[k].node != nullptr && real) grads[in].push_back(in_grads[k]);
-      if (--pending[in.node] == 0 && queued.insert(in.node).second) ready.push_back(in.node);
+      if (!between_.count(in.node)) continue;
+      if (in_grads[k].node != nullptr && IsFloat(in.dtype())) grads_[in].push_back(in_grads[k]);
+      if (--pending_[in.node] == 0 && queued_.insert(in.node).second) ready_.push_back(in.node);
     }
   }
-  std::vector<Output> result;
-  for (const Output& x : xs) {
-    if (!between.count(x.node)) {
-      result.emplace_back();
-      continue;
-    }
-    auto it = grads.find(x);
-    if (it == grads.end() || it->second.empty()) {
-      // Reachable only through paths that carry no gradient (StopGradient, integer ops).
-      result.push_back(ops::ZerosLike(gscope.WithOpName(x.node->name() + "_zero_grad"), x));
-    } else {
-      result.push_back(Aggregate(gscope.NewSubScope(x.node->name() + "_sum"), it->second));
-    }
+
+  const Scope scope_;  // gradients/
+  const NodeSet between_;
+  const GradientOptions& options_;
+  std::unordered_map<const Node*, int> pending_;
+  std::map<Output, std::vector<Output>> grads_;  // per output: the gradients that reached it
+  std::deque<const Node*> ready_;
+  NodeSet queued_;
+};
+
+}  // namespace
+
+namespace internal {
+
+StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector<Output>& ys,
+                                           const std::vector<Output>& xs,
+                                           const std::vector<Output>& grad_ys,
+                                           const GradientOptions& options) {
+  if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
+    return errors::InvalidArgument("Gradients: ", grad_ys.size(), " grad_ys for ", ys.size(),
+                                   " ys");
   }
-  return result;
+  PF_ASSIGN_OR_RETURN(NodeSet between, NodesBetween(ys, xs, options));
+  BackwardSweep sweep(scope.NewSubScope("gradients"), std::move(between), options);
+  PF_RETURN_IF_ERROR(sweep.Run(ys, grad_ys));
+  return sweep.GradientsOf(xs);
 }
+
+}  // namespace internal
 
 std::vector<Output> Gradients(const Scope& scope, const std::vector<Output>& ys,
                               const std::vector<Output>& xs, const std::vector<Output>& grad_ys,
                               const GradientOptions& options) {
-  return TryGradients(scope, ys, xs, grad_ys, options).ValueOrThrow();
+  return internal::TryGradients(scope, ys, xs, grad_ys, options).ValueOrThrow();
 }
 
 }  // namespace pf

@@ -32,9 +32,14 @@ std::vector<Output> Gradients(const Scope& scope, const std::vector<Output>& ys,
                               const std::vector<Output>& xs,
                               const std::vector<Output>& grad_ys = {},
                               const GradientOptions& options = {});
+
+namespace internal {
+// Gradients for the training library's own code that passes Status on (the gradient checker);
+// the same graph and errors, returned instead of thrown. Not part of the public API.
 StatusOr<std::vector<Output>> TryGradients(const Scope& scope, const std::vector<Output>& ys,
                                            const std::vector<Output>& xs,
                                            const std::vector<Output>& grad_ys = {},
                                            const GradientOptions& options = {});
+}  // namespace internal
 
 }  // namespace pf

@@ -55,223 +55,292 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
   return out;
 }
 
-Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vector<Output>& inputs,
-                       const TowerFn& model_fn) {
-  Graph* g = scope.graph();
-  Towers t;
-  t.devices = ResolveTowerDevices(o);
-  const int n = static_cast<int>(t.devices.size());
-  const bool mirrored = o.aggregation == Aggregation::kAllReduce;
-  if (inputs.empty())
-    Fail(errors::InvalidArgument("ReplicateTowers needs at least one input to split"));
+namespace {
 
-  // Each input's dimension 0 split across the towers.
-  std::vector<std::vector<Output>> tower_inputs(n);
-  if (n == 1) {
-    tower_inputs[0] = inputs;
-  } else {
-    Scope split = scope.NewSubScope("split");
-    for (const Output& in : inputs) {
-      std::vector<Output> parts = ops::BatchSplit(split, in, n);
-      for (int i = 0; i < n; ++i) tower_inputs[i].push_back(parts[i]);
-    }
+// ReplicateTowers, step by step: split the inputs, build each tower with its variable getter,
+// line up each tower's variables, take each tower's gradients, then combine them.
+class Replicator {
+ public:
+  Replicator(const Scope& scope, const TowerOptions& o)
+      : scope_(scope),
+        o_(o),
+        g_(scope.graph()),
+        mirrored_(o.aggregation == Aggregation::kAllReduce) {
+    t_.devices = ResolveTowerDevices(o);
+    n_ = static_cast<int>(t_.devices.size());
+    used_.resize(n_);
+    replica_of_.resize(n_);
   }
 
-  std::vector<Used> used(n);
-  // Tower i's replicas by the name of their primary (kAllReduce).
-  std::vector<std::map<std::string, Variable>> replica_of(n);
-  std::vector<Output> weights;
-  std::vector<Scope> tower_scopes;
-  for (int i = 0; i < n; ++i) {
-    const std::string tower_name = "tower_" + std::to_string(i);
-    Scope ts = scope.NewSubScope(tower_name).WithDevice(t.devices[i]);
-    CustomGetter getter;
-    if (!mirrored || i == 0) {
-      // Parameter device: one set of variables there, tower 0 creates and the others reuse.
-      // All-reduce: tower 0 creates the primaries on its own device.
-      if (!mirrored && i > 0) ts = ts.WithReuse(Reuse::kReuse);
-      const std::string device = mirrored ? "" : o.variable_device;
-      getter = [&, i, device](const VariableRequest& req, const VariableGetterFn& next) {
-        VariableRequest r = req;
-        if (!device.empty()) r.scope = r.scope.WithDevice(device);
-        Variable v = next(r);
-        used[i].Add(v);
-        return v;
-      };
+  Towers Run(const std::vector<Output>& inputs, const TowerFn& model_fn) {
+    if (inputs.empty())
+      Fail(errors::InvalidArgument("ReplicateTowers needs at least one input to split"));
+    std::vector<std::vector<Output>> tower_inputs = SplitInputs(inputs);
+    for (int i = 0; i < n_; ++i) BuildTower(i, tower_inputs[i], model_fn);
+    CollectVariables();
+    for (int i = 0; i < n_; ++i) grads_.push_back(TowerGradients(i));
+    CheckTowersAgree();
+    if (n_ == 1) {
+      PassThrough();
     } else {
-      getter = [&, i, tower_name](const VariableRequest& req, const VariableGetterFn& next) {
-        Variable primary = FindVariable(g, FullName(req));
-        if (!primary.valid() || !used[0].names.count(primary.name())) {
-          Fail(errors::InvalidArgument(
-              tower_name, " asked for variable ", FullName(req),
-              ", which tower_0 did not use: every tower must build the same model"));
-        }
-        if (!primary.trainable()) {  // shared, not mirrored
-          used[i].Add(primary);
-          return primary;
-        }
-        VariableRequest r = req;
-        r.name = req.name + "/replica_" + std::to_string(i);
-        r.scope = req.scope.WithReuse(Reuse::kAutoReuse);
-        r.trainable = false;  // the primary stands for all replicas in the trainable collection
-        Operation init = primary.initializer();
-        r.initializer = [init](const Scope&, const Shape&, DType) { return Output(init.node, 0); };
-        Variable v = next(r);
-        used[i].Add(v);
-        replica_of[i][primary.name()] = v;
-        return v;
-      };
+      CombineLossAndExtras();
+      if (mirrored_) {
+        AllReduceGradients();
+      } else {
+        AverageGradients();
+      }
     }
-    ts = ts.WithCustomGetter(getter);
-    const size_t updates_before = g->GetCollection(kUpdateOps).size();
-    TowerOutputs out = model_fn(ts, tower_inputs[i]);
+    return std::move(t_);
+  }
+
+ private:
+  static std::string TowerName(int i) { return "tower_" + std::to_string(i); }
+
+  // Each input's dimension 0 split across the towers.
+  std::vector<std::vector<Output>> SplitInputs(const std::vector<Output>& inputs) const {
+    std::vector<std::vector<Output>> tower_inputs(n_);
+    if (n_ == 1) {
+      tower_inputs[0] = inputs;
+      return tower_inputs;
+    }
+    Scope split = scope_.NewSubScope("split");
+    for (const Output& in : inputs) {
+      std::vector<Output> parts = ops::BatchSplit(split, in, n_);
+      for (int i = 0; i < n_; ++i) tower_inputs[i].push_back(parts[i]);
+    }
+    return tower_inputs;
+  }
+
+  // Parameter device: one set of variables there, tower 0 creates and the others reuse.
+  // All-reduce: tower 0 creates the primaries on its own device.
+  CustomGetter SharedGetter(int i) {
+    const std::string device = mirrored_ ? "" : o_.variable_device;
+    return [this, i, device](const VariableRequest& req, const VariableGetterFn& next) {
+      VariableRequest r = req;
+      if (!device.empty()) r.scope = r.scope.WithDevice(device);
+      Variable v = next(r);
+      used_[i].Add(v);
+      return v;
+    };
+  }
+
+  // All-reduce, towers after the first: a replica "<name>/replica_i" of each trainable primary,
+  // initialised from it; non-trainable variables are shared.
+  CustomGetter ReplicaGetter(int i) {
+    return [this, i](const VariableRequest& req, const VariableGetterFn& next) {
+      Variable primary = FindVariable(g_, FullName(req));
+      if (!primary.valid() || !used_[0].names.count(primary.name())) {
+        Fail(errors::InvalidArgument(
+            TowerName(i), " asked for variable ", FullName(req),
+            ", which tower_0 did not use: every tower must build the same model"));
+      }
+      if (!primary.trainable()) {  // shared, not mirrored
+        used_[i].Add(primary);
+        return primary;
+      }
+      VariableRequest r = req;
+      r.name = req.name + "/replica_" + std::to_string(i);
+      r.scope = req.scope.WithReuse(Reuse::kAutoReuse);
+      r.trainable = false;  // the primary stands for all replicas in the trainable collection
+      Operation init = primary.initializer();
+      r.initializer = [init](const Scope&, const Shape&, DType) { return Output(init.node, 0); };
+      Variable v = next(r);
+      used_[i].Add(v);
+      replica_of_[i][primary.name()] = v;
+      return v;
+    };
+  }
+
+  // Builds tower i under "tower_i" on its device and records its outputs and weight.
+  void BuildTower(int i, const std::vector<Output>& inputs, const TowerFn& model_fn) {
+    Scope ts = scope_.NewSubScope(TowerName(i)).WithDevice(t_.devices[i]);
+    if (!mirrored_ && i > 0) ts = ts.WithReuse(Reuse::kReuse);
+    ts = ts.WithCustomGetter(!mirrored_ || i == 0 ? SharedGetter(i) : ReplicaGetter(i));
+    const size_t updates_before = g_->GetCollection(kUpdateOps).size();
+    TowerOutputs out = model_fn(ts, inputs);
+    CheckTowerOutputs(i, out);
+    KeepUpdateOpsOfTower0(i, updates_before);
+    t_.towers.push_back(out);
+    tower_scopes_.push_back(ts.WithNoCustomGetter());
+    if (n_ > 1) weights_.push_back(BatchSize(ts.NewSubScope("batch_size"), inputs[0]));
+  }
+
+  void CheckTowerOutputs(int i, const TowerOutputs& out) const {
     if (out.loss.node == nullptr || out.loss.dtype() != DT_FLOAT || out.loss.shape().rank() > 0) {
-      Fail(errors::InvalidArgument(tower_name, ": model_fn must return a float scalar loss, got ",
+      Fail(errors::InvalidArgument(TowerName(i), ": model_fn must return a float scalar loss, got ",
                                    out.loss.node ? out.loss.shape().ToString() + " " +
                                                        std::string(DTypeName(out.loss.dtype()))
                                                  : "none"));
     }
-    if (i > 0 && out.extra.size() != t.towers[0].extra.size()) {
-      Fail(errors::InvalidArgument(tower_name, " returned ", out.extra.size(),
-                                   " extra outputs, tower_0 ", t.towers[0].extra.size()));
+    if (i > 0 && out.extra.size() != t_.towers[0].extra.size()) {
+      Fail(errors::InvalidArgument(TowerName(i), " returned ", out.extra.size(),
+                                   " extra outputs, tower_0 ", t_.towers[0].extra.size()));
     }
-    // Update ops (batch-norm style) run once: tower 0's stay, the others' leave the collection.
-    std::vector<Output> updates = g->GetCollection(kUpdateOps);
+  }
+
+  // Update ops (batch-norm style) run once: tower 0's stay, the others' leave the collection.
+  void KeepUpdateOpsOfTower0(int i, size_t updates_before) {
+    std::vector<Output> updates = g_->GetCollection(kUpdateOps);
     if (i == 0) {
       for (size_t k = updates_before; k < updates.size(); ++k)
-        t.update_ops.emplace_back(updates[k].node);
+        t_.update_ops.emplace_back(updates[k].node);
     } else {
       updates.resize(updates_before);
-      g->SetCollection(kUpdateOps, std::move(updates));
-    }
-    t.towers.push_back(out);
-    tower_scopes.push_back(ts.WithNoCustomGetter());
-    if (n > 1) weights.push_back(BatchSize(ts.NewSubScope("batch_size"), tower_inputs[i][0]));
-  }
-
-  // The trainable variables, per tower in tower 0's order.
-  for (const Variable& v : used[0].vars) {
-    if (v.trainable()) t.variables.push_back(v);
-  }
-  std::vector<std::vector<Variable>> vars(n);
-  for (int i = 0; i < n; ++i) {
-    for (const Variable& v : t.variables) {
-      if (!mirrored || i == 0) {
-        vars[i].push_back(v);
-        continue;
-      }
-      auto it = replica_of[i].find(v.name());
-      if (it == replica_of[i].end()) {
-        Fail(
-            errors::InvalidArgument("tower_", i, " did not use variable ", v.name(),
-                                    ", which tower_0 uses: every tower must build the same model"));
-      }
-      vars[i].push_back(it->second);
+      g_->SetCollection(kUpdateOps, std::move(updates));
     }
   }
-  if (mirrored) t.replicas = vars;
 
-  // Each tower's gradients, computed on its device. Gated as in Optimizer::ComputeGradients
-  // (an in-place update must not overtake a gradient that still reads the variable).
-  GradientOptions go;
-  go.null_for_unreachable = true;
-  go.gate_gradients = true;
-  std::vector<std::vector<Output>> grads(n);
-  for (int i = 0; i < n; ++i) {
+  // The trainable variables, per tower in tower 0's order (a tower's replicas when mirrored).
+  void CollectVariables() {
+    for (const Variable& v : used_[0].vars) {
+      if (v.trainable()) t_.variables.push_back(v);
+    }
+    vars_.resize(n_);
+    for (int i = 0; i < n_; ++i) {
+      for (const Variable& v : t_.variables) {
+        if (!mirrored_ || i == 0) {
+          vars_[i].push_back(v);
+          continue;
+        }
+        auto it = replica_of_[i].find(v.name());
+        if (it == replica_of_[i].end()) {
+          Fail(errors::InvalidArgument(
+              "tower_", i, " did not use variable ", v.name(),
+              ", which tower_0 uses: every tower must build the same model"));
+        }
+        vars_[i].push_back(it->second);
+      }
+    }
+    if (mirrored_) t_.replicas = vars_;
+  }
+
+  // Tower i's gradients (one per variable, null where the loss does not depend on it), on its
+  // device. Gated as in Optimizer::ComputeGradients (an in-place update must not overtake a
+  // gradient that still reads the variable). Tower 0 also checks that the loss depends on no
+  // trainable variable from outside.
+  std::vector<Output> TowerGradients(int i) const {
+    GradientOptions go;
+    go.null_for_unreachable = true;
+    go.gate_gradients = true;
     std::vector<Output> xs;
-    for (const Variable& v : vars[i]) xs.push_back(v.value());
-    // Tower 0 also checks that the loss depends on no trainable variable from outside.
+    for (const Variable& v : vars_[i]) xs.push_back(v.value());
     std::vector<Variable> outside;
     if (i == 0) {
-      for (const Variable& v : TrainableVariables(g)) {
-        if (!used[0].names.count(v.name())) outside.push_back(v);
+      for (const Variable& v : TrainableVariables(g_)) {
+        if (!used_[0].names.count(v.name())) outside.push_back(v);
       }
       for (const Variable& v : outside) xs.push_back(v.value());
     }
-    std::vector<Output> gs =
-        TryGradients(tower_scopes[i], {t.towers[i].loss}, xs, {}, go).ValueOrThrow();
+    std::vector<Output> gs = Gradients(tower_scopes_[i], {t_.towers[i].loss}, xs, {}, go);
     for (size_t k = 0; k < outside.size(); ++k) {
-      if (gs[vars[i].size() + k].node != nullptr) {
+      if (gs[vars_[i].size() + k].node != nullptr) {
         Fail(errors::InvalidArgument(
             "The loss of tower_0 depends on variable ", outside[k].name(),
             ", which was created outside ReplicateTowers and so can be neither ",
-            mirrored ? "mirrored" : "shared and averaged",
+            mirrored_ ? "mirrored" : "shared and averaged",
             ": create it with GetVariable inside model_fn"));
       }
     }
-    gs.resize(vars[i].size());
-    grads[i] = std::move(gs);
+    gs.resize(vars_[i].size());
+    return gs;
   }
-  for (int i = 1; i < n; ++i) {
-    for (size_t k = 0; k < t.variables.size(); ++k) {
-      if ((grads[i][k].node == nullptr) != (grads[0][k].node == nullptr)) {
-        Fail(errors::InvalidArgument("tower_", i,
-                                     " and tower_0 disagree on whether the loss depends on ",
-                                     t.variables[k].name()));
+
+  void CheckTowersAgree() const {
+    for (int i = 1; i < n_; ++i) {
+      for (size_t k = 0; k < t_.variables.size(); ++k) {
+        if ((grads_[i][k].node == nullptr) != (grads_[0][k].node == nullptr)) {
+          Fail(errors::InvalidArgument("tower_", i,
+                                       " and tower_0 disagree on whether the loss depends on ",
+                                       t_.variables[k].name()));
+        }
       }
     }
   }
 
-  if (n == 1) {
-    for (size_t k = 0; k < t.variables.size(); ++k)
-      t.grads_and_vars.emplace_back(grads[0][k], t.variables[k]);
-    t.loss = t.towers[0].loss;
-    t.extra = t.towers[0].extra;
-    return t;
+  // One tower: nothing to split or combine, its loss and gradients are the result.
+  void PassThrough() {
+    for (size_t k = 0; k < t_.variables.size(); ++k)
+      t_.grads_and_vars.emplace_back(grads_[0][k], t_.variables[k]);
+    t_.loss = t_.towers[0].loss;
+    t_.extra = t_.towers[0].extra;
   }
 
-  // The loss of the whole batch, next to the variables (or tower 0).
-  const std::string home = mirrored ? t.devices[0] : o.variable_device;
-  std::vector<Output> losses;
-  for (const TowerOutputs& out : t.towers) losses.push_back(out.loss);
-  Scope home_scope = home.empty() ? scope : scope.WithDevice(home);
-  t.loss = ops::WeightedMean(home_scope.WithOpName("loss"), losses, weights);
-  Scope concat = scope.NewSubScope("concat_outputs");
-  for (size_t j = 0; j < t.towers[0].extra.size(); ++j) {
-    std::vector<Output> parts;
-    for (const TowerOutputs& out : t.towers) parts.push_back(out.extra[j]);
-    t.extra.push_back(ops::Concat(concat, parts, 0));
+  // The loss of the whole batch, next to the variables (or tower 0), and each extra output
+  // concatenated in batch order.
+  void CombineLossAndExtras() {
+    const std::string home = mirrored_ ? t_.devices[0] : o_.variable_device;
+    std::vector<Output> losses;
+    for (const TowerOutputs& out : t_.towers) losses.push_back(out.loss);
+    Scope home_scope = home.empty() ? scope_ : scope_.WithDevice(home);
+    t_.loss = ops::WeightedMean(home_scope.WithOpName("loss"), losses, weights_);
+    Scope concat = scope_.NewSubScope("concat_outputs");
+    for (size_t j = 0; j < t_.towers[0].extra.size(); ++j) {
+      std::vector<Output> parts;
+      for (const TowerOutputs& out : t_.towers) parts.push_back(out.extra[j]);
+      t_.extra.push_back(ops::Concat(concat, parts, 0));
+    }
   }
 
-  if (!mirrored) {
-    Scope avg = scope.NewSubScope("average_gradients");
-    for (size_t k = 0; k < t.variables.size(); ++k) {
-      const Variable& v = t.variables[k];
+  // Parameter device: each variable's gradients averaged next to it, applied once.
+  void AverageGradients() {
+    Scope avg = scope_.NewSubScope("average_gradients");
+    for (size_t k = 0; k < t_.variables.size(); ++k) {
+      const Variable& v = t_.variables[k];
       Output combined;
-      if (grads[0][k].node != nullptr) {
+      if (grads_[0][k].node != nullptr) {
         std::vector<Output> per_tower;
-        for (int i = 0; i < n; ++i) per_tower.push_back(grads[i][k]);
+        for (int i = 0; i < n_; ++i) per_tower.push_back(grads_[i][k]);
         combined = ops::WeightedMean(avg.ColocateWith(Operation(v.ref().node)).WithOpName(v.name()),
-                                     per_tower, weights);
+                                     per_tower, weights_);
       }
-      t.grads_and_vars.emplace_back(combined, v);
+      t_.grads_and_vars.emplace_back(combined, v);
     }
-    return t;
   }
 
   // All-reduce: one collective per tower and dtype; every replica gets its tower's result.
-  const std::string key = g->UniqueName(scope.Qualify("allreduce"));
-  std::vector<std::vector<Output>> reduced(n, std::vector<Output>(t.variables.size()));
-  for (DType dtype : {DT_FLOAT, DT_DOUBLE}) {
-    std::vector<size_t> members;
-    for (size_t k = 0; k < t.variables.size(); ++k) {
-      if (grads[0][k].node != nullptr && t.variables[k].dtype() == dtype) members.push_back(k);
+  void AllReduceGradients() {
+    const std::string key = g_->UniqueName(scope_.Qualify("allreduce"));
+    std::vector<std::vector<Output>> reduced(n_, std::vector<Output>(t_.variables.size()));
+    for (DType dtype : {DT_FLOAT, DT_DOUBLE}) {
+      std::vector<size_t> members;
+      for (size_t k = 0; k < t_.variables.size(); ++k) {
+        if (grads_[0][k].node != nullptr && t_.variables[k].dtype() == dtype) members.push_back(k);
+      }
+      if (members.empty()) continue;
+      for (int i = 0; i < n_; ++i) {
+        std::vector<Output> in;
+        for (size_t k : members) in.push_back(grads_[i][k]);
+        std::vector<Output> out =
+            ops::CollectiveAllReduce(tower_scopes_[i].NewSubScope("allreduce"), in, weights_[i],
+                                     key + "/" + std::string(DTypeName(dtype)), n_, i);
+        for (size_t m = 0; m < members.size(); ++m) reduced[i][members[m]] = out[m];
+      }
     }
-    if (members.empty()) continue;
-    for (int i = 0; i < n; ++i) {
-      std::vector<Output> in;
-      for (size_t k : members) in.push_back(grads[i][k]);
-      std::vector<Output> out =
-          ops::CollectiveAllReduce(tower_scopes[i].NewSubScope("allreduce"), in, weights[i],
-                                   key + "/" + std::string(DTypeName(dtype)), n, i);
-      for (size_t m = 0; m < members.size(); ++m) reduced[i][members[m]] = out[m];
+    for (int i = 0; i < n_; ++i) {
+      for (size_t k = 0; k < t_.variables.size(); ++k)
+        t_.grads_and_vars.emplace_back(reduced[i][k], vars_[i][k]);
     }
   }
-  for (int i = 0; i < n; ++i) {
-    for (size_t k = 0; k < t.variables.size(); ++k)
-      t.grads_and_vars.emplace_back(reduced[i][k], vars[i][k]);
-  }
-  return t;
+
+  const Scope scope_;
+  const TowerOptions& o_;
+  Graph* const g_;
+  const bool mirrored_;
+  int n_ = 0;
+  Towers t_;
+  std::vector<Used> used_;                                   // per tower
+  std::vector<std::map<std::string, Variable>> replica_of_;  // per tower, by primary's name
+  std::vector<Output> weights_;                              // per tower: its number of rows
+  std::vector<Scope> tower_scopes_;                          // per tower, without the getter
+  std::vector<std::vector<Variable>> vars_;                  // per tower: t_.variables' stand-ins
+  std::vector<std::vector<Output>> grads_;                   // per tower, per variable
+};
+
+}  // namespace
+
+Towers ReplicateTowers(const Scope& scope, const TowerOptions& o, const std::vector<Output>& inputs,
+                       const TowerFn& model_fn) {
+  return Replicator(scope, o).Run(inputs, model_fn);
 }
 
 }  // namespace pf::train

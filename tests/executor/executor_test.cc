@@ -1,0 +1,376 @@
+// The Executor on its own (no Session, no placer): feeds and fetches, pending counts, the first
+// error, asynchronous kernels, executors meeting in one StepGroup, and scheduling on small
+// pools. Every step that could hang runs under a timeout so that a deadlock fails the test.
+#include "placeflow/executor/executor.h"
+
+#include <future>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+// ---- test-only ops ----
+// Order in which TestExecRecord kernels ran, by node name.
+std::mutex log_mu;
+std::vector<std::string>* run_log = new std::vector<std::string>();
+
+std::vector<std::string> TakeLog() {
+  std::lock_guard<std::mutex> lock(log_mu);
+  return std::exchange(*run_log, {});
+}
+
+// TestExecRecord(x: N floats) -> 1 + sum(x), logging its name; `cheap` picks inline scheduling.
+class RecordOp : public OpKernel {
+ public:
+  explicit RecordOp(const Node& n) : OpKernel(n), cheap_(n.attr<bool>("cheap")) {}
+  bool IsExpensive() const override { return !cheap_; }
+  Status Compute(OpKernelContext* ctx) override {
+    {
+      std::lock_guard<std::mutex> lock(log_mu);
+      run_log->push_back(name());
+    }
+    float sum = 1;
+    for (int i = 0; i < ctx->num_inputs(); ++i) sum += ctx->input(i).data<float>()[0];
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    out->data<float>()[0] = sum;
+    return Status::OK();
+  }
+
+ private:
+  bool cheap_;
+};
+
+class FailOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext*) override { return errors::Internal("boom"); }
+};
+
+// TestExecWait() -> the tensor sent under `key`, asynchronously (like _Recv).
+class WaitOp : public OpKernel {
+ public:
+  explicit WaitOp(const Node& n) : OpKernel(n), key_(n.attr<std::string>("key")) {}
+  bool IsAsync() const override { return true; }
+  Status Compute(OpKernelContext*) override { return errors::Internal("asynchronous only"); }
+  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
+    ctx->rendezvous()->RecvAsync(key_, [ctx, done](const Status& s, const Tensor& t) {
+      done(s.ok() ? ctx->SetOutput(0, t) : s);
+    });
+  }
+
+ private:
+  std::string key_;
+};
+
+// TestExecSignal(x) -> x, sending x under `key` (like _Send).
+class SignalOp : public OpKernel {
+ public:
+  explicit SignalOp(const Node& n) : OpKernel(n), key_(n.attr<std::string>("key")) {}
+  Status Compute(OpKernelContext* ctx) override {
+    PF_RETURN_IF_ERROR(ctx->rendezvous()->Send(key_, ctx->input(0)));
+    return ctx->ForwardInput(0, 0);
+  }
+
+ private:
+  std::string key_;
+};
+
+PF_REGISTER_OP(OpDef("TestExecRecord")
+                   .InputList("x", "float", "N")
+                   .Output("y", "float")
+                   .RequiredAttr("N")
+                   .Attr("cheap", false)
+                   .SetStateful()
+                   .SetShapeFn(ScalarShape));
+PF_REGISTER_KERNEL(KernelDef("TestExecRecord", "CPU"), RecordOp);
+PF_REGISTER_OP(
+    OpDef("TestExecFail").Input("x", "float").Output("y", "float").SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestExecFail", "CPU"), FailOp);
+PF_REGISTER_OP(OpDef("TestExecWait")
+                   .Output("y", "float")
+                   .RequiredAttr("key")
+                   .SetStateful()
+                   .SetShapeFn(ScalarShape));
+PF_REGISTER_KERNEL(KernelDef("TestExecWait", "CPU"), WaitOp);
+PF_REGISTER_OP(OpDef("TestExecSignal")
+                   .Input("x", "float")
+                   .Output("y", "float")
+                   .RequiredAttr("key")
+                   .SetStateful()
+                   .SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestExecSignal", "CPU"), SignalOp);
+
+Output Record(const Scope& s, const std::string& name, const std::vector<Output>& in,
+              bool cheap = false) {
+  return NodeBuilder(s.WithOpName(name), "TestExecRecord")
+      .InputList(in)
+      .Attr("cheap", cheap)
+      .Finalize();
+}
+Output Fail(const Scope& s, const std::string& name, Output in) {
+  return NodeBuilder(s.WithOpName(name), "TestExecFail").Input(in).Finalize();
+}
+Output Wait(const Scope& s, const std::string& name, const std::string& key) {
+  return NodeBuilder(s.WithOpName(name), "TestExecWait").Attr("key", key).Finalize();
+}
+Output Signal(const Scope& s, const std::string& name, Output in, const std::string& key) {
+  return NodeBuilder(s.WithOpName(name), "TestExecSignal").Input(in).Attr("key", key).Finalize();
+}
+
+float Scalar(const Tensor& t) { return t.data<float>()[0]; }
+
+// One CPU device and the kernels its executors ask for (an executor borrows its kernels).
+class Harness {
+ public:
+  explicit Harness(ThreadPool* pool = nullptr) : cpu_(NewCpuDevice(0)), pool_(pool) {}
+
+  std::unique_ptr<Executor> Create(const std::vector<Node*>& nodes,
+                                   const std::vector<Output>& feeds,
+                                   const std::vector<Output>& fetches) {
+    auto exec = TryCreate(nodes, feeds, fetches);
+    REQUIRE(exec.ok());
+    return std::move(exec).value();
+  }
+
+  StatusOr<std::unique_ptr<Executor>> TryCreate(const std::vector<Node*>& nodes,
+                                                const std::vector<Output>& feeds,
+                                                const std::vector<Output>& fetches) {
+    ExecutorSpec spec;
+    spec.nodes = nodes;
+    for (Node* n : nodes) spec.device[n] = cpu_.get();
+    spec.feeds = feeds;
+    spec.fetches = fetches;
+    spec.pool = pool_;
+    return Executor::Create(spec, [this](const Node& n, Device*) -> StatusOr<OpKernel*> {
+      PF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(n, "CPU"));
+      kernels_.push_back(std::move(k));
+      return kernels_.back().get();
+    });
+  }
+
+ private:
+  std::unique_ptr<Device> cpu_;
+  ThreadPool* pool_;
+  std::vector<std::unique_ptr<OpKernel>> kernels_;
+};
+
+std::vector<Node*> NodesOf(const std::vector<Output>& outputs) {
+  std::vector<Node*> nodes;
+  for (const Output& o : outputs) nodes.push_back(o.node);
+  return nodes;
+}
+
+// Runs one step on a thread of its own and waits at most a minute for it, so that a deadlock
+// fails the test instead of hanging it (the stuck thread is abandoned).
+Status RunWithTimeout(const Executor& exec, const std::vector<Tensor>& feeds,
+                      std::vector<Tensor>* fetches) {
+  auto result = std::make_shared<std::promise<Status>>();
+  std::future<Status> f = result->get_future();
+  std::thread([&exec, feeds, fetches, result] {
+    result->set_value(exec.Run(feeds, fetches));
+  }).detach();
+  if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready)
+    FAIL("the step did not finish within 60 s");
+  return f.get();
+}
+
+// Where a RunAsync step ends: `done` fulfils a future.
+struct StepDone {
+  std::promise<void> promise;
+  std::future<void> future = promise.get_future();
+  std::function<void()> Callback() {
+    return [this] { promise.set_value(); };
+  }
+  bool Wait() { return future.wait_for(std::chrono::seconds(60)) == std::future_status::ready; }
+};
+
+TEST_CASE("Executor: feeds in, fetches out, one layout for every step", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {2});
+  Output w = ops::Const(root.WithOpName("w"), Tensor::FromVector<float>({10, 20}, {2}));
+  Output mul = ops::Mul(root.WithOpName("mul"), x, w);
+  Output y = ops::Add(root.WithOpName("y"), mul, w);
+  Harness h;
+  // The fed placeholder is not part of the subgraph: its edges are cut.
+  auto exec = h.Create(NodesOf({w, mul, y}), {x}, {y, x});
+  CHECK(exec->num_nodes() == 3);
+  for (float v : {1.f, 2.f}) {
+    Tensor in = Tensor::FromVector<float>({v, 2 * v}, {2});
+    std::vector<Tensor> out;
+    RunMetadata stats;
+    REQUIRE(exec->Run({in}, &out, /*step_id=*/0, &stats).ok());
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].DebugString() ==
+          Tensor::FromVector<float>({10 * v + 10, 40 * v + 20}, {2}).DebugString());
+    CHECK(out[1].SharesBufferWith(in));  // a fetched feed is the fed tensor
+    CHECK(stats.step_stats.size() == 3);
+  }
+}
+
+TEST_CASE("Executor: pending counts join a diamond and control edges, fresh every step",
+          "[executor]") {
+  ThreadPool pool(2);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 0.f);
+  Output a = Record(root, "a", {c});
+  Output left = Record(root, "left", {a});
+  Output right = Record(root, "right", {a}, /*cheap=*/true);
+  Output join = Record(root, "join", {left, right});
+  Output after = Record(root.WithControlDependencies({Operation(join.node)}), "after", {c});
+  Harness h(&pool);
+  auto exec = h.Create(NodesOf({c, a, left, right, join, after}), {}, {join});
+  TakeLog();
+  for (int step = 0; step < 3; ++step) {
+    INFO("step " << step);
+    std::vector<Tensor> out;
+    REQUIRE(RunWithTimeout(*exec, {}, &out).ok());
+    CHECK(Scalar(out[0]) == 5);  // a = 1, left = right = 2, join = 1 + 2 + 2
+    std::vector<std::string> log = TakeLog();
+    REQUIRE(log.size() == 5);  // each node exactly once
+    auto at = [&](const std::string& n) { return std::find(log.begin(), log.end(), n); };
+    CHECK(log.front() == "a");
+    CHECK(at("left") < at("join"));
+    CHECK(at("right") < at("join"));
+    CHECK(log.back() == "after");  // waits for join through the control edge
+  }
+}
+
+TEST_CASE("Executor: the first error wins, names its node, and skips what depends on it",
+          "[executor][errors]") {
+  // No pool threads: everything runs inline in a fixed order, so "first" is well defined.
+  ThreadPool inline_only(0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 1.f);
+  Output bad = Fail(root, "bad", c);
+  Output also_bad = Fail(root, "also_bad", c);
+  Output downstream = Record(root, "downstream", {bad});
+  Harness h(&inline_only);
+  auto exec = h.Create(NodesOf({c, bad, also_bad, downstream}), {}, {downstream, also_bad});
+  TakeLog();
+  std::vector<Tensor> out;
+  Status s = RunWithTimeout(*exec, {}, &out);
+  CHECK(s.code() == Code::kInternal);
+  CHECK_THAT(s.message(), Contains("boom"));
+  CHECK_THAT(
+      s.message(),
+      Contains("{{node bad}} = TestExecFail[] on /job:localhost/replica:0/task:0/device:CPU:0"));
+  CHECK_THAT(s.message(), !Contains("also_bad"));
+  CHECK(TakeLog().empty());  // downstream never ran
+  CHECK_FALSE(out[0].IsInitialized());
+}
+
+TEST_CASE("Executor::Create rejects unplaced nodes, dangling inputs and foreign fetches",
+          "[executor][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 1.f);
+  Output y = ops::Neg(root.WithOpName("y"), c);
+  Harness h;
+  auto dangling = h.TryCreate({y.node}, {}, {y});
+  CHECK_THAT(dangling.status().message(),
+             Contains("Input 'c:0' of node 'y' is neither fed nor in the subgraph"));
+  auto foreign = h.TryCreate({c.node}, {}, {y});
+  CHECK_THAT(foreign.status().message(), Contains("Fetch 'y:0' is not in the subgraph"));
+  ExecutorSpec spec;
+  spec.nodes = {c.node};
+  auto unplaced = Executor::Create(spec, [](const Node&, Device*) -> StatusOr<OpKernel*> {
+    return errors::Internal("no kernel expected");
+  });
+  CHECK_THAT(unplaced.status().message(), Contains("Node 'c' was not placed"));
+}
+
+TEST_CASE("Executors of one step meet in the StepGroup's rendezvous", "[executor][rendezvous]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 41.f);
+  Output sent = Signal(root, "send", c, "k");
+  Output got = Wait(root, "recv", "k");
+  Output plus_one = Record(root, "plus_one", {got});
+  Harness h;
+  auto sender = h.Create(NodesOf({c, sent}), {}, {sent});
+  auto receiver = h.Create(NodesOf({got, plus_one}), {}, {plus_one});
+  StepGroup group;
+  std::vector<Tensor> sender_out, receiver_out;
+  StepDone receiver_done, sender_done;
+  // The receiver starts first: its waiting kernel holds no thread, so RunAsync returns.
+  receiver->RunAsync({}, &receiver_out, 0, &group, receiver_done.Callback());
+  sender->RunAsync({}, &sender_out, 0, &group, sender_done.Callback());
+  REQUIRE(sender_done.Wait());
+  REQUIRE(receiver_done.Wait());
+  CHECK(group.status().ok());
+  CHECK(Scalar(receiver_out[0]) == 42);
+}
+
+TEST_CASE("An error in one executor wakes another's waiting kernel", "[executor][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 1.f);
+  Output bad = Fail(root, "bad", c);
+  Output never_sent = Signal(root, "send", bad, "k");
+  Output waiting = Wait(root, "recv", "k");
+  Harness h;
+  auto failing = h.Create(NodesOf({c, bad, never_sent}), {}, {never_sent});
+  auto receiver = h.Create(NodesOf({waiting}), {}, {waiting});
+  StepGroup group;
+  std::vector<Tensor> failing_out, receiver_out;
+  StepDone receiver_done, failing_done;
+  receiver->RunAsync({}, &receiver_out, 0, &group, receiver_done.Callback());
+  failing->RunAsync({}, &failing_out, 0, &group, failing_done.Callback());
+  REQUIRE(failing_done.Wait());
+  REQUIRE(receiver_done.Wait());
+  // The step reports the failing node, not the Recv it woke.
+  CHECK_THAT(group.status().message(), Contains("{{node bad}}"));
+  CHECK_THAT(group.status().message(), !Contains("recv"));
+  CHECK_FALSE(receiver_out[0].IsInitialized());
+}
+
+TEST_CASE("Small pools finish wide steps and late sends without deadlock",
+          "[executor][scheduling]") {
+  const int threads = GENERATE(0, 1, 2);
+  INFO(threads << " pool threads");
+  ThreadPool pool(threads);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 0.f);
+  std::vector<Output> all = {c};
+  // A waiting kernel that only a send at the end of a long expensive chain completes.
+  Output late = Wait(root, "late", "k");
+  Output chain = c;
+  for (int i = 0; i < 10; ++i) chain = Record(root, "chain", {chain});
+  Output sent = Signal(root, "send", chain, "k");
+  all.insert(all.end(), {late, sent});
+  std::vector<Output> ends = {late, sent};
+  // Eight branches of expensive and cheap kernels, more than the pool has threads.
+  for (int b = 0; b < 8; ++b) {
+    Output x = c;
+    for (int i = 0; i < 3; ++i) {
+      x = Record(root, "branch", {x}, /*cheap=*/i == 1);
+      all.push_back(x);
+    }
+    ends.push_back(x);
+  }
+  for (Node* n = chain.node; n != c.node; n = n->input(0).node) all.push_back(Output(n, 0));
+  Output total = Record(root, "total", ends);
+  all.push_back(total);
+  Harness h(&pool);
+  auto exec = h.Create(NodesOf(all), {}, {total});
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> out;
+    REQUIRE(RunWithTimeout(*exec, {}, &out).ok());
+    // late = sent = 10; each branch 3; total = 1 + 10 + 10 + 8 * 3.
+    CHECK(Scalar(out[0]) == 45);
+  }
+  TakeLog();
+}
+
+}  // namespace
+}  // namespace pf
