@@ -70,6 +70,13 @@ class OpDef {
     differentiable_ = false;
     return *this;
   }
+  // Has no gradient function on purpose (backward ops: second-order gradients are not
+  // supported): Gradients through it fail with "No gradient defined for op", as for any op
+  // without one, but the registry test knows it was not forgotten (DESIGN rule 1).
+  OpDef& SetNoGradient() {
+    no_gradient_ = true;
+    return *this;
+  }
   OpDef& SetGradient(GradFn fn) {
     grad_fn_ = std::move(fn);
     return *this;
@@ -110,6 +117,7 @@ class OpDef {
   }
   bool stateful() const { return stateful_; }
   bool differentiable() const { return differentiable_; }
+  bool no_gradient() const { return no_gradient_; }
   bool is_variable() const { return is_variable_; }
   bool is_constant() const { return is_constant_; }
   bool is_metadata() const { return is_metadata_; }
@@ -125,6 +133,7 @@ class OpDef {
   std::map<std::string, std::vector<DType>, std::less<>> type_attrs_;
   bool stateful_ = false;
   bool differentiable_ = true;
+  bool no_gradient_ = false;
   bool is_variable_ = false;
   bool is_constant_ = false;
   bool is_metadata_ = false;

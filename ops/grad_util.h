@@ -8,7 +8,7 @@
 namespace pf {
 
 // g summed down to like's shape (undoes NumPy broadcasting); g itself when shapes match.
-Output SumToShapeOf(const Scope& s, Output g, Output like);
+Output SumToShape(const Scope& s, Output g, Output like);
 // A reduction's gradient g spread back over `axes` of like's shape (scaled by 1/count for Mean).
 Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64_t>& axes,
                   bool mean);

@@ -19,16 +19,16 @@ namespace pf::ops {
 // --- array ---
 Output Const(const Scope& s, const Tensor& value);
 Output Const(const Scope& s, float value);
-Output Const(const Scope& s, const std::vector<float>& values, const Shape& shape);
+Output Const(const Scope& s, const std::vector<float>& values, const pf::Shape& shape);
 // Any dtype and shape: Const(s, std::vector<int64_t>{1, 2, 3, 4}, {2, 2}). The values must fill
 // the shape exactly (pf::Error otherwise). Scalars of any dtype: Const(s, Tensor::Scalar(0.5)).
 template <typename T>
-Output Const(const Scope& s, const std::vector<T>& values, const Shape& shape) {
+Output Const(const Scope& s, const std::vector<T>& values, const pf::Shape& shape) {
   return Const(s, Tensor::FromVector<T>(values, shape));
 }
 Output ConstInt(const Scope& s, const std::vector<int32_t>& values);  // 1-D int32 (shapes, axes)
 Output ConstInt(const Scope& s, int32_t value);                       // int32 scalar
-Output Placeholder(const Scope& s, DType dtype, const Shape& shape = Shape::Unknown());
+Output Placeholder(const Scope& s, DType dtype, const pf::Shape& shape = pf::Shape::Unknown());
 Output Identity(const Scope& s, Output x);
 Operation NoOp(const Scope& s);
 Output StopGradient(const Scope& s, Output x);
@@ -49,7 +49,7 @@ Output Cast(const Scope& s, Output x, DType dtype);
 Output Fill(const Scope& s, Output dims, Output value);
 Output ZerosLike(const Scope& s, Output x);
 Output OnesLike(const Scope& s, Output x);
-Output ShapeOf(const Scope& s, Output x, DType out_type = DT_INT32);  // TensorFlow's Shape op
+Output Shape(const Scope& s, Output x, DType out_type = DT_INT32);  // x's shape, as a tensor
 Output OneHot(const Scope& s, Output indices, int depth, float on_value = 1.f,
               float off_value = 0.f);
 
@@ -109,13 +109,15 @@ Output MeanSquaredError(const Scope& s, Output predictions, Output labels);  // 
 Output L2Loss(const Scope& s, Output t);                                     // sum(t^2) / 2
 
 // --- random (seed = seed2 = 0: seeded from the graph seed if set, else nondeterministic) ---
-Output RandomUniform(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
-Output RandomNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT, int64_t seed = 0);
-Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype = DT_FLOAT,
+Output RandomUniform(const Scope& s, const pf::Shape& shape, DType dtype = DT_FLOAT,
+                     int64_t seed = 0);
+Output RandomNormal(const Scope& s, const pf::Shape& shape, DType dtype = DT_FLOAT,
+                    int64_t seed = 0);
+Output TruncatedNormal(const Scope& s, const pf::Shape& shape, DType dtype = DT_FLOAT,
                        int64_t seed = 0);
 
 // --- state (prefer pf::GetVariable, which builds these) ---
-Output Variable(const Scope& s, const Shape& shape, DType dtype);
+Output Variable(const Scope& s, const pf::Shape& shape, DType dtype);
 Output Assign(const Scope& s, Output ref, Output value, bool validate_shape = true);
 Output AssignAdd(const Scope& s, Output ref, Output value);
 Output AssignSub(const Scope& s, Output ref, Output value);

@@ -27,8 +27,7 @@ struct Used {
 
 // A scalar float holding the number of rows of `x` (the tower's weight).
 Output BatchSize(const Scope& s, Output x) {
-  return ops::Cast(s.WithOpName("batch_size"), ops::Slice(s, ops::ShapeOf(s, x), {0}, {1}),
-                   DT_FLOAT);
+  return ops::Cast(s.WithOpName("batch_size"), ops::Slice(s, ops::Shape(s, x), {0}, {1}), DT_FLOAT);
 }
 
 [[noreturn]] void Fail(Status s) { throw Error(std::move(s)); }

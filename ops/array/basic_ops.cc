@@ -105,7 +105,7 @@ Output Const(const Scope& s, const Tensor& value) {
   return NodeBuilder(s, "Const").Attr("value", value).Attr("dtype", value.dtype()).Finalize();
 }
 Output Const(const Scope& s, float value) { return Const(s, Tensor::Scalar<float>(value)); }
-Output Const(const Scope& s, const std::vector<float>& values, const Shape& shape) {
+Output Const(const Scope& s, const std::vector<float>& values, const pf::Shape& shape) {
   return Const(s, Tensor::FromVector<float>(values, shape));
 }
 Output ConstInt(const Scope& s, const std::vector<int32_t>& values) {
@@ -113,7 +113,7 @@ Output ConstInt(const Scope& s, const std::vector<int32_t>& values) {
 }
 Output ConstInt(const Scope& s, int32_t value) { return Const(s, Tensor::Scalar<int32_t>(value)); }
 
-Output Placeholder(const Scope& s, DType dtype, const Shape& shape) {
+Output Placeholder(const Scope& s, DType dtype, const pf::Shape& shape) {
   return NodeBuilder(s, "Placeholder").Attr("dtype", dtype).Attr("shape", shape).Finalize();
 }
 Output Identity(const Scope& s, Output x) { return NodeBuilder(s, "Identity").Input(x).Finalize(); }

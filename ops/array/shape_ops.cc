@@ -18,7 +18,7 @@ class ForwardOp : public OpKernel {
 // Reshape, ExpandDims, Squeeze: the gradient takes the input's shape back.
 PF_GRAD(ReshapeGrad) {
   Grads out(n.num_inputs());
-  out[0] = ops::Reshape(s, g[0], ops::ShapeOf(s, n.input(0)));
+  out[0] = ops::Reshape(s, g[0], ops::Shape(s, n.input(0)));
   *dx = out;
   return Status::OK();
 }
@@ -183,7 +183,7 @@ Output ExpandDims(const Scope& s, Output x, int axis) {
 Output Squeeze(const Scope& s, Output x, const std::vector<int64_t>& axes) {
   return NodeBuilder(s, "Squeeze").Input(x).Attr("squeeze_dims", axes).Finalize();
 }
-Output ShapeOf(const Scope& s, Output x, DType out_type) {
+Output Shape(const Scope& s, Output x, DType out_type) {
   return NodeBuilder(s, "Shape").Input(x).Attr("out_type", out_type).Finalize();
 }
 

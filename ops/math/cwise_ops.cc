@@ -44,23 +44,23 @@ class IntDivOp : public OpKernel {
 
 // ---- gradients ----
 PF_GRAD(AddGrad) {
-  *dx = {SumToShapeOf(s, g[0], n.input(0)), SumToShapeOf(s, g[0], n.input(1))};
+  *dx = {SumToShape(s, g[0], n.input(0)), SumToShape(s, g[0], n.input(1))};
   return Status::OK();
 }
 PF_GRAD(SubGrad) {
-  *dx = {SumToShapeOf(s, g[0], n.input(0)), SumToShapeOf(s, ops::Neg(s, g[0]), n.input(1))};
+  *dx = {SumToShape(s, g[0], n.input(0)), SumToShape(s, ops::Neg(s, g[0]), n.input(1))};
   return Status::OK();
 }
 PF_GRAD(MulGrad) {
-  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], n.input(1)), n.input(0)),
-         SumToShapeOf(s, ops::Mul(s, g[0], n.input(0)), n.input(1))};
+  *dx = {SumToShape(s, ops::Mul(s, g[0], n.input(1)), n.input(0)),
+         SumToShape(s, ops::Mul(s, g[0], n.input(0)), n.input(1))};
   return Status::OK();
 }
 PF_GRAD(DivGrad) {
   // d(x/y)/dy = -x/y^2 = -out/y.
   *dx = {
-      SumToShapeOf(s, ops::Div(s, g[0], n.input(1)), n.input(0)),
-      SumToShapeOf(s, ops::Neg(s, ops::Mul(s, g[0], ops::Div(s, Out(n), n.input(1)))), n.input(1))};
+      SumToShape(s, ops::Div(s, g[0], n.input(1)), n.input(0)),
+      SumToShape(s, ops::Neg(s, ops::Mul(s, g[0], ops::Div(s, Out(n), n.input(1)))), n.input(1))};
   return Status::OK();
 }
 // Maximum/Minimum: the gradient goes to the input that won (ties to x, as TensorFlow).
@@ -69,8 +69,7 @@ Status SelectGrad(const Scope& s, const Node& n, const Grads& g, Grads* dx, bool
   const DType t = x.dtype();
   Output y_wins = ops::Cast(s, max ? ops::Greater(s, y, x) : ops::Less(s, y, x), t);
   Output x_wins = ops::Sub(s, ScalarOf(s, 1, t), y_wins);
-  *dx = {SumToShapeOf(s, ops::Mul(s, g[0], x_wins), x),
-         SumToShapeOf(s, ops::Mul(s, g[0], y_wins), y)};
+  *dx = {SumToShape(s, ops::Mul(s, g[0], x_wins), x), SumToShape(s, ops::Mul(s, g[0], y_wins), y)};
   return Status::OK();
 }
 PF_GRAD(MaximumGrad) { return SelectGrad(s, n, g, dx, true); }
@@ -83,7 +82,7 @@ PF_GRAD(PowGrad) {
   Output positive = ops::Cast(s, ops::Greater(s, x, ScalarOf(s, 0, t)), t);
   Output safe_log = ops::Mul(s, ops::Log(s, ops::Maximum(s, x, ScalarOf(s, 1e-30, t))), positive);
   Output gy = ops::Mul(s, g[0], ops::Mul(s, Out(n), safe_log));
-  *dx = {SumToShapeOf(s, gx, x), SumToShapeOf(s, gy, y)};
+  *dx = {SumToShape(s, gx, x), SumToShape(s, gy, y)};
   return Status::OK();
 }
 PF_GRAD(NegGrad) {

@@ -203,6 +203,7 @@ class GatherGradOp : public OpKernel {
 const std::vector<DType> kAny = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
 
 PF_REGISTER_OP(OpDef("SumToShape")
+                   .SetNoGradient()
                    .Input("grad", "T")
                    .Input("like", "Tlike")
                    .Output("output", "T")
@@ -217,6 +218,7 @@ PF_REGISTER_OP(OpDef("SumToShape")
 PF_REAL_KERNELS("SumToShape", SumToShapeOp);
 
 PF_REGISTER_OP(OpDef("ReduceGrad")
+                   .SetNoGradient()
                    .Input("grad", "T")
                    .Input("like", "Tlike")
                    .Output("output", "T")
@@ -235,6 +237,7 @@ PF_REGISTER_OP(OpDef("ReduceGrad")
 PF_REAL_KERNELS("ReduceGrad", ReduceGradOp);
 
 PF_REGISTER_OP(OpDef("SliceGrad")
+                   .SetNoGradient()
                    .Input("grad", "T")
                    .Input("like", "T")
                    .Output("output", "T")
@@ -244,6 +247,7 @@ PF_REGISTER_OP(OpDef("SliceGrad")
 PF_REGISTER_KERNEL(KernelDef("SliceGrad", kDeviceCpu), SliceGradOp);
 
 PF_REGISTER_OP(OpDef("ConcatGrad")
+                   .SetNoGradient()
                    .Input("grad", "T")
                    .InputList("like", "T", "N")
                    .OutputList("output", "T", "N")
@@ -257,6 +261,7 @@ PF_REGISTER_OP(OpDef("ConcatGrad")
 PF_REGISTER_KERNEL(KernelDef("ConcatGrad", kDeviceCpu), ConcatGradOp);
 
 PF_REGISTER_OP(OpDef("GatherGrad")
+                   .SetNoGradient()
                    .Input("grad", "T")
                    .Input("indices", "Tindices")
                    .Input("like", "T")
@@ -283,7 +288,7 @@ PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
 
 }  // namespace
 
-Output SumToShapeOf(const Scope& s, Output g, Output like) {
+Output SumToShape(const Scope& s, Output g, Output like) {
   if (g.shape() == like.shape() && g.shape().IsFullyDefined()) return g;
   return NodeBuilder(s, "SumToShape").Input(g).Input(like).Finalize();
 }

@@ -326,6 +326,7 @@ class MseGradOp : public OpKernel {
 };
 
 PF_REGISTER_OP(OpDef("MeanSquaredErrorGrad")
+                   .SetNoGradient()
                    .Input("grad", "T")
                    .Input("predictions", "T")
                    .Input("labels", "T")

@@ -105,6 +105,7 @@ class BiasAddGradOp : public OpKernel {
 };
 
 PF_REGISTER_OP(OpDef("BiasAddGrad")
+                   .SetNoGradient()
                    .Input("out_backprop", "T")
                    .Output("output", "T")
                    .TypeAttr("T", kRealTypes)
@@ -164,6 +165,7 @@ class ActivationGradOp : public OpKernel {
 
 #define PF_ACTIVATION_GRAD(op, F)                                                              \
   PF_REGISTER_OP(OpDef(op)                                                                     \
+                     .SetNoGradient()                                                          \
                      .Input("gradients", "T")                                                  \
                      .Input("outputs", "T")                                                    \
                      .Output("backprops", "T")                                                 \

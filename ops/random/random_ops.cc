@@ -120,13 +120,13 @@ Output Random(const Scope& s, const char* op, const Shape& shape, DType dtype, i
 }  // namespace
 
 namespace ops {
-Output RandomUniform(const Scope& s, const Shape& shape, DType dtype, int64_t seed) {
+Output RandomUniform(const Scope& s, const pf::Shape& shape, DType dtype, int64_t seed) {
   return Random(s, "RandomUniform", shape, dtype, seed);
 }
-Output RandomNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) {
+Output RandomNormal(const Scope& s, const pf::Shape& shape, DType dtype, int64_t seed) {
   return Random(s, "RandomNormal", shape, dtype, seed);
 }
-Output TruncatedNormal(const Scope& s, const Shape& shape, DType dtype, int64_t seed) {
+Output TruncatedNormal(const Scope& s, const pf::Shape& shape, DType dtype, int64_t seed) {
   return Random(s, "TruncatedNormal", shape, dtype, seed);
 }
 }  // namespace ops

@@ -163,7 +163,7 @@ PF_ASSIGN_UPDATE("AssignSub", -1);
 
 namespace ops {
 
-Output Variable(const Scope& s, const Shape& shape, DType dtype) {
+Output Variable(const Scope& s, const pf::Shape& shape, DType dtype) {
   return NodeBuilder(s, "Variable").Attr("shape", shape).Attr("dtype", dtype).Finalize();
 }
 Output Assign(const Scope& s, Output ref, Output value, bool validate_shape) {

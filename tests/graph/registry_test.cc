@@ -1,5 +1,6 @@
 // DESIGN rule 1 over every op the library registers: each has a CPU kernel, and a gradient
-// function or an explicit "no gradient" (OpDef::SetNotDifferentiable). A failure names the ops.
+// function or an explicit "no gradient" (OpDef::SetNotDifferentiable or SetNoGradient). A failure
+// names the ops.
 #include <set>
 
 #include "tests/testing/test_util.h"
@@ -17,19 +18,64 @@ std::vector<std::string> LibraryOps() {
   return ops;
 }
 
-// Backward ops, built only by gradient functions; second-order gradients are not supported.
-// SetNotDifferentiable would be wrong for them (a second derivative would silently be zero
-// instead of failing with "No gradient defined for op"), and OpDef has no way yet to say
-// "no gradient on purpose", so they are listed here.
-const std::set<std::string> kBackwardOps = {
-    "SumToShape",  "ReduceGrad", "SliceGrad",   "ConcatGrad", "GatherGrad",
-    "BiasAddGrad", "ReluGrad",   "SigmoidGrad", "TanhGrad",   "MeanSquaredErrorGrad"};
-
 TEST_CASE("Registry: the library's ops are all seen", "[graph][registry]") {
   const std::vector<std::string> ops = LibraryOps();
   // Registrars in the shared library ran before main: the core ops of every family are there.
-  for (const char* op : {"MatMul", "Add", "Relu", "Sum", "Variable", "Assign", "_Send", "_Recv",
-                         "ApplyGradientDescent", "CollectiveAllReduce"}) {
+  for (const char* op : {"Add",
+                         "AddN",
+                         "ArgMax",
+                         "Assign",
+                         "AssignAdd",
+                         "AssignSub",
+                         "BiasAdd",
+                         "Cast",
+                         "Concat",
+                         "Const",
+                         "Div",
+                         "Equal",
+                         "Exp",
+                         "ExpandDims",
+                         "Fill",
+                         "Gather",
+                         "Greater",
+                         "Identity",
+                         "Less",
+                         "Log",
+                         "LogSoftmax",
+                         "MatMul",
+                         "Max",
+                         "Maximum",
+                         "Mean",
+                         "Min",
+                         "Minimum",
+                         "Mul",
+                         "Neg",
+                         "NoOp",
+                         "OneHot",
+                         "OnesLike",
+                         "Placeholder",
+                         "Pow",
+                         "RandomNormal",
+                         "RandomUniform",
+                         "Relu",
+                         "Reshape",
+                         "Rsqrt",
+                         "Shape",
+                         "Sigmoid",
+                         "Slice",
+                         "Softmax",
+                         "Split",
+                         "Sqrt",
+                         "Square",
+                         "Squeeze",
+                         "StopGradient",
+                         "Sub",
+                         "Sum",
+                         "Tanh",
+                         "Transpose",
+                         "TruncatedNormal",
+                         "Variable",
+                         "ZerosLike"}) {
     INFO(op);
     CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
   }
@@ -46,24 +92,29 @@ TEST_CASE("Registry: every op has a CPU kernel", "[graph][registry]") {
   CHECK(without_cpu_kernel == std::vector<std::string>{});
 }
 
-TEST_CASE("Registry: every op has a gradient or is declared not differentiable",
+TEST_CASE("Registry: every op has a gradient, or says it has none on purpose",
           "[graph][registry]") {
-  std::vector<std::string> no_gradient_declared;
+  std::vector<std::string> undeclared, contradictory;
   for (const std::string& op : LibraryOps()) {
     const OpDef* def = OpRegistry::Global()->Find(op);
-    if (!def->differentiable() || def->grad_fn() || kBackwardOps.count(op)) continue;
-    no_gradient_declared.push_back(op);
+    const int declared =
+        (def->grad_fn() ? 1 : 0) + (def->differentiable() ? 0 : 1) + (def->no_gradient() ? 1 : 0);
+    if (declared == 0) undeclared.push_back(op);
+    if (declared > 1) contradictory.push_back(op);
   }
-  CHECK(no_gradient_declared == std::vector<std::string>{});
-  // The exceptions stay true: each backward op exists and still has no gradient (give one a
-  // gradient and it leaves the list).
-  for (const std::string& op : kBackwardOps) {
+  CHECK(undeclared == std::vector<std::string>{});
+  CHECK(contradictory == std::vector<std::string>{});
+  // The backward ops say "no gradient": a second derivative fails instead of being zero.
+  for (const char* op : {"ReluGrad", "SumToShape", "BiasAddGrad", "MeanSquaredErrorGrad"}) {
     INFO(op);
-    const OpDef* def = OpRegistry::Global()->Find(op);
-    REQUIRE(def != nullptr);
-    CHECK(def->differentiable());
-    CHECK_FALSE(def->grad_fn());
+    CHECK(OpRegistry::Global()->Find(op)->no_gradient());
   }
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, {2});
+  Output dx = Gradients(root, {ops::Sum(root, ops::Relu(root, x))}, {x})[0];
+  CHECK_THROWS_WITH(Gradients(root, {ops::Sum(root, dx)}, {x}),
+                    Catch::Matchers::Contains("No gradient defined for op: ReluGrad"));
 }
 
 }  // namespace

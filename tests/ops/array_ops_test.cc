@@ -129,7 +129,7 @@ TEST_CASE("Cast, Fill, ZerosLike, OnesLike, Shape and OneHot", "[ops][array]") {
        ops::Cast(root, labels, DT_DOUBLE),
        ops::Fill(root, ops::ConstInt(root, std::vector<int32_t>{2, 2}), ops::Const(root, 3.f)),
        ops::ZerosLike(root, f), ops::OnesLike(root, labels),
-       ops::ShapeOf(root, ops::Const(root, Iota({2, 7}))), ops::OneHot(root, labels, 3)});
+       ops::Shape(root, ops::Const(root, Iota({2, 7}))), ops::OneHot(root, labels, 3)});
   CHECK(out[0].DebugString() == "Tensor<int32 [3]> [-1, 0, 2]");
   CHECK(out[1].DebugString() == "Tensor<bool [3]> [true, false, true]");
   CHECK(out[2].DebugString() == "Tensor<double [3]> [2, 0, 5]");

@@ -319,10 +319,10 @@ std::vector<Case> OpCases() {
                      Output x = ops::Identity(s, in[0]);
                      Output r = ops::Reshape(s, ops::StopGradient(s, x), {6, 4});
                      Output e = ops::ExpandDims(s, ops::Squeeze(s, x, {1}), 0);
-                     Output shape = ops::ShapeOf(s, e);
+                     Output shape = ops::Shape(s, e);
                      Output shaped = ops::Reshape(s, ops::Add(s, r, ops::Const(s, 1.5f)),
                                                   shape);  // a shape made on the GPU
-                     return std::vector<Output>{r, e, shape, ops::ShapeOf(s, x, DT_INT64), shaped};
+                     return std::vector<Output>{r, e, shape, ops::Shape(s, x, DT_INT64), shaped};
                    },
                    false});
   cases.push_back({"Transpose [2,3,4] perm 2,0,1", {{f, {2, 3, 4}}}, [](const Scope& s, In in) {

@@ -177,7 +177,7 @@ TEST_CASE("Heuristics: generators follow their consumer, metadata ops stay with 
   Output e = ops::Exp(root.WithOpName("e"), gen);                 // CPU only
   Output on_cpu1 =
       ops::Neg(root.WithOpName("n1").WithDevice("/cpu:1"), ops::Const(root, Tensor(DT_FLOAT, {2})));
-  Output shape = ops::ShapeOf(root.WithOpName("shape"), on_cpu1);
+  Output shape = ops::Shape(root.WithOpName("shape"), on_cpu1);
   // A generator with two consumers, and one with an explicit device, stay where they chose.
   Output shared = ops::Const(root.WithOpName("shared"), Tensor(DT_FLOAT, {2}));
   ops::Exp(root, shared);
