@@ -10,6 +10,8 @@
 //   auto where = sess.DevicePlacement();   // node name -> full device name
 //
 // Run throws pf::Error; RunWithStatus returns the Status instead. Run is thread-safe.
+// The session keeps a reference to `graph`: the graph must outlive the session (as a
+// tf.Session's graph does).
 #pragma once
 
 #include <atomic>
@@ -55,6 +57,7 @@ using FeedDict = std::vector<std::pair<Output, Tensor>>;
 
 class Session {
  public:
+  // `graph` must outlive the session.
   explicit Session(Graph& graph, SessionOptions options = {});
   ~Session();
   Session(const Session&) = delete;

@@ -101,10 +101,10 @@ class NodeBuilder {
   NodeBuilder& InputList(const std::vector<Output>& list);
   NodeBuilder& Attr(std::string name, AttrValue v);
   NodeBuilder& ControlInput(Node* n);
-  Node* Finalize();
-  StatusOr<Node*> TryFinalize();
+  Node* Finalize();  // throws pf::Error naming the node, the op and the input shapes
 
  private:
+  StatusOr<Node*> TryFinalize();
   struct InputArg {
     bool is_list;
     std::vector<Output> values;

@@ -20,10 +20,8 @@ void Set(Tensor* t, int64_t i, double v) {
     t->data<float>()[i] = static_cast<float>(v);
 }
 
-}  // namespace
-
-StatusOr<double> ComputeGradientError(const Scope& scope, Output x, const Shape& x_shape, Output y,
-                                      const Shape& y_shape, const Tensor* x_value, double delta) {
+StatusOr<double> GradientError(const Scope& scope, Output x, const Shape& x_shape, Output y,
+                               const Shape& y_shape, const Tensor* x_value, double delta) {
   const DType t = x.dtype();
   if (t != DT_FLOAT && t != DT_DOUBLE)
     return errors::InvalidArgument("ComputeGradientError: x must be float or double");
@@ -76,6 +74,13 @@ StatusOr<double> ComputeGradientError(const Scope& scope, Output x, const Shape&
       return std::numeric_limits<double>::infinity();
   }
   return err;
+}
+
+}  // namespace
+
+double ComputeGradientError(const Scope& scope, Output x, const Shape& x_shape, Output y,
+                            const Shape& y_shape, const Tensor* x_value, double delta) {
+  return GradientError(scope, x, x_shape, y, y_shape, x_value, delta).ValueOrThrow();
 }
 
 }  // namespace pf

@@ -18,9 +18,7 @@ double GradErr(const Shape& shape, const std::function<Output(const Scope&, Outp
   Output x = ops::Placeholder(root, DT_DOUBLE, shape);
   Output y = build(root, x);
   Tensor x0 = Rand(shape, 5, -2, 2);
-  auto err = ComputeGradientError(root, x, shape, y, y.shape(), &x0);
-  REQUIRE(err.ok());
-  return *err;
+  return ComputeGradientError(root, x, shape, y, y.shape(), &x0);
 }
 
 TEST_CASE("Softmax cross-entropy losses: values, gradients, stability", "[train][losses]") {

@@ -66,9 +66,8 @@ TEST_CASE("BatchSplit rejects a batch smaller than the number of parts and has a
   Output y = ops::AddN(root, {ops::Sum(root, ops::Square(root, parts[0])),
                               ops::Sum(root, ops::Exp(root, parts[1]))});
   Tensor x0 = testing::RandomDoubleTensor({5, 3}, 4);
-  auto err = ComputeGradientError(root, x, {5, 3}, y, Shape{}, &x0);
-  REQUIRE(err.ok());
-  CHECK(*err < 1e-6);
+  double err = ComputeGradientError(root, x, {5, 3}, y, Shape{}, &x0);
+  CHECK(err < 1e-6);
 }
 
 // ---- WeightedMean and CollectiveAllReduce ----
