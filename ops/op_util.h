@@ -130,6 +130,9 @@ StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const
 inline const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE};
 inline const std::vector<DType> kNumberTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 inline const std::vector<DType> kIndexTypes = {DT_INT32, DT_INT64};
+// Every dtype kernels compute on (half and bfloat16 are storage only).
+inline const std::vector<DType> kComputableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
+                                                    DT_BOOL};
 
 // Reads an int attr or an int tensor's values.
 std::vector<int64_t> ToInt64(const Tensor& t);

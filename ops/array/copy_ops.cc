@@ -9,8 +9,6 @@
 namespace pf {
 namespace {
 
-const std::vector<DType> kAnyTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
-
 // ---- gradients ----
 PF_GRAD(TransposeGrad) {
   const auto& perm = n.attr<std::vector<int64_t>>("perm");
@@ -113,7 +111,7 @@ PF_REGISTER_OP(OpDef("Transpose")
                    .Input("x", "T")
                    .Output("y", "T")
                    .RequiredAttr("perm")
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetGradient(TransposeGrad)
                    .SetShapeFn(TransposeShape));
 PF_REGISTER_KERNEL(KernelDef("Transpose", kDeviceCpu), TransposeOp);
@@ -207,7 +205,7 @@ PF_REGISTER_OP(OpDef("Concat")
                    .Output("output", "T")
                    .RequiredAttr("axis")
                    .RequiredAttr("N")
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetGradient(ConcatGradFn)
                    .SetShapeFn(ConcatShape));
 PF_REGISTER_KERNEL(KernelDef("Concat", kDeviceCpu), ConcatOp);
@@ -265,7 +263,7 @@ PF_REGISTER_OP(OpDef("Split")
                    .OutputList("output", "T", "num_split")
                    .RequiredAttr("axis")
                    .RequiredAttr("num_split")
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetGradient(SplitGrad)
                    .SetShapeFn(SplitShape));
 PF_REGISTER_KERNEL(KernelDef("Split", kDeviceCpu), SplitOp);
@@ -342,7 +340,7 @@ PF_REGISTER_OP(OpDef("Slice")
                    .Output("output", "T")
                    .RequiredAttr("begin")
                    .RequiredAttr("size")
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetGradient(SliceGradFn)
                    .SetShapeFn(SliceShape));
 PF_REGISTER_KERNEL(KernelDef("Slice", kDeviceCpu), SliceOp);
@@ -393,7 +391,7 @@ PF_REGISTER_OP(OpDef("Gather")
                    .Input("params", "Tparams")
                    .Input("indices", "Tindices")
                    .Output("output", "Tparams")
-                   .TypeAttr("Tparams", kAnyTypes)
+                   .TypeAttr("Tparams", kComputableTypes)
                    .TypeAttr("Tindices", kIndexTypes)
                    .SetGradient(GatherGradFn)
                    .SetShapeFn(GatherShape));

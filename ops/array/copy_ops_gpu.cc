@@ -1,6 +1,6 @@
 // GPU kernels for data movement (device code in copy_ops.cu): Transpose, Concat, Split, Slice,
 // Gather, and the gradient kernels ConcatGrad, SliceGrad, GatherGrad (their ops are in
-// ops/math/grad_ops.cc). Concat and Split pieces are 2-D boxes [outer, inner] copied with one
+// copy_grad_ops.cc). Concat and Split pieces are 2-D boxes [outer, inner] copied with one
 // strided launch per piece.
 #include "placeflow/ops/array/array_launch.h"
 #include "placeflow/ops/gpu/gpu_kernel.h"

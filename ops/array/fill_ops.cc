@@ -8,8 +8,6 @@
 namespace pf {
 namespace {
 
-const std::vector<DType> kCastTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
-
 class CastOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -32,8 +30,8 @@ PF_REGISTER_OP(OpDef("Cast")
                    .SetForwardsInput()
                    .Input("x", "SrcT")
                    .Output("y", "DstT")
-                   .TypeAttr("SrcT", kCastTypes)
-                   .TypeAttr("DstT", kCastTypes)
+                   .TypeAttr("SrcT", kComputableTypes)
+                   .TypeAttr("DstT", kComputableTypes)
                    .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
                      // Only real-to-real casts carry a gradient.
                      const DType src = n.attr<DType>("SrcT");
@@ -69,7 +67,7 @@ PF_REGISTER_OP(OpDef("Fill")
                    .Input("dims", "index_type")
                    .Input("value", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kCastTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .TypeAttr("index_type", kIndexTypes, DT_INT32)
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
@@ -102,14 +100,14 @@ class ConstantLikeOp : public OpKernel {
 PF_REGISTER_OP(OpDef("ZerosLike")
                    .Input("x", "T")
                    .Output("y", "T")
-                   .TypeAttr("T", kCastTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetNotDifferentiable()
                    .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceCpu), ConstantLikeOp<0>);
 PF_REGISTER_OP(OpDef("OnesLike")
                    .Input("x", "T")
                    .Output("y", "T")
-                   .TypeAttr("T", kCastTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetNotDifferentiable()
                    .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceCpu), ConstantLikeOp<1>);

@@ -77,16 +77,16 @@ class OneHotGpuOp : public GpuOpKernel {
   float on_, off_;
 };
 
-const std::vector<DType> kFillTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
 PF_REGISTER_KERNEL(KernelDef("Cast", kDeviceGpu)
-                       .TypeConstraint("SrcT", kFillTypes)
-                       .TypeConstraint("DstT", kFillTypes),
+                       .TypeConstraint("SrcT", kComputableTypes)
+                       .TypeConstraint("DstT", kComputableTypes),
                    CastGpuOp);
-PF_REGISTER_KERNEL(KernelDef("Fill", kDeviceGpu).TypeConstraint("T", kFillTypes).HostMemory("dims"),
-                   FillGpuOp);
-PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceGpu).TypeConstraint("T", kFillTypes),
+PF_REGISTER_KERNEL(
+    KernelDef("Fill", kDeviceGpu).TypeConstraint("T", kComputableTypes).HostMemory("dims"),
+    FillGpuOp);
+PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceGpu).TypeConstraint("T", kComputableTypes),
                    ConstantLikeGpuOp<0>);
-PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceGpu).TypeConstraint("T", kFillTypes),
+PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceGpu).TypeConstraint("T", kComputableTypes),
                    ConstantLikeGpuOp<1>);
 PF_REGISTER_KERNEL(Gpu("OneHot", DT_INT32, "TI"), OneHotGpuOp<int32_t>);
 PF_REGISTER_KERNEL(Gpu("OneHot", DT_INT64, "TI"), OneHotGpuOp<int64_t>);

@@ -6,8 +6,6 @@
 namespace pf {
 namespace {
 
-const std::vector<DType> kAnyTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
-
 class ForwardOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -65,7 +63,7 @@ PF_REGISTER_OP(OpDef("Reshape")
                    .Input("tensor", "T")
                    .Input("shape", "Tshape")
                    .Output("output", "T")
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .TypeAttr("Tshape", kIndexTypes, DT_INT32)
                    .SetGradient(ReshapeGrad)
                    .SetShapeFn(ReshapeShape));
@@ -76,7 +74,7 @@ PF_REGISTER_OP(OpDef("ExpandDims")
                    .Input("input", "T")
                    .Output("output", "T")
                    .Attr("axis", int64_t{0})
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetGradient(ReshapeGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      Shape in = c.input(0);
@@ -94,7 +92,7 @@ PF_REGISTER_OP(OpDef("Squeeze")
                    .Input("input", "T")
                    .Output("output", "T")
                    .Attr("squeeze_dims", std::vector<int64_t>{})
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetGradient(ReshapeGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      const Shape& in = c.input(0);
@@ -141,7 +139,7 @@ PF_REGISTER_OP(OpDef("Shape")
                    .SetIsMetadata()
                    .Input("input", "T")
                    .Output("output", "out_type")
-                   .TypeAttr("T", kAnyTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .TypeAttr("out_type", kIndexTypes, DT_INT32)
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {

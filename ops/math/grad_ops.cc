@@ -1,7 +1,8 @@
 // Kernels that gradient functions build: SumToShape (undo broadcasting), ReduceGrad (undo a
-// reduction), SliceGrad, ConcatGrad, GatherGrad. The *_like inputs are read for their shape
-// only. These ops have no gradients of their own (second-order gradients are not supported).
-// The activation gradients and BiasAddGrad live with their forward ops in ops/nn/nn_ops.cc.
+// reduction). The *_like inputs are read for their shape only. These ops have no gradients of
+// their own (second-order gradients are not supported). The other backward ops live with their
+// forward ops' family: SliceGrad, ConcatGrad, GatherGrad in ops/array/copy_grad_ops.cc, the
+// activation gradients and BiasAddGrad in ops/nn/nn_ops.cc.
 #include "placeflow/ops/math/grad_ops.h"
 
 #include <cstring>
@@ -113,94 +114,9 @@ class ReduceGradOp : public OpKernel {
   bool mean_;
 };
 
-// ---- SliceGrad(g, like): zeros shaped like the slice input, with g at `begin` ----
-class SliceGradOp : public OpKernel {
- public:
-  explicit SliceGradOp(const Node& n)
-      : OpKernel(n), begin_(n.attr<std::vector<int64_t>>("begin")) {}
-  Status Compute(OpKernelContext* ctx) override {
-    const Tensor& g = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    const size_t es = DTypeSize(g.dtype());
-    std::memset(out->raw_data(), 0, out->TotalBytes());
-    const int rank = out->rank();
-    if (g.num_elements() == 0) return Status::OK();
-    if (rank == 0) return ctx->SetOutput(0, g);
-    std::vector<int64_t> strides(rank, 1);
-    for (int d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * out->dim(d + 1);
-    const int64_t inner = g.dim(rank - 1), rows = g.num_elements() / inner;
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t off = begin_[rank - 1], rem = r;
-      for (int d = rank - 2; d >= 0; --d) {
-        off += (rem % g.dim(d) + begin_[d]) * strides[d];
-        rem /= g.dim(d);
-      }
-      std::memcpy(static_cast<char*>(out->raw_data()) + off * es,
-                  static_cast<const char*>(g.raw_data()) + r * inner * es, inner * es);
-    }
-    return Status::OK();
-  }
-
- private:
-  std::vector<int64_t> begin_;
-};
-
-// ---- ConcatGrad(g, like_0..like_{N-1}): g split back into pieces shaped like the inputs ----
-class ConcatGradOp : public OpKernel {
- public:
-  explicit ConcatGradOp(const Node& n) : OpKernel(n), axis_(n.attr<int64_t>("axis")) {}
-  Status Compute(OpKernelContext* ctx) override {
-    const Tensor& g = ctx->input(0);
-    const int axis = static_cast<int>(axis_ < 0 ? axis_ + g.rank() : axis_);
-    const size_t es = DTypeSize(g.dtype());
-    int64_t outer = 1;
-    for (int d = 0; d < axis; ++d) outer *= g.dim(d);
-    const int64_t g_inner = g.num_elements() / std::max<int64_t>(outer, 1) * es;
-    int64_t offset = 0;
-    for (int i = 0; i < ctx->num_outputs(); ++i) {
-      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(i));
-      const int64_t inner = out->num_elements() / std::max<int64_t>(outer, 1) * es;
-      for (int64_t o = 0; o < outer; ++o) {
-        std::memcpy(static_cast<char*>(out->raw_data()) + o * inner,
-                    static_cast<const char*>(g.raw_data()) + o * g_inner + offset, inner);
-      }
-      offset += inner;
-    }
-    return Status::OK();
-  }
-
- private:
-  int64_t axis_;
-};
-
-// ---- GatherGrad(g, indices, like): scatter-add g's rows into zeros shaped like params ----
-template <typename T, typename Index>
-class GatherGradOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override {
-    const Tensor& g = ctx->input(0);
-    const Tensor& indices = ctx->input(1);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    std::fill(out->data<T>(), out->data<T>() + out->num_elements(), T(0));
-    const int64_t rows = out->dim(0), row = rows == 0 ? 0 : out->num_elements() / rows;
-    const Index* idx = indices.data<Index>();
-    for (int64_t i = 0; i < indices.num_elements(); ++i) {
-      if (idx[i] < 0 || idx[i] >= rows)
-        return errors::InvalidArgument("indices[", i, "] = ", idx[i], " is not in [0, ", rows, ")");
-      T* dst = out->data<T>() + idx[i] * row;
-      const T* src = g.data<T>() + i * row;
-      for (int64_t j = 0; j < row; ++j) dst[j] += src[j];
-    }
-    return Status::OK();
-  }
-};
-
 #define PF_REAL_KERNELS(op, Kernel)                                                             \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}), Kernel<float>); \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), Kernel<double>)
-
-const std::vector<DType> kAny = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
 
 PF_REGISTER_OP(OpDef("SumToShape")
                    .SetNoGradient()
@@ -208,7 +124,7 @@ PF_REGISTER_OP(OpDef("SumToShape")
                    .Input("like", "Tlike")
                    .Output("output", "T")
                    .TypeAttr("T", kRealTypes)
-                   .TypeAttr("Tlike", kAny)
+                   .TypeAttr("Tlike", kComputableTypes)
                    .SetShapeFn([](ShapeContext& c) {
                      if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
                        PF_RETURN_IF_ERROR(SumToShapeDims(c.input(0), c.input(1)).status());
@@ -225,7 +141,7 @@ PF_REGISTER_OP(OpDef("ReduceGrad")
                    .Attr("axes", std::vector<int64_t>{})
                    .Attr("mean", false)
                    .TypeAttr("T", kRealTypes)
-                   .TypeAttr("Tlike", kAny)
+                   .TypeAttr("Tlike", kComputableTypes)
                    .SetShapeFn([](ShapeContext& c) {
                      if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
                        PF_RETURN_IF_ERROR(ReduceGradShape(c.input(0), c.input(1),
@@ -235,56 +151,6 @@ PF_REGISTER_OP(OpDef("ReduceGrad")
                      return LikeShape(c, 1);
                    }));
 PF_REAL_KERNELS("ReduceGrad", ReduceGradOp);
-
-PF_REGISTER_OP(OpDef("SliceGrad")
-                   .SetNoGradient()
-                   .Input("grad", "T")
-                   .Input("like", "T")
-                   .Output("output", "T")
-                   .RequiredAttr("begin")
-                   .TypeAttr("T", kAny)
-                   .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 1); }));
-PF_REGISTER_KERNEL(KernelDef("SliceGrad", kDeviceCpu), SliceGradOp);
-
-PF_REGISTER_OP(OpDef("ConcatGrad")
-                   .SetNoGradient()
-                   .Input("grad", "T")
-                   .InputList("like", "T", "N")
-                   .OutputList("output", "T", "N")
-                   .RequiredAttr("axis")
-                   .RequiredAttr("N")
-                   .TypeAttr("T", kAny)
-                   .SetShapeFn([](ShapeContext& c) {
-                     for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(i + 1));
-                     return Status::OK();
-                   }));
-PF_REGISTER_KERNEL(KernelDef("ConcatGrad", kDeviceCpu), ConcatGradOp);
-
-PF_REGISTER_OP(OpDef("GatherGrad")
-                   .SetNoGradient()
-                   .Input("grad", "T")
-                   .Input("indices", "Tindices")
-                   .Input("like", "T")
-                   .Output("output", "T")
-                   .TypeAttr("T", kRealTypes)
-                   .TypeAttr("Tindices", kIndexTypes)
-                   .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 2); }));
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
-                       .TypeConstraint("T", {DT_FLOAT})
-                       .TypeConstraint("Tindices", {DT_INT32}),
-                   GatherGradOp<float, int32_t>);
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
-                       .TypeConstraint("T", {DT_FLOAT})
-                       .TypeConstraint("Tindices", {DT_INT64}),
-                   GatherGradOp<float, int64_t>);
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
-                       .TypeConstraint("T", {DT_DOUBLE})
-                       .TypeConstraint("Tindices", {DT_INT32}),
-                   GatherGradOp<double, int32_t>);
-PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
-                       .TypeConstraint("T", {DT_DOUBLE})
-                       .TypeConstraint("Tindices", {DT_INT64}),
-                   GatherGradOp<double, int64_t>);
 
 }  // namespace
 

@@ -26,13 +26,11 @@ class VariableOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
-const std::vector<DType> kVarTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
-
 PF_REGISTER_OP(OpDef("Variable")
                    .SetIsVariable()
                    .Output("ref", "dtype")
                    .RequiredAttr("shape")
-                   .TypeAttr("dtype", kVarTypes)
+                   .TypeAttr("dtype", kComputableTypes)
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
@@ -97,7 +95,7 @@ PF_REGISTER_OP(OpDef("Assign")
                    .Input("value", "T")
                    .Output("output_ref", "T")
                    .Attr("validate_shape", true)
-                   .TypeAttr("T", kVarTypes)
+                   .TypeAttr("T", kComputableTypes)
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn(AssignShape));
