@@ -60,5 +60,24 @@ while IFS= read -r file; do
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file" || true)
 done < <(find core graph devices ops placer executor train include tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 
+# The public umbrella header must not reach the runtime's internals, even through other headers.
+internals="placeflow/executor/executor.h placeflow/graph/kernel.h placeflow/placer/ placeflow/devices/cuda/ placeflow/devices/gpu_probe.h placeflow/executor/rendezvous.h placeflow/executor/collective.h"
+declare -A seen=()
+reach() {  # reach HEADER CHAIN: visits every placeflow header HEADER includes
+  local h="$1" chain="$2" inc
+  [[ -v seen[$h] ]] && return
+  seen[$h]=1
+  local path="${h#placeflow/}"
+  [[ "$h" == placeflow/placeflow.h ]] && path=include/placeflow/placeflow.h
+  [[ -f "$path" ]] || return
+  for bad in $internals; do
+    [[ "$h" == "$bad"* ]] && fail "include/placeflow/placeflow.h" "reaches internal $h via $chain"
+  done
+  while read -r inc; do
+    reach "$inc" "$chain -> $inc"
+  done < <(sed -nE 's@^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](placeflow/[^>"]+)[>"].*@\1@p' "$path")
+}
+reach placeflow/placeflow.h placeflow.h
+
 if ((status == 0)); then echo "layers: every include respects the table"; fi
 exit $status
