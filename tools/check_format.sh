@@ -3,9 +3,12 @@
 # Fix with: clang-format -i $(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
+# Exit code 4 is "skipped" under ctest (tests/CMakeLists.txt): machines built without the
+# README's setup (the GPU machine's bundled build) have no clang-format; tools/build.sh
+# installs it, so CI always checks.
 if ! command -v clang-format > /dev/null; then
-  echo "clang-format is not installed (Debian: apt-get install clang-format)" >&2
-  exit 1
+  echo "skipped: clang-format is not installed (Debian: apt-get install clang-format)" >&2
+  exit 4
 fi
 mapfile -t files < <(find core graph devices ops placer executor train include tools tests -type f \
   \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
