@@ -118,8 +118,10 @@ StatusOr<int> ShapeContext::CanonicalAxis(int64_t axis, int rank) const {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-Status UnchangedShape(ShapeContext& c) {
-  c.set_output(0, c.input(0));
+Status UnchangedShape(ShapeContext& c) { return ShapeOfInput(c, 0); }
+
+Status ShapeOfInput(ShapeContext& c, int input) {
+  c.set_output(0, c.input(input));
   return Status::OK();
 }
 

@@ -196,7 +196,8 @@ class ShapeContext {
 };
 
 // Common shape functions.
-Status UnchangedShape(ShapeContext& c);  // output 0 = input 0
+Status UnchangedShape(ShapeContext& c);           // output 0 = input 0
+Status ShapeOfInput(ShapeContext& c, int input);  // output 0 = that input's shape
 Status NoOutputsShape(ShapeContext& c);
 Status ScalarShape(ShapeContext& c);
 // NumPy broadcasting of input 0 and 1 into output 0.

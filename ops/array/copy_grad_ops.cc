@@ -4,16 +4,12 @@
 // in copy_ops_gpu.cc.
 #include <cstring>
 
+#include "placeflow/ops/array/copy_ops.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {
-
-Status LikeShape(ShapeContext& c, int like_input) {
-  c.set_output(0, c.input(like_input));
-  return Status::OK();
-}
 
 // ---- SliceGrad(g, like): zeros shaped like the slice input, with g at `begin` ----
 class SliceGradOp : public OpKernel {
@@ -55,13 +51,11 @@ class ConcatGradOp : public OpKernel {
     const Tensor& g = ctx->input(0);
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + g.rank() : axis_);
     const size_t es = DTypeSize(g.dtype());
-    int64_t outer = 1;
-    for (int d = 0; d < axis; ++d) outer *= g.dim(d);
-    const int64_t g_inner = g.num_elements() / std::max<int64_t>(outer, 1) * es;
-    int64_t offset = 0;
+    int64_t outer, g_inner, inner, offset = 0;
+    OuterInner(g.shape(), axis, es, &outer, &g_inner);
     for (int i = 0; i < ctx->num_outputs(); ++i) {
       PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(i));
-      const int64_t inner = out->num_elements() / std::max<int64_t>(outer, 1) * es;
+      OuterInner(out->shape(), axis, es, &outer, &inner);
       for (int64_t o = 0; o < outer; ++o) {
         std::memcpy(static_cast<char*>(out->raw_data()) + o * inner,
                     static_cast<const char*>(g.raw_data()) + o * g_inner + offset, inner);
@@ -105,7 +99,7 @@ PF_REGISTER_OP(OpDef("SliceGrad")
                    .Output("output", "T")
                    .RequiredAttr("begin")
                    .TypeAttr("T", kComputableTypes)
-                   .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 1); }));
+                   .SetShapeFn([](ShapeContext& c) { return ShapeOfInput(c, 1); }));
 PF_REGISTER_KERNEL(KernelDef("SliceGrad", kDeviceCpu), SliceGradOp);
 
 PF_REGISTER_OP(OpDef("ConcatGrad")
@@ -130,7 +124,7 @@ PF_REGISTER_OP(OpDef("GatherGrad")
                    .Output("output", "T")
                    .TypeAttr("T", kRealTypes)
                    .TypeAttr("Tindices", kIndexTypes)
-                   .SetShapeFn([](ShapeContext& c) { return LikeShape(c, 2); }));
+                   .SetShapeFn([](ShapeContext& c) { return ShapeOfInput(c, 2); }));
 PF_REGISTER_KERNEL(KernelDef("GatherGrad", kDeviceCpu)
                        .TypeConstraint("T", {DT_FLOAT})
                        .TypeConstraint("Tindices", {DT_INT32}),

@@ -1,5 +1,7 @@
 // Data movement: Transpose, Concat, Split, Slice, Gather. Kernels move bytes, so one kernel
 // serves every dtype of the same element size.
+#include "placeflow/ops/array/copy_ops.h"
+
 #include <cstring>
 
 #include "placeflow/ops/grad_util.h"
@@ -116,16 +118,7 @@ PF_REGISTER_OP(OpDef("Transpose")
                    .SetShapeFn(TransposeShape));
 PF_REGISTER_KERNEL(KernelDef("Transpose", kDeviceCpu), TransposeOp);
 
-// ---- Concat / Split: both walk `outer` blocks of contiguous bytes ----
-// Bytes per outer block of `s` from `axis` on, and the number of outer blocks.
-void OuterInner(const Shape& s, int axis, size_t es, int64_t* outer, int64_t* inner_bytes) {
-  *outer = 1;
-  for (int d = 0; d < axis; ++d) *outer *= s.dim(d);
-  int64_t inner = 1;
-  for (int d = axis; d < s.rank(); ++d) inner *= s.dim(d);
-  *inner_bytes = inner * static_cast<int64_t>(es);
-}
-
+// ---- Concat / Split: both walk `outer` blocks of contiguous bytes (OuterInner) ----
 Status ConcatShape(ShapeContext& c) {
   int rank = -1;
   for (int i = 0; i < c.num_inputs(); ++i) {

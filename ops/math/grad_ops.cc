@@ -48,11 +48,6 @@ StatusOr<Shape> ReduceGradShape(const Shape& g, const Shape& x, const std::vecto
 
 namespace {
 
-Status LikeShape(ShapeContext& c, int like_input) {
-  c.set_output(0, c.input(like_input));
-  return Status::OK();
-}
-
 // ---- SumToShape(g, like): sum g down to like's shape (the inverse of broadcasting) ----
 template <typename T>
 class SumToShapeOp : public OpKernel {
@@ -129,7 +124,7 @@ PF_REGISTER_OP(OpDef("SumToShape")
                      if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
                        PF_RETURN_IF_ERROR(SumToShapeDims(c.input(0), c.input(1)).status());
                      }
-                     return LikeShape(c, 1);
+                     return ShapeOfInput(c, 1);
                    }));
 PF_REAL_KERNELS("SumToShape", SumToShapeOp);
 
@@ -148,7 +143,7 @@ PF_REGISTER_OP(OpDef("ReduceGrad")
                                                           c.attr<std::vector<int64_t>>("axes"))
                                               .status());
                      }
-                     return LikeShape(c, 1);
+                     return ShapeOfInput(c, 1);
                    }));
 PF_REAL_KERNELS("ReduceGrad", ReduceGradOp);
 
