@@ -28,6 +28,10 @@ std::string_view CodeName(Code code) {
       return "Aborted";
     case Code::kDeadlineExceeded:
       return "DeadlineExceeded";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
   }
   return "Unknown";
 }

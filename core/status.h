@@ -31,6 +31,8 @@ enum class Code {
   kInternal,
   kAborted,
   kDeadlineExceeded,
+  kUnavailable,      // a task or service cannot be reached (retrying may help)
+  kUnauthenticated,  // a request without valid credentials (cluster token, TLS)
 };
 
 std::string_view CodeName(Code code);
@@ -119,6 +121,9 @@ PF_DEFINE_ERROR(OutOfRange)
 PF_DEFINE_ERROR(Unimplemented)
 PF_DEFINE_ERROR(Internal)
 PF_DEFINE_ERROR(Aborted)
+PF_DEFINE_ERROR(DeadlineExceeded)
+PF_DEFINE_ERROR(Unavailable)
+PF_DEFINE_ERROR(Unauthenticated)
 #undef PF_DEFINE_ERROR
 }  // namespace errors
 

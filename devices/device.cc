@@ -34,4 +34,9 @@ Device::Device(std::string type, int id, std::string job, int replica, int task)
   DeviceName::Parse(name_, &parsed_);
 }
 
+void Device::SetTask(const std::string& job, int replica, int task) {
+  name_ = DeviceName::FullName(job, replica, task, parsed_.type, parsed_.id);
+  DeviceName::Parse(name_, &parsed_);
+}
+
 }  // namespace pf

@@ -52,6 +52,9 @@ class Device {
   virtual ~Device() = default;
 
   const std::string& name() const { return name_; }
+  // Renames the device into a cluster task ("/job:ps/replica:0/task:1/device:CPU:0"); only
+  // before the device joins a DeviceSet.
+  void SetTask(const std::string& job, int replica, int task);
   const DeviceName& parsed_name() const { return parsed_; }
   const std::string& device_type() const { return parsed_.type; }
   virtual Allocator* GetAllocator() = 0;

@@ -81,7 +81,7 @@ void StepGroup::Fail(const Status& s) {
     status_ = s;
     aborted_.store(true, std::memory_order_release);
   }
-  rendezvous_.StartAbort(s);
+  rendezvous_->StartAbort(s);
   collectives_.StartAbort(s);
 }
 

@@ -33,20 +33,25 @@ namespace pf {
 // rendezvous their _Send/_Recv meet at, the collectives table, the first error, and the trace.
 class StepGroup {
  public:
-  explicit StepGroup(RunMetadata* stats = nullptr)
-      : stats_(stats), start_(std::chrono::steady_clock::now()) {}
+  // `rendezvous` (default: an in-process one of its own) must outlive the group; a cluster
+  // worker passes the step's rendezvous, which reaches other tasks.
+  explicit StepGroup(RunMetadata* stats = nullptr, Rendezvous* rendezvous = nullptr)
+      : rendezvous_(rendezvous ? rendezvous : &local_rendezvous_),
+        stats_(stats),
+        start_(std::chrono::steady_clock::now()) {}
   // The first error wins; it aborts the rendezvous so every waiting _Recv wakes.
   void Fail(const Status& s);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   Status status() const;
-  Rendezvous* rendezvous() { return &rendezvous_; }
+  Rendezvous* rendezvous() { return rendezvous_; }
   CollectiveTable* collectives() { return &collectives_; }
   RunMetadata* stats() const { return stats_; }
   std::chrono::steady_clock::time_point start() const { return start_; }
   void Record(NodeExecStats s);
 
  private:
-  LocalRendezvous rendezvous_;
+  LocalRendezvous local_rendezvous_;
+  Rendezvous* rendezvous_;
   LocalCollectiveTable collectives_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;

@@ -12,6 +12,7 @@
 #include "placeflow/devices/device_manager.h"
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/executor/executor.h"
+#include "placeflow/executor/subgraph.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/placer/partition.h"
 #include "placeflow/placer/placer.h"
@@ -34,8 +35,45 @@ struct Session::Prepared {
   std::vector<bool> copy_fetch;      // fetches that may share a buffer with a variable
 };
 
+namespace {
+
+std::mutex& BackendMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, SessionBackendFactory>& Backends() {
+  static auto* backends = new std::map<std::string, SessionBackendFactory>();
+  return *backends;
+}
+
+}  // namespace
+
+void RegisterSessionBackend(const std::string& scheme, SessionBackendFactory factory) {
+  std::lock_guard<std::mutex> lock(BackendMu());
+  Backends()[scheme] = std::move(factory);
+}
+
 Session::Session(Graph& graph, SessionOptions options)
     : graph_(graph), options_(std::move(options)) {
+  if (!options_.target.empty()) {
+    SessionBackendFactory factory;
+    {
+      std::lock_guard<std::mutex> lock(BackendMu());
+      for (const auto& [scheme, f] : Backends()) {
+        if (options_.target.rfind(scheme, 0) == 0) factory = f;
+      }
+    }
+    if (!factory) {
+      throw Error(errors::InvalidArgument(
+          "Session target '", options_.target,
+          "' is not supported: use \"\" (this process) or \"grpc://host:port\" in a placeflow "
+          "built with the cluster runtime (PF_WITH_GRPC; this build has it: ",
+          Backends().count("grpc://") ? "yes" : "no", ")"));
+    }
+    backend_ = factory(graph_, options_).ValueOrThrow();
+    pool_ = ThreadPool::Default();
+    return;
+  }
   if (options_.num_threads > 0) own_pool_ = std::make_unique<ThreadPool>(options_.num_threads - 1);
   pool_ = own_pool_ ? own_pool_.get() : ThreadPool::Default();
   int cpus = 1;
@@ -64,11 +102,13 @@ Session::Session(Graph& graph, SessionOptions options)
 Session::~Session() = default;
 
 size_t Session::num_cached_signatures() const {
+  if (backend_) return backend_->num_cached_signatures();
   std::lock_guard<std::mutex> lock(mu_);
   return cache_.size();
 }
 
 std::map<std::string, std::string> Session::DevicePlacement() const {
+  if (backend_) return backend_->DevicePlacement();
   std::lock_guard<std::mutex> lock(mu_);
   return placement_;
 }
@@ -85,28 +125,6 @@ StatusOr<OpKernel*> Session::GetKernel(const Node& node, Device* device) {
 
 namespace {
 
-// A collective whose participants are not all in this call would wait forever: every
-// participant of a group must run (e.g. fetch the update of every tower, not one tower's).
-Status CheckCollectivesComplete(const std::vector<Node*>& nodes) {
-  std::map<std::string, std::pair<int64_t, std::vector<const Node*>>> groups;
-  for (const Node* n : nodes) {
-    if (!n->HasAttr("group_key") || !n->HasAttr("group_size")) continue;
-    auto& [size, members] = groups[n->attr<std::string>("group_key")];
-    size = n->attr<int64_t>("group_size");
-    members.push_back(n);
-  }
-  for (const auto& [key, group] : groups) {
-    const auto& [size, members] = group;
-    if (static_cast<int64_t>(members.size()) == size) continue;
-    std::string names;
-    for (const Node* n : members) names += (names.empty() ? "" : ", ") + n->name();
-    return errors::InvalidArgument(
-        "Collective '", key, "' needs ", size, " participants but this call runs ", members.size(),
-        " of them (", names, "): run an op that depends on every tower, such as the training op");
-  }
-  return Status::OK();
-}
-
 Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
   if (n == nullptr || g.FindNode(n->name()) != n) {
     return errors::InvalidArgument(what, " '", n ? n->name() : std::string("<null>"),
@@ -115,91 +133,7 @@ Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
   return Status::OK();
 }
 
-// True when `o` may be a view of a variable's buffer (which later steps update in place): a
-// variable, an op that updates one in place (it returns its reference input 0, as TensorFlow's
-// Ref(T) outputs do), or either seen through ops that forward their input's buffer.
-bool MayAliasVariable(const Output& o) {
-  const Node* n = o.node;
-  if (n->op_def().is_variable()) return true;
-  return n->num_inputs() > 0 && (n->IsRefInput(0) || n->op_def().forwards_input()) &&
-         MayAliasVariable(n->input(0));
-}
-
-// Nodes needed for the fetches and targets, not walking into fed tensors.
-std::vector<Node*> Prune(const std::vector<Output>& feeds, const std::vector<Output>& fetches,
-                         const std::vector<Operation>& targets) {
-  std::set<Output> fed(feeds.begin(), feeds.end());
-  std::unordered_set<const Node*> seen;
-  std::vector<Node*> stack, order;
-  auto visit = [&](Node* n) {
-    if (seen.insert(n).second) stack.push_back(n);
-  };
-  for (const Output& f : fetches) {
-    if (!fed.count(f)) visit(f.node);
-  }
-  for (const Operation& t : targets) visit(t.node);
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    order.push_back(n);
-    for (const Output& in : n->inputs()) {
-      if (!fed.count(in)) visit(in.node);
-    }
-    for (Node* c : n->control_inputs()) visit(c);
-  }
-  return order;
-}
-
-// The cache key of a call: node ids of feeds, fetches and targets.
-std::string SignatureKey(const FeedDict& feeds, const std::vector<Output>& fetches,
-                         const std::vector<Operation>& targets) {
-  std::string key;
-  for (const auto& [o, t] : feeds)
-    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
-  key += '|';
-  for (const Output& o : fetches)
-    fmt::format_to(std::back_inserter(key), "{}:{},", o.node->id(), o.index);
-  key += '|';
-  for (const Operation& t : targets) fmt::format_to(std::back_inserter(key), "{},", t.node->id());
-  return key;
-}
-
-// Whether a feed entering a partition on `d` through `arg` is used in host memory: always on a
-// device whose memory is the host's, else only when every consumer reads it as HostMemory.
-bool FeedStaysOnHost(const Node& arg, const Device& d) {
-  if (d.uses_host_memory()) return true;
-  for (const Edge& e : arg.out_edges()) {
-    if (e.IsControl()) continue;
-    std::vector<bool> host_in, host_out;
-    KernelRegistry::Global()->MemoryTypes(*e.dst, d.device_type(), &host_in, &host_out);
-    if (!host_in[e.dst_input]) return false;
-  }
-  return true;
-}
-
 }  // namespace
-
-void Session::LogPlacement(const std::vector<Node*>& nodes, const Placement& placement,
-                           int send_recv_pairs) {
-  std::string text;
-  std::map<std::string, int> per_device;
-  std::vector<const Node*> by_id(nodes.begin(), nodes.end());
-  std::sort(by_id.begin(), by_id.end(),
-            [](const Node* a, const Node* b) { return a->id() < b->id(); });
-  for (const Node* n : by_id) {
-    const Device* d = placement.device.at(n);
-    ++per_device[d->parsed_name().LocalName()];
-    if (!placement_.count(n->name())) text += PlacementLogLine(*n, *d) + "\n";
-  }
-  std::vector<std::string> counts;
-  for (const auto& [dev, count] : per_device)
-    counts.push_back(fmt::format("{} nodes on {}", count, dev));
-  text += fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks\n",
-                      fmt::join(counts, ", "), send_recv_pairs, placement.fallbacks.size());
-  for (const std::string& line : placement.fallbacks) text += line + "\n";
-  std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
-}
 
 StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     const FeedDict& feeds, const std::vector<Output>& fetches,
@@ -223,8 +157,12 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   auto prepared = std::make_shared<Prepared>();
   std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
   PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
-  if (options_.log_device_placement)
-    LogPlacement(nodes, placement, prepared->partitions.send_recv_pairs);
+  if (options_.log_device_placement) {
+    std::string text =
+        PlacementLogText(nodes, placement, prepared->partitions.send_recv_pairs, placement_);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
   for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
 
   auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
@@ -267,6 +205,7 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
                               const RunOptions& run_options, RunMetadata* metadata) {
   PF_RETURN_IF_ERROR(CheckFeeds(feeds));
   PF_RETURN_IF_ERROR(CheckFetchesAndTargets(fetches, targets));
+  if (backend_) return backend_->Run(feeds, fetches, targets, outputs, run_options, metadata);
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
   StepGroup group(run_options.trace ? metadata : nullptr);
   if (group.stats()) group.stats()->step_stats.clear();

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,7 +36,24 @@ class OpKernel;
 class StepGroup;
 class ThreadPool;
 
+// How a process reaches a cluster's tasks (client sessions and servers alike); see
+// docs/distributed.md for the threat model.
+struct ClusterOptions {
+  // A shared secret sent with every RPC; a server with a token rejects requests without it.
+  std::string token;
+  // TLS with mutual authentication when all three are set: the certificate authority that signed
+  // every task's certificate, and this process's certificate and private key (PEM files).
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
+  // How long to keep retrying a task that does not answer (not started yet) before failing
+  // with Unavailable naming it.
+  double connect_timeout_s = 30;
+};
+
 struct SessionOptions {
+  // Where steps run: "" (this process) or "grpc://host:port", a server of a cluster
+  // (distributed/server.h), whose master lists every task's devices.
+  std::string target;
+  ClusterOptions cluster;
   bool allow_soft_placement = false;
   bool log_device_placement = false;
   // Soft-placement fallbacks become errors (as without allow_soft_placement).
@@ -54,6 +72,23 @@ struct SessionOptions {
 };
 
 using FeedDict = std::vector<std::pair<Output, Tensor>>;
+
+// A session whose steps run somewhere else. The cluster runtime registers one for "grpc://"
+// targets; Session checks each request, then hands it to the backend.
+class SessionBackend {
+ public:
+  virtual ~SessionBackend() = default;
+  virtual Status Run(const FeedDict& feeds, const std::vector<Output>& fetches,
+                     const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                     const RunOptions& run_options, RunMetadata* metadata) = 0;
+  virtual std::map<std::string, std::string> DevicePlacement() const = 0;
+  virtual const DeviceSet& devices() const = 0;
+  virtual size_t num_cached_signatures() const = 0;
+};
+using SessionBackendFactory = std::function<StatusOr<std::unique_ptr<SessionBackend>>(
+    Graph& graph, const SessionOptions& options)>;
+// Makes targets that start with `scheme` ("grpc://") open a backend session.
+void RegisterSessionBackend(const std::string& scheme, SessionBackendFactory factory);
 
 class Session {
  public:
@@ -80,7 +115,7 @@ class Session {
 
   // Node name -> full device name, for every node placed so far.
   std::map<std::string, std::string> DevicePlacement() const;
-  const DeviceSet& devices() const { return devices_; }
+  const DeviceSet& devices() const { return backend_ ? backend_->devices() : devices_; }
   Graph& graph() const { return graph_; }
   // Number of prepared (cached) signatures.
   size_t num_cached_signatures() const;
@@ -105,9 +140,6 @@ class Session {
   // Fetched GPU tensors come back to host memory; fetches that may view a variable are copied.
   Status CollectFetches(const Prepared& prepared, const FeedDict& feeds, PartTensors* part_fetches,
                         std::vector<Tensor>* outputs);
-  // The placement log lines of nodes not logged before, and the summary (mu_ held).
-  void LogPlacement(const std::vector<Node*>& nodes, const struct Placement& placement,
-                    int send_recv_pairs);
   StatusOr<Output> ResolveTensorName(const std::string& name) const;
 
   Graph& graph_;
@@ -120,6 +152,7 @@ class Session {
   std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};
+  std::unique_ptr<SessionBackend> backend_;  // when options.target names a cluster
 };
 
 }  // namespace pf

@@ -30,6 +30,9 @@ struct PlacerOptions {
   bool allow_soft_placement = false;
   // Fallbacks are errors even with allow_soft_placement.
   bool strict_placement = false;
+  // Fills the job/replica/task of a group whose request names no job (a cluster session's own task,
+  // TensorFlow's client device): unconstrained nodes stay on that task. Empty: no default.
+  DeviceName default_task;
 };
 
 struct Placement {

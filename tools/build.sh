@@ -10,7 +10,10 @@ shift || true
 build_dir="${BUILD_DIR:-build}"
 
 # clang-format: the format check in the test suite. ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config requires OpenCL.
-packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev dataset-fashion-mnist)
+# gRPC and protobuf: the cluster runtime (distributed/). openssl and iproute2: the cluster tests
+# (TLS certificates, network namespaces).
+packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev dataset-fashion-mnist
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -45,8 +45,9 @@ class RecvOp : public OpKernel {
   void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
     if (ctx->rendezvous() == nullptr || ctx->devices() == nullptr)
       return done(errors::Internal("_Recv without a rendezvous"));
+    // A tensor from another task (a cluster) arrives in this task's host memory.
     Device* src = ctx->devices()->Find(send_device_);
-    if (src == nullptr) return done(errors::Internal("_Recv: unknown send device ", send_device_));
+    if (src == nullptr) src = ctx->devices()->host();
     // A HostMemory consumer on a GPU gets the value in host memory: the copy goes to the host.
     Device* dst = host_memory_ ? ctx->devices()->host() : ctx->device();
     ctx->rendezvous()->RecvAsync(

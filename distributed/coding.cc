@@ -1,0 +1,264 @@
+#include "placeflow/distributed/coding.h"
+
+#include <grpcpp/support/slice.h>
+
+#include <cstring>
+#include <unordered_set>
+
+#include "placeflow/graph/op_registry.h"
+
+namespace pf {
+
+void ShapeToProto(const Shape& s, rpc::ShapeProto* p) {
+  p->set_unknown_rank(s.unknown_rank());
+  if (s.unknown_rank()) return;
+  for (int64_t d : s.dims()) p->add_dim(d);
+}
+
+StatusOr<Shape> ShapeFromProto(const rpc::ShapeProto& p) {
+  if (p.unknown_rank()) return Shape::Unknown();
+  return Shape::FromDims(std::span<const int64_t>(p.dim().data(), p.dim().size()));
+}
+
+namespace {
+
+StatusOr<DType> CheckedDType(int32_t value) {
+  if (value <= DT_INVALID || value > DT_BFLOAT16)
+    return errors::InvalidArgument("Unknown dtype ", value, " on the wire");
+  return static_cast<DType>(value);
+}
+
+StatusOr<Tensor> NewHostTensor(DType dtype, const Shape& shape) {
+  if (!shape.IsFullyDefined())
+    return errors::InvalidArgument("A tensor on the wire has shape ", shape.ToString());
+  Tensor t(dtype, shape);
+  if (!t.IsInitialized() && shape.num_elements() > 0) {
+    return errors::ResourceExhausted("Out of host memory receiving a tensor of shape ",
+                                     shape.ToString(), " and dtype ", DTypeName(dtype));
+  }
+  return t;
+}
+
+void AttrToProto(const AttrValue& v, rpc::AttrProto* p) {
+  std::visit(
+      [p](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          p->set_b(x);
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          p->set_i(x);
+        } else if constexpr (std::is_same_v<T, float>) {
+          p->set_f(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          p->set_s(x);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          p->set_type(x);
+        } else if constexpr (std::is_same_v<T, Shape>) {
+          ShapeToProto(x, p->mutable_shape());
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          auto* ints = p->mutable_ints();  // set even when empty: the oneof says which
+          for (int64_t i : x) ints->add_v(i);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          auto* strings = p->mutable_strings();
+          for (const std::string& s : x) strings->add_v(s);
+        } else {
+          static_assert(std::is_same_v<T, Tensor>);
+          TensorToProto(x, p->mutable_tensor());
+        }
+      },
+      v);
+}
+
+StatusOr<AttrValue> AttrFromProto(const rpc::AttrProto& p) {
+  switch (p.value_case()) {
+    case rpc::AttrProto::kB:
+      return AttrValue(p.b());
+    case rpc::AttrProto::kI:
+      return AttrValue(static_cast<int64_t>(p.i()));
+    case rpc::AttrProto::kF:
+      return AttrValue(p.f());
+    case rpc::AttrProto::kS:
+      return AttrValue(p.s());
+    case rpc::AttrProto::kType: {
+      PF_ASSIGN_OR_RETURN(DType t, CheckedDType(p.type()));
+      return AttrValue(t);
+    }
+    case rpc::AttrProto::kShape: {
+      PF_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(p.shape()));
+      return AttrValue(s);
+    }
+    case rpc::AttrProto::kInts:
+      return AttrValue(std::vector<int64_t>(p.ints().v().begin(), p.ints().v().end()));
+    case rpc::AttrProto::kStrings:
+      return AttrValue(std::vector<std::string>(p.strings().v().begin(), p.strings().v().end()));
+    case rpc::AttrProto::kTensor: {
+      PF_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p.tensor()));
+      return AttrValue(t);
+    }
+    default:
+      return errors::InvalidArgument("An attribute on the wire has no value");
+  }
+}
+
+}  // namespace
+
+void TensorToProto(const Tensor& t, rpc::TensorProto* p) {
+  p->set_dtype(t.dtype());
+  ShapeToProto(t.shape(), p->mutable_shape());
+  if (t.TotalBytes() > 0) p->set_content(t.raw_data(), t.TotalBytes());
+}
+
+StatusOr<Tensor> TensorFromProto(const rpc::TensorProto& p) {
+  PF_ASSIGN_OR_RETURN(DType dtype, CheckedDType(p.dtype()));
+  PF_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(p.shape()));
+  PF_ASSIGN_OR_RETURN(Tensor t, NewHostTensor(dtype, shape));
+  if (p.content().size() != t.TotalBytes()) {
+    return errors::InvalidArgument("A tensor of shape ", shape.ToString(), " and dtype ",
+                                   DTypeName(dtype), " came with ", p.content().size(),
+                                   " bytes instead of ", t.TotalBytes());
+  }
+  if (t.TotalBytes() > 0) std::memcpy(t.raw_data(), p.content().data(), t.TotalBytes());
+  return t;
+}
+
+void GraphToProto(const Graph& graph, const std::vector<Node*>& runs, rpc::GraphProto* p) {
+  std::unordered_set<const Node*> running(runs.begin(), runs.end());
+  for (const Node* n : graph.nodes()) {
+    rpc::NodeProto* np = p->add_node();
+    np->set_name(n->name());
+    np->set_op(n->op());
+    for (const Output& in : n->inputs()) np->add_input(in.name());
+    for (const Node* c : n->control_inputs()) np->add_input("^" + c->name());
+    for (const auto& [name, value] : n->attrs()) AttrToProto(value, &(*np->mutable_attr())[name]);
+    np->set_device(n->assigned_device());
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      np->add_output_dtype(n->output_dtype(i));
+      ShapeToProto(n->output_shape(i), np->add_output_shape());
+    }
+    np->set_runs(running.count(n) > 0);
+  }
+}
+
+StatusOr<Output> FindOutput(const Graph& graph, const std::string& name) {
+  std::string node = name;
+  int index = 0;
+  if (size_t colon = name.rfind(':'); colon != std::string::npos) {
+    node = name.substr(0, colon);
+    index = std::atoi(name.c_str() + colon + 1);
+  }
+  Node* n = graph.FindNode(node);
+  if (n == nullptr || index < 0 || index >= n->num_outputs())
+    return errors::InvalidArgument("Tensor '", name, "' is not in the registered graph");
+  return Output(n, index);
+}
+
+StatusOr<std::unique_ptr<Graph>> GraphFromProto(const rpc::GraphProto& p,
+                                                std::vector<Node*>* runs) {
+  auto graph = std::make_unique<Graph>();
+  for (const rpc::NodeProto& np : p.node()) {
+    NodeSpec spec;
+    spec.name = np.name();
+    spec.op_def = OpRegistry::Global()->Find(np.op());
+    if (spec.op_def == nullptr) {
+      return errors::NotFound("Node '", np.name(), "' needs op '", np.op(),
+                              "', which this task's placeflow does not have");
+    }
+    for (const auto& [name, value] : np.attr()) {
+      auto attr = AttrFromProto(value);
+      if (!attr.ok()) {
+        return attr.status().WithSuffix(
+            fmt::format(" (attr '{}' of node '{}' ({}))", name, np.name(), np.op()));
+      }
+      spec.attrs[name] = std::move(attr).value();
+    }
+    for (const std::string& in : np.input()) {
+      if (!in.empty() && in[0] == '^') {
+        Node* c = graph->FindNode(in.substr(1));
+        if (c == nullptr)
+          return errors::InvalidArgument("Node '", np.name(), "': unknown control input ", in);
+        spec.control_inputs.push_back(c);
+      } else {
+        PF_ASSIGN_OR_RETURN(Output o, FindOutput(*graph, in));
+        spec.inputs.push_back(o);
+      }
+    }
+    for (int i = 0; i < np.output_dtype_size(); ++i) {
+      PF_ASSIGN_OR_RETURN(DType t, CheckedDType(np.output_dtype(i)));
+      spec.output_dtypes.push_back(t);
+      PF_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(np.output_shape(i)));
+      spec.output_shapes.push_back(s);
+    }
+    spec.requested_device = np.device();
+    Node* n = graph->AddNode(std::move(spec));
+    n->set_assigned_device(np.device());
+    if (np.runs()) runs->push_back(n);
+  }
+  return graph;
+}
+
+namespace {
+
+// Keeps a tensor's buffer alive while gRPC sends it; freed by gRPC's slice destructor.
+void ReleaseBuffer(void* holder) { delete static_cast<std::shared_ptr<Buffer>*>(holder); }
+
+}  // namespace
+
+grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& t) {
+  rpc::RecvTensorHeader header;
+  header.set_dtype(t.dtype());
+  ShapeToProto(t.shape(), header.mutable_shape());
+  std::string prefix(4, '\0');
+  const uint32_t len = static_cast<uint32_t>(header.ByteSizeLong());
+  std::memcpy(prefix.data(), &len, 4);
+  header.AppendToString(&prefix);
+  std::vector<grpc::Slice> slices;
+  slices.emplace_back(prefix);
+  if (t.TotalBytes() > 0) {
+    auto* holder = new std::shared_ptr<Buffer>(t.buffer());
+    slices.emplace_back(t.raw_data(), t.TotalBytes(), &ReleaseBuffer, holder);
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+StatusOr<Tensor> DecodeRecvTensorResponse(grpc::ByteBuffer* wire) {
+  std::vector<grpc::Slice> slices;
+  if (!wire->Dump(&slices).ok()) return errors::Internal("Cannot read a RecvTensor response");
+  // Reads `n` bytes from the slices into `dst` (nullptr: skip), in order.
+  size_t slice = 0, offset = 0;
+  auto read = [&](char* dst, size_t n) {
+    while (n > 0 && slice < slices.size()) {
+      size_t take = std::min(n, slices[slice].size() - offset);
+      if (dst != nullptr) {
+        std::memcpy(dst, slices[slice].begin() + offset, take);
+        dst += take;
+      }
+      n -= take;
+      offset += take;
+      if (offset == slices[slice].size()) {
+        ++slice;
+        offset = 0;
+      }
+    }
+    return n == 0;
+  };
+  uint32_t len = 0;
+  std::string header_bytes;
+  rpc::RecvTensorHeader header;
+  if (!read(reinterpret_cast<char*>(&len), 4) || len > (1u << 20)) {
+    return errors::Internal("A RecvTensor response is malformed");
+  }
+  header_bytes.resize(len);
+  if (!read(header_bytes.data(), len) || !header.ParseFromString(header_bytes))
+    return errors::Internal("A RecvTensor response is malformed");
+  PF_ASSIGN_OR_RETURN(DType dtype, CheckedDType(header.dtype()));
+  PF_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(header.shape()));
+  PF_ASSIGN_OR_RETURN(Tensor t, NewHostTensor(dtype, shape));
+  if (wire->Length() != 4 + len + t.TotalBytes() ||
+      !read(static_cast<char*>(t.raw_data()), t.TotalBytes())) {
+    return errors::Internal("A RecvTensor response of shape ", shape.ToString(), " holds ",
+                            wire->Length() - 4 - len, " bytes instead of ", t.TotalBytes());
+  }
+  return t;
+}
+
+}  // namespace pf

@@ -1,0 +1,378 @@
+// The client side of a cluster session (Session with target "grpc://host:port"): the master
+// runs in the client process. It asks the target's master service for the cluster's devices,
+// places and partitions each signature with the same placer and partitioner as one process,
+// registers every task's partitions on that task once, and runs a step by asking every task
+// to run its partitions under one step id. The first error aborts the step on every task.
+#include <fmt/ranges.h>
+
+#include <condition_variable>
+#include <random>
+
+#include "placeflow/core/logging.h"
+#include "placeflow/distributed/coding.h"
+#include "placeflow/distributed/rpc.grpc.pb.h"
+#include "placeflow/distributed/rpc_util.h"
+#include "placeflow/executor/subgraph.h"
+#include "placeflow/placer/partition.h"
+
+namespace pf {
+namespace {
+
+// A device of another process: what the placer and partitioner need (name, type, priority,
+// memory kind); kernels never run on it here.
+class RemoteDevice final : public Device {
+ public:
+  RemoteDevice(const DeviceName& n, const rpc::DeviceProto& p)
+      : Device(n.type, n.id, n.job, n.replica, n.task), proto_(p) {}
+  Allocator* GetAllocator() override { return CpuAllocator(); }
+  std::string Description() const override { return proto_.description(); }
+  int priority() const override { return proto_.priority(); }
+  bool uses_host_memory() const override { return proto_.uses_host_memory(); }
+
+ private:
+  rpc::DeviceProto proto_;
+};
+
+struct Task {
+  std::string name, address;
+  std::unique_ptr<rpc::WorkerService::Stub> stub;
+};
+
+// Sends `req` and forgets it (AbortStep, CleanupStep): the call owns its state. `start` begins
+// the asynchronous call: start(context, request, response, on_done).
+template <typename Req, typename Resp, typename Start>
+void FireAndForget(const ClusterOptions& options, const Req& req, Start start) {
+  struct Call {
+    grpc::ClientContext ctx;
+    Req req;
+    Resp resp;
+  };
+  auto* call = new Call;
+  call->req = req;
+  AddToken(&call->ctx, options);
+  call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  start(&call->ctx, &call->req, &call->resp, [call](grpc::Status) { delete call; });
+}
+
+class MasterSession final : public SessionBackend {
+ public:
+  static StatusOr<std::unique_ptr<SessionBackend>> Create(Graph& graph,
+                                                          const SessionOptions& options) {
+    auto s = std::unique_ptr<MasterSession>(new MasterSession(graph, options));
+    PF_RETURN_IF_ERROR(s->Connect());
+    return std::unique_ptr<SessionBackend>(std::move(s));
+  }
+
+  ~MasterSession() override {
+    // Best effort: tasks drop this session's graphs.
+    for (const auto& [key, prepared] : cache_) {
+      for (const auto& t : prepared->tasks) {
+        rpc::DeregisterGraphRequest req;
+        req.set_graph_handle(t.handle);
+        {
+          auto* stub = tasks_.at(t.task).stub.get();
+          FireAndForget<rpc::DeregisterGraphRequest, rpc::DeregisterGraphResponse>(
+              options_.cluster, req, [stub](auto... a) { stub->async()->DeregisterGraph(a...); });
+        }
+      }
+    }
+  }
+
+  Status Run(const FeedDict& feeds, const std::vector<Output>& fetches,
+             const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+             const RunOptions&, RunMetadata*) override {
+    const std::string key = SignatureKey(feeds, fetches, targets);
+    PF_ASSIGN_OR_RETURN(auto prepared, Prepare(key, feeds, fetches, targets));
+    Status s = RunStep(*prepared, feeds, outputs);
+    if (s.code() == Code::kNotFound && s.message().find("is not registered on task") !=
+                                           std::string::npos) {
+      // A task restarted and lost its graphs: register them again, once.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        cache_.erase(key);
+      }
+      PF_ASSIGN_OR_RETURN(prepared, Prepare(key, feeds, fetches, targets));
+      s = RunStep(*prepared, feeds, outputs);
+    }
+    return s;
+  }
+
+  std::map<std::string, std::string> DevicePlacement() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return placement_;
+  }
+  const DeviceSet& devices() const override { return devices_; }
+  size_t num_cached_signatures() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cache_.size();
+  }
+
+ private:
+  struct TaskPart {
+    std::string task;    // "/job:J/replica:0/task:T"
+    std::string handle;  // its registered graph
+    std::vector<int> feeds;    // session feed index per RunGraph feed
+    std::vector<int> fetches;  // session fetch index per RunGraph fetch
+  };
+  struct Prepared {
+    std::vector<TaskPart> tasks;
+    std::vector<int> fetch_from_feed;
+  };
+
+  MasterSession(Graph& graph, const SessionOptions& options)
+      : graph_(graph), options_(options), rng_(std::random_device()()) {}
+
+  Status Connect() {
+    const std::string address = options_.target.substr(std::strlen("grpc://"));
+    PF_ASSIGN_OR_RETURN(auto channel, NewChannel(address, options_.cluster));
+    auto master = rpc::MasterService::NewStub(channel);
+    grpc::ClientContext ctx;
+    AddToken(&ctx, options_.cluster);
+    ctx.set_wait_for_ready(true);
+    const double wait_s = options_.cluster.connect_timeout_s;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000 * 1.5 + 100)));
+    rpc::GetClusterRequest req;
+    req.set_wait_s(wait_s);
+    rpc::GetClusterResponse resp;
+    grpc::Status st = master->GetCluster(&ctx, req, &resp);
+    if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return errors::Unavailable("Timed out after ", wait_s, " s waiting for the session target ",
+                                 options_.target, " to answer (is its server started?)");
+    }
+    PF_RETURN_IF_ERROR(FromGrpc(st, "Connecting to " + options_.target));
+    for (const rpc::JobProto& job : resp.cluster().job()) {
+      for (int i = 0; i < job.address_size(); ++i) {
+        Task t;
+        t.name = fmt::format("/job:{}/replica:0/task:{}", job.name(), i);
+        t.address = job.address(i);
+        PF_ASSIGN_OR_RETURN(auto ch, t.address == address ? StatusOr<std::shared_ptr<grpc::Channel>>(channel)
+                                                          : NewChannel(t.address, options_.cluster));
+        t.stub = rpc::WorkerService::NewStub(ch);
+        std::string name = t.name;
+        tasks_.emplace(name, std::move(t));
+      }
+    }
+    for (const rpc::DeviceProto& d : resp.device()) {
+      DeviceName n;
+      if (!DeviceName::Parse(d.name(), &n) || !n.IsFullySpecified())
+        return errors::Internal("The cluster reported a malformed device name '", d.name(), "'");
+      devices_.Add(std::make_unique<RemoteDevice>(n, d));
+    }
+    default_task_.has_job = default_task_.has_replica = default_task_.has_task = true;
+    default_task_.job = resp.job();
+    default_task_.task = resp.task();
+    if (options_.log_device_placement) {
+      std::string text = "Device mapping:\n";
+      for (const Device* d : devices_.devices())
+        text += fmt::format("{} -> {}\n", d->name(), d->Description());
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return Status::OK();
+  }
+
+  static std::string TaskOf(const Device& d) {
+    return fmt::format("/job:{}/replica:{}/task:{}", d.parsed_name().job, d.parsed_name().replica,
+                       d.parsed_name().task);
+  }
+
+  StatusOr<std::shared_ptr<const Prepared>> Prepare(const std::string& key, const FeedDict& feeds,
+                                                    const std::vector<Output>& fetches,
+                                                    const std::vector<Operation>& targets) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    std::vector<Output> fed_list;
+    for (const auto& [o, t] : feeds) fed_list.push_back(o);
+    std::vector<Node*> nodes = Prune(fed_list, fetches, targets);
+    PF_RETURN_IF_ERROR(CheckCollectivesComplete(nodes));
+    std::sort(nodes.begin(), nodes.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    PlacerOptions popts;
+    popts.allow_soft_placement = options_.allow_soft_placement;
+    popts.strict_placement = options_.strict_placement;
+    popts.default_task = default_task_;
+    PF_ASSIGN_OR_RETURN(Placement placement, Place(nodes, devices_, popts));
+    PF_RETURN_IF_ERROR(CheckCollectivesOnOneTask(nodes, placement));
+    std::set<Output> fed(fed_list.begin(), fed_list.end());
+    PF_ASSIGN_OR_RETURN(Partitions partitions, Partition(nodes, placement.device, fed));
+    if (options_.log_device_placement) {
+      std::string text = PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_);
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
+
+    auto prepared = std::make_shared<Prepared>();
+    std::map<Output, int> feed_index;
+    for (size_t i = 0; i < fed_list.size(); ++i) feed_index[fed_list[i]] = static_cast<int>(i);
+    for (const Output& f : fetches) {
+      auto it = feed_index.find(f);
+      prepared->fetch_from_feed.push_back(it == feed_index.end() ? -1 : it->second);
+    }
+    std::map<std::string, std::pair<rpc::RegisterGraphRequest, TaskPart>> per_task;
+    for (const Partitions::Part& part : partitions.parts) {
+      auto& [req, tp] = per_task[TaskOf(*part.device)];
+      tp.task = TaskOf(*part.device);
+      rpc::PartitionProto* pp = req.add_partition();
+      pp->set_device(part.device->name());
+      GraphToProto(*part.graph, part.nodes, pp->mutable_graph());
+      for (const auto& [user, arg] : part.args) {
+        pp->add_feed(arg.name());
+        tp.feeds.push_back(feed_index.at(user));
+      }
+      for (size_t i = 0; i < fetches.size(); ++i) {
+        if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device)
+          continue;
+        pp->add_fetch(Output(partitions.copy_of.at(fetches[i].node), fetches[i].index).name());
+        tp.fetches.push_back(static_cast<int>(i));
+      }
+    }
+    for (auto& [task, entry] : per_task) {
+      auto& [req, tp] = entry;
+      grpc::ClientContext ctx;
+      AddToken(&ctx, options_.cluster);
+      rpc::RegisterGraphResponse resp;
+      const Task& t = tasks_.at(task);
+      PF_RETURN_IF_ERROR(FromGrpc(t.stub->RegisterGraph(&ctx, req, &resp),
+                                  fmt::format("RegisterGraph on task {} ({})", task, t.address)));
+      tp.handle = resp.graph_handle();
+      prepared->tasks.push_back(std::move(tp));
+    }
+    cache_[key] = prepared;
+    return std::shared_ptr<const Prepared>(prepared);
+  }
+
+  // Collectives meet in one process's table: a group spread over tasks would wait forever.
+  static Status CheckCollectivesOnOneTask(const std::vector<Node*>& nodes,
+                                          const Placement& placement) {
+    std::map<std::string, std::pair<std::string, const Node*>> group_task;
+    for (const Node* n : nodes) {
+      if (!n->HasAttr("group_key")) continue;
+      const std::string task = TaskOf(*placement.device.at(n));
+      auto [it, inserted] =
+          group_task.emplace(n->attr<std::string>("group_key"), std::make_pair(task, n));
+      if (!inserted && it->second.first != task) {
+        return errors::Unimplemented("Collective '", it->first, "' has participants on ",
+                                     it->second.first, " (", it->second.second->name(), ") and ",
+                                     task, " (", n->name(),
+                                     "): all-reduce across tasks is not supported yet; combine "
+                                     "tower gradients on a parameter device instead");
+      }
+    }
+    return Status::OK();
+  }
+
+  Status RunStep(const Prepared& prepared, const FeedDict& feeds, std::vector<Tensor>* outputs) {
+    int64_t step_id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      step_id = static_cast<int64_t>(rng_() >> 1);
+    }
+    struct Call {
+      grpc::ClientContext ctx;
+      rpc::RunGraphRequest req;
+      rpc::RunGraphResponse resp;
+      Status status;
+    };
+    const size_t n = prepared.tasks.size();
+    std::vector<Call> calls(n);
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t remaining = n;
+    bool aborted = false;
+    auto abort_all = [&](const Status& s) {
+      rpc::AbortStepRequest req;
+      req.set_step_id(step_id);
+      req.set_code(static_cast<int>(s.code()));
+      req.set_message(s.message());
+      for (const TaskPart& tp : prepared.tasks) {
+        {
+          auto* stub = tasks_.at(tp.task).stub.get();
+          FireAndForget<rpc::AbortStepRequest, rpc::AbortStepResponse>(
+              options_.cluster, req, [stub](auto... a) { stub->async()->AbortStep(a...); });
+        }
+      }
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const TaskPart& tp = prepared.tasks[i];
+      Call& c = calls[i];
+      AddToken(&c.ctx, options_.cluster);
+      c.req.set_graph_handle(tp.handle);
+      c.req.set_step_id(step_id);
+      for (int f : tp.feeds) TensorToProto(feeds[f].second, c.req.add_feed());
+      const Task& task = tasks_.at(tp.task);
+      const std::string what = fmt::format("Task {} ({})", tp.task, task.address);
+      task.stub->async()->RunGraph(&c.ctx, &c.req, &c.resp, [&, what, i](grpc::Status st) {
+        Status s = FromGrpc(st, what);
+        if (st.error_code() == grpc::StatusCode::UNAVAILABLE && st.error_details() != "remote") {
+          s = errors::Unavailable(what, " is unreachable or died during the step: ",
+                                  st.error_message());
+        }
+        bool first_failure = false;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          calls[i].status = s;
+          if (!s.ok() && !aborted) first_failure = aborted = true;
+        }
+        if (first_failure) abort_all(s);
+        std::lock_guard<std::mutex> lock(mu);
+        if (--remaining == 0) cv.notify_all();
+      });
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return remaining == 0; });
+    }
+    rpc::CleanupStepRequest cleanup;
+    cleanup.set_step_id(step_id);
+    for (const TaskPart& tp : prepared.tasks) {
+      {
+          auto* stub = tasks_.at(tp.task).stub.get();
+          FireAndForget<rpc::CleanupStepRequest, rpc::CleanupStepResponse>(
+              options_.cluster, cleanup, [stub](auto... a) { stub->async()->CleanupStep(a...); });
+        }
+    }
+    // The root cause wins over the aborts and cancellations it set off on other tasks.
+    Status first;
+    for (const Call& c : calls) {
+      if (c.status.ok()) continue;
+      const bool derived = c.status.code() == Code::kAborted || c.status.code() == Code::kCancelled;
+      if (first.ok() || (!derived && (first.code() == Code::kAborted ||
+                                      first.code() == Code::kCancelled)))
+        first = c.status;
+    }
+    PF_RETURN_IF_ERROR(first);
+    outputs->assign(prepared.fetch_from_feed.size(), Tensor());
+    for (size_t i = 0; i < n; ++i) {
+      const TaskPart& tp = prepared.tasks[i];
+      if (calls[i].resp.fetch_size() != static_cast<int>(tp.fetches.size()))
+        return errors::Internal("Task ", tp.task, " returned ", calls[i].resp.fetch_size(),
+                                " fetches instead of ", tp.fetches.size());
+      for (size_t k = 0; k < tp.fetches.size(); ++k) {
+        PF_ASSIGN_OR_RETURN((*outputs)[tp.fetches[k]], TensorFromProto(calls[i].resp.fetch(k)));
+      }
+    }
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      if (prepared.fetch_from_feed[i] >= 0) (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
+    }
+    return Status::OK();
+  }
+
+  Graph& graph_;
+  SessionOptions options_;
+  DeviceSet devices_;
+  DeviceName default_task_;
+  std::map<std::string, Task> tasks_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const Prepared>> cache_;
+  std::map<std::string, std::string> placement_;
+  std::mt19937_64 rng_;
+};
+
+const bool kRegistered = [] {
+  RegisterSessionBackend("grpc://", &MasterSession::Create);
+  return true;
+}();
+
+}  // namespace
+}  // namespace pf

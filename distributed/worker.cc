@@ -1,0 +1,414 @@
+#include "placeflow/distributed/worker.h"
+
+#include <grpcpp/generic/generic_stub.h>
+
+#include <random>
+
+#include "placeflow/core/logging.h"
+#include "placeflow/devices/copy_registry.h"
+#include "placeflow/devices/device_manager.h"
+#include "placeflow/devices/gpu_probe.h"
+#include "placeflow/distributed/coding.h"
+#include "placeflow/distributed/rpc_util.h"
+#include "placeflow/executor/executor.h"
+#include "placeflow/executor/rendezvous.h"
+#include "placeflow/executor/subgraph.h"
+
+namespace pf {
+
+namespace {
+constexpr size_t kEndedStepsKept = 4096;
+constexpr char kRecvTensorMethod[] = "/pf.rpc.WorkerService/RecvTensor";
+}  // namespace
+
+// The rendezvous of one step on one task: keys sent from this task's devices meet in a local
+// table; a Recv of a key sent by another task pulls it from that task with RecvTensor.
+// Aborting wakes local waiters and cancels the pulls in flight.
+class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<StepRendezvous> {
+ public:
+  StepRendezvous(Worker* worker, int64_t step_id) : worker_(worker), step_id_(step_id) {}
+
+  Status Send(const std::string& key, const Tensor& value) override {
+    return local_.Send(key, value);
+  }
+
+  void RecvAsync(const std::string& key, DoneCallback done) override {
+    DeviceName src;
+    DeviceName::Parse(std::string_view(key).substr(0, key.find(';')), &src);
+    DeviceName self;
+    DeviceName::Parse(worker_->task_name(), &self);
+    if (src.job == self.job && src.task == self.task) return local_.RecvAsync(key, std::move(done));
+    PullFromPeer(src, key, std::move(done));
+  }
+
+  void StartAbort(const Status& status) override {
+    std::vector<std::shared_ptr<grpc::ClientContext>> calls;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (aborted_.ok()) aborted_ = status.ok() ? errors::Aborted("Step aborted") : status;
+      for (auto& [ptr, ctx] : in_flight_) calls.push_back(ctx);
+    }
+    local_.StartAbort(status);
+    for (auto& c : calls) c->TryCancel();
+  }
+
+  // For another task's RecvTensor: the value this task's _Send left under `key`.
+  void RecvLocal(const std::string& key, DoneCallback done) { local_.RecvAsync(key, std::move(done)); }
+
+ private:
+  struct Call {
+    std::shared_ptr<grpc::ClientContext> ctx = std::make_shared<grpc::ClientContext>();
+    grpc::ByteBuffer request, response;
+  };
+
+  void PullFromPeer(const DeviceName& src, const std::string& key, DoneCallback done) {
+    std::string address;
+    auto stub = worker_->PeerStub(src.job, src.task, &address);
+    if (!stub.ok()) return done(stub.status(), Tensor());
+    auto call = std::make_shared<Call>();
+    Status aborted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted = aborted_;
+      if (aborted.ok()) in_flight_[call.get()] = call->ctx;
+    }
+    if (!aborted.ok()) return done(aborted, Tensor());  // not under mu_: done may abort
+    AddToken(call->ctx.get(), worker_->options());
+    rpc::RecvTensorRequest req;
+    req.set_step_id(step_id_);
+    req.set_key(key);
+    grpc::Slice slice(req.SerializeAsString());
+    call->request = grpc::ByteBuffer(&slice, 1);
+    const std::string what =
+        fmt::format("RecvTensor of '{}' from /job:{}/replica:0/task:{} ({})",
+                    key.substr(key.rfind(';') + 1), src.job, src.task, address);
+    auto self = shared_from_this();
+    (*stub)->UnaryCall(call->ctx.get(), kRecvTensorMethod, grpc::StubOptions(), &call->request,
+                       &call->response,
+                       [self, call, what, done = std::move(done)](grpc::Status s) {
+                         {
+                           std::lock_guard<std::mutex> lock(self->mu_);
+                           self->in_flight_.erase(call.get());
+                         }
+                         if (!s.ok()) return done(FromGrpc(s, what), Tensor());
+                         auto t = DecodeRecvTensorResponse(&call->response);
+                         if (!t.ok()) return done(t.status().WithSuffix(" (" + what + ")"), Tensor());
+                         done(Status::OK(), *t);
+                       });
+  }
+
+  Worker* worker_;
+  int64_t step_id_;
+  LocalRendezvous local_;
+  std::mutex mu_;
+  Status aborted_;
+  std::map<Call*, std::shared_ptr<grpc::ClientContext>> in_flight_;
+};
+
+// A graph registered by a master: one executor per device partition of one signature.
+struct Worker::Registration {
+  struct Part {
+    std::unique_ptr<Graph> graph;
+    Device* device = nullptr;
+    std::unique_ptr<Executor> executor;
+    std::vector<bool> feed_on_host;
+    int num_fetches = 0;
+  };
+  std::vector<Part> parts;
+  std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels;
+  std::mutex kernels_mu;
+};
+
+Worker::Worker(ClusterSpec cluster, std::string job, int task, ClusterOptions options,
+               int cpu_devices)
+    : cluster_(std::move(cluster)),
+      job_(std::move(job)),
+      task_(task),
+      task_name_(fmt::format("/job:{}/replica:0/task:{}", job_, task_)),
+      options_(std::move(options)),
+      incarnation_(std::random_device()() * (uint64_t{1} << 32) + std::random_device()()) {
+  std::vector<std::unique_ptr<Device>> made;
+  for (int i = 0; i < std::max(1, cpu_devices); ++i) made.push_back(NewCpuDevice(i));
+  GpuOptions gpu;
+  auto plan = PlanGpuDevices(CudaDeviceCount(), gpu).ValueOrThrow();
+  for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) made.push_back(std::move(d));
+  for (auto& d : made) {
+    d->SetTask(job_, 0, task_);
+    devices_.Add(std::move(d));
+  }
+}
+
+Worker::~Worker() = default;
+
+void Worker::ListDevices(google::protobuf::RepeatedPtrField<rpc::DeviceProto>* out) const {
+  for (const Device* d : devices_.devices()) {
+    rpc::DeviceProto* p = out->Add();
+    p->set_name(d->name());
+    p->set_type(d->device_type());
+    p->set_description(d->Description());
+    p->set_priority(d->priority());
+    p->set_uses_host_memory(d->uses_host_memory());
+  }
+}
+
+StatusOr<std::shared_ptr<grpc::GenericStub>> Worker::PeerStub(const std::string& job, int task,
+                                                              std::string* address) {
+  PF_ASSIGN_OR_RETURN(*address, cluster_.TaskAddress(job, task));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& stub = peers_[*address];
+  if (!stub) {
+    PF_ASSIGN_OR_RETURN(auto channel, NewChannel(*address, options_));
+    stub = std::make_shared<grpc::GenericStub>(channel);
+  }
+  return stub;
+}
+
+std::shared_ptr<StepRendezvous> Worker::FindOrCreateStep(int64_t step_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_.count(step_id)) return nullptr;
+  auto& step = steps_[step_id];
+  if (!step) step = std::make_shared<StepRendezvous>(this, step_id);
+  return step;
+}
+
+std::shared_ptr<StepRendezvous> Worker::EndStep(int64_t step_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<StepRendezvous> step;
+  if (auto it = steps_.find(step_id); it != steps_.end()) {
+    step = it->second;
+    steps_.erase(it);
+  }
+  if (ended_.insert(step_id).second) ended_order_.push_back(step_id);
+  if (ended_order_.size() > kEndedStepsKept) {
+    ended_.erase(ended_order_.front());
+    ended_order_.pop_front();
+  }
+  return step;
+}
+
+#define PF_CHECK_TOKEN(method)                                                   \
+  auto* reactor = ctx->DefaultReactor();                                         \
+  if (grpc::Status st = CheckToken(ctx, options_.token, method); !st.ok()) {     \
+    reactor->Finish(st);                                                         \
+    return reactor;                                                              \
+  }
+
+grpc::ServerUnaryReactor* Worker::GetStatus(grpc::CallbackServerContext* ctx,
+                                            const rpc::GetStatusRequest*,
+                                            rpc::GetStatusResponse* resp) {
+  PF_CHECK_TOKEN("GetStatus");
+  ListDevices(resp->mutable_device());
+  resp->set_incarnation(incarnation_);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+StatusOr<std::shared_ptr<Worker::Registration>> Worker::Register(
+    const rpc::RegisterGraphRequest& req) {
+  auto reg = std::make_shared<Registration>();
+  for (const rpc::PartitionProto& pp : req.partition()) {
+    Registration::Part part;
+    part.device = devices_.Find(pp.device());
+    if (part.device == nullptr) {
+      return errors::InvalidArgument("Device ", pp.device(), " is not on task ", task_name_,
+                                     " (its devices: ", devices_.NamesForError(), ")");
+    }
+    ExecutorSpec spec;
+    PF_ASSIGN_OR_RETURN(part.graph, GraphFromProto(pp.graph(), &spec.nodes));
+    for (const Node* n : part.graph->nodes()) spec.device[n] = part.device;
+    for (const std::string& arg : pp.feed()) {
+      PF_ASSIGN_OR_RETURN(Output o, FindOutput(*part.graph, arg));
+      spec.feeds.push_back(o);
+      part.feed_on_host.push_back(FeedStaysOnHost(*o.node, *part.device));
+    }
+    for (const std::string& f : pp.fetch()) {
+      PF_ASSIGN_OR_RETURN(Output o, FindOutput(*part.graph, f));
+      spec.fetches.push_back(o);
+    }
+    part.num_fetches = pp.fetch_size();
+    spec.devices = &devices_;
+    Registration* r = reg.get();
+    auto kernels = [r](const Node& n, Device* d) -> StatusOr<OpKernel*> {
+      std::lock_guard<std::mutex> lock(r->kernels_mu);
+      auto& slot = r->kernels[{n.name(), d}];
+      if (!slot) {
+        PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(n, d->device_type()));
+      }
+      return slot.get();
+    };
+    PF_ASSIGN_OR_RETURN(part.executor, Executor::Create(spec, kernels));
+    reg->parts.push_back(std::move(part));
+  }
+  return reg;
+}
+
+grpc::ServerUnaryReactor* Worker::RegisterGraph(grpc::CallbackServerContext* ctx,
+                                                const rpc::RegisterGraphRequest* req,
+                                                rpc::RegisterGraphResponse* resp) {
+  PF_CHECK_TOKEN("RegisterGraph");
+  auto reg = Register(*req);
+  if (!reg.ok()) {
+    reactor->Finish(ToGrpc(reg.status().WithSuffix(fmt::format(" (on task {})", task_name_))));
+    return reactor;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string handle = fmt::format("{:x}/{}", incarnation_, next_graph_++);
+  graphs_[handle] = std::move(reg).value();
+  resp->set_graph_handle(handle);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Worker::DeregisterGraph(grpc::CallbackServerContext* ctx,
+                                                  const rpc::DeregisterGraphRequest* req,
+                                                  rpc::DeregisterGraphResponse*) {
+  PF_CHECK_TOKEN("DeregisterGraph");
+  std::lock_guard<std::mutex> lock(mu_);
+  graphs_.erase(req->graph_handle());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
+                                           const rpc::RunGraphRequest* req,
+                                           rpc::RunGraphResponse* resp) {
+  PF_CHECK_TOKEN("RunGraph");
+  std::shared_ptr<Registration> reg;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = graphs_.find(req->graph_handle()); it != graphs_.end()) reg = it->second;
+  }
+  if (!reg) {
+    reactor->Finish(ToGrpc(errors::NotFound("Graph handle ", req->graph_handle(),
+                                            " is not registered on task ", task_name_,
+                                            " (the task restarted?)")));
+    return reactor;
+  }
+  std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req->step_id());
+  if (!step) {
+    reactor->Finish(ToGrpc(errors::Aborted("Step ", req->step_id(), " already ended on task ",
+                                           task_name_)));
+    return reactor;
+  }
+  // The step's state lives until the last partition finishes.
+  struct Run {
+    std::shared_ptr<Registration> reg;
+    std::shared_ptr<StepRendezvous> step;
+    std::unique_ptr<StepGroup> group;
+    std::vector<std::vector<Tensor>> feeds, fetches;
+    std::atomic<int> remaining{0};
+  };
+  auto run = std::make_shared<Run>();
+  run->reg = reg;
+  run->step = step;
+  run->group = std::make_unique<StepGroup>(nullptr, step.get());
+  run->feeds.resize(reg->parts.size());
+  run->fetches.resize(reg->parts.size());
+  int k = 0;
+  for (size_t i = 0; i < reg->parts.size(); ++i) {
+    const Registration::Part& part = reg->parts[i];
+    for (size_t f = 0; f < part.feed_on_host.size(); ++f, ++k) {
+      StatusOr<Tensor> t = k < req->feed_size() ? TensorFromProto(req->feed(k))
+                                                : errors::InvalidArgument("Too few feeds");
+      if (t.ok() && !part.feed_on_host[f])
+        t = CopyRegistry::Global()->Copy(*t, devices_.host(), part.device);
+      if (!t.ok()) {
+        reactor->Finish(ToGrpc(t.status()));
+        return reactor;
+      }
+      run->feeds[i].push_back(std::move(t).value());
+    }
+  }
+  run->remaining = static_cast<int>(reg->parts.size());
+  auto finish = [this, run, reactor, resp] {
+    Status s = run->group->status();
+    for (const Registration::Part& part : run->reg->parts) {
+      Status synced = part.device->Sync();
+      if (s.ok() && !synced.ok()) s = synced;
+    }
+    for (size_t i = 0; s.ok() && i < run->reg->parts.size(); ++i) {
+      for (Tensor& t : run->fetches[i]) {
+        if (!t.InHostMemory()) {
+          auto host = CopyRegistry::Global()->Copy(t, run->reg->parts[i].device, devices_.host());
+          if (!host.ok()) {
+            s = host.status();
+            break;
+          }
+          t = std::move(host).value();
+        }
+        TensorToProto(t, resp->add_fetch());
+      }
+    }
+    reactor->Finish(ToGrpc(s));
+  };
+  for (size_t i = 0; i < reg->parts.size(); ++i) {
+    // Kernels run on the pool, never on gRPC's threads.
+    ThreadPool::Default()->Schedule([run, i, finish, step_id = req->step_id()] {
+      run->reg->parts[i].executor->RunAsync(run->feeds[i], &run->fetches[i], step_id,
+                                            run->group.get(), [run, finish] {
+                                              if (run->remaining.fetch_sub(1) == 1) finish();
+                                            });
+    });
+  }
+  if (reg->parts.empty()) finish();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Worker::AbortStep(grpc::CallbackServerContext* ctx,
+                                            const rpc::AbortStepRequest* req,
+                                            rpc::AbortStepResponse*) {
+  PF_CHECK_TOKEN("AbortStep");
+  if (auto step = FindOrCreateStep(req->step_id()))
+    step->StartAbort(Status(static_cast<Code>(req->code()), req->message()));
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Worker::CleanupStep(grpc::CallbackServerContext* ctx,
+                                              const rpc::CleanupStepRequest* req,
+                                              rpc::CleanupStepResponse*) {
+  PF_CHECK_TOKEN("CleanupStep");
+  // Wakes anything still waiting in the step (a RecvTensor of a step that failed elsewhere).
+  if (auto step = EndStep(req->step_id())) step->StartAbort(errors::Aborted("Step ended"));
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
+                                             const grpc::ByteBuffer* req_bytes,
+                                             grpc::ByteBuffer* resp) {
+  PF_CHECK_TOKEN("RecvTensor");
+  rpc::RecvTensorRequest req;
+  grpc::Slice whole;
+  if (!req_bytes->TrySingleSlice(&whole).ok() && !req_bytes->DumpToSingleSlice(&whole).ok()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unreadable request"));
+    return reactor;
+  }
+  if (!req.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed request"));
+    return reactor;
+  }
+  std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req.step_id());
+  if (!step) {
+    reactor->Finish(ToGrpc(errors::Aborted("Step ", req.step_id(), " already ended on task ",
+                                           task_name_)));
+    return reactor;
+  }
+  Device* src = devices_.Find(req.key().substr(0, req.key().find(';')));
+  step->RecvLocal(req.key(), [this, reactor, resp, src](const Status& s, const Tensor& t) {
+    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+    if (t.InHostMemory() || src == nullptr) {
+      *resp = EncodeRecvTensorResponse(t);
+      return reactor->Finish(grpc::Status::OK);
+    }
+    // A GPU tensor goes to host memory first.
+    CopyRegistry::Global()->CopyAsync(t, src, devices_.host(), [reactor, resp](StatusOr<Tensor> h) {
+      if (!h.ok()) return reactor->Finish(ToGrpc(h.status()));
+      *resp = EncodeRecvTensorResponse(*h);
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
+  return reactor;
+}
+
+}  // namespace pf
