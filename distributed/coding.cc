@@ -31,7 +31,7 @@ StatusOr<DType> CheckedDType(int32_t value) {
 StatusOr<Tensor> NewHostTensor(DType dtype, const Shape& shape) {
   if (!shape.IsFullyDefined())
     return errors::InvalidArgument("A tensor on the wire has shape ", shape.ToString());
-  Tensor t(dtype, shape);
+  Tensor t(CpuAllocator(), dtype, shape);  // not zeroed: every byte is about to be written
   if (!t.IsInitialized() && shape.num_elements() > 0) {
     return errors::ResourceExhausted("Out of host memory receiving a tensor of shape ",
                                      shape.ToString(), " and dtype ", DTypeName(dtype));

@@ -64,7 +64,16 @@ class MasterSession final : public SessionBackend {
   }
 
   ~MasterSession() override {
-    // Best effort: tasks drop this session's graphs.
+    // Best effort: tasks drop this session's finished steps and graphs.
+    for (const auto& [task, steps] : ended_steps_) {
+      for (int64_t id : steps) {
+        rpc::CleanupStepRequest req;
+        req.set_step_id(id);
+        auto* stub = tasks_.at(task).stub.get();
+        FireAndForget<rpc::CleanupStepRequest, rpc::CleanupStepResponse>(
+            options_.cluster, req, [stub](auto... a) { stub->async()->CleanupStep(a...); });
+      }
+    }
     for (const auto& [key, prepared] : cache_) {
       for (const auto& t : prepared->tasks) {
         rpc::DeregisterGraphRequest req;
@@ -299,6 +308,11 @@ class MasterSession final : public SessionBackend {
       AddToken(&c.ctx, options_.cluster);
       c.req.set_graph_handle(tp.handle);
       c.req.set_step_id(step_id);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (int64_t ended : ended_steps_[tp.task]) c.req.add_ended_step(ended);
+        ended_steps_[tp.task].clear();
+      }
       for (int f : tp.feeds) TensorToProto(feeds[f].second, c.req.add_feed());
       const Task& task = tasks_.at(tp.task);
       const std::string what = fmt::format("Task {} ({})", tp.task, task.address);
@@ -323,14 +337,12 @@ class MasterSession final : public SessionBackend {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return remaining == 0; });
     }
-    rpc::CleanupStepRequest cleanup;
-    cleanup.set_step_id(step_id);
-    for (const TaskPart& tp : prepared.tasks) {
-      {
-          auto* stub = tasks_.at(tp.task).stub.get();
-          FireAndForget<rpc::CleanupStepRequest, rpc::CleanupStepResponse>(
-              options_.cluster, cleanup, [stub](auto... a) { stub->async()->CleanupStep(a...); });
-        }
+    if (!aborted) {
+      // Finished everywhere: each task drops the step with its next RunGraph.
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const TaskPart& tp : prepared.tasks) ended_steps_[tp.task].push_back(step_id);
+    } else {
+      CleanupNow(prepared, step_id);
     }
     // The root cause wins over the aborts and cancellations it set off on other tasks.
     Status first;
@@ -358,6 +370,17 @@ class MasterSession final : public SessionBackend {
     return Status::OK();
   }
 
+  // Ends `step_id` on every task of `prepared` now (a failed step: something may still wait).
+  void CleanupNow(const Prepared& prepared, int64_t step_id) {
+    rpc::CleanupStepRequest cleanup;
+    cleanup.set_step_id(step_id);
+    for (const TaskPart& tp : prepared.tasks) {
+      auto* stub = tasks_.at(tp.task).stub.get();
+      FireAndForget<rpc::CleanupStepRequest, rpc::CleanupStepResponse>(
+          options_.cluster, cleanup, [stub](auto... a) { stub->async()->CleanupStep(a...); });
+    }
+  }
+
   Graph& graph_;
   SessionOptions options_;
   DeviceSet devices_;
@@ -366,6 +389,7 @@ class MasterSession final : public SessionBackend {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const Prepared>> cache_;
   std::map<std::string, std::string> placement_;
+  std::map<std::string, std::vector<int64_t>> ended_steps_;  // per task, not yet sent
   std::mt19937_64 rng_;
 };
 

@@ -30,6 +30,18 @@ Status CheckTlsComplete(const ClusterOptions& o) {
   return Status::OK();
 }
 
+// Large tensors: big HTTP/2 frames and flow-control windows, big socket reads (the defaults,
+// 16 KiB frames and a window grown by probing, cost throughput on multi-MiB messages).
+template <typename Set>
+void SetTransferArguments(Set set) {
+  if (const char* e = std::getenv("PF_GRPC_NO_TUNING"); e && *e == '1') return;
+  set(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
+  set(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
+  set("grpc.experimental.tcp_read_chunk_size", 4 * 1024 * 1024);
+  set("grpc.experimental.tcp_max_read_chunk_size", 16 * 1024 * 1024);
+  set(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 16 * 1024 * 1024);
+}
+
 }  // namespace
 
 Status FromGrpc(const grpc::Status& s, std::string_view what) {
@@ -88,9 +100,11 @@ void SetCommonArguments(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  SetTransferArguments([args](const char* k, int v) { args->SetInt(k, v); });
 }
 
 void SetCommonArguments(grpc::ServerBuilder* builder) {
+  SetTransferArguments([builder](const char* k, int v) { builder->AddChannelArgument(k, v); });
   builder->SetMaxReceiveMessageSize(-1);
   builder->SetMaxSendMessageSize(-1);
   // Two servers on one port would split the clients between them: a busy port is an error.

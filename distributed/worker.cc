@@ -284,6 +284,7 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
                                             " (the task restarted?)")));
     return reactor;
   }
+  for (int64_t ended : req->ended_step()) EndStep(ended);
   std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req->step_id());
   if (!step) {
     reactor->Finish(ToGrpc(errors::Aborted("Step ", req->step_id(), " already ended on task ",
@@ -341,16 +342,22 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
     }
     reactor->Finish(ToGrpc(s));
   };
-  for (size_t i = 0; i < reg->parts.size(); ++i) {
-    // Kernels run on the pool, never on gRPC's threads.
-    ThreadPool::Default()->Schedule([run, i, finish, step_id = req->step_id()] {
-      run->reg->parts[i].executor->RunAsync(run->feeds[i], &run->fetches[i], step_id,
-                                            run->group.get(), [run, finish] {
-                                              if (run->remaining.fetch_sub(1) == 1) finish();
-                                            });
-    });
+  auto start = [run, finish, step_id = req->step_id()](size_t i) {
+    run->reg->parts[i].executor->RunAsync(run->feeds[i], &run->fetches[i], step_id,
+                                          run->group.get(), [run, finish] {
+                                            if (run->remaining.fetch_sub(1) == 1) finish();
+                                          });
+  };
+  // As Session::Run: other partitions start on the pool, the first on this thread (an
+  // executor runs cheap nodes inline and hands expensive ones to the pool, so a long step
+  // does not hold this gRPC thread; a thread hop costs ~100 us on a small VM).
+  for (size_t i = 1; i < reg->parts.size(); ++i)
+    ThreadPool::Default()->Schedule([start, i] { start(i); });
+  if (reg->parts.empty()) {
+    finish();
+  } else {
+    start(0);
   }
-  if (reg->parts.empty()) finish();
   return reactor;
 }
 

@@ -13,7 +13,9 @@
 // and 4 towers of CPU devices, both aggregation modes, with the traced step's aggregation and
 // transfer time; on /gpu:i too when GPUs are visible), mlp_seed000_step_gpu (the step and its
 // GEMMs on /gpu:0), gpu_copy_bandwidth (GB/s host<->GPU from pinned and pageable memory, and
-// device-to-device). GPU figures print "skipped=no_gpu" without a GPU.
+// device-to-device). GPU figures print "skipped=no_gpu" without a GPU. Cluster figures
+// (tools/dist_bench.h: grpc_recv_bandwidth, dist_step_overhead, dist_mlp_seed000_step) start
+// pf-server processes on loopback; they print "skipped=no_grpc" in a build without gRPC.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,37 +29,19 @@
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/placer/placer.h"
+#include "tools/bench_util.h"
+#include "tools/dist_bench.h"
 #include "tools/models.h"
 #include "tools/tower_timing.h"
 
 namespace {
 
+using pf::bench::kRepeats;
+using pf::bench::Median;
+using pf::bench::OnDevice;
+using pf::bench::TimeMedian;
+
 // CPU figures hide GPUs, so they mean the same on every machine; GPU figures use GPU 0.
-pf::SessionOptions OnDevice(bool gpu) {
-  pf::SessionOptions o;
-  if (!gpu) o.device_count["GPU"] = 0;
-  o.allow_soft_placement = true;
-  return o;
-}
-
-constexpr int kRepeats = 5;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median over kRepeats of the seconds one call of `fn` takes.
-double TimeMedian(const std::function<void()>& fn) {
-  std::vector<double> t;
-  for (int r = 0; r < kRepeats; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return Median(t);
-}
-
 void ExecutorChain() {
   constexpr int kNodes = 10000;
   pf::Graph g;
@@ -399,7 +383,10 @@ int main(int argc, char** argv) {
       {"towers_overhead", TowersOverhead},
       {"towers_scaling", TowersScaling},
       {"mlp_seed000_step_gpu", MlpSeed000StepGpu},
-      {"gpu_copy_bandwidth", GpuCopyBandwidth}};
+      {"gpu_copy_bandwidth", GpuCopyBandwidth},
+      {"grpc_recv_bandwidth", pf::bench::GrpcRecvBandwidth},
+      {"dist_step_overhead", pf::bench::DistStepOverhead},
+      {"dist_mlp_seed000_step", pf::bench::DistMlpSeed000Step}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
     bool known =

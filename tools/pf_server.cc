@@ -5,6 +5,8 @@
 //   pf-server ... --token-file secret --tls-ca ca.pem --tls-cert ps0.pem --tls-key ps0.key
 //
 // Prints "ready grpc://host:port" once it serves. Clients open a Session with that target.
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,10 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // gRPC receives a large tensor into buffers of several MiB; glibc would map each one fresh
+  // (a page fault per 4 KiB, every message). Keep such blocks in the heap for reuse instead.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   std::map<std::string, std::string> flags;
   bool bind_all = false;
   for (int i = 1; i < argc; ++i) {
