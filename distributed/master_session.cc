@@ -147,7 +147,9 @@ class MasterSession final : public SessionBackend {
     grpc::Status st = master->GetCluster(&ctx, req, &resp);
     if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       return errors::Unavailable("Timed out after ", wait_s, " s waiting for the session target ",
-                                 options_.target, " to answer (is its server started?)");
+                                 options_.target,
+                                 " to answer (is its server started? do both sides use the "
+                                 "same TLS settings and certificate authority?)");
     }
     PF_RETURN_IF_ERROR(FromGrpc(st, "Connecting to " + options_.target));
     for (const rpc::JobProto& job : resp.cluster().job()) {

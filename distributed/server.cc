@@ -69,7 +69,7 @@ class Master final : public rpc::MasterService::CallbackService {
           bool waited = p->status.code() == Code::kDeadlineExceeded;
           Status s = errors::Unavailable(
               waited ? fmt::format("Timed out after {} s waiting for task {} at {} to answer "
-                                   "(is its server started?): ",
+                                   "(is its server started? same TLS settings?): ",
                                    wait_s, p->name, p->address)
                      : fmt::format("Task {} at {} did not answer: ", p->name, p->address),
               p->status.message());

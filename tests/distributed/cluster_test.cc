@@ -1,5 +1,6 @@
 // The cluster runtime on loopback: pf-server processes (and in-process servers where a test
 // needs no process boundary) against client sessions with a grpc:// target.
+#include <filesystem>
 #include <thread>
 
 #include "placeflow/distributed/cluster_spec.h"
@@ -310,6 +311,68 @@ TEST_CASE("A request without the cluster token is rejected", "[distributed]") {
   CHECK(sess->Run({c})[0].scalar<float>() == 3.0f);
   // An unconstrained node runs on the session's own task.
   CHECK(sess->DevicePlacement().at(c.node->name()) == "/job:worker/replica:0/task:0/device:CPU:0");
+}
+
+// A certificate authority and a certificate for 127.0.0.1 (server and client use) under `dir`.
+bool MakeCertificates(const std::string& dir, const std::string& name) {
+  const std::string script = fmt::format(
+      "set -e; cd '{0}'; "
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout {1}_ca.key -out {1}_ca.pem -days 1 "
+      "-subj /CN={1}-ca; "
+      "openssl req -newkey rsa:2048 -nodes -keyout {1}.key -out {1}.csr -subj /CN=127.0.0.1; "
+      "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > "
+      "{1}.ext; "
+      "openssl x509 -req -in {1}.csr -CA {1}_ca.pem -CAkey {1}_ca.key -CAcreateserial "
+      "-out {1}.pem -days 1 -extfile {1}.ext",
+      dir, name);
+  return std::system(("bash -c \"" + script + "\" > /dev/null 2>&1").c_str()) == 0;
+}
+
+TEST_CASE("TLS with mutual authentication: matching certificates work, others are refused",
+          "[distributed]") {
+  char tmpl[] = "/tmp/pf_tls_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  if (!MakeCertificates(dir, "good") || !MakeCertificates(dir, "rogue")) {
+    WARN("openssl could not make test certificates: TLS not tested");
+    return;
+  }
+  auto tls = [&](const std::string& ca, const std::string& cert) {
+    ClusterOptions o;
+    o.tls_ca_file = dir + "/" + ca + "_ca.pem";
+    o.tls_cert_file = dir + "/" + cert + ".pem";
+    o.tls_key_file = dir + "/" + cert + ".key";
+    o.connect_timeout_s = 2;
+    return o;
+  };
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
+  ServerOptions so;
+  so.cluster = tls("good", "good");
+  Server server(spec, "worker", 0, so);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root, 5.0f);
+  SessionOptions ok;
+  ok.cluster = tls("good", "good");
+  CHECK(Connect(g, server.target(), ok)->Run({c})[0].scalar<float>() == 5.0f);
+
+  SessionOptions plain, rogue, half;
+  plain.cluster.connect_timeout_s = 2;
+  rogue.cluster = tls("rogue", "rogue");  // a certificate the server's CA did not sign
+  half.cluster = tls("good", "good");
+  half.cluster.tls_key_file.clear();
+  for (const SessionOptions* o : {&plain, &rogue}) {
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(Connect(g, server.target(), *o), Error);
+    CHECK(SecondsSince(t0) < 15);
+  }
+  try {
+    Connect(g, server.target(), half);
+    FAIL("TLS without a key");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("tls_key_file"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("A server refuses a busy port, naming the address", "[distributed]") {
