@@ -145,8 +145,8 @@ int ClusterSpec::num_tasks(const std::string& job) const {
 StatusOr<std::string> ClusterSpec::TaskAddress(const std::string& job, int task) const {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || task < 0 || task >= static_cast<int>(it->second.size())) {
-    return errors::InvalidArgument("Task /job:", job, "/task:", task,
-                                   " is not in the cluster (", ToString(), ")");
+    return errors::InvalidArgument("Task /job:", job, "/task:", task, " is not in the cluster (",
+                                   ToString(), ")");
   }
   return it->second[task];
 }
@@ -162,7 +162,8 @@ std::vector<std::string> ClusterSpec::TaskNames() const {
 
 std::string ClusterSpec::ToString() const {
   std::vector<std::string> parts;
-  for (const auto& [job, tasks] : jobs_) parts.push_back(fmt::format("{}={}", job, fmt::join(tasks, ",")));
+  for (const auto& [job, tasks] : jobs_)
+    parts.push_back(fmt::format("{}={}", job, fmt::join(tasks, ",")));
   return fmt::format("{}", fmt::join(parts, ";"));
 }
 

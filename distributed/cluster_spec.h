@@ -4,7 +4,8 @@
 //                                                   "localhost:2224").ValueOrThrow();
 //   cluster.TaskAddress("worker", 1).ValueOrThrow();   // "localhost:2224"
 //   pf::TfConfig c = pf::ParseTfConfig(std::getenv("TF_CONFIG")).ValueOrThrow();
-//   // {"cluster": {"ps": ["h:p"], "worker": ["h:p", "h:p"]}, "task": {"type": "worker", "index": 1}}
+//   // {"cluster": {"ps": ["h:p"], "worker": ["h:p", "h:p"]}, "task": {"type": "worker", "index":
+//   1}}
 #pragma once
 
 #include <map>

@@ -29,8 +29,7 @@ StatusOr<Tensor> TensorFromProto(const rpc::TensorProto& p);
 void GraphToProto(const Graph& graph, const std::vector<Node*>& runs, rpc::GraphProto* p);
 // Rebuilds a partition graph (nodes in the proto's order, which is topological). Errors name
 // the node and the op, e.g. an op this task's build does not have.
-StatusOr<std::unique_ptr<Graph>> GraphFromProto(const rpc::GraphProto& p,
-                                                std::vector<Node*>* runs);
+StatusOr<std::unique_ptr<Graph>> GraphFromProto(const rpc::GraphProto& p, std::vector<Node*>* runs);
 
 grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& t);
 StatusOr<Tensor> DecodeRecvTensorResponse(grpc::ByteBuffer* wire);

@@ -88,13 +88,13 @@ class MasterSession final : public SessionBackend {
   }
 
   Status Run(const FeedDict& feeds, const std::vector<Output>& fetches,
-             const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
-             const RunOptions&, RunMetadata*) override {
+             const std::vector<Operation>& targets, std::vector<Tensor>* outputs, const RunOptions&,
+             RunMetadata*) override {
     const std::string key = SignatureKey(feeds, fetches, targets);
     PF_ASSIGN_OR_RETURN(auto prepared, Prepare(key, feeds, fetches, targets));
     Status s = RunStep(*prepared, feeds, outputs);
-    if (s.code() == Code::kNotFound && s.message().find("is not registered on task") !=
-                                           std::string::npos) {
+    if (s.code() == Code::kNotFound &&
+        s.message().find("is not registered on task") != std::string::npos) {
       // A task restarted and lost its graphs: register them again, once.
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -118,8 +118,8 @@ class MasterSession final : public SessionBackend {
 
  private:
   struct TaskPart {
-    std::string task;    // "/job:J/replica:0/task:T"
-    std::string handle;  // its registered graph
+    std::string task;          // "/job:J/replica:0/task:T"
+    std::string handle;        // its registered graph
     std::vector<int> feeds;    // session feed index per RunGraph feed
     std::vector<int> fetches;  // session fetch index per RunGraph fetch
   };
@@ -157,8 +157,9 @@ class MasterSession final : public SessionBackend {
         Task t;
         t.name = fmt::format("/job:{}/replica:0/task:{}", job.name(), i);
         t.address = job.address(i);
-        PF_ASSIGN_OR_RETURN(auto ch, t.address == address ? StatusOr<std::shared_ptr<grpc::Channel>>(channel)
-                                                          : NewChannel(t.address, options_.cluster));
+        PF_ASSIGN_OR_RETURN(auto ch, t.address == address
+                                         ? StatusOr<std::shared_ptr<grpc::Channel>>(channel)
+                                         : NewChannel(t.address, options_.cluster));
         t.stub = rpc::WorkerService::NewStub(ch);
         std::string name = t.name;
         tasks_.emplace(name, std::move(t));
@@ -197,7 +198,8 @@ class MasterSession final : public SessionBackend {
     for (const auto& [o, t] : feeds) fed_list.push_back(o);
     std::vector<Node*> nodes = Prune(fed_list, fetches, targets);
     PF_RETURN_IF_ERROR(CheckCollectivesComplete(nodes));
-    std::sort(nodes.begin(), nodes.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    std::sort(nodes.begin(), nodes.end(),
+              [](const Node* a, const Node* b) { return a->id() < b->id(); });
     PlacerOptions popts;
     popts.allow_soft_placement = options_.allow_soft_placement;
     popts.strict_placement = options_.strict_placement;
@@ -232,7 +234,8 @@ class MasterSession final : public SessionBackend {
         tp.feeds.push_back(feed_index.at(user));
       }
       for (size_t i = 0; i < fetches.size(); ++i) {
-        if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device)
+        if (prepared->fetch_from_feed[i] >= 0 ||
+            placement.device.at(fetches[i].node) != part.device)
           continue;
         pp->add_fetch(Output(partitions.copy_of.at(fetches[i].node), fetches[i].index).name());
         tp.fetches.push_back(static_cast<int>(i));
@@ -321,8 +324,8 @@ class MasterSession final : public SessionBackend {
       task.stub->async()->RunGraph(&c.ctx, &c.req, &c.resp, [&, what, i](grpc::Status st) {
         Status s = FromGrpc(st, what);
         if (st.error_code() == grpc::StatusCode::UNAVAILABLE && st.error_details() != "remote") {
-          s = errors::Unavailable(what, " is unreachable or died during the step: ",
-                                  st.error_message());
+          s = errors::Unavailable(what,
+                                  " is unreachable or died during the step: ", st.error_message());
         }
         bool first_failure = false;
         {
@@ -351,8 +354,8 @@ class MasterSession final : public SessionBackend {
     for (const Call& c : calls) {
       if (c.status.ok()) continue;
       const bool derived = c.status.code() == Code::kAborted || c.status.code() == Code::kCancelled;
-      if (first.ok() || (!derived && (first.code() == Code::kAborted ||
-                                      first.code() == Code::kCancelled)))
+      if (first.ok() ||
+          (!derived && (first.code() == Code::kAborted || first.code() == Code::kCancelled)))
         first = c.status;
     }
     PF_RETURN_IF_ERROR(first);
@@ -367,7 +370,8 @@ class MasterSession final : public SessionBackend {
       }
     }
     for (size_t i = 0; i < outputs->size(); ++i) {
-      if (prepared.fetch_from_feed[i] >= 0) (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
+      if (prepared.fetch_from_feed[i] >= 0)
+        (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
     }
     return Status::OK();
   }

@@ -48,20 +48,45 @@ Status FromGrpc(const grpc::Status& s, std::string_view what) {
   if (s.ok()) return Status::OK();
   Code code = Code::kInternal;
   switch (s.error_code()) {
-    case grpc::StatusCode::CANCELLED: code = Code::kCancelled; break;
-    case grpc::StatusCode::INVALID_ARGUMENT: code = Code::kInvalidArgument; break;
-    case grpc::StatusCode::NOT_FOUND: code = Code::kNotFound; break;
-    case grpc::StatusCode::ALREADY_EXISTS: code = Code::kAlreadyExists; break;
-    case grpc::StatusCode::FAILED_PRECONDITION: code = Code::kFailedPrecondition; break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: code = Code::kResourceExhausted; break;
-    case grpc::StatusCode::OUT_OF_RANGE: code = Code::kOutOfRange; break;
-    case grpc::StatusCode::UNIMPLEMENTED: code = Code::kUnimplemented; break;
-    case grpc::StatusCode::ABORTED: code = Code::kAborted; break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: code = Code::kDeadlineExceeded; break;
-    case grpc::StatusCode::UNAVAILABLE: code = Code::kUnavailable; break;
+    case grpc::StatusCode::CANCELLED:
+      code = Code::kCancelled;
+      break;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      code = Code::kInvalidArgument;
+      break;
+    case grpc::StatusCode::NOT_FOUND:
+      code = Code::kNotFound;
+      break;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      code = Code::kAlreadyExists;
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      code = Code::kFailedPrecondition;
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      code = Code::kResourceExhausted;
+      break;
+    case grpc::StatusCode::OUT_OF_RANGE:
+      code = Code::kOutOfRange;
+      break;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      code = Code::kUnimplemented;
+      break;
+    case grpc::StatusCode::ABORTED:
+      code = Code::kAborted;
+      break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      code = Code::kDeadlineExceeded;
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+      code = Code::kUnavailable;
+      break;
     case grpc::StatusCode::UNAUTHENTICATED:
-    case grpc::StatusCode::PERMISSION_DENIED: code = Code::kUnauthenticated; break;
-    default: break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      code = Code::kUnauthenticated;
+      break;
+    default:
+      break;
   }
   // A remote error already carries its node and device; only transport errors need `what`.
   if (s.error_details() == "remote") return Status(code, s.error_message());
@@ -72,19 +97,44 @@ grpc::Status ToGrpc(const Status& s) {
   if (s.ok()) return grpc::Status::OK;
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
   switch (s.code()) {
-    case Code::kCancelled: code = grpc::StatusCode::CANCELLED; break;
-    case Code::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case Code::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case Code::kAlreadyExists: code = grpc::StatusCode::ALREADY_EXISTS; break;
-    case Code::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case Code::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
-    case Code::kOutOfRange: code = grpc::StatusCode::OUT_OF_RANGE; break;
-    case Code::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
-    case Code::kAborted: code = grpc::StatusCode::ABORTED; break;
-    case Code::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
-    case Code::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case Code::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
-    default: break;
+    case Code::kCancelled:
+      code = grpc::StatusCode::CANCELLED;
+      break;
+    case Code::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case Code::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case Code::kAlreadyExists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+    case Code::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case Code::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case Code::kOutOfRange:
+      code = grpc::StatusCode::OUT_OF_RANGE;
+      break;
+    case Code::kUnimplemented:
+      code = grpc::StatusCode::UNIMPLEMENTED;
+      break;
+    case Code::kAborted:
+      code = grpc::StatusCode::ABORTED;
+      break;
+    case Code::kDeadlineExceeded:
+      code = grpc::StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case Code::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case Code::kUnauthenticated:
+      code = grpc::StatusCode::UNAUTHENTICATED;
+      break;
+    default:
+      break;
   }
   return grpc::Status(code, s.message(), "remote");
 }
@@ -145,8 +195,7 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> NewServerCredentials(
     const ClusterOptions& options) {
   if (!UsesTls(options)) return grpc::InsecureServerCredentials();
   PF_RETURN_IF_ERROR(CheckTlsComplete(options));
-  grpc::SslServerCredentialsOptions ssl(
-      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   PF_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.tls_ca_file, "CA"));
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
   PF_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(options.tls_cert_file, "certificate"));

@@ -121,14 +121,14 @@ struct Server::Impl {
   bool stopped = false;
 };
 
-Server::Server(const ClusterSpec& cluster, const std::string& job, int task,
-               ServerOptions options)
+Server::Server(const ClusterSpec& cluster, const std::string& job, int task, ServerOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->address = cluster.TaskAddress(job, task).ValueOrThrow();
   std::string bind = impl_->address;
   if (options.bind_all_interfaces) bind = "0.0.0.0" + bind.substr(bind.rfind(':'));
   auto creds = NewServerCredentials(options.cluster).ValueOrThrow();
-  impl_->worker = std::make_unique<Worker>(cluster, job, task, options.cluster, options.cpu_devices);
+  impl_->worker =
+      std::make_unique<Worker>(cluster, job, task, options.cluster, options.cpu_devices);
   impl_->master =
       std::make_unique<Master>(cluster, impl_->worker.get(), job, task, options.cluster);
   grpc::ServerBuilder builder;

@@ -39,7 +39,7 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  std::string target() const;  // "grpc://host:port"
+  std::string target() const;            // "grpc://host:port"
   const std::string& task_name() const;  // "/job:ps/replica:0/task:0"
   const DeviceSet& devices() const;
   void Join();  // blocks until Stop()

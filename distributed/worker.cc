@@ -53,7 +53,9 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
   }
 
   // For another task's RecvTensor: the value this task's _Send left under `key`.
-  void RecvLocal(const std::string& key, DoneCallback done) { local_.RecvAsync(key, std::move(done)); }
+  void RecvLocal(const std::string& key, DoneCallback done) {
+    local_.RecvAsync(key, std::move(done));
+  }
 
  private:
   struct Call {
@@ -84,15 +86,15 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
                     key.substr(key.rfind(';') + 1), src.job, src.task, address);
     auto self = shared_from_this();
     (*stub)->UnaryCall(call->ctx.get(), kRecvTensorMethod, grpc::StubOptions(), &call->request,
-                       &call->response,
-                       [self, call, what, done = std::move(done)](grpc::Status s) {
+                       &call->response, [self, call, what, done = std::move(done)](grpc::Status s) {
                          {
                            std::lock_guard<std::mutex> lock(self->mu_);
                            self->in_flight_.erase(call.get());
                          }
                          if (!s.ok()) return done(FromGrpc(s, what), Tensor());
                          auto t = DecodeRecvTensorResponse(&call->response);
-                         if (!t.ok()) return done(t.status().WithSuffix(" (" + what + ")"), Tensor());
+                         if (!t.ok())
+                           return done(t.status().WithSuffix(" (" + what + ")"), Tensor());
                          done(Status::OK(), *t);
                        });
   }
@@ -186,11 +188,11 @@ std::shared_ptr<StepRendezvous> Worker::EndStep(int64_t step_id) {
   return step;
 }
 
-#define PF_CHECK_TOKEN(method)                                                   \
-  auto* reactor = ctx->DefaultReactor();                                         \
-  if (grpc::Status st = CheckToken(ctx, options_.token, method); !st.ok()) {     \
-    reactor->Finish(st);                                                         \
-    return reactor;                                                              \
+#define PF_CHECK_TOKEN(method)                                               \
+  auto* reactor = ctx->DefaultReactor();                                     \
+  if (grpc::Status st = CheckToken(ctx, options_.token, method); !st.ok()) { \
+    reactor->Finish(st);                                                     \
+    return reactor;                                                          \
   }
 
 grpc::ServerUnaryReactor* Worker::GetStatus(grpc::CallbackServerContext* ctx,
@@ -279,16 +281,16 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
     if (auto it = graphs_.find(req->graph_handle()); it != graphs_.end()) reg = it->second;
   }
   if (!reg) {
-    reactor->Finish(ToGrpc(errors::NotFound("Graph handle ", req->graph_handle(),
-                                            " is not registered on task ", task_name_,
-                                            " (the task restarted?)")));
+    reactor->Finish(
+        ToGrpc(errors::NotFound("Graph handle ", req->graph_handle(), " is not registered on task ",
+                                task_name_, " (the task restarted?)")));
     return reactor;
   }
   for (int64_t ended : req->ended_step()) EndStep(ended);
   std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req->step_id());
   if (!step) {
-    reactor->Finish(ToGrpc(errors::Aborted("Step ", req->step_id(), " already ended on task ",
-                                           task_name_)));
+    reactor->Finish(
+        ToGrpc(errors::Aborted("Step ", req->step_id(), " already ended on task ", task_name_)));
     return reactor;
   }
   // The step's state lives until the last partition finishes.
@@ -397,8 +399,8 @@ grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
   }
   std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req.step_id());
   if (!step) {
-    reactor->Finish(ToGrpc(errors::Aborted("Step ", req.step_id(), " already ended on task ",
-                                           task_name_)));
+    reactor->Finish(
+        ToGrpc(errors::Aborted("Step ", req.step_id(), " already ended on task ", task_name_)));
     return reactor;
   }
   Device* src = devices_.Find(req.key().substr(0, req.key().find(';')));

@@ -25,9 +25,8 @@ namespace pf {
 
 class StepRendezvous;
 
-class Worker final
-    : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<
-          rpc::WorkerService::CallbackService> {
+class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<
+                         rpc::WorkerService::CallbackService> {
  public:
   Worker(ClusterSpec cluster, std::string job, int task, ClusterOptions options,
          int cpu_devices = 1);
@@ -83,7 +82,7 @@ class Worker final
   std::map<std::string, std::shared_ptr<Registration>> graphs_;
   int64_t next_graph_ = 0;
   std::map<int64_t, std::shared_ptr<StepRendezvous>> steps_;
-  std::set<int64_t> ended_;         // recently ended steps: a late RecvTensor fails at once
+  std::set<int64_t> ended_;          // recently ended steps: a late RecvTensor fails at once
   std::deque<int64_t> ended_order_;  // oldest first, bounded
   std::map<std::string, std::shared_ptr<grpc::GenericStub>> peers_;
 };

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <map>
 #include <set>
 #include <unordered_set>

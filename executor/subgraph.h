@@ -41,7 +41,6 @@ bool FeedStaysOnHost(const Node& arg, const Device& d);
 // The placement log: a line per node not in `logged` (TensorFlow's format) and a summary with
 // the node count per device, the Send/Recv pairs and the soft fallbacks.
 std::string PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,
-                             int send_recv_pairs,
-                             const std::map<std::string, std::string>& logged);
+                             int send_recv_pairs, const std::map<std::string, std::string>& logged);
 
 }  // namespace pf

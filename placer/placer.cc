@@ -145,7 +145,7 @@ class Placer {
       if (g.first_requester == nullptr) g.first_requester = n;
     }
     if (g.request.has_job) return Status::OK();  // "/job:ps": any of that job's tasks
-    DeviceName task;  // only the task fields of the default
+    DeviceName task;                             // only the task fields of the default
     task.has_job = options_.default_task.has_job;
     task.job = options_.default_task.job;
     task.has_replica = options_.default_task.has_replica;

@@ -51,7 +51,7 @@ class LocalCluster {
         (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "pf-server").string();
     for (const auto& [job, n] : jobs) {
       for (int i = 0; i < n; ++i) {
-        std::vector<std::string> args = {server, "--cluster", spec_, "--job", job,
+        std::vector<std::string> args = {server,   "--cluster",      spec_, "--job", job,
                                          "--task", std::to_string(i)};
         std::vector<char*> argv;
         for (std::string& a : args) argv.push_back(a.data());
@@ -106,8 +106,8 @@ void GrpcRecvBandwidth() {
   Graph g;
   Scope root = Scope::Root(&g);
   constexpr int64_t kElements = int64_t{16} << 20;  // 64 MiB of float
-  Variable v = GetVariable(root.WithDevice("/job:worker/task:0"), "big", {kElements},
-                           init::Constant(1.5));
+  Variable v =
+      GetVariable(root.WithDevice("/job:worker/task:0"), "big", {kElements}, init::Constant(1.5));
   // Shape on worker:1 needs the whole tensor there (one RecvTensor) but computes nothing.
   Output shape = ops::Shape(root.WithDevice("/job:worker/task:1"), v.value());
   Output trivial = TrivialStep(g);
@@ -148,12 +148,13 @@ void DistMlpSeed000Step() {
   Graph local_graph, dist_graph;
   Scope local_root = Scope::Root(&local_graph);
   models::Model local = models::BuildMlpSeed000(local_root, {});
-  Scope dist_root = Scope::Root(&dist_graph).WithCustomGetter(
-      [](const VariableRequest& r, const VariableGetterFn& next) {
-        VariableRequest on_ps = r;
-        on_ps.scope = r.scope.WithDevice("/job:ps/task:0");
-        return next(on_ps);
-      });
+  Scope dist_root =
+      Scope::Root(&dist_graph)
+          .WithCustomGetter([](const VariableRequest& r, const VariableGetterFn& next) {
+            VariableRequest on_ps = r;
+            on_ps.scope = r.scope.WithDevice("/job:ps/task:0");
+            return next(on_ps);
+          });
   models::Model dist = models::BuildMlpSeed000(dist_root, {});
   Session local_sess(local_graph, OnDevice(false));
   Session dist_sess(dist_graph, ClusterSession(cluster.target("worker", 0)));

@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
       Usage("unknown or incomplete argument '" + a + "'");
     }
   }
-  static const char* known[] = {"--cluster", "--cluster-json", "--job", "--task", "--token",
-                                "--token-file", "--tls-ca", "--tls-cert", "--tls-key",
+  static const char* known[] = {"--cluster",     "--cluster-json",   "--job",
+                                "--task",        "--token",          "--token-file",
+                                "--tls-ca",      "--tls-cert",       "--tls-key",
                                 "--cpu-devices", "--connect-timeout"};
   for (const auto& [k, v] : flags) {
     if (std::find(std::begin(known), std::end(known), k) == std::end(known))

@@ -73,10 +73,9 @@ Model BuildModel(Graph& g, const std::string& ps, const std::string& dev1,
   Scope vs = root.WithDevice(ps);
   m.w = GetVariable(vs, "w", {4, 3}, init::RandomUniform(-0.5, 0.5, /*seed=*/7));
   m.b = GetVariable(vs, "b", {3}, init::Zeros());
-  Output h = ops::Tanh(root.WithDevice(dev1), ops::Add(root.WithDevice(dev1),
-                                                       ops::MatMul(root.WithDevice(dev1), m.x,
-                                                                   m.w.value()),
-                                                       m.b.value()));
+  Output h = ops::Tanh(root.WithDevice(dev1),
+                       ops::Add(root.WithDevice(dev1),
+                                ops::MatMul(root.WithDevice(dev1), m.x, m.w.value()), m.b.value()));
   m.loss = ops::MeanSquaredError(root.WithDevice(dev2), h, m.y);
   m.init = GlobalVariablesInitializer(root);
   m.train = train::GradientDescent(0.1).Minimize(root.WithDevice(dev2), m.loss);
@@ -167,8 +166,8 @@ TEST_CASE("Cross-task transfers keep every byte of every dtype, 0 bytes to 256 M
     for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{3} << 18}) {
       Graph g;
       Scope root = Scope::Root(&g);
-      Output in = ops::Placeholder(root.WithOpName("in").WithDevice("/job:worker/task:0"),
-                                   dtype, {n});
+      Output in =
+          ops::Placeholder(root.WithOpName("in").WithDevice("/job:worker/task:0"), dtype, {n});
       Output out = ops::Identity(root.WithOpName("out").WithDevice("/job:worker/task:1"), in);
       Tensor value(dtype, {n});
       FillRandomBits<bool>(value, static_cast<uint32_t>(n + dtype));
@@ -185,8 +184,8 @@ TEST_CASE("Cross-task transfers keep every byte of every dtype, 0 bytes to 256 M
   Graph g;
   Scope root = Scope::Root(&g);
   const int64_t n = int64_t{64} << 20;
-  Output in = ops::Placeholder(root.WithOpName("in").WithDevice("/job:worker/task:0"), DT_FLOAT,
-                               {n});
+  Output in =
+      ops::Placeholder(root.WithOpName("in").WithDevice("/job:worker/task:0"), DT_FLOAT, {n});
   Output out = ops::Identity(root.WithOpName("out").WithDevice("/job:worker/task:1"), in);
   Tensor big(DT_FLOAT, {n});
   FillRandomBits<float>(big, 99);

@@ -52,8 +52,8 @@ class ServerProcess {
  public:
   ServerProcess(const std::string& cluster, const std::string& job, int task,
                 std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {PF_SERVER_BINARY, "--cluster", cluster, "--job", job,
-                                     "--task", std::to_string(task)};
+    std::vector<std::string> args = {PF_SERVER_BINARY, "--cluster",         cluster, "--job", job,
+                                     "--task",         std::to_string(task)};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
