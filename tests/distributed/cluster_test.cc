@@ -1,6 +1,7 @@
 // The cluster runtime on loopback: pf-server processes (and in-process servers where a test
 // needs no process boundary) against client sessions with a grpc:// target.
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "placeflow/distributed/cluster_spec.h"
@@ -372,6 +373,41 @@ TEST_CASE("TLS with mutual authentication: matching certificates work, others ar
     CHECK_THAT(e.what(), Catch::Contains("tls_key_file"));
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A cluster session logs every task's devices and full device names", "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(LoopbackCluster({{"ps", 1}, {"worker", 1}}, &addr)).ValueOrThrow();
+  Server ps(spec, "ps", 0), worker(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithOpName("a").WithDevice("/job:ps/task:0"), 2.f);
+  Output b = ops::Neg(root.WithOpName("b"), a);  // no request: the session's task (worker:0)
+  SessionOptions opts;
+  opts.log_device_placement = true;
+  std::fflush(stdout);
+  char path[] = "/tmp/pf_cluster_log_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(1);
+  dup2(fd, 1);
+  {
+    auto sess = Connect(g, worker.target(), opts);
+    CHECK(sess->Run({b})[0].scalar<float>() == -2.f);
+  }
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  CHECK_THAT(text, Catch::Contains("Device mapping:\n"));
+  CHECK_THAT(text, Catch::Contains("/job:ps/replica:0/task:0/device:CPU:0 -> "));
+  CHECK_THAT(text, Catch::Contains("/job:worker/replica:0/task:0/device:CPU:0 -> "));
+  CHECK_THAT(text, Catch::Contains("a: (Const): /job:ps/replica:0/task:0/device:CPU:0\n"));
+  CHECK_THAT(text, Catch::Contains("b: (Neg): /job:worker/replica:0/task:0/device:CPU:0\n"));
+  CHECK_THAT(text, Catch::Contains("1 Send/Recv pairs"));
 }
 
 TEST_CASE("A server refuses a busy port, naming the address", "[distributed]") {
