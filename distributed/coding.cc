@@ -2,6 +2,7 @@
 
 #include <grpcpp/support/slice.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_set>
 
@@ -203,62 +204,73 @@ void ReleaseBuffer(void* holder) { delete static_cast<std::shared_ptr<Buffer>*>(
 
 }  // namespace
 
-grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& t) {
+grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& t, int64_t offset, int64_t max_bytes) {
+  const int64_t total = static_cast<int64_t>(t.TotalBytes());
+  offset = std::clamp<int64_t>(offset, 0, total);
+  const int64_t len = max_bytes > 0 ? std::min(max_bytes, total - offset) : total - offset;
   rpc::RecvTensorHeader header;
   header.set_dtype(t.dtype());
   ShapeToProto(t.shape(), header.mutable_shape());
+  header.set_offset(offset);
   std::string prefix(4, '\0');
-  const uint32_t len = static_cast<uint32_t>(header.ByteSizeLong());
-  std::memcpy(prefix.data(), &len, 4);
+  const uint32_t header_len = static_cast<uint32_t>(header.ByteSizeLong());
+  std::memcpy(prefix.data(), &header_len, 4);
   header.AppendToString(&prefix);
   std::vector<grpc::Slice> slices;
   slices.emplace_back(prefix);
-  if (t.TotalBytes() > 0) {
+  if (len > 0) {
     auto* holder = new std::shared_ptr<Buffer>(t.buffer());
-    slices.emplace_back(t.raw_data(), t.TotalBytes(), &ReleaseBuffer, holder);
+    slices.emplace_back(static_cast<char*>(t.raw_data()) + offset, static_cast<size_t>(len),
+                        &ReleaseBuffer, holder);
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-StatusOr<Tensor> DecodeRecvTensorResponse(grpc::ByteBuffer* wire) {
-  std::vector<grpc::Slice> slices;
-  if (!wire->Dump(&slices).ok()) return errors::Internal("Cannot read a RecvTensor response");
-  // Reads `n` bytes from the slices into `dst` (nullptr: skip), in order.
-  size_t slice = 0, offset = 0;
-  auto read = [&](char* dst, size_t n) {
-    while (n > 0 && slice < slices.size()) {
-      size_t take = std::min(n, slices[slice].size() - offset);
-      if (dst != nullptr) {
-        std::memcpy(dst, slices[slice].begin() + offset, take);
-        dst += take;
-      }
-      n -= take;
-      offset += take;
-      if (offset == slices[slice].size()) {
-        ++slice;
-        offset = 0;
-      }
+bool RecvTensorReader::Read(char* dst, size_t n) {
+  while (n > 0 && slice_ < slices_.size()) {
+    size_t take = std::min(n, slices_[slice_].size() - offset_);
+    std::memcpy(dst, slices_[slice_].begin() + offset_, take);
+    dst += take;
+    n -= take;
+    offset_ += take;
+    if (offset_ == slices_[slice_].size()) {
+      ++slice_;
+      offset_ = 0;
     }
-    return n == 0;
-  };
+  }
+  return n == 0;
+}
+
+Status RecvTensorReader::Open(grpc::ByteBuffer* wire) {
+  if (!wire->Dump(&slices_).ok()) return errors::Internal("Cannot read a RecvTensor response");
   uint32_t len = 0;
   std::string header_bytes;
-  rpc::RecvTensorHeader header;
-  if (!read(reinterpret_cast<char*>(&len), 4) || len > (1u << 20)) {
+  if (!Read(reinterpret_cast<char*>(&len), 4) || len > (1u << 20))
     return errors::Internal("A RecvTensor response is malformed");
-  }
   header_bytes.resize(len);
-  if (!read(header_bytes.data(), len) || !header.ParseFromString(header_bytes))
+  if (!Read(header_bytes.data(), len) || !header_.ParseFromString(header_bytes))
     return errors::Internal("A RecvTensor response is malformed");
-  PF_ASSIGN_OR_RETURN(DType dtype, CheckedDType(header.dtype()));
-  PF_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(header.shape()));
-  PF_ASSIGN_OR_RETURN(Tensor t, NewHostTensor(dtype, shape));
-  if (wire->Length() != 4 + len + t.TotalBytes() ||
-      !read(static_cast<char*>(t.raw_data()), t.TotalBytes())) {
-    return errors::Internal("A RecvTensor response of shape ", shape.ToString(), " holds ",
-                            wire->Length() - 4 - len, " bytes instead of ", t.TotalBytes());
+  bytes_ = wire->Length() - 4 - len;
+  return Status::OK();
+}
+
+StatusOr<Tensor> RecvTensorReader::NewTensor() const {
+  PF_ASSIGN_OR_RETURN(DType dtype, CheckedDType(header_.dtype()));
+  PF_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(header_.shape()));
+  return NewHostTensor(dtype, shape);
+}
+
+Status RecvTensorReader::ReadInto(const Tensor& t) {
+  const uint64_t offset = header_.offset();
+  if (t.dtype() != header_.dtype() || offset + bytes_ > t.TotalBytes()) {
+    return errors::Internal("A RecvTensor response holds bytes [", offset, ", ", offset + bytes_,
+                            ") of a ", DTypeName(static_cast<DType>(header_.dtype())),
+                            " tensor; expected a part of ", t.TotalBytes(), " bytes of ",
+                            DTypeName(t.dtype()));
   }
-  return t;
+  if (!Read(static_cast<char*>(t.raw_data()) + offset, bytes_))
+    return errors::Internal("A RecvTensor response is truncated");
+  return Status::OK();
 }
 
 }  // namespace pf

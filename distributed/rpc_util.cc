@@ -164,19 +164,23 @@ void SetCommonArguments(grpc::ServerBuilder* builder) {
 }
 
 StatusOr<std::shared_ptr<grpc::Channel>> NewChannel(const std::string& address,
-                                                    const ClusterOptions& options) {
+                                                    const ClusterOptions& options, int stream) {
   // One channel per (address, credentials) for the life of the process, as TensorFlow's
   // channel cache. Besides reusing connections, this keeps gRPC 1.51 from tearing its callback
   // completion queue down inside one of that queue's own threads (a channel whose last
   // reference drops in a callback does that, and aborts: grpc/grpc#32584).
   static std::mutex mu;
   static auto* cache = new std::map<std::string, std::shared_ptr<grpc::Channel>>();
-  const std::string key = fmt::format("{}|{}|{}|{}", address, options.tls_ca_file,
-                                      options.tls_cert_file, options.tls_key_file);
+  const std::string key = fmt::format("{}|{}|{}|{}|{}", address, options.tls_ca_file,
+                                      options.tls_cert_file, options.tls_key_file, stream);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache->find(key); it != cache->end()) return it->second;
   grpc::ChannelArguments args;
   SetCommonArguments(&args);
+  if (stream > 0) {
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own TCP connection
+    args.SetInt("pf.stream", stream);
+  }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (UsesTls(options)) {
     PF_RETURN_IF_ERROR(CheckTlsComplete(options));

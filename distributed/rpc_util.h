@@ -23,9 +23,10 @@ inline constexpr char kTokenMetadataKey[] = "pf-cluster-token";
 Status FromGrpc(const grpc::Status& s, std::string_view what);
 grpc::Status ToGrpc(const Status& s);
 
-// The process-wide channel to `address` with these credentials (made on first use).
+// The process-wide channel to `address` with these credentials (made on first use). Each
+// `stream` is a connection of its own (stream 0 is the one every other call shares).
 StatusOr<std::shared_ptr<grpc::Channel>> NewChannel(const std::string& address,
-                                                    const ClusterOptions& options);
+                                                    const ClusterOptions& options, int stream = 0);
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> NewServerCredentials(
     const ClusterOptions& options);
 // Extra channel and server arguments: unlimited message sizes, keepalive pings.

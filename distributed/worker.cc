@@ -19,6 +19,9 @@ namespace pf {
 namespace {
 constexpr size_t kEndedStepsKept = 4096;
 constexpr char kRecvTensorMethod[] = "/pf.rpc.WorkerService/RecvTensor";
+// Large tensors travel in chunks of this size over up to kStreams connections per peer.
+constexpr int64_t kChunkBytes = int64_t{8} << 20;
+constexpr int kStreams = 4;
 }  // namespace
 
 // The rendezvous of one step on one task: keys sent from this task's devices meet in a local
@@ -52,9 +55,44 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
     for (auto& c : calls) c->TryCancel();
   }
 
-  // For another task's RecvTensor: the value this task's _Send left under `key`.
-  void RecvLocal(const std::string& key, DoneCallback done) {
-    local_.RecvAsync(key, std::move(done));
+  // For another task's RecvTensor: the value this task's _Send left under `key`, in host
+  // memory (a GPU tensor is copied once per step and key, however many chunks are pulled).
+  void RecvLocal(const std::string& key, Device* src, Device* host, DoneCallback done) {
+    auto self = shared_from_this();
+    local_.RecvAsync(
+        key, [self, key, src, host, done = std::move(done)](const Status& s, const Tensor& t) {
+          if (!s.ok() || t.InHostMemory() || src == nullptr) return done(s, t);
+          bool ready = false;
+          Status status;
+          Tensor value;
+          {
+            std::lock_guard<std::mutex> lock(self->mu_);
+            HostCopy& copy = self->host_copies_[key];
+            if (copy.ready) {
+              ready = true;
+              status = copy.status;
+              value = copy.value;
+            } else {
+              copy.waiters.push_back(done);
+              if (copy.waiters.size() > 1) return;  // the first waiter's copy is under way
+            }
+          }
+          if (ready) return done(status, value);
+          CopyRegistry::Global()->CopyAsync(t, src, host, [self, key](StatusOr<Tensor> h) {
+            std::vector<DoneCallback> waiters;
+            Status status = h.status();
+            Tensor value = h.ok() ? *h : Tensor();
+            {
+              std::lock_guard<std::mutex> lock(self->mu_);
+              HostCopy& copy = self->host_copies_[key];
+              copy.ready = true;
+              copy.status = status;
+              copy.value = value;
+              waiters.swap(copy.waiters);
+            }
+            for (auto& w : waiters) w(status, value);
+          });
+        });
   }
 
  private:
@@ -63,10 +101,51 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
     grpc::ByteBuffer request, response;
   };
 
+  using FetchCallback = std::function<void(Status, RecvTensorReader*)>;
+
+  // Pulls `key` from task `src`: the first chunk on the task's main connection; a tensor larger
+  // than a chunk has the rest pulled in chunks over kStreams connections at once (one TCP
+  // stream does not fill a machine's copy bandwidth), each copied straight into the tensor.
   void PullFromPeer(const DeviceName& src, const std::string& key, DoneCallback done) {
+    auto self = shared_from_this();
+    Fetch(src, key, 0, 0, [self, src, key, done](Status s, RecvTensorReader* r) {
+      StatusOr<Tensor> t = s.ok() ? r->NewTensor() : StatusOr<Tensor>(s);
+      if (t.ok()) s = r->ReadInto(*t);
+      if (!t.ok() || !s.ok()) return done(t.ok() ? s : t.status(), Tensor());
+      const int64_t total = static_cast<int64_t>(t->TotalBytes());
+      const int64_t have = static_cast<int64_t>(r->num_bytes());
+      if (have >= total) return done(Status::OK(), *t);
+      struct Gather {
+        Tensor t;
+        std::atomic<int> left{0};
+        std::mutex mu;
+        Status status;
+      };
+      auto g = std::make_shared<Gather>();
+      g->t = *t;
+      const int chunks = static_cast<int>((total - have + kChunkBytes - 1) / kChunkBytes);
+      g->left = chunks;
+      for (int c = 0; c < chunks; ++c) {
+        self->Fetch(src, key, have + c * kChunkBytes, c % kStreams,
+                    [g, done](Status s, RecvTensorReader* r) {
+                      if (s.ok()) s = r->ReadInto(g->t);
+                      if (!s.ok()) {
+                        std::lock_guard<std::mutex> lock(g->mu);
+                        if (g->status.ok()) g->status = s;
+                      }
+                      if (g->left.fetch_sub(1) == 1)
+                        done(g->status, g->status.ok() ? g->t : Tensor());
+                    });
+      }
+    });
+  }
+
+  // One RecvTensor call for the bytes of `key` from `offset` (a chunk) on connection `stream`.
+  void Fetch(const DeviceName& src, const std::string& key, int64_t offset, int stream,
+             FetchCallback callback) {
     std::string address;
-    auto stub = worker_->PeerStub(src.job, src.task, &address);
-    if (!stub.ok()) return done(stub.status(), Tensor());
+    auto stub = worker_->PeerStub(src.job, src.task, stream, &address);
+    if (!stub.ok()) return callback(stub.status(), nullptr);
     auto call = std::make_shared<Call>();
     Status aborted;
     {
@@ -74,29 +153,33 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
       aborted = aborted_;
       if (aborted.ok()) in_flight_[call.get()] = call->ctx;
     }
-    if (!aborted.ok()) return done(aborted, Tensor());  // not under mu_: done may abort
+    if (!aborted.ok()) return callback(aborted, nullptr);  // not under mu_: it may abort
     AddToken(call->ctx.get(), worker_->options());
     rpc::RecvTensorRequest req;
     req.set_step_id(step_id_);
     req.set_key(key);
+    req.set_offset(offset);
+    req.set_max_bytes(kChunkBytes);
     grpc::Slice slice(req.SerializeAsString());
     call->request = grpc::ByteBuffer(&slice, 1);
-    const std::string what =
-        fmt::format("RecvTensor of '{}' from /job:{}/replica:0/task:{} ({})",
-                    key.substr(key.rfind(';') + 1), src.job, src.task, address);
     auto self = shared_from_this();
-    (*stub)->UnaryCall(call->ctx.get(), kRecvTensorMethod, grpc::StubOptions(), &call->request,
-                       &call->response, [self, call, what, done = std::move(done)](grpc::Status s) {
-                         {
-                           std::lock_guard<std::mutex> lock(self->mu_);
-                           self->in_flight_.erase(call.get());
-                         }
-                         if (!s.ok()) return done(FromGrpc(s, what), Tensor());
-                         auto t = DecodeRecvTensorResponse(&call->response);
-                         if (!t.ok())
-                           return done(t.status().WithSuffix(" (" + what + ")"), Tensor());
-                         done(Status::OK(), *t);
-                       });
+    (*stub)->UnaryCall(
+        call->ctx.get(), kRecvTensorMethod, grpc::StubOptions(), &call->request, &call->response,
+        [self, call, src, key, address, callback = std::move(callback)](grpc::Status st) {
+          {
+            std::lock_guard<std::mutex> lock(self->mu_);
+            self->in_flight_.erase(call.get());
+          }
+          const auto what = [&] {
+            return fmt::format("RecvTensor of '{}' from /job:{}/replica:0/task:{} ({})",
+                               key.substr(key.rfind(';') + 1), src.job, src.task, address);
+          };
+          if (!st.ok()) return callback(FromGrpc(st, what()), nullptr);
+          RecvTensorReader reader;
+          Status s = reader.Open(&call->response);
+          if (!s.ok()) return callback(s.WithSuffix(" (" + what() + ")"), nullptr);
+          callback(Status::OK(), &reader);
+        });
   }
 
   Worker* worker_;
@@ -105,6 +188,13 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
   std::mutex mu_;
   Status aborted_;
   std::map<Call*, std::shared_ptr<grpc::ClientContext>> in_flight_;
+  struct HostCopy {
+    bool ready = false;
+    Status status;
+    Tensor value;
+    std::vector<DoneCallback> waiters;
+  };
+  std::map<std::string, HostCopy> host_copies_;
 };
 
 // A graph registered by a master: one executor per device partition of one signature.
@@ -154,12 +244,12 @@ void Worker::ListDevices(google::protobuf::RepeatedPtrField<rpc::DeviceProto>* o
 }
 
 StatusOr<std::shared_ptr<grpc::GenericStub>> Worker::PeerStub(const std::string& job, int task,
-                                                              std::string* address) {
+                                                              int stream, std::string* address) {
   PF_ASSIGN_OR_RETURN(*address, cluster_.TaskAddress(job, task));
   std::lock_guard<std::mutex> lock(mu_);
-  auto& stub = peers_[*address];
+  auto& stub = peers_[{*address, stream}];
   if (!stub) {
-    PF_ASSIGN_OR_RETURN(auto channel, NewChannel(*address, options_));
+    PF_ASSIGN_OR_RETURN(auto channel, NewChannel(*address, options_, stream));
     stub = std::make_shared<grpc::GenericStub>(channel);
   }
   return stub;
@@ -404,19 +494,13 @@ grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
     return reactor;
   }
   Device* src = devices_.Find(req.key().substr(0, req.key().find(';')));
-  step->RecvLocal(req.key(), [this, reactor, resp, src](const Status& s, const Tensor& t) {
-    if (!s.ok()) return reactor->Finish(ToGrpc(s));
-    if (t.InHostMemory() || src == nullptr) {
-      *resp = EncodeRecvTensorResponse(t);
-      return reactor->Finish(grpc::Status::OK);
-    }
-    // A GPU tensor goes to host memory first.
-    CopyRegistry::Global()->CopyAsync(t, src, devices_.host(), [reactor, resp](StatusOr<Tensor> h) {
-      if (!h.ok()) return reactor->Finish(ToGrpc(h.status()));
-      *resp = EncodeRecvTensorResponse(*h);
-      reactor->Finish(grpc::Status::OK);
-    });
-  });
+  const int64_t offset = req.offset(), max_bytes = req.max_bytes();
+  step->RecvLocal(req.key(), src, devices_.host(),
+                  [reactor, resp, offset, max_bytes](const Status& s, const Tensor& t) {
+                    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+                    *resp = EncodeRecvTensorResponse(t, offset, max_bytes);
+                    reactor->Finish(grpc::Status::OK);
+                  });
   return reactor;
 }
 

@@ -58,9 +58,9 @@ class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor
                                        const grpc::ByteBuffer* req,
                                        grpc::ByteBuffer* resp) override;
 
-  // The generic stub of another task, for RecvTensor (made once per task).
+  // The generic stub of another task for RecvTensor on connection `stream` (made once each).
   StatusOr<std::shared_ptr<grpc::GenericStub>> PeerStub(const std::string& job, int task,
-                                                        std::string* address);
+                                                        int stream, std::string* address);
   const ClusterOptions& options() const { return options_; }
 
  private:
@@ -84,7 +84,7 @@ class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor
   std::map<int64_t, std::shared_ptr<StepRendezvous>> steps_;
   std::set<int64_t> ended_;          // recently ended steps: a late RecvTensor fails at once
   std::deque<int64_t> ended_order_;  // oldest first, bounded
-  std::map<std::string, std::shared_ptr<grpc::GenericStub>> peers_;
+  std::map<std::pair<std::string, int>, std::shared_ptr<grpc::GenericStub>> peers_;
 };
 
 }  // namespace pf

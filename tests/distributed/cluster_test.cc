@@ -164,7 +164,9 @@ TEST_CASE("Cross-task transfers keep every byte of every dtype, 0 bytes to 256 M
   Server s0(ClusterSpec::Parse(cluster).ValueOrThrow(), "worker", 0);
   Server s1(ClusterSpec::Parse(cluster).ValueOrThrow(), "worker", 1);
   for (DType dtype : {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16}) {
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{3} << 18}) {
+    // Sizes around the 8 MiB chunks of large pulls: one chunk, two and a bit.
+    for (int64_t n :
+         {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{3} << 18, (int64_t{2} << 20) + 7}) {
       Graph g;
       Scope root = Scope::Root(&g);
       Output in =
