@@ -204,33 +204,34 @@ void ReleaseBuffer(void* holder) { delete static_cast<std::shared_ptr<Buffer>*>(
 
 }  // namespace
 
-grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& t, int64_t offset, int64_t max_bytes) {
-  const int64_t total = static_cast<int64_t>(t.TotalBytes());
-  offset = std::clamp<int64_t>(offset, 0, total);
-  const int64_t len = max_bytes > 0 ? std::min(max_bytes, total - offset) : total - offset;
-  rpc::RecvTensorHeader header;
-  header.set_dtype(t.dtype());
-  ShapeToProto(t.shape(), header.mutable_shape());
-  header.set_offset(offset);
+grpc::ByteBuffer EncodeRaw(const google::protobuf::MessageLite& header,
+                           const std::vector<TensorRange>& parts) {
   std::string prefix(4, '\0');
   const uint32_t header_len = static_cast<uint32_t>(header.ByteSizeLong());
   std::memcpy(prefix.data(), &header_len, 4);
   header.AppendToString(&prefix);
   std::vector<grpc::Slice> slices;
   slices.emplace_back(prefix);
-  if (len > 0) {
-    auto* holder = new std::shared_ptr<Buffer>(t.buffer());
-    slices.emplace_back(static_cast<char*>(t.raw_data()) + offset, static_cast<size_t>(len),
-                        &ReleaseBuffer, holder);
+  for (const TensorRange& part : parts) {
+    const int64_t total = static_cast<int64_t>(part.tensor.TotalBytes());
+    const int64_t offset = std::clamp<int64_t>(part.offset, 0, total);
+    const int64_t len = part.size >= 0 ? std::min(part.size, total - offset) : total - offset;
+    if (len <= 0) continue;
+    auto* holder = new std::shared_ptr<Buffer>(part.tensor.buffer());
+    slices.emplace_back(static_cast<char*>(part.tensor.raw_data()) + offset,
+                        static_cast<size_t>(len), &ReleaseBuffer, holder);
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-bool RecvTensorReader::Read(char* dst, size_t n) {
+bool RawReader::Read(void* dst, size_t n) {
+  char* out = static_cast<char*>(dst);
+  if (n > remaining_) return false;
+  remaining_ -= n;
   while (n > 0 && slice_ < slices_.size()) {
     size_t take = std::min(n, slices_[slice_].size() - offset_);
-    std::memcpy(dst, slices_[slice_].begin() + offset_, take);
-    dst += take;
+    std::memcpy(out, slices_[slice_].begin() + offset_, take);
+    out += take;
     n -= take;
     offset_ += take;
     if (offset_ == slices_[slice_].size()) {
@@ -241,36 +242,36 @@ bool RecvTensorReader::Read(char* dst, size_t n) {
   return n == 0;
 }
 
-Status RecvTensorReader::Open(grpc::ByteBuffer* wire) {
-  if (!wire->Dump(&slices_).ok()) return errors::Internal("Cannot read a RecvTensor response");
+Status RawReader::Open(const grpc::ByteBuffer* wire, google::protobuf::MessageLite* header) {
+  if (!wire->Dump(&slices_).ok()) return errors::Internal("Cannot read a raw message");
+  remaining_ = wire->Length();
   uint32_t len = 0;
   std::string header_bytes;
-  if (!Read(reinterpret_cast<char*>(&len), 4) || len > (1u << 20))
-    return errors::Internal("A RecvTensor response is malformed");
+  if (!Read(&len, 4) || len > remaining_) return errors::Internal("A raw message is malformed");
   header_bytes.resize(len);
-  if (!Read(header_bytes.data(), len) || !header_.ParseFromString(header_bytes))
-    return errors::Internal("A RecvTensor response is malformed");
-  bytes_ = wire->Length() - 4 - len;
+  if (!Read(header_bytes.data(), len) || !header->ParseFromString(header_bytes))
+    return errors::Internal("A raw message's header is malformed");
   return Status::OK();
 }
 
-StatusOr<Tensor> RecvTensorReader::NewTensor() const {
-  PF_ASSIGN_OR_RETURN(DType dtype, CheckedDType(header_.dtype()));
-  PF_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(header_.shape()));
-  return NewHostTensor(dtype, shape);
+void TensorMeta(const Tensor& t, rpc::TensorProto* p) {
+  p->set_dtype(t.dtype());
+  ShapeToProto(t.shape(), p->mutable_shape());
 }
 
-Status RecvTensorReader::ReadInto(const Tensor& t) {
-  const uint64_t offset = header_.offset();
-  if (t.dtype() != header_.dtype() || offset + bytes_ > t.TotalBytes()) {
-    return errors::Internal("A RecvTensor response holds bytes [", offset, ", ", offset + bytes_,
-                            ") of a ", DTypeName(static_cast<DType>(header_.dtype())),
-                            " tensor; expected a part of ", t.TotalBytes(), " bytes of ",
-                            DTypeName(t.dtype()));
+StatusOr<Tensor> NewTensorFor(int32_t dtype, const rpc::ShapeProto& shape) {
+  PF_ASSIGN_OR_RETURN(DType d, CheckedDType(dtype));
+  PF_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(shape));
+  return NewHostTensor(d, s);
+}
+
+StatusOr<Tensor> ReadTensor(RawReader* reader, const rpc::TensorProto& meta) {
+  PF_ASSIGN_OR_RETURN(Tensor t, NewTensorFor(meta.dtype(), meta.shape()));
+  if (!reader->Read(t.raw_data(), t.TotalBytes())) {
+    return errors::Internal("A raw message ends before the ", t.TotalBytes(),
+                            " bytes of a tensor of shape ", t.shape().ToString());
   }
-  if (!Read(static_cast<char*>(t.raw_data()) + offset, bytes_))
-    return errors::Internal("A RecvTensor response is truncated");
-  return Status::OK();
+  return t;
 }
 
 }  // namespace pf

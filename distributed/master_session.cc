@@ -4,6 +4,7 @@
 // registers every task's partitions on that task once, and runs a step by asking every task
 // to run its partitions under one step id. The first error aborts the step on every task.
 #include <fmt/ranges.h>
+#include <grpcpp/generic/generic_stub.h>
 
 #include <condition_variable>
 #include <random>
@@ -36,6 +37,7 @@ class RemoteDevice final : public Device {
 struct Task {
   std::string name, address;
   std::unique_ptr<rpc::WorkerService::Stub> stub;
+  std::unique_ptr<grpc::GenericStub> raw;  // RunGraph (raw messages)
 };
 
 // Sends `req` and forgets it (AbortStep, CleanupStep): the call owns its state. `start` begins
@@ -161,6 +163,7 @@ class MasterSession final : public SessionBackend {
                                          ? StatusOr<std::shared_ptr<grpc::Channel>>(channel)
                                          : NewChannel(t.address, options_.cluster));
         t.stub = rpc::WorkerService::NewStub(ch);
+        t.raw = std::make_unique<grpc::GenericStub>(ch);
         std::string name = t.name;
         tasks_.emplace(name, std::move(t));
       }
@@ -238,6 +241,7 @@ class MasterSession final : public SessionBackend {
             placement.device.at(fetches[i].node) != part.device)
           continue;
         pp->add_fetch(Output(partitions.copy_of.at(fetches[i].node), fetches[i].index).name());
+        pp->add_fetch_snapshot(MayAliasVariable(fetches[i]));
         tp.fetches.push_back(static_cast<int>(i));
       }
     }
@@ -284,8 +288,7 @@ class MasterSession final : public SessionBackend {
     }
     struct Call {
       grpc::ClientContext ctx;
-      rpc::RunGraphRequest req;
-      rpc::RunGraphResponse resp;
+      grpc::ByteBuffer req, resp;
       Status status;
     };
     const size_t n = prepared.tasks.size();
@@ -311,32 +314,42 @@ class MasterSession final : public SessionBackend {
       const TaskPart& tp = prepared.tasks[i];
       Call& c = calls[i];
       AddToken(&c.ctx, options_.cluster);
-      c.req.set_graph_handle(tp.handle);
-      c.req.set_step_id(step_id);
+      // Raw: the feeds' bytes go out as slices of the caller's tensors (no copy here).
+      rpc::RunGraphRequest header;
+      header.set_graph_handle(tp.handle);
+      header.set_step_id(step_id);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        for (int64_t ended : ended_steps_[tp.task]) c.req.add_ended_step(ended);
+        for (int64_t ended : ended_steps_[tp.task]) header.add_ended_step(ended);
         ended_steps_[tp.task].clear();
       }
-      for (int f : tp.feeds) TensorToProto(feeds[f].second, c.req.add_feed());
+      std::vector<TensorRange> parts;
+      for (int f : tp.feeds) {
+        TensorMeta(feeds[f].second, header.add_feed());
+        parts.push_back({feeds[f].second});
+      }
+      c.req = EncodeRaw(header, parts);
       const Task& task = tasks_.at(tp.task);
       const std::string what = fmt::format("Task {} ({})", tp.task, task.address);
-      task.stub->async()->RunGraph(&c.ctx, &c.req, &c.resp, [&, what, i](grpc::Status st) {
-        Status s = FromGrpc(st, what);
-        if (st.error_code() == grpc::StatusCode::UNAVAILABLE && st.error_details() != "remote") {
-          s = errors::Unavailable(what,
+      task.raw->UnaryCall(&c.ctx, "/pf.rpc.WorkerService/RunGraph", grpc::StubOptions(), &c.req,
+                          &c.resp, [&, what, i](grpc::Status st) {
+                            Status s = FromGrpc(st, what);
+                            if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                                st.error_details() != "remote") {
+                              s = errors::Unavailable(
+                                  what,
                                   " is unreachable or died during the step: ", st.error_message());
-        }
-        bool first_failure = false;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          calls[i].status = s;
-          if (!s.ok() && !aborted) first_failure = aborted = true;
-        }
-        if (first_failure) abort_all(s);
-        std::lock_guard<std::mutex> lock(mu);
-        if (--remaining == 0) cv.notify_all();
-      });
+                            }
+                            bool first_failure = false;
+                            {
+                              std::lock_guard<std::mutex> lock(mu);
+                              calls[i].status = s;
+                              if (!s.ok() && !aborted) first_failure = aborted = true;
+                            }
+                            if (first_failure) abort_all(s);
+                            std::lock_guard<std::mutex> lock(mu);
+                            if (--remaining == 0) cv.notify_all();
+                          });
     }
     {
       std::unique_lock<std::mutex> lock(mu);
@@ -362,11 +375,14 @@ class MasterSession final : public SessionBackend {
     outputs->assign(prepared.fetch_from_feed.size(), Tensor());
     for (size_t i = 0; i < n; ++i) {
       const TaskPart& tp = prepared.tasks[i];
-      if (calls[i].resp.fetch_size() != static_cast<int>(tp.fetches.size()))
-        return errors::Internal("Task ", tp.task, " returned ", calls[i].resp.fetch_size(),
+      rpc::RunGraphResponse header;
+      RawReader reader;
+      PF_RETURN_IF_ERROR(reader.Open(&calls[i].resp, &header));
+      if (header.fetch_size() != static_cast<int>(tp.fetches.size()))
+        return errors::Internal("Task ", tp.task, " returned ", header.fetch_size(),
                                 " fetches instead of ", tp.fetches.size());
       for (size_t k = 0; k < tp.fetches.size(); ++k) {
-        PF_ASSIGN_OR_RETURN((*outputs)[tp.fetches[k]], TensorFromProto(calls[i].resp.fetch(k)));
+        PF_ASSIGN_OR_RETURN((*outputs)[tp.fetches[k]], ReadTensor(&reader, header.fetch(k)));
       }
     }
     for (size_t i = 0; i < outputs->size(); ++i) {

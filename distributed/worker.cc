@@ -101,19 +101,37 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
     grpc::ByteBuffer request, response;
   };
 
-  using FetchCallback = std::function<void(Status, RecvTensorReader*)>;
+  // A RecvTensor response: its header and a reader positioned at its bytes.
+  struct Chunk {
+    rpc::RecvTensorHeader header;
+    RawReader reader;
+    // Copies the bytes to their offset in `t`.
+    Status ReadInto(const Tensor& t) {
+      const uint64_t offset = header.offset(), n = reader.remaining();
+      if (t.dtype() != header.dtype() || offset + n > t.TotalBytes()) {
+        return errors::Internal("A RecvTensor response holds bytes [", offset, ", ", offset + n,
+                                ") of dtype ", header.dtype(), "; expected a part of ",
+                                t.TotalBytes(), " bytes of ", DTypeName(t.dtype()));
+      }
+      return reader.Read(static_cast<char*>(t.raw_data()) + offset, n)
+                 ? Status::OK()
+                 : errors::Internal("A RecvTensor response is truncated");
+    }
+  };
+  using FetchCallback = std::function<void(Status, Chunk*)>;
 
   // Pulls `key` from task `src`: the first chunk on the task's main connection; a tensor larger
   // than a chunk has the rest pulled in chunks over kStreams connections at once (one TCP
   // stream does not fill a machine's copy bandwidth), each copied straight into the tensor.
   void PullFromPeer(const DeviceName& src, const std::string& key, DoneCallback done) {
     auto self = shared_from_this();
-    Fetch(src, key, 0, 0, [self, src, key, done](Status s, RecvTensorReader* r) {
-      StatusOr<Tensor> t = s.ok() ? r->NewTensor() : StatusOr<Tensor>(s);
+    Fetch(src, key, 0, 0, [self, src, key, done](Status s, Chunk* r) {
+      StatusOr<Tensor> t =
+          s.ok() ? NewTensorFor(r->header.dtype(), r->header.shape()) : StatusOr<Tensor>(s);
+      const int64_t have = t.ok() ? static_cast<int64_t>(r->reader.remaining()) : 0;
       if (t.ok()) s = r->ReadInto(*t);
       if (!t.ok() || !s.ok()) return done(t.ok() ? s : t.status(), Tensor());
       const int64_t total = static_cast<int64_t>(t->TotalBytes());
-      const int64_t have = static_cast<int64_t>(r->num_bytes());
       if (have >= total) return done(Status::OK(), *t);
       struct Gather {
         Tensor t;
@@ -126,16 +144,14 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
       const int chunks = static_cast<int>((total - have + kChunkBytes - 1) / kChunkBytes);
       g->left = chunks;
       for (int c = 0; c < chunks; ++c) {
-        self->Fetch(src, key, have + c * kChunkBytes, c % kStreams,
-                    [g, done](Status s, RecvTensorReader* r) {
-                      if (s.ok()) s = r->ReadInto(g->t);
-                      if (!s.ok()) {
-                        std::lock_guard<std::mutex> lock(g->mu);
-                        if (g->status.ok()) g->status = s;
-                      }
-                      if (g->left.fetch_sub(1) == 1)
-                        done(g->status, g->status.ok() ? g->t : Tensor());
-                    });
+        self->Fetch(src, key, have + c * kChunkBytes, c % kStreams, [g, done](Status s, Chunk* r) {
+          if (s.ok()) s = r->ReadInto(g->t);
+          if (!s.ok()) {
+            std::lock_guard<std::mutex> lock(g->mu);
+            if (g->status.ok()) g->status = s;
+          }
+          if (g->left.fetch_sub(1) == 1) done(g->status, g->status.ok() ? g->t : Tensor());
+        });
       }
     });
   }
@@ -175,10 +191,10 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
                                key.substr(key.rfind(';') + 1), src.job, src.task, address);
           };
           if (!st.ok()) return callback(FromGrpc(st, what()), nullptr);
-          RecvTensorReader reader;
-          Status s = reader.Open(&call->response);
+          Chunk chunk;
+          Status s = chunk.reader.Open(&call->response, &chunk.header);
           if (!s.ok()) return callback(s.WithSuffix(" (" + what() + ")"), nullptr);
-          callback(Status::OK(), &reader);
+          callback(Status::OK(), &chunk);
         });
   }
 
@@ -204,7 +220,7 @@ struct Worker::Registration {
     Device* device = nullptr;
     std::unique_ptr<Executor> executor;
     std::vector<bool> feed_on_host;
-    int num_fetches = 0;
+    std::vector<bool> snapshot;  // per fetch: copy before sending (may view a variable)
   };
   std::vector<Part> parts;
   std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels;
@@ -317,7 +333,8 @@ StatusOr<std::shared_ptr<Worker::Registration>> Worker::Register(
       PF_ASSIGN_OR_RETURN(Output o, FindOutput(*part.graph, f));
       spec.fetches.push_back(o);
     }
-    part.num_fetches = pp.fetch_size();
+    for (int k = 0; k < pp.fetch_size(); ++k)
+      part.snapshot.push_back(k < pp.fetch_snapshot_size() && pp.fetch_snapshot(k));
     spec.devices = &devices_;
     Registration* r = reg.get();
     auto kernels = [r](const Node& n, Device* d) -> StatusOr<OpKernel*> {
@@ -362,9 +379,17 @@ grpc::ServerUnaryReactor* Worker::DeregisterGraph(grpc::CallbackServerContext* c
 }
 
 grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
-                                           const rpc::RunGraphRequest* req,
-                                           rpc::RunGraphResponse* resp) {
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* resp) {
   PF_CHECK_TOKEN("RunGraph");
+  // Raw: the feeds' bytes follow the header; they are copied once, into the feed tensors.
+  rpc::RunGraphRequest header;
+  const rpc::RunGraphRequest* req = &header;
+  RawReader reader;
+  if (Status s = reader.Open(request, &header); !s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
   std::shared_ptr<Registration> reg;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -401,7 +426,7 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
   for (size_t i = 0; i < reg->parts.size(); ++i) {
     const Registration::Part& part = reg->parts[i];
     for (size_t f = 0; f < part.feed_on_host.size(); ++f, ++k) {
-      StatusOr<Tensor> t = k < req->feed_size() ? TensorFromProto(req->feed(k))
+      StatusOr<Tensor> t = k < req->feed_size() ? ReadTensor(&reader, req->feed(k))
                                                 : errors::InvalidArgument("Too few feeds");
       if (t.ok() && !part.feed_on_host[f])
         t = CopyRegistry::Global()->Copy(*t, devices_.host(), part.device);
@@ -419,19 +444,27 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
       Status synced = part.device->Sync();
       if (s.ok() && !synced.ok()) s = synced;
     }
+    rpc::RunGraphResponse header;
+    std::vector<TensorRange> parts;
     for (size_t i = 0; s.ok() && i < run->reg->parts.size(); ++i) {
-      for (Tensor& t : run->fetches[i]) {
+      const Registration::Part& part = run->reg->parts[i];
+      for (size_t k = 0; k < run->fetches[i].size(); ++k) {
+        Tensor& t = run->fetches[i][k];
         if (!t.InHostMemory()) {
-          auto host = CopyRegistry::Global()->Copy(t, run->reg->parts[i].device, devices_.host());
+          auto host = CopyRegistry::Global()->Copy(t, part.device, devices_.host());
           if (!host.ok()) {
             s = host.status();
             break;
           }
           t = std::move(host).value();
+        } else if (part.snapshot[k]) {
+          t = t.Clone();  // may view a variable that a later step updates while this is sent
         }
-        TensorToProto(t, resp->add_fetch());
+        TensorMeta(t, header.add_fetch());
+        parts.push_back({t});
       }
     }
+    if (s.ok()) *resp = EncodeRaw(header, parts);
     reactor->Finish(ToGrpc(s));
   };
   auto start = [run, finish, step_id = req->step_id()](size_t i) {
@@ -498,7 +531,11 @@ grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
   step->RecvLocal(req.key(), src, devices_.host(),
                   [reactor, resp, offset, max_bytes](const Status& s, const Tensor& t) {
                     if (!s.ok()) return reactor->Finish(ToGrpc(s));
-                    *resp = EncodeRecvTensorResponse(t, offset, max_bytes);
+                    rpc::RecvTensorHeader header;
+                    header.set_dtype(t.dtype());
+                    ShapeToProto(t.shape(), header.mutable_shape());
+                    header.set_offset(std::clamp<int64_t>(offset, 0, t.TotalBytes()));
+                    *resp = EncodeRaw(header, {{t, offset, max_bytes > 0 ? max_bytes : -1}});
                     reactor->Finish(grpc::Status::OK);
                   });
   return reactor;

@@ -25,8 +25,10 @@ namespace pf {
 
 class StepRendezvous;
 
-class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor<
-                         rpc::WorkerService::CallbackService> {
+// RunGraph and RecvTensor are raw (a header and tensor bytes as slices, distributed/coding.h).
+class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RunGraph<
+                         rpc::WorkerService::WithRawCallbackMethod_RecvTensor<
+                             rpc::WorkerService::CallbackService>> {
  public:
   Worker(ClusterSpec cluster, std::string job, int task, ClusterOptions options,
          int cpu_devices = 1);
@@ -45,9 +47,8 @@ class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RecvTensor
   grpc::ServerUnaryReactor* DeregisterGraph(grpc::CallbackServerContext* ctx,
                                             const rpc::DeregisterGraphRequest* req,
                                             rpc::DeregisterGraphResponse* resp) override;
-  grpc::ServerUnaryReactor* RunGraph(grpc::CallbackServerContext* ctx,
-                                     const rpc::RunGraphRequest* req,
-                                     rpc::RunGraphResponse* resp) override;
+  grpc::ServerUnaryReactor* RunGraph(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* AbortStep(grpc::CallbackServerContext* ctx,
                                       const rpc::AbortStepRequest* req,
                                       rpc::AbortStepResponse* resp) override;
