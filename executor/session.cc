@@ -57,18 +57,20 @@ Session::Session(Graph& graph, SessionOptions options)
     : graph_(graph), options_(std::move(options)) {
   if (!options_.target.empty()) {
     SessionBackendFactory factory;
+    bool has_grpc = false;
     {
       std::lock_guard<std::mutex> lock(BackendMu());
       for (const auto& [scheme, f] : Backends()) {
         if (options_.target.rfind(scheme, 0) == 0) factory = f;
       }
+      has_grpc = Backends().count("grpc://") > 0;
     }
     if (!factory) {
       throw Error(errors::InvalidArgument(
           "Session target '", options_.target,
           "' is not supported: use \"\" (this process) or \"grpc://host:port\" in a placeflow "
           "built with the cluster runtime (PF_WITH_GRPC; this build has it: ",
-          Backends().count("grpc://") ? "yes" : "no", ")"));
+          has_grpc ? "yes" : "no", ")"));
     }
     backend_ = factory(graph_, options_).ValueOrThrow();
     pool_ = ThreadPool::Default();

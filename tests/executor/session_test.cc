@@ -476,5 +476,32 @@ TEST_CASE("Session devices say whether their memory is the host's", "[executor]"
   }
 }
 
+TEST_CASE("A session target other than a cluster's grpc:// address is refused, saying why",
+          "[executor][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  ops::Const(root, 1.f);
+  SessionOptions opts;
+  opts.target = "local://somewhere";
+  try {
+    Session sess(g, opts);
+    FAIL("opened a session on an unknown target");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kInvalidArgument);
+    CHECK_THAT(e.what(), Catch::Contains("local://somewhere"));
+    CHECK_THAT(e.what(), Catch::Contains("grpc://host:port"));
+  }
+#ifndef PF_WITH_GRPC
+  // Without the cluster runtime, a grpc:// target says the build lacks it.
+  opts.target = "grpc://localhost:2222";
+  try {
+    Session sess(g, opts);
+    FAIL("opened a cluster session without the cluster runtime");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("PF_WITH_GRPC"));
+  }
+#endif
+}
+
 }  // namespace
 }  // namespace pf
