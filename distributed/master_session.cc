@@ -177,13 +177,7 @@ class MasterSession final : public SessionBackend {
     default_task_.has_job = default_task_.has_replica = default_task_.has_task = true;
     default_task_.job = resp.job();
     default_task_.task = resp.task();
-    if (options_.log_device_placement) {
-      std::string text = "Device mapping:\n";
-      for (const Device* d : devices_.devices())
-        text += fmt::format("{} -> {}\n", d->name(), d->Description());
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
-    }
+    if (options_.log_device_placement) PrintToStdout(DeviceMappingText(devices_));
     return Status::OK();
   }
 
@@ -212,9 +206,7 @@ class MasterSession final : public SessionBackend {
     std::set<Output> fed(fed_list.begin(), fed_list.end());
     PF_ASSIGN_OR_RETURN(Partitions partitions, Partition(nodes, placement.device, fed));
     if (options_.log_device_placement) {
-      std::string text = PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_);
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
+      PrintToStdout(PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_));
     }
     for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
 

@@ -92,13 +92,7 @@ Session::Session(Graph& graph, SessionOptions options)
   const int physical = gpu.max_count == 0 ? 0 : CudaDeviceCount();
   std::vector<GpuDevicePlan> plan = PlanGpuDevices(physical, gpu).ValueOrThrow();
   for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) devices_.Add(std::move(d));
-  if (options_.log_device_placement) {
-    std::string text = "Device mapping:\n";
-    for (const Device* d : devices_.devices())
-      text += fmt::format("{} -> {}\n", d->name(), d->Description());
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
-  }
+  if (options_.log_device_placement) PrintToStdout(DeviceMappingText(devices_));
 }
 
 Session::~Session() = default;
@@ -160,10 +154,8 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
   PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
   if (options_.log_device_placement) {
-    std::string text =
-        PlacementLogText(nodes, placement, prepared->partitions.send_recv_pairs, placement_);
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
+    PrintToStdout(
+        PlacementLogText(nodes, placement, prepared->partitions.send_recv_pairs, placement_));
   }
   for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -95,6 +96,18 @@ bool FeedStaysOnHost(const Node& arg, const Device& d) {
     if (!host_in[e.dst_input]) return false;
   }
   return true;
+}
+
+std::string DeviceMappingText(const DeviceSet& devices) {
+  std::string text = "Device mapping:\n";
+  for (const Device* d : devices.devices())
+    text += fmt::format("{} -> {}\n", d->name(), d->Description());
+  return text;
+}
+
+void PrintToStdout(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
 }
 
 std::string PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,

@@ -38,6 +38,11 @@ bool MayAliasVariable(const Output& o);
 // as HostMemory. Other feeds are copied to the device before the step.
 bool FeedStaysOnHost(const Node& arg, const Device& d);
 
+// "Device mapping:" and a line per device (TensorFlow's log_device_placement header).
+std::string DeviceMappingText(const DeviceSet& devices);
+// Writes a log block to stdout at once (the placement log goes there, as TensorFlow's does).
+void PrintToStdout(const std::string& text);
+
 // The placement log: a line per node not in `logged` (TensorFlow's format) and a summary with
 // the node count per device, the Send/Recv pairs and the soft fallbacks.
 std::string PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,

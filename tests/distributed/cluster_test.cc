@@ -387,23 +387,10 @@ TEST_CASE("A cluster session logs every task's devices and full device names", "
   Output b = ops::Neg(root.WithOpName("b"), a);  // no request: the session's task (worker:0)
   SessionOptions opts;
   opts.log_device_placement = true;
-  std::fflush(stdout);
-  char path[] = "/tmp/pf_cluster_log_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  int saved = dup(1);
-  dup2(fd, 1);
-  {
+  const std::string text = testing::CaptureStdout([&] {
     auto sess = Connect(g, worker.target(), opts);
     CHECK(sess->Run({b})[0].scalar<float>() == -2.f);
-  }
-  std::fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  close(fd);
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::remove(path);
+  });
   CHECK_THAT(text, Catch::Contains("Device mapping:\n"));
   CHECK_THAT(text, Catch::Contains("/job:ps/replica:0/task:0/device:CPU:0 -> "));
   CHECK_THAT(text, Catch::Contains("/job:worker/replica:0/task:0/device:CPU:0 -> "));

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "placeflow/devices/device.h"
@@ -275,26 +276,13 @@ TEST_CASE("Placement log in TensorFlow's format, once per placement", "[executor
   Output b = ops::Neg(root.WithOpName("b"), a);
   SessionOptions opts;
   opts.log_device_placement = true;
-  // Capture stdout through a temporary file.
-  std::fflush(stdout);
-  char path[] = "/tmp/pf_placement_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  int saved = dup(1);
-  dup2(fd, 1);
-  {
+  std::istringstream in(testing::CaptureStdout([&] {
     Session sess(g, opts);
     sess.Run({b});
     sess.Run({b});
-  }
-  std::fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  close(fd);
-  std::ifstream in(path);
+  }));
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::remove(path);
   REQUIRE(lines.size() == 5);
   CHECK(lines[0] == "Device mapping:");
   CHECK_THAT(lines[1], Catch::Matchers::StartsWith(

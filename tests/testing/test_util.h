@@ -2,11 +2,15 @@
 #pragma once
 
 #include <placeflow/placeflow.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <random>
+#include <string>
 
 // Tests reach past the public API into the runtime.
 #include "placeflow/core/logging.h"
@@ -65,6 +69,25 @@ inline bool SkipWithoutGpu() {
   if (std::getenv("PF_GPU_TEST_SKIP_CODE") != nullptr) std::exit(4);
   WARN("skipped: no GPU");
   return true;
+}
+
+// What `fn` writes to stdout (the placement log), captured through a temporary file.
+inline std::string CaptureStdout(const std::function<void()>& fn) {
+  std::fflush(stdout);
+  char path[] = "/tmp/pf_stdout_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(1);
+  dup2(fd, 1);
+  fn();
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  return text;
 }
 
 }  // namespace pf::testing
