@@ -140,16 +140,19 @@ class MasterSession final : public SessionBackend {
     grpc::ClientContext ctx;
     AddToken(&ctx, options_.cluster);
     ctx.set_wait_for_ready(true);
+    // The target waits `wait_s` for the other tasks; the client a little longer, so that the
+    // target's answer (which names a missing task) arrives before the client gives up.
     const double wait_s = options_.cluster.connect_timeout_s;
+    const double client_wait_s = wait_s + 2;
     ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000 * 1.5 + 100)));
+                     std::chrono::milliseconds(static_cast<int64_t>(client_wait_s * 1000)));
     rpc::GetClusterRequest req;
     req.set_wait_s(wait_s);
     rpc::GetClusterResponse resp;
     grpc::Status st = master->GetCluster(&ctx, req, &resp);
     if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return errors::Unavailable("Timed out after ", wait_s, " s waiting for the session target ",
-                                 options_.target,
+      return errors::Unavailable("Timed out after ", client_wait_s,
+                                 " s waiting for the session target ", options_.target,
                                  " to answer (is its server started? do both sides use the "
                                  "same TLS settings and certificate authority?)");
     }
