@@ -155,8 +155,11 @@ Output AdaGrad::ApplyDense(const Scope& s, Output grad, const Variable& var) {
 Variable GetOrCreateGlobalStep(const Scope& scope) {
   Variable existing = FindVariable(scope.graph(), "global_step");
   if (existing.valid()) return existing;
-  return GetVariable(Scope::Root(scope.graph()), "global_step", {}, init::Zeros(), DT_INT64,
-                     /*trainable=*/false);
+  // At the root of the variable names, but on the scope's device and through its custom getter
+  // (a ReplicaDeviceSetter puts it on a ps task, where every worker shares it).
+  Scope root = Scope::Root(scope.graph()).WithDevice(scope.device_string());
+  if (scope.custom_getter()) root = root.WithCustomGetter(*scope.custom_getter());
+  return GetVariable(root, "global_step", {}, init::Zeros(), DT_INT64, /*trainable=*/false);
 }
 
 Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step,

@@ -138,6 +138,7 @@ class AdaGrad : public Optimizer {
 };
 
 // "global_step": an int64 scalar, non-trainable, zero-initialised; found again on later calls.
+// Named at the root, placed by `scope`'s device and custom getter (a ReplicaDeviceSetter's ps).
 Variable GetOrCreateGlobalStep(const Scope& scope);
 
 // lr * decay_rate ^ (global_step / decay_steps), the exponent floored when staircase.

@@ -32,6 +32,7 @@
 #include "placeflow/train/gradient_checker.h"
 #include "placeflow/train/gradients.h"
 #include "placeflow/train/optimizers.h"
+#include "placeflow/train/replica_device_setter.h"
 #include "placeflow/train/saver.h"
 #include "placeflow/train/towers.h"
 #include "placeflow/train/variables.h"
