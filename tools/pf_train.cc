@@ -14,6 +14,9 @@
 
 #include "placeflow/devices/gpu_probe.h"
 #include "tools/tower_timing.h"
+#ifdef PF_WITH_GRPC
+#include "tools/cluster_train.h"
+#endif
 #include "tools/trainer.h"
 
 namespace {
@@ -44,6 +47,9 @@ struct Args {
   std::string aggregation = "param";
   std::string variable_device = "/cpu:0";
   std::string towers_table;  // "1,2": time mlp_seed000 with each tower count, print the table
+  // A cluster task (tools/cluster_train.h), or a whole local cluster.
+  std::string job_name, ps_hosts, worker_hosts, local_cluster;
+  int64_t task_index = 0;
 };
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -57,7 +63,10 @@ struct Args {
       "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n"
       "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n"
       "                [--towers N|auto] [--devices cpu|gpu|all] [--aggregation param|allreduce]\n"
-      "                [--variable-device DEV] [--towers-table 1,2,...]\n",
+      "                [--variable-device DEV] [--towers-table 1,2,...]\n"
+      "                [--job_name ps|worker --task_index N --ps_hosts h:p,... --worker_hosts "
+      "h:p,...]\n"
+      "                [--local-cluster ps=N,worker=M]\n",
       error.c_str());
   std::exit(2);
 }
@@ -75,7 +84,11 @@ Args Parse(int argc, char** argv) {
                                                  {"--devices", &a.devices},
                                                  {"--aggregation", &a.aggregation},
                                                  {"--variable-device", &a.variable_device},
-                                                 {"--towers-table", &a.towers_table}};
+                                                 {"--towers-table", &a.towers_table},
+                                                 {"--job_name", &a.job_name},
+                                                 {"--ps_hosts", &a.ps_hosts},
+                                                 {"--worker_hosts", &a.worker_hosts},
+                                                 {"--local-cluster", &a.local_cluster}};
   std::map<std::string, int64_t*> ints = {{"--steps", &a.steps},
                                           {"--epochs", &a.epochs},
                                           {"--batch", &a.batch},
@@ -83,7 +96,8 @@ Args Parse(int argc, char** argv) {
                                           {"--print-every", &a.print_every},
                                           {"--train-limit", &a.train_limit},
                                           {"--test-limit", &a.test_limit},
-                                          {"--cpu-devices", &a.cpu_devices}};
+                                          {"--cpu-devices", &a.cpu_devices},
+                                          {"--task_index", &a.task_index}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") Usage("pf-train: trains a placeflow model");
@@ -230,6 +244,18 @@ int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
   try {
     if (!a.towers_table.empty()) return TowersTable(a);
+#ifdef PF_WITH_GRPC
+    if (!a.local_cluster.empty()) return pf::cluster::RunLocalCluster(a.local_cluster, argc, argv);
+    std::unique_ptr<pf::cluster::Task> task;
+    if (!a.job_name.empty()) {
+      task = std::make_unique<pf::cluster::Task>(pf::cluster::TaskFlags{
+          a.job_name, static_cast<int>(a.task_index), a.ps_hosts, a.worker_hosts});
+      if (task->is_ps()) return task->Serve();
+    }
+#else
+    if (!a.local_cluster.empty() || !a.job_name.empty())
+      Usage("cluster flags need a placeflow built with the cluster runtime (PF_WITH_GRPC)");
+#endif
     pf::data::Dataset train, test;
     pf::models::ModelOptions mo;
     mo.init = a.init;
@@ -256,10 +282,19 @@ int main(int argc, char** argv) {
     towers.devices = pf::towers::TowerDevices(plan.kind, plan.count);
     towers.aggregation = AggregationOf(a);
     towers.variable_device = a.variable_device;
-    mo.towers = towers;
     pf::Graph g;
     g.set_seed(a.seed);
     pf::Scope root = pf::Scope::Root(&g);
+#ifdef PF_WITH_GRPC
+    // Between-graph replication: one tower per worker process, variables on the ps tasks.
+    if (task) {
+      root = task->Place(root);
+    } else {
+      mo.towers = towers;
+    }
+#else
+    mo.towers = towers;
+#endif
     pf::models::Model m = pf::models::BuildModel(a.model, root, mo);
     pf::Operation init = pf::GlobalVariablesInitializer(root);
     if (!a.place.empty()) ApplyPlacementRules(g, a.place);
@@ -269,19 +304,42 @@ int main(int argc, char** argv) {
     opts.device_count["CPU"] =
         std::max(static_cast<int>(a.cpu_devices), plan.kind == "cpu" ? plan.count : 1);
     opts.num_threads = a.threads;
+    pf::trainer::Options to;
+#ifdef PF_WITH_GRPC
+    if (task) {
+      opts = pf::SessionOptions{};
+      opts.target = task->target();
+      opts.log_device_placement = a.log_placement;
+      opts.allow_soft_placement = a.soft_placement;
+      to.count_local_steps = true;  // each worker runs its own epochs
+      a.seed += task->index();      // and its own batches
+      if (!task->is_chief()) {
+        a.checkpoint.clear();  // the chief saves
+        a.restore = false;
+      }
+    }
+#endif
     pf::Session sess(g, opts);
     std::string devices;
     for (const std::string& d : m.tower_devices) devices += (devices.empty() ? "" : ",") + d;
-    std::printf(
-        "pf-train: model %s, optimizer %s, %zu tower(s) on %s (aggregation %s%s), %d graph nodes, "
-        "%zu variables\n",
-        m.name.c_str(), a.optimizer.c_str(), m.tower_devices.size(), devices.c_str(),
-        a.aggregation.c_str(),
-        a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "",
-        g.num_nodes(), pf::GlobalVariables(&g).size());
+    std::string replication = fmt::format(
+        "{} tower(s) on {} (aggregation {}{})", m.tower_devices.size(), devices, a.aggregation,
+        a.aggregation == "param" ? ", variables on " + a.variable_device : "");
+    if (m.tower_devices.empty())
+      replication = "between-graph replica on this worker (variables on the ps tasks, async)";
+    std::printf("pf-train: model %s, optimizer %s, %s, %d graph nodes, %zu variables\n",
+                m.name.c_str(), a.optimizer.c_str(), replication.c_str(), g.num_nodes(),
+                pf::GlobalVariables(&g).size());
     std::fflush(stdout);
+#ifdef PF_WITH_GRPC
+    if (task && !task->is_chief()) {
+      task->WaitForChief(sess, g);
+    } else {
+      sess.Run({}, {}, {init});
+    }
+#else
     sess.Run({}, {}, {init});
-    pf::trainer::Options to;
+#endif
     to.epochs = a.epochs;
     to.steps = a.steps;
     to.batch = a.batch;

@@ -121,7 +121,7 @@ double Trainer::RunRegression() {
   Tensor x, t;
   models::SeedBatch(batch, static_cast<uint32_t>(o_.seed), &x,
                     &t);  // the article trains on one fixed batch
-  const int64_t first = global_step();
+  const int64_t first = o_.count_local_steps ? 0 : global_step();
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, o_.steps / 10);
   auto window = std::chrono::steady_clock::now();
   double loss = 0;
@@ -143,7 +143,7 @@ double Trainer::RunRegression() {
 
 double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& test) {
   const int64_t batch = o_.batch > 0 ? o_.batch : 100;
-  const int64_t first = global_step();
+  const int64_t first = o_.count_local_steps ? 0 : global_step();
   BatchPrefetcher batches(train, batch, o_.seed, first);
   const int64_t per_epoch = batches.steps_per_epoch();
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, per_epoch / 5);

@@ -31,7 +31,10 @@ struct Options {
   std::string checkpoint_dir;  // save after each epoch (or at the end) when set
   bool restore = false;        // continue from the latest checkpoint in checkpoint_dir
   std::string trace_path;      // write a Chrome trace of the second step here
-  FILE* out = stdout;          // progress lines
+  // Count this process's own steps from 0 (a worker of a cluster, whose global step also
+  // counts the other workers' updates) instead of continuing from the global step.
+  bool count_local_steps = false;
+  FILE* out = stdout;  // progress lines
 };
 
 // Prepares batch s+1 while the caller trains on batch s.

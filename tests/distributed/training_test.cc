@@ -1,5 +1,8 @@
 // Between-graph replication on loopback: every worker builds the same graph with a
 // ReplicaDeviceSetter, the variables live on the ps, each worker's session trains on its own.
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <thread>
 
 #include "placeflow/distributed/cluster_spec.h"
@@ -78,6 +81,28 @@ TEST_CASE("Asynchronous between-graph training: two workers update the ps's vari
   auto where = s1.DevicePlacement();
   CHECK(where.at("w") == "/job:ps/replica:0/task:0/device:CPU:0");
   CHECK(where.at(other.loss.node->name()) == "/job:worker/replica:0/task:1/device:CPU:0");
+}
+
+TEST_CASE("pf-train --local-cluster trains one ps and two async workers and stops them all",
+          "[distributed][tools]") {
+  const std::string cmd = std::string(PF_TRAIN_BINARY) +
+                          " --local-cluster ps=1,worker=2 --model mlp_seed000 --steps 12 "
+                          "--print-every 6 --batch 200 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), pipe) != nullptr) out += buf;
+  const int status = pclose(pipe);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // Each worker ran its own 12 steps; every line carries its task.
+  CHECK_THAT(out, Catch::Contains("[worker:0] step 12/12"));
+  CHECK_THAT(out, Catch::Contains("[worker:1] step 12/12"));
+  CHECK_THAT(out, Catch::Contains("[ps:0] task /job:ps/replica:0/task:0 serving at"));
+  CHECK_THAT(out, Catch::Contains("[worker:0] chief /job:worker/replica:0/task:0"));
+  CHECK_THAT(out, Catch::Contains("local cluster: 1 ps, 2 workers, exit 0"));
 }
 
 }  // namespace

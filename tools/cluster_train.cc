@@ -1,0 +1,231 @@
+#include "tools/cluster_train.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "placeflow/distributed/server.h"
+#include "placeflow/train/replica_device_setter.h"
+#include "placeflow/train/variables.h"
+
+extern char** environ;
+
+namespace pf::cluster {
+namespace {
+
+std::string JoinHosts(const std::vector<std::string>& hosts) {
+  std::string s;
+  for (const std::string& h : hosts) s += (s.empty() ? "" : ",") + h;
+  return s;
+}
+
+ClusterSpec SpecOf(const TaskFlags& f) {
+  if (f.ps_hosts.empty() || f.worker_hosts.empty())
+    throw Error(errors::InvalidArgument("--job_name needs --ps_hosts and --worker_hosts"));
+  if (f.job_name != "ps" && f.job_name != "worker")
+    throw Error(errors::InvalidArgument("--job_name must be ps or worker, got '", f.job_name, "'"));
+  return ClusterSpec::Parse("ps=" + f.ps_hosts + ";worker=" + f.worker_hosts).ValueOrThrow();
+}
+
+}  // namespace
+
+Task::Task(const TaskFlags& flags) : flags_(flags) {
+  ClusterSpec spec = SpecOf(flags);
+  num_ps_ = spec.num_tasks("ps");
+  server_ = std::make_unique<Server>(spec, flags.job_name, flags.task_index);
+  std::printf("%s %s serving at %s\n", is_chief() ? "chief" : "task", server_->task_name().c_str(),
+              server_->target().c_str());
+  std::fflush(stdout);
+}
+
+Task::~Task() = default;
+
+std::string Task::target() const { return server_->target(); }
+
+Scope Task::Place(const Scope& root) const {
+  train::ReplicaDeviceSetter setter(num_ps_, "/job:worker/task:" + std::to_string(index()));
+  return setter.Apply(root);
+}
+
+int Task::Serve() {
+  server_->Join();
+  return 0;
+}
+
+void Task::WaitForChief(Session& sess, Graph& g, double timeout_s) const {
+  std::vector<Output> values;
+  for (const Variable& v : GlobalVariables(&g)) values.push_back(v.value());
+  const auto start = std::chrono::steady_clock::now();
+  std::string last;
+  while (true) {
+    std::vector<Tensor> out;
+    Status s = sess.RunWithStatus({}, values, {}, &out);
+    if (s.ok()) return;
+    const bool uninitialized = s.message().find("uninitialized") != std::string::npos;
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!uninitialized && s.code() != Code::kUnavailable) ThrowIfError(s);
+    if (waited > timeout_s) {
+      throw Error(errors::DeadlineExceeded("Worker ", index(), " waited ", timeout_s,
+                                           " s for the chief (worker 0) to initialise the "
+                                           "variables; last: ",
+                                           s.message()));
+    }
+    if (s.message() != last) {
+      std::printf("waiting for the chief to initialise the variables: %s\n",
+                  s.message().substr(0, s.message().find('\n')).c_str());
+      std::fflush(stdout);
+      last = s.message();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+namespace {
+
+std::vector<pid_t>* g_children = nullptr;
+
+void StopChildren(int) {
+  if (g_children == nullptr) return;
+  for (pid_t p : *g_children) {
+    if (p > 0) ::kill(p, SIGTERM);  // reaped children are marked <= 0
+  }
+}
+
+// Copies a child's output to ours, each line prefixed with its task.
+void Relay(int fd, std::string prefix, std::mutex* out_mu) {
+  std::string pending;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
+    pending.append(buf, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::lock_guard<std::mutex> lock(*out_mu);
+      std::printf("[%s] %s\n", prefix.c_str(), pending.substr(0, nl).c_str());
+      std::fflush(stdout);
+      pending.erase(0, nl + 1);
+    }
+  }
+  if (!pending.empty()) {
+    std::lock_guard<std::mutex> lock(*out_mu);
+    std::printf("[%s] %s\n", prefix.c_str(), pending.c_str());
+  }
+  ::close(fd);
+}
+
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int RunLocalCluster(const std::string& spec, int argc, char** argv) {
+  std::map<std::string, int> counts = {{"ps", 1}, {"worker", 2}};
+  for (size_t start = 0; start < spec.size();) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string part = spec.substr(start, end - start);
+    const size_t eq = part.find('=');
+    int n = eq == std::string::npos ? -1 : std::atoi(part.c_str() + eq + 1);
+    if (n < 1 || !counts.count(part.substr(0, eq))) {
+      std::fprintf(stderr, "pf-train: --local-cluster wants ps=N,worker=M (N, M >= 1), got '%s'\n",
+                   spec.c_str());
+      return 2;
+    }
+    counts[part.substr(0, eq)] = n;
+    start = end + 1;
+  }
+  std::map<std::string, std::vector<std::string>> hosts;
+  for (const auto& [job, n] : counts) {
+    for (int i = 0; i < n; ++i)
+      hosts[job].push_back("127.0.0.1:" + std::to_string(FreeLoopbackPort()));
+  }
+  // This program again, without --local-cluster, plus the task flags.
+  std::vector<std::string> base;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--local-cluster") {
+      ++i;
+      continue;
+    }
+    base.push_back(argv[i]);
+  }
+  std::vector<pid_t> children;
+  std::vector<std::string> names;
+  std::vector<std::thread> relays;
+  std::mutex out_mu;
+  g_children = &children;
+  ::signal(SIGINT, StopChildren);
+  ::signal(SIGTERM, StopChildren);
+  for (const std::string job : {"ps", "worker"}) {
+    for (int i = 0; i < counts[job]; ++i) {
+      std::vector<std::string> args = base;
+      for (const std::string& a :
+           {std::string("--job_name"), job, std::string("--task_index"), std::to_string(i),
+            std::string("--ps_hosts"), JoinHosts(hosts["ps"]), std::string("--worker_hosts"),
+            JoinHosts(hosts["worker"])})
+        args.push_back(a);
+      std::vector<char*> cargs;
+      for (std::string& a : args) cargs.push_back(a.data());
+      cargs.push_back(nullptr);
+      int pipe_fd[2];
+      if (::pipe(pipe_fd) != 0) return 1;
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], 1);
+      posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], 2);
+      posix_spawn_file_actions_addclose(&actions, pipe_fd[0]);
+      pid_t pid;
+      const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargs.data(), environ);
+      posix_spawn_file_actions_destroy(&actions);
+      ::close(pipe_fd[1]);
+      if (rc != 0) {
+        StopChildren(0);
+        return 1;
+      }
+      children.push_back(pid);
+      names.push_back(job + ":" + std::to_string(i));
+      relays.emplace_back(Relay, pipe_fd[0], names.back(), &out_mu);
+    }
+  }
+  // Workers end on their own; ps tasks serve until stopped.
+  int result = 0;
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (names[i].rfind("worker", 0) != 0) continue;
+    int status = 0;
+    ::waitpid(children[i], &status, 0);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0 && result == 0) result = code;
+    children[i] = -children[i];  // reaped
+  }
+  for (pid_t& p : children) {
+    if (p <= 0) continue;
+    ::kill(p, SIGTERM);
+    ::waitpid(p, nullptr, 0);
+  }
+  for (std::thread& t : relays) t.join();
+  g_children = nullptr;
+  std::printf("local cluster: %d ps, %d workers, exit %d\n", counts["ps"], counts["worker"],
+              result);
+  return result;
+}
+
+}  // namespace pf::cluster
