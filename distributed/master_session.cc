@@ -90,11 +90,12 @@ class MasterSession final : public SessionBackend {
   }
 
   Status Run(const FeedDict& feeds, const std::vector<Output>& fetches,
-             const std::vector<Operation>& targets, std::vector<Tensor>* outputs, const RunOptions&,
-             RunMetadata*) override {
+             const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+             const RunOptions& run_options, RunMetadata* metadata) override {
     const std::string key = SignatureKey(feeds, fetches, targets);
     PF_ASSIGN_OR_RETURN(auto prepared, Prepare(key, feeds, fetches, targets));
-    Status s = RunStep(*prepared, feeds, outputs);
+    RunMetadata* trace = run_options.trace ? metadata : nullptr;
+    Status s = RunStep(*prepared, feeds, outputs, trace);
     if (s.code() == Code::kNotFound &&
         s.message().find("is not registered on task") != std::string::npos) {
       // A task restarted and lost its graphs: register them again, once.
@@ -103,7 +104,7 @@ class MasterSession final : public SessionBackend {
         cache_.erase(key);
       }
       PF_ASSIGN_OR_RETURN(prepared, Prepare(key, feeds, fetches, targets));
-      s = RunStep(*prepared, feeds, outputs);
+      s = RunStep(*prepared, feeds, outputs, trace);
     }
     return s;
   }
@@ -275,7 +276,13 @@ class MasterSession final : public SessionBackend {
     return Status::OK();
   }
 
-  Status RunStep(const Prepared& prepared, const FeedDict& feeds, std::vector<Tensor>* outputs) {
+  // `trace` (optional) gets every task's node stats on the client's time line: a task's times
+  // are shifted by the difference of the tasks' wall clocks at step start (exact on one host,
+  // as good as the clocks' synchronisation across hosts).
+  Status RunStep(const Prepared& prepared, const FeedDict& feeds, std::vector<Tensor>* outputs,
+                 RunMetadata* trace) {
+    const auto start = std::chrono::system_clock::now();
+    if (trace) trace->step_stats.clear();
     int64_t step_id;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -313,6 +320,7 @@ class MasterSession final : public SessionBackend {
       rpc::RunGraphRequest header;
       header.set_graph_handle(tp.handle);
       header.set_step_id(step_id);
+      header.set_trace(trace != nullptr);
       {
         std::lock_guard<std::mutex> lock(mu_);
         for (int64_t ended : ended_steps_[tp.task]) header.add_ended_step(ended);
@@ -379,12 +387,30 @@ class MasterSession final : public SessionBackend {
       for (size_t k = 0; k < tp.fetches.size(); ++k) {
         PF_ASSIGN_OR_RETURN((*outputs)[tp.fetches[k]], ReadTensor(&reader, header.fetch(k)));
       }
+      if (trace) AddTaskStats(header, start, trace);
+    }
+    if (trace) {
+      trace->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now() - start)
+                           .count();
     }
     for (size_t i = 0; i < outputs->size(); ++i) {
       if (prepared.fetch_from_feed[i] >= 0)
         (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
     }
     return Status::OK();
+  }
+
+  static void AddTaskStats(const rpc::RunGraphResponse& header,
+                           std::chrono::system_clock::time_point client_start, RunMetadata* trace) {
+    const int64_t shift =
+        header.start_unix_us() -
+        std::chrono::duration_cast<std::chrono::microseconds>(client_start.time_since_epoch())
+            .count();
+    for (const rpc::NodeStatsProto& p : header.stats()) {
+      trace->step_stats.push_back({p.node(), p.op(), p.device(), p.thread(), p.start_us() + shift,
+                                   p.end_us() + shift, p.output_bytes()});
+    }
   }
 
   // Ends `step_id` on every task of `prepared` now (a failed step: something may still wait).

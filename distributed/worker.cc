@@ -412,6 +412,8 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
   struct Run {
     std::shared_ptr<Registration> reg;
     std::shared_ptr<StepRendezvous> step;
+    std::unique_ptr<RunMetadata> trace;  // when the client asked for one
+    int64_t start_unix_us = 0;
     std::unique_ptr<StepGroup> group;
     std::vector<std::vector<Tensor>> feeds, fetches;
     std::atomic<int> remaining{0};
@@ -419,7 +421,11 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
   auto run = std::make_shared<Run>();
   run->reg = reg;
   run->step = step;
-  run->group = std::make_unique<StepGroup>(nullptr, step.get());
+  if (req->trace()) run->trace = std::make_unique<RunMetadata>();
+  run->start_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  run->group = std::make_unique<StepGroup>(run->trace.get(), step.get());
   run->feeds.resize(reg->parts.size());
   run->fetches.resize(reg->parts.size());
   int k = 0;
@@ -462,6 +468,19 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
         }
         TensorMeta(t, header.add_fetch());
         parts.push_back({t});
+      }
+    }
+    if (run->trace) {
+      header.set_start_unix_us(run->start_unix_us);
+      for (const NodeExecStats& n : run->trace->step_stats) {
+        rpc::NodeStatsProto* p = header.add_stats();
+        p->set_node(n.node);
+        p->set_op(n.op);
+        p->set_device(n.device);
+        p->set_thread(n.thread);
+        p->set_start_us(n.start_us);
+        p->set_end_us(n.end_us);
+        p->set_output_bytes(n.output_bytes);
       }
     }
     if (s.ok()) *resp = EncodeRaw(header, parts);

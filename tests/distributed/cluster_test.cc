@@ -399,6 +399,41 @@ TEST_CASE("A cluster session logs every task's devices and full device names", "
   CHECK_THAT(text, Catch::Contains("1 Send/Recv pairs"));
 }
 
+TEST_CASE("A traced cluster step merges every task's node stats on one time line",
+          "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(LoopbackCluster({{"ps", 1}, {"worker", 1}}, &addr)).ValueOrThrow();
+  Server ps(spec, "ps", 0), worker(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithOpName("a").WithDevice("/job:ps/task:0"),
+                        testing::RandomTensor({256, 256}, 5));
+  Output b = ops::MatMul(root.WithOpName("b").WithDevice("/job:worker/task:0"), a, a);
+  auto sess = Connect(g, worker.target());
+  sess->Run({b});
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  sess->Run(ro, {}, {b}, {}, &md);
+  std::map<std::string, std::string> device_of;
+  for (const NodeExecStats& n : md.step_stats) {
+    device_of[n.node] = n.device;
+    // Shifted onto the client's step: within it, give or take the clocks' resolution.
+    CHECK(n.start_us >= -1000);
+    CHECK(n.end_us <= md.step_us + 1000);
+    CHECK(n.end_us >= n.start_us);
+  }
+  CHECK(device_of.at("a") == "/job:ps/replica:0/task:0/device:CPU:0");
+  CHECK(device_of.at("b") == "/job:worker/replica:0/task:0/device:CPU:0");
+  const std::string json = ChromeTraceJson(md);
+  CHECK_THAT(json, Catch::Contains("\"name\": \"/job:ps/replica:0/task:0/device:CPU:0\""));
+  CHECK_THAT(json, Catch::Contains("\"name\": \"/job:worker/replica:0/task:0/device:CPU:0\""));
+  // Without the option nothing is recorded.
+  RunMetadata none;
+  sess->Run(RunOptions{}, {}, {b}, {}, &none);
+  CHECK(none.step_stats.empty());
+}
+
 TEST_CASE("A server refuses a busy port, naming the address", "[distributed]") {
   std::vector<std::string> addr;
   auto spec = ClusterSpec::Parse(LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
