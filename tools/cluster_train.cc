@@ -1,9 +1,7 @@
 #include "tools/cluster_train.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "placeflow/distributed/server.h"
 #include "placeflow/train/replica_device_setter.h"
 #include "placeflow/train/variables.h"
+#include "tools/loopback.h"
 
 extern char** environ;
 
@@ -122,18 +121,6 @@ void Relay(int fd, std::string prefix, std::mutex* out_mu) {
     std::printf("[%s] %s\n", prefix.c_str(), pending.c_str());
   }
   ::close(fd);
-}
-
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 }  // namespace

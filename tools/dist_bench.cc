@@ -3,10 +3,8 @@
 #include <cstdio>
 
 #ifdef PF_WITH_GRPC
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,24 +14,13 @@
 #include <vector>
 
 #include "tools/bench_util.h"
+#include "tools/loopback.h"
 #include "tools/models.h"
 
 extern char** environ;
 
 namespace pf::bench {
 namespace {
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // The tasks of a loopback cluster, one pf-server process each, killed on destruction.
 class LocalCluster {
@@ -42,7 +29,7 @@ class LocalCluster {
     for (const auto& [job, n] : jobs) {
       spec_ += (spec_.empty() ? "" : ";") + job + "=";
       for (int i = 0; i < n; ++i) {
-        std::string a = "127.0.0.1:" + std::to_string(FreePort());
+        std::string a = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
         spec_ += (i ? "," : "") + a;
         addresses_[job].push_back(a);
       }

@@ -1,10 +1,8 @@
 // Test helpers for clusters on loopback: free ports, pf-server child processes.
 #pragma once
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,24 +12,11 @@
 #include <vector>
 
 #include "placeflow/core/status.h"
+#include "tools/loopback.h"
 
 extern char** environ;
 
 namespace pf::testing {
-
-// A port nobody listens on right now (the kernel's pick for a socket bound to port 0).
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 inline std::string LoopbackCluster(const std::vector<std::pair<std::string, int>>& jobs,
                                    std::vector<std::string>* addresses = nullptr) {
@@ -39,7 +24,7 @@ inline std::string LoopbackCluster(const std::vector<std::pair<std::string, int>
   for (const auto& [job, n] : jobs) {
     spec += (spec.empty() ? "" : ";") + job + "=";
     for (int i = 0; i < n; ++i) {
-      std::string a = "127.0.0.1:" + std::to_string(FreePort());
+      std::string a = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
       if (addresses) addresses->push_back(a);
       spec += (i ? "," : "") + a;
     }
