@@ -76,17 +76,7 @@ class MasterSession final : public SessionBackend {
             options_.cluster, req, [stub](auto... a) { stub->async()->CleanupStep(a...); });
       }
     }
-    for (const auto& [key, prepared] : cache_) {
-      for (const auto& t : prepared->tasks) {
-        rpc::DeregisterGraphRequest req;
-        req.set_graph_handle(t.handle);
-        {
-          auto* stub = tasks_.at(t.task).stub.get();
-          FireAndForget<rpc::DeregisterGraphRequest, rpc::DeregisterGraphResponse>(
-              options_.cluster, req, [stub](auto... a) { stub->async()->DeregisterGraph(a...); });
-        }
-      }
-    }
+    for (const auto& [key, prepared] : cache_) Deregister(*prepared);
   }
 
   Status Run(const FeedDict& feeds, const std::vector<Output>& fetches,
@@ -98,11 +88,13 @@ class MasterSession final : public SessionBackend {
     Status s = RunStep(*prepared, feeds, outputs, trace);
     if (s.code() == Code::kNotFound &&
         s.message().find("is not registered on task") != std::string::npos) {
-      // A task restarted and lost its graphs: register them again, once.
+      // A task restarted and lost its graphs: register them again, once (the other tasks drop
+      // the old registrations).
       {
         std::lock_guard<std::mutex> lock(mu_);
         cache_.erase(key);
       }
+      Deregister(*prepared);
       PF_ASSIGN_OR_RETURN(prepared, Prepare(key, feeds, fetches, targets));
       s = RunStep(*prepared, feeds, outputs, trace);
     }
@@ -305,11 +297,9 @@ class MasterSession final : public SessionBackend {
       req.set_code(static_cast<int>(s.code()));
       req.set_message(s.message());
       for (const TaskPart& tp : prepared.tasks) {
-        {
-          auto* stub = tasks_.at(tp.task).stub.get();
-          FireAndForget<rpc::AbortStepRequest, rpc::AbortStepResponse>(
-              options_.cluster, req, [stub](auto... a) { stub->async()->AbortStep(a...); });
-        }
+        auto* stub = tasks_.at(tp.task).stub.get();
+        FireAndForget<rpc::AbortStepRequest, rpc::AbortStepResponse>(
+            options_.cluster, req, [stub](auto... a) { stub->async()->AbortStep(a...); });
       }
     };
     for (size_t i = 0; i < n; ++i) {
@@ -399,6 +389,17 @@ class MasterSession final : public SessionBackend {
         (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
     }
     return Status::OK();
+  }
+
+  // Best effort: every task of `prepared` drops its registered graph.
+  void Deregister(const Prepared& prepared) {
+    for (const TaskPart& t : prepared.tasks) {
+      rpc::DeregisterGraphRequest req;
+      req.set_graph_handle(t.handle);
+      auto* stub = tasks_.at(t.task).stub.get();
+      FireAndForget<rpc::DeregisterGraphRequest, rpc::DeregisterGraphResponse>(
+          options_.cluster, req, [stub](auto... a) { stub->async()->DeregisterGraph(a...); });
+    }
   }
 
   static void AddTaskStats(const rpc::RunGraphResponse& header,
