@@ -88,15 +88,14 @@ class MasterSession final : public SessionBackend {
     Status s = RunStep(*prepared, feeds, outputs, trace);
     if (s.code() == Code::kNotFound &&
         s.message().find("is not registered on task") != std::string::npos) {
-      // A task restarted and lost its graphs: register them again, once (the other tasks drop
-      // the old registrations).
+      // A task restarted and lost its graphs. The step is not retried here (the other tasks
+      // may have run part of it: updates would apply twice); the next call registers again.
       {
         std::lock_guard<std::mutex> lock(mu_);
         cache_.erase(key);
       }
       Deregister(*prepared);
-      PF_ASSIGN_OR_RETURN(prepared, Prepare(key, feeds, fetches, targets));
-      s = RunStep(*prepared, feeds, outputs, trace);
+      return s.WithSuffix(" (this session registers its graphs there again on the next step)");
     }
     return s;
   }
@@ -237,10 +236,17 @@ class MasterSession final : public SessionBackend {
       auto& [req, tp] = entry;
       grpc::ClientContext ctx;
       AddToken(&ctx, options_.cluster);
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(
+                           static_cast<int64_t>(options_.cluster.connect_timeout_s * 1000)));
       rpc::RegisterGraphResponse resp;
       const Task& t = tasks_.at(task);
-      PF_RETURN_IF_ERROR(FromGrpc(t.stub->RegisterGraph(&ctx, req, &resp),
-                                  fmt::format("RegisterGraph on task {} ({})", task, t.address)));
+      Status s = FromGrpc(t.stub->RegisterGraph(&ctx, req, &resp),
+                          fmt::format("RegisterGraph on task {} ({})", task, t.address));
+      if (!s.ok()) {
+        Deregister(*prepared);  // the tasks registered so far
+        return s;
+      }
       tp.handle = resp.graph_handle();
       prepared->tasks.push_back(std::move(tp));
     }
@@ -284,6 +290,7 @@ class MasterSession final : public SessionBackend {
       grpc::ClientContext ctx;
       grpc::ByteBuffer req, resp;
       Status status;
+      std::vector<int64_t> ended;  // sent along; queued again if the call fails
     };
     const size_t n = prepared.tasks.size();
     std::vector<Call> calls(n);
@@ -313,9 +320,9 @@ class MasterSession final : public SessionBackend {
       header.set_trace(trace != nullptr);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        for (int64_t ended : ended_steps_[tp.task]) header.add_ended_step(ended);
-        ended_steps_[tp.task].clear();
+        c.ended.swap(ended_steps_[tp.task]);
       }
+      for (int64_t ended : c.ended) header.add_ended_step(ended);
       std::vector<TensorRange> parts;
       for (int f : tp.feeds) {
         TensorMeta(feeds[f].second, header.add_feed());
@@ -348,13 +355,17 @@ class MasterSession final : public SessionBackend {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return remaining == 0; });
     }
-    if (!aborted) {
-      // Finished everywhere: each task drops the step with its next RunGraph.
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const TaskPart& tp : prepared.tasks) ended_steps_[tp.task].push_back(step_id);
-    } else {
-      CleanupNow(prepared, step_id);
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<int64_t>& queue = ended_steps_[prepared.tasks[i].task];
+        if (!calls[i].status.ok())  // the task may not have seen them
+          queue.insert(queue.end(), calls[i].ended.begin(), calls[i].ended.end());
+        // Finished everywhere: each task drops the step with its next RunGraph.
+        if (!aborted) queue.push_back(step_id);
+      }
     }
+    if (aborted) CleanupNow(prepared, step_id);
     // The root cause wins over the aborts and cancellations it set off on other tasks.
     Status first;
     for (const Call& c : calls) {

@@ -146,6 +146,9 @@ void SetCommonArguments(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args->SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   args->SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Keep pinging during a long silent call (a step waiting on a slow task): by default gRPC
+  // stops after two pings without data, and a vanished host would then never be noticed.
+  args->SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Reconnect quickly once a restarted task is back (the default backoff grows to 2 minutes).
   args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);

@@ -1,5 +1,6 @@
 #include "placeflow/distributed/server.h"
 
+#include <algorithm>
 #include <condition_variable>
 
 #include "placeflow/core/logging.h"
@@ -46,7 +47,7 @@ class Master final : public rpc::MasterService::CallbackService {
       std::atomic<int> remaining{0};
     };
     auto state = std::make_shared<State>();
-    const double wait_s = std::max(0.1, req->wait_s());
+    const double wait_s = std::clamp(req->wait_s(), 0.1, 24 * 3600.0);
     for (const auto& [job, tasks] : cluster_.jobs()) {
       for (size_t i = 0; i < tasks.size(); ++i) {
         if (job == job_ && static_cast<int>(i) == task_) continue;
@@ -118,7 +119,7 @@ struct Server::Impl {
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
   std::condition_variable stopped_cv;
-  bool stopped = false;
+  bool stopping = false, stopped = false;
 };
 
 Server::Server(const ClusterSpec& cluster, const std::string& job, int task, ServerOptions options)
@@ -162,12 +163,22 @@ void Server::Join() {
 
 void Server::Stop() {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stopped) return;
-    impl_->stopped = true;
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    if (impl_->stopping) {  // another caller is stopping it: wait until it is done
+      impl_->stopped_cv.wait(lock, [this] { return impl_->stopped; });
+      return;
+    }
+    impl_->stopping = true;
   }
+  // Steps still waiting (a client died mid-step) would keep their calls, and Shutdown, open.
+  impl_->worker->AbortAllSteps(
+      errors::Unavailable("Task ", impl_->worker->task_name(), " is shutting down"));
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   impl_->server->Wait();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopped = true;
+  }
   impl_->stopped_cv.notify_all();
 }
 

@@ -55,13 +55,18 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
     for (auto& c : calls) c->TryCancel();
   }
 
+  Status aborted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return aborted_;
+  }
+
   // For another task's RecvTensor: the value this task's _Send left under `key`, in host
   // memory (a GPU tensor is copied once per step and key, however many chunks are pulled).
   void RecvLocal(const std::string& key, Device* src, Device* host, DoneCallback done) {
     auto self = shared_from_this();
     local_.RecvAsync(
         key, [self, key, src, host, done = std::move(done)](const Status& s, const Tensor& t) {
-          if (!s.ok() || t.InHostMemory() || src == nullptr) return done(s, t);
+          if (!s.ok() || t.InHostMemory()) return done(s, t);
           bool ready = false;
           Status status;
           Tensor value;
@@ -106,12 +111,19 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
     rpc::RecvTensorHeader header;
     RawReader reader;
     // Copies the bytes to their offset in `t`.
-    Status ReadInto(const Tensor& t) {
-      const uint64_t offset = header.offset(), n = reader.remaining();
-      if (t.dtype() != header.dtype() || offset + n > t.TotalBytes()) {
-        return errors::Internal("A RecvTensor response holds bytes [", offset, ", ", offset + n,
-                                ") of dtype ", header.dtype(), "; expected a part of ",
-                                t.TotalBytes(), " bytes of ", DTypeName(t.dtype()));
+    // Copies the bytes to their place in `t`: exactly the chunk at `offset` that was asked for.
+    Status ReadInto(const Tensor& t, int64_t offset) {
+      const int64_t total = static_cast<int64_t>(t.TotalBytes());
+      const int64_t want = std::min(kChunkBytes, total - offset);
+      const int64_t n = static_cast<int64_t>(reader.remaining());
+      Shape shape;
+      if (auto parsed = ShapeFromProto(header.shape()); parsed.ok()) shape = *parsed;
+      if (t.dtype() != header.dtype() || shape != t.shape() || header.offset() != offset ||
+          n != want) {
+        return errors::Internal("A RecvTensor response holds ", n, " bytes at ", header.offset(),
+                                " of a ", DTypeName(static_cast<DType>(header.dtype())), " ",
+                                shape.ToString(), " tensor; expected ", want, " bytes at ", offset,
+                                " of a ", DTypeName(t.dtype()), " ", t.shape().ToString());
       }
       return reader.Read(static_cast<char*>(t.raw_data()) + offset, n)
                  ? Status::OK()
@@ -129,7 +141,7 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
       StatusOr<Tensor> t =
           s.ok() ? NewTensorFor(r->header.dtype(), r->header.shape()) : StatusOr<Tensor>(s);
       const int64_t have = t.ok() ? static_cast<int64_t>(r->reader.remaining()) : 0;
-      if (t.ok()) s = r->ReadInto(*t);
+      if (t.ok()) s = r->ReadInto(*t, 0);
       if (!t.ok() || !s.ok()) return done(t.ok() ? s : t.status(), Tensor());
       const int64_t total = static_cast<int64_t>(t->TotalBytes());
       if (have >= total) return done(Status::OK(), *t);
@@ -144,8 +156,9 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
       const int chunks = static_cast<int>((total - have + kChunkBytes - 1) / kChunkBytes);
       g->left = chunks;
       for (int c = 0; c < chunks; ++c) {
-        self->Fetch(src, key, have + c * kChunkBytes, c % kStreams, [g, done](Status s, Chunk* r) {
-          if (s.ok()) s = r->ReadInto(g->t);
+        const int64_t offset = have + c * kChunkBytes;
+        self->Fetch(src, key, offset, c % kStreams, [g, done, offset](Status s, Chunk* r) {
+          if (s.ok()) s = r->ReadInto(g->t, offset);
           if (!s.ok()) {
             std::lock_guard<std::mutex> lock(g->mu);
             if (g->status.ok()) g->status = s;
@@ -279,6 +292,15 @@ std::shared_ptr<StepRendezvous> Worker::FindOrCreateStep(int64_t step_id) {
   return step;
 }
 
+void Worker::AbortAllSteps(const Status& status) {
+  std::vector<std::shared_ptr<StepRendezvous>> steps;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, step] : steps_) steps.push_back(step);
+  }
+  for (auto& step : steps) step->StartAbort(status);
+}
+
 std::shared_ptr<StepRendezvous> Worker::EndStep(int64_t step_id) {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<StepRendezvous> step;
@@ -408,6 +430,10 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
         ToGrpc(errors::Aborted("Step ", req->step_id(), " already ended on task ", task_name_)));
     return reactor;
   }
+  if (Status aborted = step->aborted(); !aborted.ok()) {
+    reactor->Finish(ToGrpc(aborted));  // run none of its nodes (no side effects)
+    return reactor;
+  }
   // The step's state lives until the last partition finishes.
   struct Run {
     std::shared_ptr<Registration> reg;
@@ -509,8 +535,11 @@ grpc::ServerUnaryReactor* Worker::AbortStep(grpc::CallbackServerContext* ctx,
                                             const rpc::AbortStepRequest* req,
                                             rpc::AbortStepResponse*) {
   PF_CHECK_TOKEN("AbortStep");
+  // Aborted, whatever the cause's code: the client reports the cause from the task where it
+  // happened, not this task's reaction to it.
   if (auto step = FindOrCreateStep(req->step_id()))
-    step->StartAbort(Status(static_cast<Code>(req->code()), req->message()));
+    step->StartAbort(
+        errors::Aborted("Step aborted because of an error on another task: ", req->message()));
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -546,6 +575,11 @@ grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
     return reactor;
   }
   Device* src = devices_.Find(req.key().substr(0, req.key().find(';')));
+  if (src == nullptr) {  // nothing here will ever send it
+    reactor->Finish(ToGrpc(errors::InvalidArgument(
+        "RecvTensor of '", req.key(), "': its sender is not a device of task ", task_name_)));
+    return reactor;
+  }
   const int64_t offset = req.offset(), max_bytes = req.max_bytes();
   step->RecvLocal(req.key(), src, devices_.host(),
                   [reactor, resp, offset, max_bytes](const Status& s, const Tensor& t) {

@@ -63,6 +63,8 @@ class Worker final : public rpc::WorkerService::WithRawCallbackMethod_RunGraph<
   StatusOr<std::shared_ptr<grpc::GenericStub>> PeerStub(const std::string& job, int task,
                                                         int stream, std::string* address);
   const ClusterOptions& options() const { return options_; }
+  // Aborts every step in progress on this task (the server is stopping).
+  void AbortAllSteps(const Status& status);
 
  private:
   struct Registration;
