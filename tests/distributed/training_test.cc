@@ -9,6 +9,7 @@
 #include "placeflow/distributed/server.h"
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
+#include "tools/cluster_train.h"
 
 namespace pf {
 namespace {
@@ -81,6 +82,39 @@ TEST_CASE("Asynchronous between-graph training: two workers update the ps's vari
   auto where = s1.DevicePlacement();
   CHECK(where.at("w") == "/job:ps/replica:0/task:0/device:CPU:0");
   CHECK(where.at(other.loss.node->name()) == "/job:worker/replica:0/task:1/device:CPU:0");
+}
+
+TEST_CASE("A non-chief worker started before the chief waits for its variables, then trains",
+          "[distributed]") {
+  std::vector<std::string> addr;
+  const std::string spec = testing::LoopbackCluster({{"ps", 1}, {"worker", 2}}, &addr);
+  cluster::TaskFlags ps_flags{"ps", 0, addr[0], addr[1] + "," + addr[2]};
+  cluster::TaskFlags w0_flags = ps_flags, w1_flags = ps_flags;
+  w0_flags.job_name = w1_flags.job_name = "worker";
+  w1_flags.task_index = 1;
+  cluster::Task ps(ps_flags), chief_task(w0_flags), other_task(w1_flags);
+  Regression chief("/job:worker/task:0"), other("/job:worker/task:1");
+  SessionOptions o0, o1;
+  o0.target = chief_task.target();
+  o1.target = other_task.target();
+  Session s0(chief.g, o0), s1(other.g, o1);
+
+  // Nobody initialises: the wait ends with an error naming the chief.
+  CHECK_THROWS_WITH(other_task.WaitForChief(s1, other.g, /*timeout_s=*/1.0),
+                    Catch::Contains("chief (worker 0)"));
+  // The chief initialises a moment after the other worker starts waiting.
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread late_chief([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    s0.Run({}, {}, {chief.init});
+  });
+  other_task.WaitForChief(s1, other.g, /*timeout_s=*/30);
+  late_chief.join();
+  CHECK(testing::SecondsSince(t0) >= 0.7);
+  Tensor x, y;
+  Batch(1, &x, &y);
+  s1.Run({{other.x, x}, {other.y, y}}, {}, {other.train});
+  CHECK(s0.Run({chief.step.value()})[0].scalar<int64_t>() == 1);
 }
 
 TEST_CASE("pf-train --local-cluster trains one ps and two async workers and stops them all",
