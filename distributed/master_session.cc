@@ -88,14 +88,16 @@ class MasterSession final : public SessionBackend {
     Status s = RunStep(*prepared, feeds, outputs, trace);
     if (s.code() == Code::kNotFound &&
         s.message().find("is not registered on task") != std::string::npos) {
-      // A task restarted and lost its graphs. The step is not retried here (the other tasks
-      // may have run part of it: updates would apply twice); the next call registers again.
+      // A task restarted and lost its graphs (those of every signature). The step is not
+      // retried here (the other tasks may have run part of it: updates would apply twice);
+      // later calls register again.
+      std::map<std::string, std::shared_ptr<const Prepared>> stale;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        cache_.erase(key);
+        stale.swap(cache_);
       }
-      Deregister(*prepared);
-      return s.WithSuffix(" (this session registers its graphs there again on the next step)");
+      for (const auto& [k, p] : stale) Deregister(*p);
+      return s.WithSuffix(" (this session registers its graphs again on the next call)");
     }
     return s;
   }

@@ -61,33 +61,80 @@ int Task::Serve() {
   return 0;
 }
 
-void Task::WaitForChief(Session& sess, Graph& g, double timeout_s) const {
+namespace {
+
+// What a task that is down, or back after a restart, answers: worth waiting on.
+bool TaskComingBack(const Status& s) {
+  return s.code() == Code::kUnavailable || s.code() == Code::kAborted ||
+         s.code() == Code::kCancelled || s.code() == Code::kDeadlineExceeded ||
+         (s.code() == Code::kNotFound &&
+          s.message().find("is not registered on task") != std::string::npos);
+}
+
+bool Uninitialized(const Status& s) {
+  return s.message().find("uninitialized") != std::string::npos;
+}
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Reads every variable of `g`: OK once the ps tasks answer and hold initialised values.
+Status ProbeVariables(Session& sess, Graph& g) {
   std::vector<Output> values;
   for (const Variable& v : GlobalVariables(&g)) values.push_back(v.value());
+  std::vector<Tensor> out;
+  return sess.RunWithStatus({}, values, {}, &out);
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void Task::WaitForChief(Session& sess, Graph& g, double timeout_s) const {
   const auto start = std::chrono::steady_clock::now();
   std::string last;
   while (true) {
-    std::vector<Tensor> out;
-    Status s = sess.RunWithStatus({}, values, {}, &out);
+    Status s = ProbeVariables(sess, g);
     if (s.ok()) return;
-    const bool uninitialized = s.message().find("uninitialized") != std::string::npos;
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!uninitialized && s.code() != Code::kUnavailable) ThrowIfError(s);
-    if (waited > timeout_s) {
+    if (!Uninitialized(s) && !TaskComingBack(s)) ThrowIfError(s);
+    if (SecondsSince(start) > timeout_s) {
       throw Error(errors::DeadlineExceeded("Worker ", index(), " waited ", timeout_s,
                                            " s for the chief (worker 0) to initialise the "
                                            "variables; last: ",
                                            s.message()));
     }
-    if (s.message() != last) {
-      std::printf("waiting for the chief to initialise the variables: %s\n",
-                  s.message().substr(0, s.message().find('\n')).c_str());
+    if (FirstLine(s.message()) != last) {
+      last = FirstLine(s.message());
+      std::printf("waiting for the chief to initialise the variables: %s\n", last.c_str());
       std::fflush(stdout);
-      last = s.message();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
+}
+
+bool Task::RecoverStep(Session& sess, Graph& g, const Error& error,
+                       const std::function<void()>& restore, double timeout_s) const {
+  if (!Uninitialized(error.status()) && !TaskComingBack(error.status())) return false;
+  std::printf("step failed: %s\nwaiting for the ps tasks\n",
+              FirstLine(error.status().message()).c_str());
+  std::fflush(stdout);
+  const auto start = std::chrono::steady_clock::now();
+  while (SecondsSince(start) < timeout_s) {
+    Status s = ProbeVariables(sess, g);
+    if (s.ok()) return true;
+    if (!Uninitialized(s) && !TaskComingBack(s)) return false;
+    if (Uninitialized(s) && is_chief()) {
+      try {
+        restore();  // a restarted ps: its variables are gone
+        continue;
+      } catch (const Error& e) {
+        if (!TaskComingBack(e.status())) throw;  // (the ps went away again: wait for it)
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  return false;
 }
 
 namespace {

@@ -12,9 +12,11 @@
 // every variable is initialised.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "placeflow/core/status.h"
 #include "placeflow/graph/graph.h"
 #include "placeflow/graph/scope.h"
 
@@ -48,6 +50,12 @@ class Task {
   // A non-chief's start-up: waits until every variable of `g` is initialised (by the chief),
   // printing what it waits for; throws after `timeout_s`.
   void WaitForChief(Session& sess, Graph& g, double timeout_s = 120) const;
+  // A worker's answer to a failed training step: waits (up to `timeout_s`) until the ps tasks
+  // answer again and every variable is initialised; the chief calls `restore` to bring back
+  // variables a restarted ps lost (the last checkpoint, else the initialisers). Returns true
+  // when the step may be tried again, false for errors that are not a task coming back.
+  bool RecoverStep(Session& sess, Graph& g, const Error& error,
+                   const std::function<void()>& restore, double timeout_s = 120) const;
 
  private:
   TaskFlags flags_;

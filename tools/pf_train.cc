@@ -50,6 +50,7 @@ struct Args {
   // A cluster task (tools/cluster_train.h), or a whole local cluster.
   std::string job_name, ps_hosts, worker_hosts, local_cluster;
   int64_t task_index = 0;
+  int64_t save_every = 0;  // steps between checkpoints (besides each epoch's)
 };
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -66,7 +67,7 @@ struct Args {
       "                [--variable-device DEV] [--towers-table 1,2,...]\n"
       "                [--job_name ps|worker --task_index N --ps_hosts h:p,... --worker_hosts "
       "h:p,...]\n"
-      "                [--local-cluster ps=N,worker=M]\n",
+      "                [--local-cluster ps=N,worker=M] [--save-every N]\n",
       error.c_str());
   std::exit(2);
 }
@@ -97,7 +98,8 @@ Args Parse(int argc, char** argv) {
                                           {"--train-limit", &a.train_limit},
                                           {"--test-limit", &a.test_limit},
                                           {"--cpu-devices", &a.cpu_devices},
-                                          {"--task_index", &a.task_index}};
+                                          {"--task_index", &a.task_index},
+                                          {"--save-every", &a.save_every}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") Usage("pf-train: trains a placeflow model");
@@ -348,7 +350,21 @@ int main(int argc, char** argv) {
     to.checkpoint_dir = a.checkpoint;
     to.restore = a.restore;
     to.trace_path = a.trace;
+    to.checkpoint_every = a.save_every;
+    pf::trainer::Trainer* trainer_ptr = nullptr;
+#ifdef PF_WITH_GRPC
+    if (task) {
+      // A ps that restarts loses its variables: the chief restores the last checkpoint (or
+      // initialises again), every worker waits for that and goes on.
+      to.recover = [&](const pf::Error& e) {
+        return task->RecoverStep(sess, g, e, [&] {
+          if (!trainer_ptr->Recover()) sess.Run({}, {}, {init});
+        });
+      };
+    }
+#endif
     pf::trainer::Trainer trainer(m, sess, to);
+    trainer_ptr = &trainer;
     trainer.Run(classifier ? &train : nullptr, classifier ? &test : nullptr);
     return 0;
   } catch (const pf::Error& e) {

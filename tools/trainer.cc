@@ -79,6 +79,19 @@ Trainer::Trainer(const models::Model& model, Session& session, Options options)
 int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
 
 float Trainer::Step(const FeedDict& feeds, bool trace) {
+  while (true) {
+    try {
+      return StepOnce(feeds, trace);
+    } catch (const Error& e) {
+      if (!o_.recover || !o_.recover(e)) throw;
+      std::fprintf(o_.out, "step failed (%s); recovered, trying again\n",
+                   std::string(CodeName(e.code())).c_str());
+      std::fflush(o_.out);
+    }
+  }
+}
+
+float Trainer::StepOnce(const FeedDict& feeds, bool trace) {
   if (!trace || o_.trace_path.empty())
     return sess_.Run(feeds, {m_.loss}, {m_.train_op})[0].scalar<float>();
   RunOptions ro;
@@ -92,15 +105,19 @@ float Trainer::Step(const FeedDict& feeds, bool trace) {
 }
 
 void Trainer::MaybeRestore() {
-  if (!o_.restore || !saver_) return;
-  std::string latest = Saver::LatestCheckpoint(o_.checkpoint_dir);
-  if (latest.empty()) {
+  if (o_.restore && saver_ && !RestoreLatest())
     std::fprintf(o_.out, "no checkpoint in %s: starting fresh\n", o_.checkpoint_dir.c_str());
-    return;
-  }
+}
+
+bool Trainer::RestoreLatest() {
+  if (!saver_) return false;
+  std::string latest = Saver::LatestCheckpoint(o_.checkpoint_dir);
+  if (latest.empty()) return false;
   saver_->Restore(sess_, latest);
   std::fprintf(o_.out, "restored %s (global_step=%lld)\n", latest.c_str(),
                static_cast<long long>(global_step()));
+  std::fflush(o_.out);
+  return true;
 }
 
 void Trainer::MaybeSave() {
@@ -127,6 +144,7 @@ double Trainer::RunRegression() {
   double loss = 0;
   for (int64_t step = first + 1; step <= o_.steps; ++step) {
     loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2);
+    if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step != o_.steps) MaybeSave();
     if (step % every == 0 || step == o_.steps) {
       const int64_t n = step % every == 0 ? every : step % every;
       const double dt = Seconds(window);
@@ -156,6 +174,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
     batches.Next(&x, &y);
     loss_sum += Step({{m_.input, x}, {m_.target, y}}, step == first + 1);
     ++loss_count;
+    if (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0) MaybeSave();
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
     if (in_epoch % every == 0 && in_epoch != per_epoch) {
       std::fprintf(o_.out, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n",

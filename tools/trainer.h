@@ -34,6 +34,11 @@ struct Options {
   // Count this process's own steps from 0 (a worker of a cluster, whose global step also
   // counts the other workers' updates) instead of continuing from the global step.
   bool count_local_steps = false;
+  // Also save every this many steps (0: only after each epoch, or at the end).
+  int64_t checkpoint_every = 0;
+  // Called when a training step fails; returns true when the step should be tried again (a
+  // cluster worker waits for a restarted ps and for its variables to be restored).
+  std::function<bool(const Error&)> recover;
   FILE* out = stdout;  // progress lines
 };
 
@@ -68,14 +73,20 @@ class Trainer {
   // (classifiers) or the last loss.
   double Run(const data::Dataset* train, const data::Dataset* test);
   int64_t global_step();
+  // The latest checkpoint back into the session (a chief after its ps lost the variables).
+  // False when there is none (or no checkpoint_dir).
+  bool Recover() { return RestoreLatest(); }
 
  private:
   double RunRegression();
   double RunClassifier(const data::Dataset& train, const data::Dataset& test);
   // One training step; traced (and written to trace_path) when `trace` is set.
   float Step(const FeedDict& feeds, bool trace);
+  float StepOnce(const FeedDict& feeds, bool trace);
   void MaybeRestore();
   void MaybeSave();
+  // Restores the latest checkpoint of checkpoint_dir, if any; returns whether it did.
+  bool RestoreLatest();
 
   const models::Model& m_;
   Session& sess_;

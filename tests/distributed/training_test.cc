@@ -1,8 +1,13 @@
 // Between-graph replication on loopback: every worker builds the same graph with a
 // ReplicaDeviceSetter, the variables live on the ps, each worker's session trains on its own.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
 #include <thread>
 
 #include "placeflow/distributed/cluster_spec.h"
@@ -115,6 +120,94 @@ TEST_CASE("A non-chief worker started before the chief waits for its variables, 
   Batch(1, &x, &y);
   s1.Run({{other.x, x}, {other.y, y}}, {}, {other.train});
   CHECK(s0.Run({chief.step.value()})[0].scalar<int64_t>() == 1);
+}
+
+// A pf-train worker process whose output goes to `log`.
+pid_t StartWorker(const std::string& ps, const std::string& workers, int task,
+                  const std::string& ckpt, const std::string& log) {
+  std::vector<std::string> args = {PF_TRAIN_BINARY,
+                                   "--job_name",
+                                   "worker",
+                                   "--task_index",
+                                   std::to_string(task),
+                                   "--ps_hosts",
+                                   ps,
+                                   "--worker_hosts",
+                                   workers,
+                                   "--model",
+                                   "mlp_seed000",
+                                   "--steps",
+                                   "300",
+                                   "--batch",
+                                   "100",
+                                   "--print-every",
+                                   "50"};
+  if (task == 0) {
+    for (const char* a : {"--checkpoint", ckpt.c_str(), "--save-every", "10"}) args.push_back(a);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  posix_spawn(&pid, PF_TRAIN_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST_CASE(
+    "A ps killed and restarted mid-training: the chief restores its checkpoint and both "
+    "workers finish",
+    "[distributed][tools]") {
+  std::vector<std::string> addr;
+  const std::string spec = testing::LoopbackCluster({{"ps", 1}, {"worker", 2}}, &addr);
+  char tmpl[] = "/tmp/pf_ps_restart_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto ps = std::make_unique<testing::ServerProcess>(spec, "ps", 0);
+  const std::string workers = addr[1] + "," + addr[2];
+  pid_t w0 = StartWorker(addr[0], workers, 0, dir + "/ckpt", dir + "/w0.log");
+  pid_t w1 = StartWorker(addr[0], workers, 1, dir + "/ckpt", dir + "/w1.log");
+  // Once the chief has saved a checkpoint, the ps dies and comes back empty.
+  auto t0 = std::chrono::steady_clock::now();
+  while (ReadFile(dir + "/w0.log").find("saved") == std::string::npos &&
+         testing::SecondsSince(t0) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ps->Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ps = std::make_unique<testing::ServerProcess>(spec, "ps", 0);
+  int status0 = 0, status1 = 0;
+  ::waitpid(w0, &status0, 0);
+  ::waitpid(w1, &status1, 0);
+  const std::string log0 = ReadFile(dir + "/w0.log"), log1 = ReadFile(dir + "/w1.log");
+  INFO("chief:\n" << log0 << "\nworker 1:\n" << log1);
+  CHECK(WIFEXITED(status0));
+  CHECK(WEXITSTATUS(status0) == 0);
+  CHECK(WIFEXITED(status1));
+  CHECK(WEXITSTATUS(status1) == 0);
+  CHECK_THAT(log0, Catch::Contains("restored " + dir + "/ckpt/model-"));
+  // The chief went back to its last checkpoint before the failure, no further.
+  const size_t failed = log0.find("step failed");
+  REQUIRE(failed != std::string::npos);
+  std::smatch restored;
+  const std::regex model("model-(\\d+)");
+  const std::string before = log0.substr(0, failed);
+  std::string last_saved;
+  for (std::sregex_iterator it(before.begin(), before.end(), model), end; it != end; ++it)
+    last_saved = (*it)[1];
+  const std::string after = log0.substr(failed);
+  REQUIRE(std::regex_search(after, restored, std::regex("restored .*model-(\\d+)")));
+  CHECK(restored[1] == last_saved);
+  CHECK_THAT(log0, Catch::Contains("step 300/300"));
+  CHECK_THAT(log1, Catch::Contains("step 300/300"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("pf-train --local-cluster trains one ps and two async workers and stops them all",
