@@ -156,9 +156,8 @@ class MasterSession final : public SessionBackend {
         Task t;
         t.name = fmt::format("/job:{}/replica:0/task:{}", job.name(), i);
         t.address = job.address(i);
-        PF_ASSIGN_OR_RETURN(auto ch, t.address == address
-                                         ? StatusOr<std::shared_ptr<grpc::Channel>>(channel)
-                                         : NewChannel(t.address, options_.cluster));
+        // (the target's own address gets the cached channel made above)
+        PF_ASSIGN_OR_RETURN(auto ch, NewChannel(t.address, options_.cluster));
         t.stub = rpc::WorkerService::NewStub(ch);
         t.raw = std::make_unique<grpc::GenericStub>(ch);
         std::string name = t.name;

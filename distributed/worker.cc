@@ -36,11 +36,12 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
   }
 
   void RecvAsync(const std::string& key, DoneCallback done) override {
+    // Keys start with the sending device's full name, "/job:J/replica:0/task:T/device:...".
+    const std::string& self = worker_->task_name();
+    if (key.compare(0, self.size(), self) == 0 && key.compare(self.size(), 8, "/device:") == 0)
+      return local_.RecvAsync(key, std::move(done));
     DeviceName src;
     DeviceName::Parse(std::string_view(key).substr(0, key.find(';')), &src);
-    DeviceName self;
-    DeviceName::Parse(worker_->task_name(), &self);
-    if (src.job == self.job && src.task == self.task) return local_.RecvAsync(key, std::move(done));
     PullFromPeer(src, key, std::move(done));
   }
 

@@ -89,44 +89,27 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-void Task::WaitForChief(Session& sess, Graph& g, double timeout_s) const {
+// Polls every variable of `g` until all of them read (OK), an error comes that is neither a
+// task coming back nor an uninitialised value (returned), or `timeout_s` passes
+// (DeadlineExceeded with the last reason). `restore` (the chief's, may be null) brings back the
+// variables a restarted ps lost. Prints each new reason to wait, after `waiting_for`.
+Status WaitForVariables(Session& sess, Graph& g, double timeout_s, const char* waiting_for,
+                        const std::function<void()>* restore) {
   const auto start = std::chrono::steady_clock::now();
   std::string last;
   while (true) {
     Status s = ProbeVariables(sess, g);
-    if (s.ok()) return;
-    if (!Uninitialized(s) && !TaskComingBack(s)) ThrowIfError(s);
-    if (SecondsSince(start) > timeout_s) {
-      throw Error(errors::DeadlineExceeded("Worker ", index(), " waited ", timeout_s,
-                                           " s for the chief (worker 0) to initialise the "
-                                           "variables; last: ",
-                                           s.message()));
-    }
+    if (s.ok() || (!Uninitialized(s) && !TaskComingBack(s))) return s;
+    if (SecondsSince(start) > timeout_s)
+      return errors::DeadlineExceeded("waited ", timeout_s, " s; last: ", s.message());
     if (FirstLine(s.message()) != last) {
       last = FirstLine(s.message());
-      std::printf("waiting for the chief to initialise the variables: %s\n", last.c_str());
+      std::printf("waiting for %s: %s\n", waiting_for, last.c_str());
       std::fflush(stdout);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-}
-
-bool Task::RecoverStep(Session& sess, Graph& g, const Error& error,
-                       const std::function<void()>& restore, double timeout_s) const {
-  if (!Uninitialized(error.status()) && !TaskComingBack(error.status())) return false;
-  std::printf("step failed: %s\nwaiting for the ps tasks\n",
-              FirstLine(error.status().message()).c_str());
-  std::fflush(stdout);
-  const auto start = std::chrono::steady_clock::now();
-  while (SecondsSince(start) < timeout_s) {
-    Status s = ProbeVariables(sess, g);
-    if (s.ok()) return true;
-    if (!Uninitialized(s) && !TaskComingBack(s)) return false;
-    if (Uninitialized(s) && is_chief()) {
+    if (restore != nullptr && Uninitialized(s)) {
       try {
-        restore();  // a restarted ps: its variables are gone
+        (*restore)();  // a restarted ps: its variables are gone
         continue;
       } catch (const Error& e) {
         if (!TaskComingBack(e.status())) throw;  // (the ps went away again: wait for it)
@@ -134,7 +117,26 @@ bool Task::RecoverStep(Session& sess, Graph& g, const Error& error,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
-  return false;
+}
+
+}  // namespace
+
+void Task::WaitForChief(Session& sess, Graph& g, double timeout_s) const {
+  Status s = WaitForVariables(sess, g, timeout_s, "the chief to initialise the variables", nullptr);
+  if (s.code() == Code::kDeadlineExceeded) {
+    s = errors::DeadlineExceeded(
+        "Worker ", index(),
+        " waited for the chief (worker 0) to initialise the variables: ", s.message());
+  }
+  ThrowIfError(s);
+}
+
+bool Task::RecoverStep(Session& sess, Graph& g, const Error& error,
+                       const std::function<void()>& restore, double timeout_s) const {
+  if (!Uninitialized(error.status()) && !TaskComingBack(error.status())) return false;
+  std::printf("step failed: %s\n", FirstLine(error.status().message()).c_str());
+  std::fflush(stdout);
+  return WaitForVariables(sess, g, timeout_s, "the ps tasks", is_chief() ? &restore : nullptr).ok();
 }
 
 namespace {

@@ -3,10 +3,6 @@
 #include <cstdio>
 
 #ifdef PF_WITH_GRPC
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -17,52 +13,32 @@
 #include "tools/loopback.h"
 #include "tools/models.h"
 
-extern char** environ;
-
 namespace pf::bench {
 namespace {
 
-// The tasks of a loopback cluster, one pf-server process each, killed on destruction.
+// The tasks of a loopback cluster, one pf-server process each (from pf-bench's folder).
 class LocalCluster {
  public:
   explicit LocalCluster(const std::vector<std::pair<std::string, int>>& jobs) {
-    for (const auto& [job, n] : jobs) {
-      spec_ += (spec_.empty() ? "" : ";") + job + "=";
-      for (int i = 0; i < n; ++i) {
-        std::string a = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
-        spec_ += (i ? "," : "") + a;
-        addresses_[job].push_back(a);
-      }
-    }
+    std::vector<std::string> addresses;
+    const std::string spec = LoopbackCluster(jobs, &addresses);
     const std::string server =
         (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "pf-server").string();
+    size_t k = 0;
     for (const auto& [job, n] : jobs) {
-      for (int i = 0; i < n; ++i) {
-        std::vector<std::string> args = {server,   "--cluster",      spec_, "--job", job,
-                                         "--task", std::to_string(i)};
-        std::vector<char*> argv;
-        for (std::string& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        pid_t pid;
-        if (posix_spawn(&pid, server.c_str(), nullptr, nullptr, argv.data(), environ) == 0)
-          pids_.push_back(pid);
+      for (int i = 0; i < n; ++i, ++k) {
+        targets_[job].push_back("grpc://" + addresses[k]);
+        servers_.push_back(std::make_unique<ChildProcess>(
+            server, std::vector<std::string>{"--cluster", spec, "--job", job, "--task",
+                                             std::to_string(i)}));
       }
     }
   }
-  ~LocalCluster() {
-    for (pid_t p : pids_) {
-      ::kill(p, SIGKILL);
-      ::waitpid(p, nullptr, 0);
-    }
-  }
-  std::string target(const std::string& job, int task) const {
-    return "grpc://" + addresses_.at(job)[task];
-  }
+  std::string target(const std::string& job, int task) const { return targets_.at(job)[task]; }
 
  private:
-  std::string spec_;
-  std::map<std::string, std::vector<std::string>> addresses_;
-  std::vector<pid_t> pids_;
+  std::map<std::string, std::vector<std::string>> targets_;
+  std::vector<std::unique_ptr<ChildProcess>> servers_;
 };
 
 SessionOptions ClusterSession(const std::string& target) {

@@ -358,7 +358,7 @@ int main(int argc, char** argv) {
       // initialises again), every worker waits for that and goes on.
       to.recover = [&](const pf::Error& e) {
         return task->RecoverStep(sess, g, e, [&] {
-          if (!trainer_ptr->Recover()) sess.Run({}, {}, {init});
+          if (!trainer_ptr->RestoreLatest()) sess.Run({}, {}, {init});
         });
       };
     }

@@ -73,9 +73,9 @@ class Trainer {
   // (classifiers) or the last loss.
   double Run(const data::Dataset* train, const data::Dataset* test);
   int64_t global_step();
-  // The latest checkpoint back into the session (a chief after its ps lost the variables).
-  // False when there is none (or no checkpoint_dir).
-  bool Recover() { return RestoreLatest(); }
+  // The latest checkpoint of checkpoint_dir back into the session (at start with `restore`, or
+  // a chief after its ps lost the variables). False when there is none (or no checkpoint_dir).
+  bool RestoreLatest();
 
  private:
   double RunRegression();
@@ -85,8 +85,6 @@ class Trainer {
   float StepOnce(const FeedDict& feeds, bool trace);
   void MaybeRestore();
   void MaybeSave();
-  // Restores the latest checkpoint of checkpoint_dir, if any; returns whether it did.
-  bool RestoreLatest();
 
   const models::Model& m_;
   Session& sess_;
