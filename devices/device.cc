@@ -24,6 +24,14 @@ std::vector<std::string> ResourceMgr::VarNames() const {
   return names;
 }
 
+std::shared_ptr<Resource> ResourceMgr::LookupOrCreate(
+    const std::string& name, const std::function<std::shared_ptr<Resource>()>& make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Resource>& slot = resources_[name];
+  if (!slot) slot = make();
+  return slot;
+}
+
 Status Device::CopyWithinDevice(void* dst, const void* src, size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
   return Status::OK();

@@ -11,6 +11,7 @@
 // (default: empty), priority() (CPU 100, GPUs higher so soft placement prefers them).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,15 +36,26 @@ struct VarState {
   bool initialized() const { return value.IsInitialized(); }
 };
 
+// Shared state other than variables (queues, gradient accumulators): found by name by every
+// kernel of the device that names it, alive as long as the device.
+class Resource {
+ public:
+  virtual ~Resource() = default;
+};
+
 class ResourceMgr {
  public:
   VarState* LookupOrCreateVar(const std::string& name);
   VarState* LookupVar(const std::string& name) const;  // nullptr when absent
   std::vector<std::string> VarNames() const;
+  // The resource called `name`, made by `make` on first use. The caller checks its kind.
+  std::shared_ptr<Resource> LookupOrCreate(const std::string& name,
+                                           const std::function<std::shared_ptr<Resource>()>& make);
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<VarState>> vars_;
+  std::map<std::string, std::shared_ptr<Resource>> resources_;
 };
 
 class Device {

@@ -85,7 +85,7 @@ class MasterSession final : public SessionBackend {
     const std::string key = SignatureKey(feeds, fetches, targets);
     PF_ASSIGN_OR_RETURN(auto prepared, Prepare(key, feeds, fetches, targets));
     RunMetadata* trace = run_options.trace ? metadata : nullptr;
-    Status s = RunStep(*prepared, feeds, outputs, trace);
+    Status s = RunStep(*prepared, feeds, outputs, trace, run_options.timeout_in_ms);
     if (s.code() == Code::kNotFound &&
         s.message().find("is not registered on task") != std::string::npos) {
       // A task restarted and lost its graphs (those of every signature). The step is not
@@ -279,7 +279,7 @@ class MasterSession final : public SessionBackend {
   // are shifted by the difference of the tasks' wall clocks at step start (exact on one host,
   // as good as the clocks' synchronisation across hosts).
   Status RunStep(const Prepared& prepared, const FeedDict& feeds, std::vector<Tensor>* outputs,
-                 RunMetadata* trace) {
+                 RunMetadata* trace, int64_t timeout_ms) {
     const auto start = std::chrono::system_clock::now();
     if (trace) trace->step_stats.clear();
     int64_t step_id;
@@ -319,6 +319,7 @@ class MasterSession final : public SessionBackend {
       header.set_graph_handle(tp.handle);
       header.set_step_id(step_id);
       header.set_trace(trace != nullptr);
+      header.set_timeout_ms(timeout_ms);  // each task times its part; the first error aborts all
       {
         std::lock_guard<std::mutex> lock(mu_);
         c.ended.swap(ended_steps_[tp.task]);

@@ -453,6 +453,7 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   run->group = std::make_unique<StepGroup>(run->trace.get(), step.get());
+  run->group->SetTimeout(req->timeout_ms());
   run->feeds.resize(reg->parts.size());
   run->fetches.resize(reg->parts.size());
   int k = 0;

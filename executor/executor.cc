@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 
+#include "placeflow/core/timer.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/scope.h"
 
@@ -83,6 +84,21 @@ void StepGroup::Fail(const Status& s) {
   }
   rendezvous_->StartAbort(s);
   collectives_.StartAbort(s);
+  cancellation_.StartCancel(s);
+}
+
+StepGroup::~StepGroup() {
+  if (timer_) Timer::Default()->Cancel(timer_);
+}
+
+void StepGroup::SetTimeout(int64_t timeout_ms) {
+  if (timeout_ms <= 0) return;
+  timer_ = Timer::Default()->Schedule(std::chrono::milliseconds(timeout_ms), [this, timeout_ms] {
+    std::string what;
+    for (const std::string& w : cancellation_.Waiting()) what += "\n  waiting: " + w;
+    Fail(errors::DeadlineExceeded("Step timed out after ", timeout_ms,
+                                  " ms (RunOptions.timeout_in_ms)", what));
+  });
 }
 
 Status StepGroup::status() const {
@@ -302,6 +318,7 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
   p.step_id = step->step_id;
   p.rendezvous = step->group->rendezvous();
   p.collectives = step->group->collectives();
+  p.cancellation = step->group->cancellation();
   p.devices = layout_->devices;
   p.kernel = it.kernel;
   return Status::OK();

@@ -24,13 +24,15 @@
 #include "placeflow/executor/collective.h"
 #include "placeflow/executor/rendezvous.h"
 #include "placeflow/executor/trace.h"
+#include "placeflow/graph/cancellation.h"
 #include "placeflow/graph/graph.h"
 #include "placeflow/graph/kernel.h"
 
 namespace pf {
 
 // What the executors of one Session::Run share (one executor per device partition): the
-// rendezvous their _Send/_Recv meet at, the collectives table, the first error, and the trace.
+// rendezvous their _Send/_Recv meet at, the collectives table, the cancellation of kernels that
+// wait on shared state (queues, accumulators), the first error, and the trace.
 class StepGroup {
  public:
   // `rendezvous` (default: an in-process one of its own) must outlive the group; a cluster
@@ -39,8 +41,14 @@ class StepGroup {
       : rendezvous_(rendezvous ? rendezvous : &local_rendezvous_),
         stats_(stats),
         start_(std::chrono::steady_clock::now()) {}
-  // The first error wins; it aborts the rendezvous so every waiting _Recv wakes.
+  ~StepGroup();
+  // The first error wins; it aborts the rendezvous so every waiting _Recv wakes, and cancels
+  // every waiting kernel.
   void Fail(const Status& s);
+  // Fails the step with DeadlineExceeded (naming what still waits) unless it ended within
+  // `timeout_ms` (RunOptions::timeout_in_ms; <= 0: no limit). Call once, before the step starts.
+  void SetTimeout(int64_t timeout_ms);
+  CancellationManager* cancellation() { return &cancellation_; }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   Status status() const;
   Rendezvous* rendezvous() { return rendezvous_; }
@@ -53,6 +61,8 @@ class StepGroup {
   LocalRendezvous local_rendezvous_;
   Rendezvous* rendezvous_;
   LocalCollectiveTable collectives_;
+  CancellationManager cancellation_;
+  uint64_t timer_ = 0;  // the timeout's Timer id, 0 when none
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;
   Status status_;

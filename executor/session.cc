@@ -203,6 +203,7 @@ Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& 
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
   StepGroup group(run_options.trace ? metadata : nullptr);
   if (group.stats()) group.stats()->step_stats.clear();
+  group.SetTimeout(run_options.timeout_in_ms);
   PF_ASSIGN_OR_RETURN(PartTensors part_feeds, StageFeeds(*prepared, feeds));
   PartTensors part_fetches(prepared->parts.size());
   RunPartitions(*prepared, part_feeds, &part_fetches, &group);

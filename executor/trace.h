@@ -18,6 +18,9 @@ namespace pf {
 
 struct RunOptions {
   bool trace = false;  // fill RunMetadata::step_stats
+  // > 0: the step fails with DeadlineExceeded after this long, waking every waiting kernel
+  // (queues, accumulators, Recvs); TensorFlow's RunOptions.timeout_in_ms.
+  int64_t timeout_in_ms = 0;
 };
 
 struct NodeExecStats {

@@ -22,6 +22,7 @@
 
 #include "placeflow/core/status.h"
 #include "placeflow/core/tensor.h"
+#include "placeflow/graph/cancellation.h"
 #include "placeflow/graph/collectives.h"
 #include "placeflow/graph/graph.h"
 #include "placeflow/graph/rendezvous.h"
@@ -85,10 +86,11 @@ class OpKernelContext {
     int num_outputs = 0;
     const DType* output_dtypes = nullptr;
     int64_t step_id = 0;
-    Rendezvous* rendezvous = nullptr;        // this step's, for _Send/_Recv
-    CollectiveTable* collectives = nullptr;  // this step's, for all-reduce
-    const DeviceSet* devices = nullptr;      // the session's devices
-    const OpKernel* kernel = nullptr;        // for per-argument memory types
+    Rendezvous* rendezvous = nullptr;             // this step's, for _Send/_Recv
+    CollectiveTable* collectives = nullptr;       // this step's, for all-reduce
+    CancellationManager* cancellation = nullptr;  // this step's, for kernels that wait
+    const DeviceSet* devices = nullptr;           // the session's devices
+    const OpKernel* kernel = nullptr;             // for per-argument memory types
   };
   explicit OpKernelContext(const Params& p) : p_(p) {}
 
@@ -104,6 +106,8 @@ class OpKernelContext {
   int64_t step_id() const { return p_.step_id; }
   Rendezvous* rendezvous() const { return p_.rendezvous; }
   CollectiveTable* collectives() const { return p_.collectives; }
+  CancellationManager* cancellation() const { return p_.cancellation; }
+  const OpKernel* kernel() const { return p_.kernel; }
   const DeviceSet* devices() const { return p_.devices; }
 
   // Allocates output i with its inferred shape on this device (in host memory when the kernel

@@ -19,6 +19,7 @@ using Initializer = std::function<Output(const Scope& scope, const Shape& shape,
 // Standard collection keys (TensorFlow's names).
 inline constexpr char kGlobalVariables[] = "variables";
 inline constexpr char kTrainableVariables[] = "trainable_variables";
+inline constexpr char kLocalVariables[] = "local_variables";
 inline constexpr char kLosses[] = "losses";
 inline constexpr char kUpdateOps[] = "update_ops";
 

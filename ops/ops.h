@@ -122,4 +122,28 @@ Output Assign(const Scope& s, Output ref, Output value, bool validate_shape = tr
 Output AssignAdd(const Scope& s, Output ref, Output value);
 Output AssignSub(const Scope& s, Output ref, Output value);
 
+// --- shared queues and gradient accumulators (ops/state/data_flow_ops.cc; CPU) ---
+// Found by name in their device's resource manager, so every session on that device (every
+// worker of a cluster) shares them: colocate all ops of one resource. Dequeue and TakeGradient
+// wait without holding a thread; RunOptions.timeout_in_ms or a failing step wakes them.
+struct SharedResource {
+  std::string shared_name;
+  DType dtype = DT_FLOAT;
+  pf::Shape shape;  // of one queue element, or of the accumulated gradient
+};
+// Appends every row of `values` ([n] + shape); the queue has no capacity limit.
+Operation QueueEnqueueMany(const Scope& s, const SharedResource& queue, Output values);
+Output QueueDequeue(const Scope& s, const SharedResource& queue);  // waits for an element
+Output QueueSize(const Scope& s, const SharedResource& queue);     // int32
+// TensorFlow's ConditionalAccumulator: a gradient whose int64 local_step is older than the
+// accumulator's global step is dropped (and counted); TakeGradient waits for num_required
+// (int32) gradients, returns their mean and advances the accumulator's global step.
+Operation AccumulatorApplyGradient(const Scope& s, const SharedResource& acc, Output local_step,
+                                   Output gradient);
+Output AccumulatorTakeGradient(const Scope& s, const SharedResource& acc, Output num_required);
+Operation AccumulatorSetGlobalStep(const Scope& s, const SharedResource& acc,
+                                   Output new_global_step);
+Output AccumulatorNumAccumulated(const Scope& s, const SharedResource& acc);  // int32
+Output AccumulatorNumDropped(const Scope& s, const SharedResource& acc);      // int64, stale ones
+
 }  // namespace pf::ops

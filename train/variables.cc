@@ -1,5 +1,6 @@
 #include "placeflow/train/variables.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -163,7 +164,23 @@ std::vector<Variable> FromCollection(Graph* g, const char* key) {
 }
 }  // namespace
 
+Variable LocalVariable(const Scope& scope, const std::string& name, const Shape& shape,
+                       Initializer initializer, DType dtype) {
+  Variable v = GetVariable(scope.WithNoCustomGetter(), name, shape, std::move(initializer), dtype,
+                           /*trainable=*/false);
+  Graph* g = scope.graph();
+  std::vector<Output> global = g->GetCollection(kGlobalVariables);
+  std::erase_if(global, [&](const Output& o) { return o.node == v.ref().node; });
+  g->SetCollection(kGlobalVariables, std::move(global));
+  std::vector<Output> local = g->GetCollection(kLocalVariables);
+  if (std::find(local.begin(), local.end(), v.ref()) == local.end()) {
+    g->AddToCollection(kLocalVariables, v.ref());
+  }
+  return v;
+}
+
 std::vector<Variable> GlobalVariables(Graph* g) { return FromCollection(g, kGlobalVariables); }
+std::vector<Variable> LocalVariables(Graph* g) { return FromCollection(g, kLocalVariables); }
 std::vector<Variable> TrainableVariables(Graph* g) {
   return FromCollection(g, kTrainableVariables);
 }
@@ -183,6 +200,10 @@ Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& 
 
 Operation GlobalVariablesInitializer(const Scope& scope) {
   return VariablesInitializer(scope, GlobalVariables(scope.graph()));
+}
+
+Operation LocalVariablesInitializer(const Scope& scope) {
+  return VariablesInitializer(scope, LocalVariables(scope.graph()), "init_local");
 }
 
 }  // namespace pf

@@ -40,14 +40,23 @@ Variable GetVariable(const Scope& scope, const std::string& name, const Shape& s
                      Initializer initializer = nullptr, DType dtype = DT_FLOAT,
                      bool trainable = true);
 
+// TensorFlow's local variables: per-process state (a worker's step counter) that lives on the
+// scope's device whatever its custom getter says, is never saved, and is initialised by each
+// process (LocalVariablesInitializer), not by the chief. Never trainable.
+Variable LocalVariable(const Scope& scope, const std::string& name, const Shape& shape,
+                       Initializer initializer = nullptr, DType dtype = DT_FLOAT);
+
 // The variables of a graph in creation order.
 std::vector<Variable> GlobalVariables(Graph* graph);
+std::vector<Variable> LocalVariables(Graph* graph);
 std::vector<Variable> TrainableVariables(Graph* graph);
 // nullptr-like invalid Variable when absent.
 Variable FindVariable(Graph* graph, const std::string& name);
 
 // A NoOp "init" that runs every global variable's initializer.
 Operation GlobalVariablesInitializer(const Scope& scope);
+// A NoOp "init_local" that runs every local variable's initializer.
+Operation LocalVariablesInitializer(const Scope& scope);
 Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars,
                                const std::string& name = "init");
 

@@ -34,5 +34,6 @@
 #include "placeflow/train/optimizers.h"
 #include "placeflow/train/replica_device_setter.h"
 #include "placeflow/train/saver.h"
+#include "placeflow/train/sync_replicas_optimizer.h"
 #include "placeflow/train/towers.h"
 #include "placeflow/train/variables.h"

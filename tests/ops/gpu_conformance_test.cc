@@ -451,12 +451,23 @@ SessionOptions WithGpu() {
 // has a GPU kernel, until that kernel is compared against the CPU) or is listed here. Ops whose
 // name starts with "Test" are registered by the executor and placer tests themselves.
 const std::map<std::string, std::string>& ExemptOps() {
-  static const auto* exempt = new std::map<std::string, std::string>{
-      {"_Send", "inserted by the partitioner on every cross-device edge of every GPU case"},
-      {"_Recv", "inserted by the partitioner on every cross-device edge of every GPU case"},
-      {"_Arg", "carries each case's fed inputs into the GPU partition"},
-      {"Placeholder", "the cases' inputs; its kernel only reports a missing feed"},
-  };
+  static const auto* exempt = [] {
+    auto* m = new std::map<std::string, std::string>{
+        {"_Send", "inserted by the partitioner on every cross-device edge of every GPU case"},
+        {"_Recv", "inserted by the partitioner on every cross-device edge of every GPU case"},
+        {"_Arg", "carries each case's fed inputs into the GPU partition"},
+        {"Placeholder", "the cases' inputs; its kernel only reports a missing feed"},
+    };
+    // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
+    // (docs/distributed.md); they have no GPU kernel.
+    for (const char* op :
+         {"QueueEnqueueMany", "QueueDequeue", "QueueSize", "AccumulatorApplyGradient",
+          "AccumulatorTakeGradient", "AccumulatorSetGlobalStep", "AccumulatorNumAccumulated",
+          "AccumulatorNumDropped"}) {
+      (*m)[op] = "CPU only: shared host state of sync replicas (ops/state/data_flow_ops.cc)";
+    }
+    return m;
+  }();
   return *exempt;
 }
 bool IsExempt(const std::string& op) {

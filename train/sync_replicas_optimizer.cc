@@ -1,0 +1,147 @@
+#include "placeflow/train/sync_replicas_optimizer.h"
+
+#include <algorithm>
+#include <string>
+
+#include "placeflow/core/logging.h"
+
+namespace pf::train {
+
+SyncReplicasOptimizer::SyncReplicasOptimizer(Optimizer& opt, int replicas_to_aggregate,
+                                             int total_num_replicas)
+    : opt_(opt),
+      replicas_to_aggregate_(replicas_to_aggregate),
+      total_num_replicas_(total_num_replicas > 0 ? total_num_replicas : replicas_to_aggregate) {
+  if (replicas_to_aggregate < 1) {
+    throw Error(
+        errors::InvalidArgument("SyncReplicasOptimizer: replicas_to_aggregate must be at "
+                                "least 1, got ",
+                                replicas_to_aggregate));
+  }
+}
+
+Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
+                                                const std::vector<GradAndVar>& grads_and_vars,
+                                                const Variable& global_step) {
+  if (chief_update_.node != nullptr) {
+    throw Error(errors::FailedPrecondition(
+        "SyncReplicasOptimizer::ApplyGradients was already called: it builds one train op"));
+  }
+  global_step_ = global_step;
+  Scope root = scope.NewSubScope("sync_replicas");
+  local_step_ = LocalVariable(scope, "sync_rep_local_step", {}, nullptr, global_step.dtype());
+  tokens_ = {"sync_token_q", global_step.dtype(), {}};
+  const Scope at_step = root.ColocateWith(global_step.ref());
+
+  std::vector<Operation> applies, set_steps;
+  std::vector<GradAndVar> aggregated;
+  Output required =
+      ops::ConstInt(at_step.WithOpName("replicas_to_aggregate"), replicas_to_aggregate_);
+  for (const auto& [g, v] : grads_and_vars) {
+    if (g.node == nullptr) continue;
+    const ops::SharedResource acc{v.name() + "/grad_accum", v.dtype(), v.shape()};
+    Scope s = root.NewSubScope(v.name()).ColocateWith(v.ref());
+    applies.push_back(
+        ops::AccumulatorApplyGradient(s.WithOpName("apply_grad"), acc, local_step_.value(), g));
+    aggregated.push_back(
+        {ops::AccumulatorTakeGradient(s.WithOpName("take_grad"), acc, required), v});
+    set_steps.push_back(
+        ops::AccumulatorSetGlobalStep(s.WithOpName("set_global_step"), acc, global_step.value()));
+    Output dropped = ops::AccumulatorNumDropped(s.WithOpName("num_dropped"), acc);
+    num_dropped_ = num_dropped_.node ? ops::Add(at_step, num_dropped_, dropped) : dropped;
+  }
+  if (applies.empty()) {
+    throw Error(errors::InvalidArgument(
+        "No gradients provided for any variable: the loss does not depend on them."));
+  }
+
+  // The chief's update: the mean of the aggregated gradients, then the next step's tokens.
+  Operation update = opt_.ApplyGradients(scope, aggregated, &global_step);
+  const Scope after = at_step.WithControlDependencies({update});
+  Output step_now = ops::Identity(after.WithOpName("global_step_now"), global_step.ref());
+  step_after_update_ = step_now;
+  const int tokens_per_step = std::max(total_num_replicas_, replicas_to_aggregate_);
+  Output tokens = ops::Fill(after.WithOpName("tokens"),
+                            ops::ConstInt(after, std::vector<int32_t>{tokens_per_step}), step_now);
+  chief_update_ = ops::QueueEnqueueMany(after.WithOpName("sync_op"), tokens_, tokens);
+  chief_init_ = ops::NoOp(root.WithOpName("chief_init").WithControlDependencies(set_steps));
+  local_step_init_ = ops::Assign(root.WithOpName("local_step_init").ColocateWith(local_step_.ref()),
+                                 local_step_.ref(), global_step.value());
+
+  // The worker's step: hand in the gradients, wait for a token, take it as the local step.
+  Output token =
+      ops::QueueDequeue(at_step.WithOpName("token").WithControlDependencies(applies), tokens_);
+  return ops::Assign(root.WithOpName("train_op").ColocateWith(local_step_.ref()), local_step_.ref(),
+                     token);
+}
+
+Operation SyncReplicasOptimizer::Minimize(const Scope& scope, Output loss,
+                                          const Variable& global_step) {
+  return ApplyGradients(scope, opt_.ComputeGradients(scope, loss), global_step);
+}
+
+Operation SyncReplicasOptimizer::InitTokensOp(const Scope& scope, int num_tokens) const {
+  if (chief_update_.node == nullptr) {
+    throw Error(errors::FailedPrecondition(
+        "SyncReplicasOptimizer::InitTokensOp needs ApplyGradients first"));
+  }
+  const int needed = std::max(0, replicas_to_aggregate_ - total_num_replicas_);
+  if (num_tokens < 0) num_tokens = needed;
+  if (num_tokens < needed) {
+    throw Error(errors::InvalidArgument(
+        "SyncReplicasOptimizer: ", num_tokens,
+        " initial tokens cannot make progress: ", total_num_replicas_, " replicas must hand in ",
+        replicas_to_aggregate_, " gradients per step, so at least ", needed, " tokens are needed"));
+  }
+  Scope s = scope.NewSubScope("sync_replicas").ColocateWith(global_step_.ref());
+  if (num_tokens == 0) return ops::NoOp(s.WithOpName("init_tokens"));
+  Output tokens =
+      ops::Fill(s.WithOpName("init_token_values"),
+                ops::ConstInt(s, std::vector<int32_t>{num_tokens}), global_step_.value());
+  return ops::QueueEnqueueMany(s.WithOpName("init_tokens"), tokens_, tokens);
+}
+
+SyncReplicasChief::SyncReplicasChief(Session& session, const SyncReplicasOptimizer& opt,
+                                     int64_t last_step, double timeout_s)
+    : session_(session), opt_(opt), last_step_(last_step), timeout_s_(timeout_s) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+SyncReplicasChief::~SyncReplicasChief() { Stop(); }
+
+void SyncReplicasChief::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+Status SyncReplicasChief::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void SyncReplicasChief::Loop() {
+  RunOptions options;
+  options.timeout_in_ms = static_cast<int64_t>(timeout_s_ * 1000);
+  while (!stop_) {
+    std::vector<Tensor> out;
+    Status s = session_.RunWithStatus({}, {opt_.step_after_update()}, {opt_.chief_update_op()},
+                                      &out, options);
+    if (s.ok()) {
+      ++updates_;
+      if (last_step_ > 0 && out[0].scalar<int64_t>() >= last_step_) return;
+      continue;
+    }
+    if (s.code() == Code::kDeadlineExceeded && !stop_) {
+      PF_LOG_WARN("SyncReplicas chief: no update for {} s; trying again. {}", timeout_s_,
+                  s.message());
+      s = session_.RunWithStatus({}, {}, {opt_.chief_init_op()}, &out);
+      if (s.ok()) continue;
+    }
+    if (s.code() == Code::kDeadlineExceeded) return;  // stopping
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = s;
+    return;
+  }
+}
+
+}  // namespace pf::train
