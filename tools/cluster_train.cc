@@ -41,6 +41,7 @@ ClusterSpec SpecOf(const TaskFlags& f) {
 Task::Task(const TaskFlags& flags) : flags_(flags) {
   ClusterSpec spec = SpecOf(flags);
   num_ps_ = spec.num_tasks("ps");
+  num_workers_ = spec.num_tasks("worker");
   server_ = std::make_unique<Server>(spec, flags.job_name, flags.task_index);
   std::printf("%s %s serving at %s\n", is_chief() ? "chief" : "task", server_->task_name().c_str(),
               server_->target().c_str());

@@ -5,11 +5,13 @@
 //   pf-train --job_name worker --task_index 1 --ps_hosts ... --worker_hosts ... --model mnist_mlp
 //   pf-train --local-cluster ps=1,worker=2 --model mnist_mlp --epochs 2
 //
-// Between-graph replication, asynchronous: every worker builds the model under a
-// ReplicaDeviceSetter (variables on the ps tasks), opens a session on its own server and trains
-// on its own batches; updates land on the ps without coordination. Worker 0 is the chief: it
-// initialises (or restores) the variables and writes the checkpoints; the others wait until
-// every variable is initialised.
+// Between-graph replication: every worker builds the model under a ReplicaDeviceSetter
+// (variables on the ps tasks), opens a session on its own server and trains on its own batches.
+// Asynchronous by default: updates land on the ps without coordination. With --sync_replicas
+// the optimizer is a SyncReplicasOptimizer: each update averages --replicas_to_aggregate
+// gradients (default: one per worker) and the chief runs the update loop. Worker 0 is the
+// chief: it initialises (or restores) the variables and writes the checkpoints; the others wait
+// until every variable is initialised.
 #pragma once
 
 #include <functional>
@@ -42,6 +44,7 @@ class Task {
   bool is_ps() const { return flags_.job_name == "ps"; }
   bool is_chief() const { return flags_.job_name == "worker" && flags_.task_index == 0; }
   int index() const { return flags_.task_index; }
+  int num_workers() const { return num_workers_; }
   std::string target() const;
   // `root` with variables on the ps tasks and every other op on this worker.
   Scope Place(const Scope& root) const;
@@ -59,7 +62,7 @@ class Task {
 
  private:
   TaskFlags flags_;
-  int num_ps_ = 0;
+  int num_ps_ = 0, num_workers_ = 0;
   std::unique_ptr<Server> server_;
 };
 

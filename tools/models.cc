@@ -67,6 +67,21 @@ std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOp
   return t.grads_and_vars;
 }
 
+// The optimizer's update of `grads` (wrapped for sync replicas when asked); keeps the optimizer
+// in the model.
+Operation ApplyUpdate(const Scope& root, const ModelOptions& o,
+                      std::unique_ptr<train::Optimizer> opt,
+                      const std::vector<train::GradAndVar>& grads, Model* m) {
+  m->optimizer = std::move(opt);
+  if (o.replicas_to_aggregate <= 0)
+    return m->optimizer->ApplyGradients(root, grads, &m->global_step);
+  m->sync = std::make_shared<train::SyncReplicasOptimizer>(*m->optimizer, o.replicas_to_aggregate,
+                                                           o.total_num_replicas);
+  Operation op = m->sync->ApplyGradients(root, grads, m->global_step);
+  m->step_after = m->sync->next_local_step();
+  return op;
+}
+
 }  // namespace
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& o) {
@@ -89,7 +104,7 @@ Model BuildMlpSeed000(const Scope& root, const ModelOptions& o) {
   auto opt = MakeOptimizer(o.optimizer, o.learning_rate > 0 ? o.learning_rate : 0.01);
   auto grads = LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m);
   root.graph()->AddToCollection(kLosses, m.loss);
-  m.train_op = opt->ApplyGradients(root, grads, &m.global_step);
+  m.train_op = ApplyUpdate(root, o, std::move(opt), grads, &m);
   return m;
 }
 
@@ -116,8 +131,8 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   Output lr = train::ExponentialDecay(root, base, m.global_step,
                                       static_cast<double>(o.steps_per_epoch), 0.99, true);
   auto opt = MakeOptimizer(o.optimizer, lr);
-  Operation step = opt->ApplyGradients(
-      root, LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m), &m.global_step);
+  auto grads = LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m);
+  Operation step = ApplyUpdate(root, o, std::move(opt), grads, &m);
   // Moving averages of the trainable variables (one set, also with towers), updated after each
   // step; accuracy uses them.
   train::ExponentialMovingAverage ema(o.moving_average_decay, &m.global_step);

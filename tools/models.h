@@ -36,6 +36,11 @@ struct ModelOptions {
   // Set: the model is replicated as towers (ReplicateTowers) and trained on the combined
   // gradients. Unset: the plain single-device graph.
   std::optional<train::TowerOptions> towers;
+  // > 0: synchronous replicas across the workers of a cluster (between-graph): the optimizer is
+  // wrapped in a SyncReplicasOptimizer aggregating this many gradients per update, of
+  // total_num_replicas workers.
+  int replicas_to_aggregate = 0;
+  int total_num_replicas = 0;
 };
 
 struct Model {
@@ -49,6 +54,11 @@ struct Model {
   Variable global_step;
   bool classifier = false;
   std::vector<std::string> tower_devices;  // empty for the plain graph
+  std::shared_ptr<train::Optimizer> optimizer;
+  // Sync replicas only: the wrapper (its chief ops) and the train op's result, the global step
+  // this worker goes on from.
+  std::shared_ptr<train::SyncReplicasOptimizer> sync;
+  Output step_after;
 };
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& options);

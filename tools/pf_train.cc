@@ -51,6 +51,9 @@ struct Args {
   std::string job_name, ps_hosts, worker_hosts, local_cluster;
   int64_t task_index = 0;
   int64_t save_every = 0;  // steps between checkpoints (besides each epoch's)
+  bool sync_replicas = false;
+  int64_t replicas_to_aggregate = 0;  // 0: one gradient per worker
+  double sync_timeout = 120;          // seconds a sync step may wait for the others
 };
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -67,7 +70,8 @@ struct Args {
       "                [--variable-device DEV] [--towers-table 1,2,...]\n"
       "                [--job_name ps|worker --task_index N --ps_hosts h:p,... --worker_hosts "
       "h:p,...]\n"
-      "                [--local-cluster ps=N,worker=M] [--save-every N]\n",
+      "                [--local-cluster ps=N,worker=M] [--save-every N]\n"
+      "                [--sync_replicas [--replicas_to_aggregate K] [--sync_timeout S]]\n",
       error.c_str());
   std::exit(2);
 }
@@ -99,7 +103,8 @@ Args Parse(int argc, char** argv) {
                                           {"--test-limit", &a.test_limit},
                                           {"--cpu-devices", &a.cpu_devices},
                                           {"--task_index", &a.task_index},
-                                          {"--save-every", &a.save_every}};
+                                          {"--save-every", &a.save_every},
+                                          {"--replicas_to_aggregate", &a.replicas_to_aggregate}};
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") Usage("pf-train: trains a placeflow model");
@@ -111,6 +116,10 @@ Args Parse(int argc, char** argv) {
       a.restore = true;
       continue;
     }
+    if (flag == "--sync_replicas") {
+      a.sync_replicas = true;
+      continue;
+    }
     if (i + 1 >= argc) Usage("missing value for " + flag);
     std::string value = argv[++i];
     try {
@@ -120,6 +129,8 @@ Args Parse(int argc, char** argv) {
         *ints[flag] = std::stoll(value);
       else if (flag == "--lr")
         a.lr = std::stod(value);
+      else if (flag == "--sync_timeout")
+        a.sync_timeout = std::stod(value);
       else if (flag == "--threads")
         a.threads = std::stoi(value);
       else
@@ -291,14 +302,32 @@ int main(int argc, char** argv) {
     // Between-graph replication: one tower per worker process, variables on the ps tasks.
     if (task) {
       root = task->Place(root);
+      if (a.sync_replicas) {
+        mo.total_num_replicas = task->num_workers();
+        mo.replicas_to_aggregate = a.replicas_to_aggregate > 0
+                                       ? static_cast<int>(a.replicas_to_aggregate)
+                                       : task->num_workers();
+      }
     } else {
       mo.towers = towers;
     }
 #else
     mo.towers = towers;
 #endif
+    if (a.sync_replicas && mo.replicas_to_aggregate == 0)
+      Usage(
+          "--sync_replicas trains the workers of a cluster: add --job_name ... or --local-cluster");
     pf::models::Model m = pf::models::BuildModel(a.model, root, mo);
     pf::Operation init = pf::GlobalVariablesInitializer(root);
+    // Sync replicas: what the chief puts in place once the variables are ready (again after a
+    // restore), and every worker's local step.
+    pf::Operation sync_chief_init, sync_local_init;
+    if (m.sync) {
+      sync_chief_init = pf::ops::NoOp(
+          root.WithOpName("sync_chief_start")
+              .WithControlDependencies({m.sync->chief_init_op(), m.sync->InitTokensOp(root)}));
+      sync_local_init = m.sync->local_step_init_op();
+    }
     if (!a.place.empty()) ApplyPlacementRules(g, a.place);
     pf::SessionOptions opts;
     opts.log_device_placement = a.log_placement;
@@ -329,6 +358,11 @@ int main(int argc, char** argv) {
         a.aggregation == "param" ? ", variables on " + a.variable_device : "");
     if (m.tower_devices.empty())
       replication = "between-graph replica on this worker (variables on the ps tasks, async)";
+    if (m.sync)
+      replication = fmt::format(
+          "between-graph replica on this worker (variables on the ps tasks, sync: {} of {} "
+          "workers' gradients per update)",
+          m.sync->replicas_to_aggregate(), m.sync->total_num_replicas());
     std::printf("pf-train: model %s, optimizer %s, %s, %d graph nodes, %zu variables\n",
                 m.name.c_str(), a.optimizer.c_str(), replication.c_str(), g.num_nodes(),
                 pf::GlobalVariables(&g).size());
@@ -338,7 +372,9 @@ int main(int argc, char** argv) {
       task->WaitForChief(sess, g);
     } else {
       sess.Run({}, {}, {init});
+      if (m.sync) sess.Run({}, {}, {sync_chief_init});
     }
+    if (m.sync) sess.Run({}, {}, {sync_local_init});
 #else
     sess.Run({}, {}, {init});
 #endif
@@ -357,15 +393,37 @@ int main(int argc, char** argv) {
       // A ps that restarts loses its variables: the chief restores the last checkpoint (or
       // initialises again), every worker waits for that and goes on.
       to.recover = [&](const pf::Error& e) {
-        return task->RecoverStep(sess, g, e, [&] {
+        bool again = task->RecoverStep(sess, g, e, [&] {
           if (!trainer_ptr->RestoreLatest()) sess.Run({}, {}, {init});
+          if (m.sync) sess.Run({}, {}, {sync_chief_init});
         });
+        if (again && m.sync) sess.Run({}, {}, {sync_local_init});
+        return again;
       };
+    }
+    std::unique_ptr<pf::train::SyncReplicasChief> sync_chief;
+    if (m.sync) {
+      to.until_global_step = true;
+      to.step_timeout_ms = static_cast<int64_t>(a.sync_timeout * 1000);
+      if (task->is_chief()) {
+        const int64_t last = classifier ? a.epochs * mo.steps_per_epoch : a.steps;
+        sync_chief =
+            std::make_unique<pf::train::SyncReplicasChief>(sess, *m.sync, last, a.sync_timeout);
+      }
     }
 #endif
     pf::trainer::Trainer trainer(m, sess, to);
     trainer_ptr = &trainer;
     trainer.Run(classifier ? &train : nullptr, classifier ? &test : nullptr);
+#ifdef PF_WITH_GRPC
+    if (sync_chief) {
+      sync_chief->Stop();
+      ThrowIfError(sync_chief->status());
+      std::printf("sync replicas: %lld updates, %lld stale gradients dropped\n",
+                  static_cast<long long>(sync_chief->updates()),
+                  static_cast<long long>(sess.Run({m.sync->num_dropped()})[0].scalar<int64_t>()));
+    }
+#endif
     return 0;
   } catch (const pf::Error& e) {
     std::fprintf(stderr, "pf-train: %s\n", e.what());

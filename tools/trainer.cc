@@ -73,7 +73,14 @@ void BatchPrefetcher::Next(Tensor* images, Tensor* labels) {
 
 Trainer::Trainer(const models::Model& model, Session& session, Options options)
     : m_(model), sess_(session), o_(std::move(options)) {
+  if (o_.until_global_step && !m_.step_after.node)
+    throw Error(errors::InvalidArgument("until_global_step needs a model with step_after"));
   if (!o_.checkpoint_dir.empty()) saver_.emplace(&session.graph(), std::vector<Variable>{}, 3);
+}
+
+std::string Trainer::GlobalStepNote() const {
+  if (!o_.until_global_step) return "";
+  return " global_step=" + std::to_string(global_after_);
 }
 
 int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
@@ -92,16 +99,20 @@ float Trainer::Step(const FeedDict& feeds, bool trace) {
 }
 
 float Trainer::StepOnce(const FeedDict& feeds, bool trace) {
-  if (!trace || o_.trace_path.empty())
-    return sess_.Run(feeds, {m_.loss}, {m_.train_op})[0].scalar<float>();
+  std::vector<Output> fetches = {m_.loss};
+  if (m_.step_after.node) fetches.push_back(m_.step_after);
   RunOptions ro;
-  ro.trace = true;
+  ro.trace = trace && !o_.trace_path.empty();
+  ro.timeout_in_ms = o_.step_timeout_ms;
   RunMetadata md;
-  float loss = sess_.Run(ro, feeds, {m_.loss}, {m_.train_op}, &md)[0].scalar<float>();
-  ThrowIfError(WriteChromeTrace(md, o_.trace_path));
-  std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n",
-               md.step_stats.size(), md.step_us / 1e3, o_.trace_path.c_str());
-  return loss;
+  std::vector<Tensor> out = sess_.Run(ro, feeds, fetches, {m_.train_op}, &md);
+  if (m_.step_after.node) global_after_ = out[1].scalar<int64_t>();
+  if (ro.trace) {
+    ThrowIfError(WriteChromeTrace(md, o_.trace_path));
+    std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n",
+                 md.step_stats.size(), md.step_us / 1e3, o_.trace_path.c_str());
+  }
+  return out[0].scalar<float>();
 }
 
 void Trainer::MaybeRestore() {
@@ -142,15 +153,15 @@ double Trainer::RunRegression() {
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, o_.steps / 10);
   auto window = std::chrono::steady_clock::now();
   double loss = 0;
-  for (int64_t step = first + 1; step <= o_.steps; ++step) {
+  for (int64_t step = first + 1; More(step, o_.steps); ++step) {
     loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2);
     if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step != o_.steps) MaybeSave();
-    if (step % every == 0 || step == o_.steps) {
+    if (step % every == 0 || step == o_.steps || !More(step + 1, o_.steps)) {
       const int64_t n = step % every == 0 ? every : step % every;
       const double dt = Seconds(window);
-      std::fprintf(o_.out, "step %lld/%lld loss=%.6g step_ms=%.3f examples/s=%.0f\n",
+      std::fprintf(o_.out, "step %lld/%lld loss=%.6g step_ms=%.3f examples/s=%.0f%s\n",
                    static_cast<long long>(step), static_cast<long long>(o_.steps), loss,
-                   1e3 * dt / n, n * batch / dt);
+                   1e3 * dt / n, n * batch / dt, GlobalStepNote().c_str());
       std::fflush(o_.out);
       window = std::chrono::steady_clock::now();
     }
@@ -169,7 +180,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
   auto start = std::chrono::steady_clock::now();
   double loss_sum = 0;
   int64_t loss_count = 0;
-  for (int64_t step = first; step < o_.epochs * per_epoch; ++step) {
+  for (int64_t step = first; More(step + 1, o_.epochs * per_epoch); ++step) {
     Tensor x, y;
     batches.Next(&x, &y);
     loss_sum += Step({{m_.input, x}, {m_.target, y}}, step == first + 1);
@@ -183,7 +194,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
                    loss_count * batch / Seconds(start));
       std::fflush(o_.out);
     }
-    if (in_epoch == per_epoch) {
+    if (in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch)) {
       const double train_s = Seconds(start);
       accuracy = sess_.Run({{m_.input, test.images}, {m_.target, test.labels}}, {m_.accuracy})[0]
                      .scalar<float>();

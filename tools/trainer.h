@@ -34,6 +34,10 @@ struct Options {
   // Count this process's own steps from 0 (a worker of a cluster, whose global step also
   // counts the other workers' updates) instead of continuing from the global step.
   bool count_local_steps = false;
+  // Sync replicas (the model has step_after): train until the global step the train op returns
+  // reaches steps (regression) or epochs * steps per epoch, whatever this worker's own count.
+  bool until_global_step = false;
+  int64_t step_timeout_ms = 0;  // > 0: a training step that takes longer fails (RunOptions)
   // Also save every this many steps (0: only after each epoch, or at the end).
   int64_t checkpoint_every = 0;
   // Called when a training step fails; returns true when the step should be tried again (a
@@ -86,9 +90,16 @@ class Trainer {
   void MaybeRestore();
   void MaybeSave();
 
+  std::string GlobalStepNote() const;  // " global_step=N" with until_global_step
+  // Whether the loop goes on after local step `step` (counted from 1) of `total`.
+  bool More(int64_t step, int64_t total) const {
+    return o_.until_global_step ? global_after_ < total : step <= total;
+  }
+
   const models::Model& m_;
   Session& sess_;
   Options o_;
+  int64_t global_after_ = 0;  // with until_global_step: the global step after the last step
   std::optional<Saver> saver_;
 };
 

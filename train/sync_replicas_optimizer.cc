@@ -1,6 +1,7 @@
 #include "placeflow/train/sync_replicas_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "placeflow/core/logging.h"
@@ -47,8 +48,9 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
         {ops::AccumulatorTakeGradient(s.WithOpName("take_grad"), acc, required), v});
     set_steps.push_back(
         ops::AccumulatorSetGlobalStep(s.WithOpName("set_global_step"), acc, global_step.value()));
-    Output dropped = ops::AccumulatorNumDropped(s.WithOpName("num_dropped"), acc);
-    num_dropped_ = num_dropped_.node ? ops::Add(at_step, num_dropped_, dropped) : dropped;
+    // Every accumulator drops the same worker steps: the first one counts them.
+    if (!num_dropped_.node)
+      num_dropped_ = ops::AccumulatorNumDropped(s.WithOpName("num_dropped"), acc);
   }
   if (applies.empty()) {
     throw Error(errors::InvalidArgument(
@@ -71,8 +73,9 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
   // The worker's step: hand in the gradients, wait for a token, take it as the local step.
   Output token =
       ops::QueueDequeue(at_step.WithOpName("token").WithControlDependencies(applies), tokens_);
-  return ops::Assign(root.WithOpName("train_op").ColocateWith(local_step_.ref()), local_step_.ref(),
-                     token);
+  next_local_step_ = ops::Assign(root.WithOpName("train_op").ColocateWith(local_step_.ref()),
+                                 local_step_.ref(), token);
+  return next_local_step_;
 }
 
 Operation SyncReplicasOptimizer::Minimize(const Scope& scope, Output loss,
@@ -119,6 +122,24 @@ Status SyncReplicasChief::status() const {
   return status_;
 }
 
+namespace {
+// Errors after which the loop goes on: no gradients in time, or a task going away and coming
+// back (its variables restored by the chief's recovery).
+bool Transient(const Status& s) {
+  switch (s.code()) {
+    case Code::kDeadlineExceeded:
+    case Code::kUnavailable:
+    case Code::kAborted:
+    case Code::kCancelled:
+    case Code::kNotFound:
+    case Code::kFailedPrecondition:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 void SyncReplicasChief::Loop() {
   RunOptions options;
   options.timeout_in_ms = static_cast<int64_t>(timeout_s_ * 1000);
@@ -131,16 +152,18 @@ void SyncReplicasChief::Loop() {
       if (last_step_ > 0 && out[0].scalar<int64_t>() >= last_step_) return;
       continue;
     }
-    if (s.code() == Code::kDeadlineExceeded && !stop_) {
-      PF_LOG_WARN("SyncReplicas chief: no update for {} s; trying again. {}", timeout_s_,
-                  s.message());
-      s = session_.RunWithStatus({}, {}, {opt_.chief_init_op()}, &out);
-      if (s.ok()) continue;
+    if (stop_) return;
+    if (!Transient(s)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = s;
+      return;
     }
-    if (s.code() == Code::kDeadlineExceeded) return;  // stopping
-    std::lock_guard<std::mutex> lock(mu_);
-    status_ = s;
-    return;
+    PF_LOG_WARN("SyncReplicas chief: update failed; trying again. {}", s.message());
+    // A timed-out attempt may have taken some accumulators' gradients (their step moved on):
+    // set every accumulator back to the global step. A task that is away fails this too; wait
+    // a little before the next attempt.
+    if (!session_.RunWithStatus({}, {}, {opt_.chief_init_op()}, &out).ok())
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 

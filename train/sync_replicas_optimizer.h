@@ -58,11 +58,15 @@ class SyncReplicasOptimizer {
   Operation local_step_init_op() const { return local_step_init_; }
   // Puts `num_tokens` tokens with the global step in the queue (-1: the default above).
   Operation InitTokensOp(const Scope& scope, int num_tokens = -1) const;
-  // Stale gradients the accumulators dropped so far (int64, summed over the variables).
+  // Stale gradients dropped so far: worker steps whose gradients arrived for an older global
+  // step (int64; every variable's accumulator drops the same ones, this counts them once).
   Output num_dropped() const { return num_dropped_; }
   // The global step right after chief_update_op's update (fetch it with chief_update_op).
   Output step_after_update() const { return step_after_update_; }
   const Variable& local_step() const { return local_step_; }
+  // The train op's result: this worker's new local step, the global step of the update its
+  // token came from (fetch it with the train op to know where training stands).
+  Output next_local_step() const { return next_local_step_; }
   int replicas_to_aggregate() const { return replicas_to_aggregate_; }
   int total_num_replicas() const { return total_num_replicas_; }
 
@@ -72,14 +76,15 @@ class SyncReplicasOptimizer {
   Variable global_step_, local_step_;
   ops::SharedResource tokens_;
   Operation chief_update_, chief_init_, local_step_init_;
-  Output num_dropped_, step_after_update_;
+  Output num_dropped_, step_after_update_, next_local_step_;
 };
 
 // The chief's update loop (TensorFlow's chief queue runner): runs chief_update_op on a thread of
-// its own until the global step reaches `last_step` (0: no limit), an error, or Stop(). An update
-// that waits longer than `timeout_s` for gradients (a worker died and no backup covers it) is
-// logged with what it waited for, then tried again after chief_init_op; a gradient already taken
-// by the timed-out attempt is lost (the workers' next steps make up for it).
+// its own until the global step reaches `last_step` (0: no limit), Stop(), or an error that is
+// not transient. An update that waits longer than `timeout_s` for gradients (a worker died and
+// no backup covers it) or meets a task that went away is logged, then tried again after
+// chief_init_op; gradients the failed attempt already took are lost (the workers' next steps
+// make up for them).
 class SyncReplicasChief {
  public:
   // `session` and `opt` must outlive this object.

@@ -1,6 +1,7 @@
 // Between-graph replication on loopback: every worker builds the same graph with a
 // ReplicaDeviceSetter, the variables live on the ps, each worker's session trains on its own.
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -122,9 +123,9 @@ TEST_CASE("A non-chief worker started before the chief waits for its variables, 
   CHECK(s0.Run({chief.step.value()})[0].scalar<int64_t>() == 1);
 }
 
-// A pf-train worker process whose output goes to `log`.
+// A pf-train worker process of mlp_seed000 whose output goes to `log`, with `extra` flags.
 pid_t StartWorker(const std::string& ps, const std::string& workers, int task,
-                  const std::string& ckpt, const std::string& log) {
+                  const std::string& log, std::vector<std::string> extra) {
   std::vector<std::string> args = {PF_TRAIN_BINARY,
                                    "--job_name",
                                    "worker",
@@ -136,15 +137,9 @@ pid_t StartWorker(const std::string& ps, const std::string& workers, int task,
                                    workers,
                                    "--model",
                                    "mlp_seed000",
-                                   "--steps",
-                                   "300",
                                    "--batch",
-                                   "100",
-                                   "--print-every",
-                                   "50"};
-  if (task == 0) {
-    for (const char* a : {"--checkpoint", ckpt.c_str(), "--save-every", "10"}) args.push_back(a);
-  }
+                                   "100"};
+  args.insert(args.end(), extra.begin(), extra.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -156,6 +151,14 @@ pid_t StartWorker(const std::string& ps, const std::string& workers, int task,
   posix_spawn(&pid, PF_TRAIN_BINARY, &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   return pid;
+}
+
+// The ps-restart test's workers: 300 steps; the chief saves every 10.
+pid_t StartWorker(const std::string& ps, const std::string& workers, int task,
+                  const std::string& ckpt, const std::string& log) {
+  std::vector<std::string> extra = {"--steps", "300", "--print-every", "50"};
+  if (task == 0) extra.insert(extra.end(), {"--checkpoint", ckpt, "--save-every", "10"});
+  return StartWorker(ps, workers, task, log, extra);
 }
 
 std::string ReadFile(const std::string& path) {
@@ -208,6 +211,84 @@ TEST_CASE(
   CHECK_THAT(log0, Catch::Contains("step 300/300"));
   CHECK_THAT(log1, Catch::Contains("step 300/300"));
   std::filesystem::remove_all(dir);
+}
+
+// Waits (up to `timeout_s`) until `path` contains `text`.
+bool WaitForText(const std::string& path, const std::string& text, double timeout_s) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (ReadFile(path).find(text) == std::string::npos) {
+    if (testing::SecondsSince(t0) > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+TEST_CASE("Sync pf-train workers with a backup keep going while one worker is stopped (SIGSTOP)",
+          "[distributed][tools][sync]") {
+  std::vector<std::string> addr;
+  const std::string spec = testing::LoopbackCluster({{"ps", 1}, {"worker", 3}}, &addr);
+  char tmpl[] = "/tmp/pf_sync_backup_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  testing::ServerProcess ps(spec, "ps", 0);
+  const std::string workers = addr[1] + "," + addr[2] + "," + addr[3];
+  const std::vector<std::string> flags = {"--sync_replicas",
+                                          "--replicas_to_aggregate",
+                                          "2",
+                                          "--steps",
+                                          "60",
+                                          "--print-every",
+                                          "1",
+                                          "--sync_timeout",
+                                          "60"};
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 3; ++i)
+    pids.push_back(
+        StartWorker(addr[0], workers, i, dir + "/w" + std::to_string(i) + ".log", flags));
+  // Worker 2 trains a step, then stops dead (as a hung or swapped-out machine would).
+  const bool started = WaitForText(dir + "/w2.log", "step 2/60", 60);
+  ::kill(pids[2], SIGSTOP);
+  int status0 = 0, status1 = 0;
+  ::waitpid(pids[0], &status0, 0);
+  ::waitpid(pids[1], &status1, 0);
+  ::kill(pids[2], SIGKILL);
+  ::kill(pids[2], SIGCONT);
+  ::waitpid(pids[2], nullptr, 0);
+  const std::string log0 = ReadFile(dir + "/w0.log"), log1 = ReadFile(dir + "/w1.log"),
+                    log2 = ReadFile(dir + "/w2.log");
+  INFO("chief:\n" << log0 << "\nworker 1:\n" << log1 << "\nworker 2:\n" << log2);
+  CHECK(started);
+  CHECK(WIFEXITED(status0));
+  CHECK(WEXITSTATUS(status0) == 0);
+  CHECK(WIFEXITED(status1));
+  CHECK(WEXITSTATUS(status1) == 0);
+  // The two live workers reached the last global step without worker 2.
+  CHECK_THAT(log0, Catch::Contains("global_step=60"));
+  CHECK_THAT(log1, Catch::Contains("global_step=60"));
+  CHECK_THAT(log0, Catch::Contains("sync replicas: 60 updates"));
+  CHECK_THAT(log2, !Catch::Contains("global_step=60"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pf-train --local-cluster --sync_replicas: every update averages both workers' gradients",
+          "[distributed][tools][sync]") {
+  const std::string cmd = std::string(PF_TRAIN_BINARY) +
+                          " --local-cluster ps=1,worker=2 --sync_replicas --model mlp_seed000 "
+                          "--steps 12 --print-every 6 --batch 200 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof(buf), pipe) != nullptr) out += buf;
+  const int status = pclose(pipe);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(out, Catch::Contains("sync: 2 of 2 workers' gradients per update"));
+  CHECK_THAT(out, Catch::Contains("[worker:0] step 12/12"));
+  CHECK_THAT(out, Catch::Contains("[worker:1] step 12/12"));
+  CHECK_THAT(out, Catch::Contains("global_step=12"));
+  CHECK_THAT(out,
+             Catch::Contains("[worker:0] sync replicas: 12 updates, 0 stale gradients dropped"));
 }
 
 TEST_CASE("pf-train --local-cluster trains one ps and two async workers and stops them all",
