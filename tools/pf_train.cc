@@ -386,6 +386,15 @@ int main(int argc, char** argv) {
     to.checkpoint_dir = a.checkpoint;
     to.restore = a.restore;
     to.trace_path = a.trace;
+#ifdef PF_WITH_GRPC
+    // One trace per worker (each merges every task's part of that worker's step).
+    if (task && !a.trace.empty()) {
+      const auto dot = a.trace.rfind('.');
+      const std::string suffix = ".worker" + std::to_string(task->index());
+      to.trace_path = dot == std::string::npos ? a.trace + suffix
+                                               : a.trace.substr(0, dot) + suffix + a.trace.substr(dot);
+    }
+#endif
     to.checkpoint_every = a.save_every;
     pf::trainer::Trainer* trainer_ptr = nullptr;
 #ifdef PF_WITH_GRPC
