@@ -198,9 +198,9 @@ class MasterSession final : public SessionBackend {
     popts.strict_placement = options_.strict_placement;
     popts.default_task = default_task_;
     PF_ASSIGN_OR_RETURN(Placement placement, Place(nodes, devices_, popts));
-    PF_RETURN_IF_ERROR(CheckCollectivesOnOneTask(nodes, placement));
     std::set<Output> fed(fed_list.begin(), fed_list.end());
     PF_ASSIGN_OR_RETURN(Partitions partitions, Partition(nodes, placement.device, fed));
+    PF_RETURN_IF_ERROR(AnnotateCrossTaskCollectives(nodes, placement, &partitions));
     if (options_.log_device_placement) {
       PrintToStdout(PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_));
     }
@@ -256,21 +256,29 @@ class MasterSession final : public SessionBackend {
   }
 
   // Collectives meet in one process's table: a group spread over tasks would wait forever.
-  static Status CheckCollectivesOnOneTask(const std::vector<Node*>& nodes,
-                                          const Placement& placement) {
-    std::map<std::string, std::pair<std::string, const Node*>> group_task;
+  // Collectives whose participants span tasks meet through the step's rendezvous: each
+  // participant's copy learns every rank's device (the group_devices attr).
+  static Status AnnotateCrossTaskCollectives(const std::vector<Node*>& nodes,
+                                             const Placement& placement, Partitions* partitions) {
+    std::map<std::string, std::map<int64_t, const Node*>> groups;
     for (const Node* n : nodes) {
-      if (!n->HasAttr("group_key")) continue;
-      const std::string task = TaskOf(*placement.device.at(n));
-      auto [it, inserted] =
-          group_task.emplace(n->attr<std::string>("group_key"), std::make_pair(task, n));
-      if (!inserted && it->second.first != task) {
-        return errors::Unimplemented("Collective '", it->first, "' has participants on ",
-                                     it->second.first, " (", it->second.second->name(), ") and ",
-                                     task, " (", n->name(),
-                                     "): all-reduce across tasks is not supported yet; combine "
-                                     "tower gradients on a parameter device instead");
+      if (n->HasAttr("group_key") && n->HasAttr("group_devices"))
+        groups[n->attr<std::string>("group_key")][n->attr<int64_t>("rank")] = n;
+    }
+    for (const auto& [key, ranks] : groups) {
+      std::vector<std::string> devices;
+      std::set<std::string> tasks;
+      for (const auto& [rank, n] : ranks) {
+        if (rank != static_cast<int64_t>(devices.size())) {
+          return errors::InvalidArgument("Collective '", key, "' has no rank ", devices.size(),
+                                         " in this step (", n->name(), " is rank ", rank, ")");
+        }
+        devices.push_back(placement.device.at(n)->name());
+        tasks.insert(TaskOf(*placement.device.at(n)));
       }
+      if (tasks.size() < 2) continue;  // one task: the in-process table
+      for (const auto& [rank, n] : ranks)
+        partitions->copy_of.at(n)->SetAttr("group_devices", devices);
     }
     return Status::OK();
   }

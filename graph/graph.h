@@ -68,6 +68,9 @@ class Node {
     return std::get<T>(attrs_.find(name)->second);
   }
   bool HasAttr(std::string_view name) const { return attrs_.find(name) != attrs_.end(); }
+  // Changes an attr the op declares (a runtime filling in what it decided, on its own copy of
+  // a node); the node's shapes are not inferred again.
+  void SetAttr(const std::string& name, AttrValue value) { attrs_[name] = std::move(value); }
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const Output& input(int i) const { return inputs_[i]; }

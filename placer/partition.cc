@@ -100,7 +100,13 @@ class Partitioner {
     auto key = std::make_pair(tensor_name, dst);
     auto it = recvs_.find(key);
     if (it != recvs_.end()) return it->second;
-    const std::string local = dst->parsed_name().LocalName() + (host_memory ? "_host" : "");
+    // Named after the destination: its local name, qualified by its task when the tensor
+    // leaves its task (two tasks' CPU:0 must not share a name).
+    const DeviceName& to = dst->parsed_name();
+    const DeviceName& from = src->parsed_name();
+    std::string local = to.LocalName() + (host_memory ? "_host" : "");
+    if (to.job != from.job || to.task != from.task)
+      local = fmt::format("{}_{}_{}", to.job, to.task, local);
     NodeSpec send;
     send.name = fmt::format("{}/_send_to_{}", user_tensor, local);
     send.op_def = &Def("_Send");

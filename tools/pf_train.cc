@@ -391,8 +391,9 @@ int main(int argc, char** argv) {
     if (task && !a.trace.empty()) {
       const auto dot = a.trace.rfind('.');
       const std::string suffix = ".worker" + std::to_string(task->index());
-      to.trace_path = dot == std::string::npos ? a.trace + suffix
-                                               : a.trace.substr(0, dot) + suffix + a.trace.substr(dot);
+      to.trace_path = dot == std::string::npos
+                          ? a.trace + suffix
+                          : a.trace.substr(0, dot) + suffix + a.trace.substr(dot);
     }
 #endif
     to.checkpoint_every = a.save_every;

@@ -8,6 +8,7 @@
 
 #include "placeflow/core/status.h"
 #include "placeflow/core/tensor.h"
+#include "placeflow/devices/device.h"
 #include "placeflow/graph/collectives.h"
 #include "placeflow/graph/kernel.h"
 #include "placeflow/ops/op_util.h"
@@ -57,7 +58,8 @@ class AllReduceKernel : public OpKernel {
       : OpKernel(n),
         key_(n.attr<std::string>("group_key")),
         size_(static_cast<int>(n.attr<int64_t>("group_size"))),
-        rank_(static_cast<int>(n.attr<int64_t>("rank"))) {}
+        rank_(static_cast<int>(n.attr<int64_t>("rank"))),
+        group_devices_(n.attr<std::vector<std::string>>("group_devices")) {}
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
   Status Compute(OpKernelContext*) override {
@@ -67,6 +69,7 @@ class AllReduceKernel : public OpKernel {
     if (ctx->collectives() == nullptr) {
       return done(errors::Internal("CollectiveAllReduce outside a step"));
     }
+    if (!group_devices_.empty()) return ComputeAcrossTasks(ctx, std::move(done));
     ThreadPool* pool = IntraOpPool(ctx);
     auto finish = [pool, done = std::move(done)](Status s) {
       pool->Schedule([done, s] { done(s); });
@@ -79,34 +82,54 @@ class AllReduceKernel : public OpKernel {
   // `all` in rank order, checked; scale[i] is rank i's share of the weights.
   virtual Status Reduce(std::vector<CollectiveTable::Participant>& all,
                         const std::vector<double>& scale) const = 0;
+  // The participants span tasks of a cluster (the master set group_devices: every rank's
+  // device): they meet through the step's rendezvous instead of the in-process table.
+  virtual void ComputeAcrossTasks(OpKernelContext* ctx, std::function<void(Status)> done) {
+    done(errors::Unimplemented("CollectiveAllReduce '", key_, "' across tasks on ",
+                               ctx->device()->name(),
+                               ": only CPU participants can all-reduce across tasks so far"));
+  }
+  // Checks the participants' tensors (num_outputs tensors each, then the weight; `inputs[r]` is
+  // rank r's) and returns each rank's weight share.
+  StatusOr<std::vector<double>> CheckShares(
+      const std::vector<std::vector<const Tensor*>>& inputs) const {
+    const size_t n = inputs[0].size() - 1;
+    std::vector<double> w;
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      if (inputs[r].size() != n + 1) {
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
+                                       " and ", inputs[r].size() - 1, " tensors");
+      }
+      for (size_t k = 0; k < n; ++k) {
+        if (inputs[r][k]->shape() != inputs[0][k]->shape()) {
+          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
+                                         " has shape ", inputs[0][k]->shape().ToString(),
+                                         " on rank 0 and ", inputs[r][k]->shape().ToString(),
+                                         " on rank ", r);
+        }
+      }
+      w.push_back(WeightOf(*inputs[r][n]));
+    }
+    return Normalise(w);
+  }
   const std::string& key() const { return key_; }
+  int rank() const { return rank_; }
+  const std::vector<std::string>& group_devices() const { return group_devices_; }
 
  private:
   Status CheckAndReduce(std::vector<CollectiveTable::Participant>& all) const {
-    OpKernelContext* first = all[0].ctx;
-    const int n = first->num_outputs();
-    std::vector<double> w;
+    std::vector<std::vector<const Tensor*>> inputs;
     for (auto& p : all) {
-      if (p.ctx->num_outputs() != n) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
-                                       " and ", p.ctx->num_outputs(), " tensors");
-      }
-      for (int k = 0; k < n; ++k) {
-        if (p.ctx->input(k).shape() != first->input(k).shape()) {
-          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
-                                         " has shape ", first->input(k).shape().ToString(),
-                                         " on rank 0 and ", p.ctx->input(k).shape().ToString(),
-                                         " on rank ", p.rank);
-        }
-      }
-      w.push_back(WeightOf(p.ctx->input(n)));
+      inputs.emplace_back();
+      for (int k = 0; k < p.ctx->num_inputs(); ++k) inputs.back().push_back(&p.ctx->input(k));
     }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, CheckShares(inputs));
     return Reduce(all, scale);
   }
 
   std::string key_;
   int size_, rank_;
+  std::vector<std::string> group_devices_;
 };
 
 }  // namespace pf

@@ -10,11 +10,14 @@
 //   reduces, and every participant gets the same result on its own device (all-reduce
 //   aggregation on CPU devices: reduce to one device and share back).
 #include <atomic>
+#include <memory>
+#include <mutex>
 
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_set.h"
 #include "placeflow/graph/collectives.h"
+#include "placeflow/graph/rendezvous.h"
 #include "placeflow/ops/comm/aggregate.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -144,6 +147,102 @@ class AllReduceOp : public AllReduceKernel {
     return Status::OK();
   }
 
+  // Across tasks: the participants meet through the step's rendezvous, which reaches the other
+  // tasks. Every rank sends its tensors and weight to rank 0; rank 0 reduces exactly as the
+  // in-process path does (rank order, the same arithmetic: the results are bit-identical with
+  // one process's towers) and sends the result back to every rank.
+  void ComputeAcrossTasks(OpKernelContext* ctx, std::function<void(Status)> done) override {
+    const int n = ctx->num_outputs();
+    const int size = static_cast<int>(group_devices().size());
+    ThreadPool* pool = IntraOpPool(ctx);
+    auto state = std::make_shared<Gather>();
+    state->done = [pool, done = std::move(done)](Status s) {
+      pool->Schedule([done, s] { done(s); });
+    };
+    Rendezvous* rv = ctx->rendezvous();
+    if (rank() != 0) {
+      for (int k = 0; k <= n; ++k) {
+        Status s = rv->Send(Key(rank(), 0, "in", k), ctx->input(k));
+        if (!s.ok()) return state->done(s);
+      }
+      state->remaining = n;
+      for (int k = 0; k < n; ++k) {
+        rv->RecvAsync(Key(0, rank(), "out", k), [ctx, k, state](const Status& s, const Tensor& t) {
+          state->Arrive(s.ok() ? ctx->SetOutput(k, t) : s);
+        });
+      }
+      return;
+    }
+    state->inputs.assign(size, std::vector<Tensor>(n + 1));
+    for (int k = 0; k <= n; ++k) state->inputs[0][k] = ctx->input(k);
+    state->remaining = (size - 1) * (n + 1);
+    state->last = [this, ctx, state, pool] {
+      pool->Schedule([this, ctx, state] { state->done(ReduceGathered(ctx, state->inputs)); });
+    };
+    if (state->remaining == 0) {  // a group of one
+      std::function<void()> fn = std::move(state->last);
+      return fn();
+    }
+    for (int r = 1; r < size; ++r) {
+      for (int k = 0; k <= n; ++k) {
+        rv->RecvAsync(Key(r, 0, "in", k), [r, k, state](const Status& s, const Tensor& t) {
+          if (s.ok()) state->inputs[r][k] = t;
+          state->Arrive(s);
+        });
+      }
+    }
+  }
+
+  // Counts the values still to arrive; the first error wins.
+  struct Gather {
+    std::mutex mu;
+    int remaining = 0;
+    Status status;
+    std::vector<std::vector<Tensor>> inputs;  // rank 0: every rank's tensors and weight
+    std::function<void()> last;               // rank 0: runs once everything arrived
+    std::function<void(Status)> done;
+    void Arrive(const Status& s) {
+      bool finished;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!s.ok() && status.ok()) status = s;
+        finished = --remaining == 0;
+      }
+      if (!finished) return;
+      std::function<void()> fn = std::move(last);  // it holds this state: drop the cycle
+      last = nullptr;
+      if (status.ok() && fn) return fn();
+      done(status);
+    }
+  };
+
+  std::string Key(int from, int to, const char* dir, int k) const {
+    return Rendezvous::Key(group_devices()[from], group_devices()[to],
+                           "allreduce:" + key() + ":" + dir + ":" + std::to_string(k));
+  }
+
+  Status ReduceGathered(OpKernelContext* ctx, const std::vector<std::vector<Tensor>>& gathered) {
+    std::vector<std::vector<const Tensor*>> inputs;
+    for (const auto& rank_inputs : gathered) {
+      inputs.emplace_back();
+      for (const Tensor& t : rank_inputs) inputs.back().push_back(&t);
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, CheckShares(inputs));
+    if (!logged_.exchange(true)) {
+      PF_LOG_INFO("All-reduce '{}' across tasks over {} device(s): gathered and reduced on {}",
+                  key(), gathered.size(), ctx->device()->name());
+    }
+    for (int k = 0; k < ctx->num_outputs(); ++k) {
+      std::vector<const Tensor*> values;
+      for (const auto& rank_inputs : inputs) values.push_back(rank_inputs[k]);
+      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(k));
+      WeightedSum<T>(ctx, values, scale, out);
+      for (size_t r = 1; r < gathered.size(); ++r)
+        PF_RETURN_IF_ERROR(ctx->rendezvous()->Send(Key(0, static_cast<int>(r), "out", k), *out));
+    }
+    return Status::OK();
+  }
+
   void LogOnce(const std::vector<CollectiveTable::Participant>& all) const {
     if (logged_.exchange(true)) return;
     std::string devices;
@@ -166,6 +265,9 @@ PF_REGISTER_OP(OpDef("CollectiveAllReduce")
                    .RequiredAttr("group_key")
                    .RequiredAttr("group_size")
                    .RequiredAttr("rank")
+                   // Set by a cluster's master when the participants span tasks: every rank's
+                   // device, in rank order (ops/comm/aggregate.h).
+                   .Attr("group_devices", std::vector<std::string>{})
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn(AllReduceShape));

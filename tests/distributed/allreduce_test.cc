@@ -1,0 +1,95 @@
+// In-graph replication across the tasks of a cluster: all-reduce towers on 2 and 3 worker tasks
+// give the same bits as one process with towers on as many CPU devices.
+#include "placeflow/distributed/cluster_spec.h"
+#include "placeflow/distributed/server.h"
+#include "tests/distributed/cluster_util.h"
+#include "tests/testing/test_util.h"
+#include "tools/models.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+void MnistBatch(int64_t b, uint32_t seed, Tensor* x, Tensor* y) {
+  *x = testing::RandomTensor({b, 784}, seed, 0, 1);
+  *y = Tensor(DT_INT32, {b});
+  for (int64_t i = 0; i < b; ++i) y->data<int32_t>()[i] = static_cast<int32_t>((i * 7 + seed) % 10);
+}
+
+// mnist_mlp with all-reduce towers on `devices`, trained for `steps` steps; returns every
+// variable's value by name.
+std::map<std::string, Tensor> Train(const std::vector<std::string>& devices,
+                                    const SessionOptions& options, int steps) {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  models::ModelOptions o;
+  o.steps_per_epoch = 10;
+  o.optimizer = "momentum";
+  train::TowerOptions towers;
+  towers.devices = devices;
+  towers.aggregation = train::Aggregation::kAllReduce;
+  towers.num_cpus = static_cast<int>(devices.size());
+  o.towers = towers;
+  models::Model m = models::BuildModel("mnist_mlp", root, o);
+  Operation init = GlobalVariablesInitializer(root);
+  Session sess(g, options);
+  sess.Run({}, {}, {init});
+  for (int step = 0; step < steps; ++step) {
+    Tensor x, y;
+    MnistBatch(13 + step, 100 + step, &x, &y);  // uneven splits too
+    sess.Run({{m.input, x}, {m.target, y}}, {}, {m.train_op});
+  }
+  std::map<std::string, Tensor> values;
+  for (const Variable& v : GlobalVariables(&g)) values[v.name()] = sess.Run({v.value()})[0];
+  if (!options.target.empty()) {
+    // The replicas really live on the other tasks.
+    auto where = sess.DevicePlacement();
+    CHECK(where.at("layer1/w/replica_1") == "/job:worker/replica:0/task:1/device:CPU:0");
+    CHECK(where.at("tower_1/layer1/MatMul") == "/job:worker/replica:0/task:1/device:CPU:0");
+  }
+  return values;
+}
+
+TEST_CASE("All-reduce towers across 2 and 3 worker tasks match one process bit for bit",
+          "[distributed][allreduce]") {
+  const int workers = GENERATE(2, 3);
+  INFO(workers << " workers");
+  std::vector<std::string> addr;
+  auto spec =
+      ClusterSpec::Parse(testing::LoopbackCluster({{"worker", workers}}, &addr)).ValueOrThrow();
+  std::vector<std::unique_ptr<Server>> servers;
+  for (int i = 0; i < workers; ++i) servers.push_back(std::make_unique<Server>(spec, "worker", i));
+
+  std::vector<std::string> task_devices, local_devices;
+  for (int i = 0; i < workers; ++i) {
+    task_devices.push_back("/job:worker/task:" + std::to_string(i) + "/cpu:0");
+    local_devices.push_back("/cpu:" + std::to_string(i));
+  }
+  SessionOptions cluster;
+  cluster.target = servers[0]->target();
+  SessionOptions local;
+  local.device_count["CPU"] = workers;
+  constexpr int kSteps = 3;
+  const auto across = Train(task_devices, cluster, kSteps);
+  const auto one = Train(local_devices, local, kSteps);
+  REQUIRE(across.size() == one.size());
+  int replicas = 0;
+  for (const auto& [name, value] : one) {
+    INFO(name);
+    CHECK(across.at(name).BitwiseEqual(value));
+    if (name.find("/replica_") == std::string::npos) continue;
+    // Every replica equals its primary on task 0.
+    const std::string primary =
+        name.substr(0, name.find("/replica_")) +
+        name.substr(name.find('/', name.find("/replica_") + 1) == std::string::npos
+                        ? name.size()
+                        : name.find('/', name.find("/replica_") + 1));
+    CHECK(across.at(name).BitwiseEqual(across.at(primary)));
+    ++replicas;
+  }
+  CHECK(replicas > 0);
+}
+
+}  // namespace
+}  // namespace pf
