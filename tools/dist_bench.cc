@@ -92,6 +92,44 @@ void GrpcRecvBandwidth() {
       bytes / step / 1e9, bytes / (step - overhead) / 1e9, step * 1e3, overhead * 1e3);
 }
 
+void AllreduceBandwidth() {
+  constexpr int64_t kElements = int64_t{16} << 20;  // 64 MiB of float per task
+  for (int n : {2, 3}) {
+    LocalCluster cluster({{"worker", n}});
+    Graph g;
+    Scope root = Scope::Root(&g);
+    std::vector<Operation> reduce;
+    Output pull;  // the loopback copy reference: worker:0's buffer pulled by worker:1
+    for (int i = 0; i < n; ++i) {
+      Scope on = root.WithDevice("/job:worker/task:" + std::to_string(i));
+      Variable v =
+          GetVariable(on, "buffer" + std::to_string(i), {kElements}, init::Constant(1.0 + i));
+      reduce.push_back(
+          ops::CollectiveAllReduce(on, {v.value()}, ops::Const(on, 1.0f), "bandwidth", n, i)[0]);
+      if (i == 0) pull = ops::Shape(root.WithDevice("/job:worker/task:1"), v.value());
+    }
+    Session sess(g, ClusterSession(cluster.target("worker", 0)));
+    sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+    auto seconds = [&](const std::vector<Output>& fetches, const std::vector<Operation>& targets) {
+      for (int i = 0; i < 2; ++i) sess.Run({}, fetches, targets);
+      std::vector<double> t;
+      for (int r = 0; r < 9; ++r) {
+        auto start = std::chrono::steady_clock::now();
+        sess.Run({}, fetches, targets);
+        t.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      return Median(t);
+    };
+    const double step = seconds({}, reduce), copy = seconds({pull}, {});
+    const double bytes = kElements * 4.0;
+    std::printf(
+        "allreduce_bandwidth workers=%d gbps=%.2f ms=%.1f loopback_copy_gbps=%.2f mib=64 "
+        "algorithm=gather_reduce_broadcast runs=9\n",
+        n, bytes / step / 1e9, step * 1e3, bytes / copy / 1e9);
+  }
+}
+
 void DistStepOverhead() {
   LocalCluster cluster({{"worker", 2}});
   Graph g;
@@ -152,6 +190,7 @@ void DistMlpSeed000Step() {
 namespace pf::bench {
 void GrpcRecvBandwidth() { std::printf("grpc_recv_bandwidth skipped=no_grpc\n"); }
 void DistStepOverhead() { std::printf("dist_step_overhead skipped=no_grpc\n"); }
+void AllreduceBandwidth() { std::printf("allreduce_bandwidth skipped=no_grpc\n"); }
 void DistMlpSeed000Step() { std::printf("dist_mlp_seed000_step skipped=no_grpc\n"); }
 }  // namespace pf::bench
 

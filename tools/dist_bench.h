@@ -4,6 +4,8 @@
 //   dist_step_overhead     us per step of a trivial graph spanning two tasks
 //   dist_mlp_seed000_step  the seed MLP's SGD step with variables on ps:0 and compute on
 //                          worker:0, against the same step in one process
+//   allreduce_bandwidth    GB/s of an all-reduce of 64 MiB per task across 2 and 3 worker
+//                          tasks, against one 64 MiB loopback copy between two tasks
 #pragma once
 
 namespace pf::bench {
@@ -11,5 +13,6 @@ namespace pf::bench {
 void GrpcRecvBandwidth();
 void DistStepOverhead();
 void DistMlpSeed000Step();
+void AllreduceBandwidth();
 
 }  // namespace pf::bench

@@ -14,8 +14,9 @@
 // transfer time; on /gpu:i too when GPUs are visible), mlp_seed000_step_gpu (the step and its
 // GEMMs on /gpu:0), gpu_copy_bandwidth (GB/s host<->GPU from pinned and pageable memory, and
 // device-to-device). GPU figures print "skipped=no_gpu" without a GPU. Cluster figures
-// (tools/dist_bench.h: grpc_recv_bandwidth, dist_step_overhead, dist_mlp_seed000_step) start
-// pf-server processes on loopback; they print "skipped=no_grpc" in a build without gRPC.
+// (tools/dist_bench.h: grpc_recv_bandwidth, dist_step_overhead, dist_mlp_seed000_step,
+// allreduce_bandwidth) start pf-server processes on loopback; they print "skipped=no_grpc" in a
+// build without gRPC.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -385,6 +386,7 @@ int main(int argc, char** argv) {
       {"mlp_seed000_step_gpu", MlpSeed000StepGpu},
       {"gpu_copy_bandwidth", GpuCopyBandwidth},
       {"grpc_recv_bandwidth", pf::bench::GrpcRecvBandwidth},
+      {"allreduce_bandwidth", pf::bench::AllreduceBandwidth},
       {"dist_step_overhead", pf::bench::DistStepOverhead},
       {"dist_mlp_seed000_step", pf::bench::DistMlpSeed000Step}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
