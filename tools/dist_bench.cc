@@ -125,7 +125,7 @@ void AllreduceBandwidth() {
     const double bytes = kElements * 4.0;
     std::printf(
         "allreduce_bandwidth workers=%d gbps=%.2f ms=%.1f loopback_copy_gbps=%.2f mib=64 "
-        "algorithm=gather_reduce_broadcast runs=9\n",
+        "algorithm=reduce_scatter_all_gather runs=9\n",
         n, bytes / step / 1e9, step * 1e3, bytes / copy / 1e9);
   }
 }

@@ -10,6 +10,7 @@
 //   reduces, and every participant gets the same result on its own device (all-reduce
 //   aggregation on CPU devices: reduce to one device and share back).
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -148,97 +149,153 @@ class AllReduceOp : public AllReduceKernel {
   }
 
   // Across tasks: the participants meet through the step's rendezvous, which reaches the other
-  // tasks. Every rank sends its tensors and weight to rank 0; rank 0 reduces exactly as the
-  // in-process path does (rank order, the same arithmetic: the results are bit-identical with
-  // one process's towers) and sends the result back to every rank.
+  // tasks, in a reduce-scatter then an all-gather: rank c reduces slice c of every tensor (its
+  // elements [c*E/n, (c+1)*E/n)) from every rank's slice, in rank order with the in-process
+  // arithmetic (so the results are bit-identical with one process's towers), and sends the
+  // reduced slice to every other rank. Each rank sends and receives (n-1)/n of its tensors in
+  // each phase, as in a ring, but over direct connections.
   void ComputeAcrossTasks(OpKernelContext* ctx, std::function<void(Status)> done) override {
     const int n = ctx->num_outputs();
     const int size = static_cast<int>(group_devices().size());
+    const int me = rank();
     ThreadPool* pool = IntraOpPool(ctx);
-    auto state = std::make_shared<Gather>();
-    state->done = [pool, done = std::move(done)](Status s) {
+    auto finish = [pool, done = std::move(done)](Status s) {
       pool->Schedule([done, s] { done(s); });
     };
     Rendezvous* rv = ctx->rendezvous();
-    if (rank() != 0) {
-      for (int k = 0; k <= n; ++k) {
-        Status s = rv->Send(Key(rank(), 0, "in", k), ctx->input(k));
-        if (!s.ok()) return state->done(s);
+    // Phase 1: my weight to everyone, slice c of each tensor to rank c.
+    for (int c = 0; c < size; ++c) {
+      if (c == me) continue;
+      Status s = rv->Send(Key(me, c, "weight", 0), ctx->input(n));
+      for (int k = 0; s.ok() && k < n; ++k) {
+        StatusOr<Tensor> slice = Slice(ctx->input(k), c, size);
+        s = slice.ok() ? rv->Send(Key(me, c, "in", k), *slice) : slice.status();
       }
-      state->remaining = n;
-      for (int k = 0; k < n; ++k) {
-        rv->RecvAsync(Key(0, rank(), "out", k), [ctx, k, state](const Status& s, const Tensor& t) {
-          state->Arrive(s.ok() ? ctx->SetOutput(k, t) : s);
-        });
-      }
-      return;
+      if (!s.ok()) return finish(s);
     }
-    state->inputs.assign(size, std::vector<Tensor>(n + 1));
-    for (int k = 0; k <= n; ++k) state->inputs[0][k] = ctx->input(k);
-    state->remaining = (size - 1) * (n + 1);
-    state->last = [this, ctx, state, pool] {
-      pool->Schedule([this, ctx, state] { state->done(ReduceGathered(ctx, state->inputs)); });
+    // Every rank's weight and slice `me` of its tensors ([rank][k], then the weight at [rank][n]).
+    auto gathered = std::make_shared<Countdown>();
+    gathered->values.assign(size, std::vector<Tensor>(n + 1));
+    gathered->values[me][n] = ctx->input(n);
+    for (int k = 0; k < n; ++k) {
+      StatusOr<Tensor> own = Slice(ctx->input(k), me, size);
+      if (!own.ok()) return finish(own.status());
+      gathered->values[me][k] = *own;
+    }
+    gathered->remaining = (size - 1) * (n + 1);
+    gathered->done = [this, ctx, pool, gathered_raw = gathered.get(), finish](Status s) {
+      if (!s.ok()) return finish(s);
+      // Phase 2 on the pool: reduce my slice, send it to everyone, gather theirs.
+      pool->Schedule([this, ctx, values = std::move(gathered_raw->values), finish]() mutable {
+        Status reduced = ReduceMySlice(ctx, values, finish);
+        if (!reduced.ok()) finish(reduced);
+      });
     };
-    if (state->remaining == 0) {  // a group of one
-      std::function<void()> fn = std::move(state->last);
-      return fn();
-    }
-    for (int r = 1; r < size; ++r) {
+    for (int q = 0; q < size; ++q) {
+      if (q == me) continue;
       for (int k = 0; k <= n; ++k) {
-        rv->RecvAsync(Key(r, 0, "in", k), [r, k, state](const Status& s, const Tensor& t) {
-          if (s.ok()) state->inputs[r][k] = t;
-          state->Arrive(s);
-        });
+        rv->RecvAsync(Key(q, me, k == n ? "weight" : "in", k == n ? 0 : k),
+                      [q, k, gathered](const Status& s, const Tensor& t) {
+                        if (s.ok()) gathered->values[q][k] = t;
+                        gathered->Arrive(s);
+                      });
       }
     }
+    if (gathered->remaining == 0) gathered->Arrive(Status::OK());  // a group of one
   }
 
-  // Counts the values still to arrive; the first error wins.
-  struct Gather {
+  // Counts the values still to arrive; the first error wins; `done` runs once.
+  struct Countdown {
     std::mutex mu;
     int remaining = 0;
     Status status;
-    std::vector<std::vector<Tensor>> inputs;  // rank 0: every rank's tensors and weight
-    std::function<void()> last;               // rank 0: runs once everything arrived
+    std::vector<std::vector<Tensor>> values;
     std::function<void(Status)> done;
     void Arrive(const Status& s) {
       bool finished;
       {
         std::lock_guard<std::mutex> lock(mu);
         if (!s.ok() && status.ok()) status = s;
-        finished = --remaining == 0;
+        finished = --remaining <= 0;
       }
       if (!finished) return;
-      std::function<void()> fn = std::move(last);  // it holds this state: drop the cycle
-      last = nullptr;
-      if (status.ok() && fn) return fn();
-      done(status);
+      std::function<void(Status)> fn = std::move(done);  // it may hold this state: drop the cycle
+      done = nullptr;
+      fn(status);
     }
   };
 
-  std::string Key(int from, int to, const char* dir, int k) const {
-    return Rendezvous::Key(group_devices()[from], group_devices()[to],
-                           "allreduce:" + key() + ":" + dir + ":" + std::to_string(k));
+  // Rank `c`'s share of `t`'s elements, as a 1-D view of its buffer.
+  static StatusOr<Tensor> Slice(const Tensor& t, int c, int size) {
+    const int64_t e = t.num_elements();
+    PF_ASSIGN_OR_RETURN(Tensor flat, t.Reshaped(Shape{e}));
+    return flat.SliceRows(e * c / size, e * (c + 1) / size);
   }
 
-  Status ReduceGathered(OpKernelContext* ctx, const std::vector<std::vector<Tensor>>& gathered) {
-    std::vector<std::vector<const Tensor*>> inputs;
-    for (const auto& rank_inputs : gathered) {
-      inputs.emplace_back();
-      for (const Tensor& t : rank_inputs) inputs.back().push_back(&t);
-    }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, CheckShares(inputs));
+  std::string Key(int from, int to, const char* what, int k) const {
+    return Rendezvous::Key(group_devices()[from], group_devices()[to],
+                           "allreduce:" + key() + ":" + what + ":" + std::to_string(k));
+  }
+
+  // Reduces slice `me` of every tensor into the outputs, sends it to the other ranks, and
+  // gathers their slices into the outputs; `finish` runs when all of them are in.
+  Status ReduceMySlice(OpKernelContext* ctx, const std::vector<std::vector<Tensor>>& values,
+                       const std::function<void(Status)>& finish) {
+    const int n = ctx->num_outputs();
+    const int size = static_cast<int>(values.size());
+    const int me = rank();
+    std::vector<double> w;
+    for (const auto& rank_values : values) w.push_back(WeightOf(rank_values[n]));
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
     if (!logged_.exchange(true)) {
-      PF_LOG_INFO("All-reduce '{}' across tasks over {} device(s): gathered and reduced on {}",
-                  key(), gathered.size(), ctx->device()->name());
+      PF_LOG_INFO("All-reduce '{}' across tasks over {} device(s): reduce-scatter, all-gather",
+                  key(), size);
     }
-    for (int k = 0; k < ctx->num_outputs(); ++k) {
-      std::vector<const Tensor*> values;
-      for (const auto& rank_inputs : inputs) values.push_back(rank_inputs[k]);
+    std::vector<Tensor*> outs;
+    for (int k = 0; k < n; ++k) {
       PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(k));
-      WeightedSum<T>(ctx, values, scale, out);
-      for (size_t r = 1; r < gathered.size(); ++r)
-        PF_RETURN_IF_ERROR(ctx->rendezvous()->Send(Key(0, static_cast<int>(r), "out", k), *out));
+      outs.push_back(out);
+      PF_ASSIGN_OR_RETURN(Tensor mine, Slice(*out, me, size));
+      std::vector<const Tensor*> slices;
+      for (int q = 0; q < size; ++q) {
+        if (values[q][k].num_elements() != mine.num_elements()) {
+          return errors::InvalidArgument("CollectiveAllReduce '", key(), "': tensor ", k,
+                                         " of rank ", q,
+                                         " has another number of elements than rank ", me, "'s (",
+                                         ctx->input(k).shape().ToString(), ")");
+        }
+        slices.push_back(&values[q][k]);
+      }
+      WeightedSum<T>(ctx, slices, scale, &mine);
+      for (int c = 0; c < size; ++c) {
+        if (c != me) PF_RETURN_IF_ERROR(ctx->rendezvous()->Send(Key(me, c, "out", k), mine));
+      }
+    }
+    auto gathered = std::make_shared<Countdown>();
+    gathered->remaining = (size - 1) * n;
+    gathered->done = finish;
+    if (gathered->remaining == 0) {
+      gathered->Arrive(Status::OK());
+      return Status::OK();
+    }
+    for (int c = 0; c < size; ++c) {
+      if (c == me) continue;
+      for (int k = 0; k < n; ++k) {
+        ctx->rendezvous()->RecvAsync(Key(c, me, "out", k), [out = outs[k], c, size, gathered](
+                                                               const Status& s, const Tensor& t) {
+          Status st = s;
+          if (st.ok()) {
+            StatusOr<Tensor> place = Slice(*out, c, size);
+            if (place.ok() && place->TotalBytes() == t.TotalBytes()) {
+              std::memcpy(place->raw_data(), t.raw_data(), t.TotalBytes());
+            } else {
+              st = place.ok() ? errors::Internal("all-reduce slice of the wrong size")
+                              : place.status();
+            }
+          }
+          gathered->Arrive(st);
+        });
+      }
     }
     return Status::OK();
   }

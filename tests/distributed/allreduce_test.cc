@@ -91,5 +91,35 @@ TEST_CASE("All-reduce towers across 2 and 3 worker tasks match one process bit f
   CHECK(replicas > 0);
 }
 
+TEST_CASE("All-reduce across 3 tasks of tensors with fewer elements than ranks",
+          "[distributed][allreduce]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(testing::LoopbackCluster({{"worker", 3}}, &addr)).ValueOrThrow();
+  std::vector<std::unique_ptr<Server>> servers;
+  for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<Server>(spec, "worker", i));
+  Graph g;
+  Scope root = Scope::Root(&g);
+  std::vector<std::vector<Output>> outs;
+  for (int i = 0; i < 3; ++i) {
+    Scope on = root.WithDevice("/job:worker/task:" + std::to_string(i));
+    Output scalar = ops::Const(on, float(i + 1));
+    Output pair = ops::Const(on, std::vector<float>{float(i), float(10 * i)}, {2});
+    outs.push_back(
+        ops::CollectiveAllReduce(on, {scalar, pair}, ops::Const(on, float(i + 1)), "small", 3, i));
+  }
+  SessionOptions o;
+  o.target = servers[0]->target();
+  Session sess(g, o);
+  auto got = sess.Run({outs[0][0], outs[0][1], outs[1][0], outs[1][1], outs[2][0], outs[2][1]});
+  // Weights 1, 2, 3: sum_i w_i x_i / 6.
+  CHECK(got[0].scalar<float>() == Approx((1 * 1 + 2 * 2 + 3 * 3) / 6.0));
+  CHECK(got[1].ToVector<float>()[0] == Approx((0 * 1 + 1 * 2 + 2 * 3) / 6.0));
+  CHECK(got[1].ToVector<float>()[1] == Approx((0 * 1 + 10 * 2 + 20 * 3) / 6.0));
+  for (int r = 1; r < 3; ++r) {
+    CHECK(got[2 * r].BitwiseEqual(got[0]));
+    CHECK(got[2 * r + 1].BitwiseEqual(got[1]));
+  }
+}
+
 }  // namespace
 }  // namespace pf
