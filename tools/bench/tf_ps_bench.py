@@ -20,14 +20,14 @@ own gradients; --mode sync: SyncReplicasOptimizer(replicas_to_aggregate = total_
 workers) with its session hook (chief init, tokens, chief queue runner) in a
 MonitoredTrainingSession.
 
-Threads: every task's server and session use intra_op_parallelism_threads=--intra (default 2)
-and inter_op_parallelism_threads=--inter (default 2), i.e. one pool of as many threads as the
-machine has cores, like placeflow's default (PF_NUM_THREADS = cores, shared by ops and their
-shards); --intra 1 was not faster here (see ps_vs_tf.sh).
+Threads: every task's server and sessions use intra_op_parallelism_threads=--intra (default 1)
+and inter_op_parallelism_threads=--inter (default 2): with a ps and 1-2 workers on 2 cores,
+splitting single ops brought nothing (--intra 2 measured no faster), while two ops may run at
+once. placeflow's tasks use their default pool, one thread per core shared by ops and shards.
 Timing: each worker runs --steps local steps; the first --warmup (20) are left out; a step is
-one batch gather plus one sess.run([train_op, loss]). Sync mode: a worker that is done waits
-(chief: keeps its queue runner going) until every worker is done, so none is left without
-tokens. Start-up (server, graph, session, initialisation) is not timed.
+one batch gather plus one sess.run([train_op, loss]). Sync mode: a worker that is done goes
+on with untimed steps until every worker is done (a worker left alone can wait forever for a
+token once stale gradients were dropped). Start-up, test accuracy and teardown are not timed.
 """
 import argparse
 import gzip
@@ -53,8 +53,8 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=20, help="first steps left out of the timing")
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--steps-per-epoch", type=int, default=600, help="learning-rate decay period")
-    p.add_argument("--data", default=None, help="MNIST IDX .gz files; default: " + ", else ".join(DATA_DIRS))
-    p.add_argument("--intra", type=int, default=2, help="intra_op_parallelism_threads")
+    p.add_argument("--data", help="MNIST IDX .gz files; default: " + ", else ".join(DATA_DIRS))
+    p.add_argument("--intra", type=int, default=1, help="intra_op_parallelism_threads")
     p.add_argument("--inter", type=int, default=2, help="inter_op_parallelism_threads")
     # Set by the launcher for each task.
     p.add_argument("--job", choices=("ps", "worker"))
@@ -91,7 +91,8 @@ def tf_setup(a):
 
 
 def build(tf, v1, a, cluster):
-    with v1.device(v1.train.replica_device_setter(worker_device=f"/job:worker/task:{a.task}", cluster=cluster)):
+    worker_device = f"/job:worker/task:{a.task}"
+    with v1.device(v1.train.replica_device_setter(worker_device=worker_device, cluster=cluster)):
         x = v1.placeholder(tf.float32, [None, 784], name="x-input")
         y = v1.placeholder(tf.int32, [None], name="y-input")
         global_step = v1.train.get_or_create_global_step()
@@ -104,12 +105,14 @@ def build(tf, v1, a, cluster):
         def logits(w1, b1, w2, b2):
             return tf.nn.bias_add(tf.matmul(tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1)), w2), b2)
 
-        xent = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits(w1, b1, w2, b2)))
+        xent = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits(w1, b1, w2, b2)))
         loss = xent + 1e-4 * (tf.nn.l2_loss(w1) + tf.nn.l2_loss(w2))
         lr = v1.train.exponential_decay(0.3, global_step, a.steps_per_epoch, 0.99, staircase=True)
         opt = v1.train.GradientDescentOptimizer(lr)
         if a.mode == "sync":
-            opt = v1.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=a.workers, total_num_replicas=a.workers)
+            opt = v1.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=a.workers, total_num_replicas=a.workers)
         step = opt.minimize(loss, global_step=global_step)
         ema = v1.train.ExponentialMovingAverage(0.99, num_updates=global_step)
         with tf.control_dependencies([step]):
@@ -154,11 +157,19 @@ def train(a):
         sess.run([m["train_op"], m["loss"]], {m["x"]: train_x[idx], m["y"]: train_y[idx]})
         times.append(time.perf_counter() - t0)
     timed = times[a.warmup:]
-    accuracy = sess.run(m["accuracy"], {m["x"]: test_x, m["y"]: test_y})
     sess.run(m["mark_done"])
-    while a.mode == "sync" and is_chief and sess.run(m["done"]) < a.workers:
-        time.sleep(0.05)  # the others still need the chief's queue runner
-    print(f"tf mode={a.mode} workers={a.workers} task={a.task} examples_per_s={len(timed) * a.batch / sum(timed):.1f} "
+    if a.mode == "sync":
+        # Sync: go on (untimed) until every worker is done, as a worker left alone can wait
+        # forever for a token; the last of these steps may wait for a partner already gone.
+        try:
+            while sess.run(m["done"]) < a.workers:
+                sess.run(m["train_op"], {m["x"]: train_x[idx], m["y"]: train_y[idx]},
+                         options=v1.RunOptions(timeout_in_ms=2000))
+        except tf.errors.DeadlineExceededError:
+            pass
+    accuracy = sess.run(m["accuracy"], {m["x"]: test_x, m["y"]: test_y})
+    print(f"tf mode={a.mode} workers={a.workers} task={a.task} "
+          f"examples_per_s={len(timed) * a.batch / sum(timed):.1f} "
           f"step_ms={1e3 * statistics.median(timed):.3f} test_accuracy={accuracy:.4f}", flush=True)
     sess.close()
 
@@ -179,8 +190,8 @@ def launch(a, argv):
     common = [sys.executable, os.path.abspath(__file__), *argv,
               "--ps-hosts", ",".join(hosts[:a.ps]), "--worker-hosts", ",".join(hosts[a.ps:])]
     ps = [subprocess.Popen(common + ["--job", "ps", "--task", str(i)]) for i in range(a.ps)]
-    workers = [subprocess.Popen(common + ["--job", "worker", "--task", str(i)], stdout=subprocess.PIPE, text=True)
-               for i in range(a.workers)]
+    workers = [subprocess.Popen(common + ["--job", "worker", "--task", str(i)],
+                                stdout=subprocess.PIPE, text=True) for i in range(a.workers)]
     total, failed = 0.0, False
     try:
         for w in workers:
