@@ -61,6 +61,7 @@ void Timer::Loop() {
     running_ = id;
     lock.unlock();
     fn();
+    fn = nullptr;  // what it holds may cancel timers as it goes: not under our lock
     lock.lock();
     running_ = 0;
     cv_.notify_all();

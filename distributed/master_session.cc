@@ -255,7 +255,6 @@ class MasterSession final : public SessionBackend {
     return std::shared_ptr<const Prepared>(prepared);
   }
 
-  // Collectives meet in one process's table: a group spread over tasks would wait forever.
   // Collectives whose participants span tasks meet through the step's rendezvous: each
   // participant's copy learns every rank's device (the group_devices attr).
   static Status AnnotateCrossTaskCollectives(const std::vector<Node*>& nodes,

@@ -453,7 +453,8 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   run->group = std::make_unique<StepGroup>(run->trace.get(), step.get());
-  run->group->SetTimeout(req->timeout_ms());
+  // The timeout holds the run while it fires (it may end the step); the step's end disarms it.
+  run->group->SetTimeout(req->timeout_ms(), run);
   run->feeds.resize(reg->parts.size());
   run->fetches.resize(reg->parts.size());
   int k = 0;
@@ -473,6 +474,7 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
   }
   run->remaining = static_cast<int>(reg->parts.size());
   auto finish = [this, run, reactor, resp] {
+    run->group->CancelTimeout();
     Status s = run->group->status();
     for (const Registration::Part& part : run->reg->parts) {
       Status synced = part.device->Sync();

@@ -87,18 +87,22 @@ void StepGroup::Fail(const Status& s) {
   cancellation_.StartCancel(s);
 }
 
-StepGroup::~StepGroup() {
+StepGroup::~StepGroup() { CancelTimeout(); }
+
+void StepGroup::CancelTimeout() {
   if (timer_) Timer::Default()->Cancel(timer_);
+  timer_ = 0;
 }
 
-void StepGroup::SetTimeout(int64_t timeout_ms) {
+void StepGroup::SetTimeout(int64_t timeout_ms, std::shared_ptr<void> keep_alive) {
   if (timeout_ms <= 0) return;
-  timer_ = Timer::Default()->Schedule(std::chrono::milliseconds(timeout_ms), [this, timeout_ms] {
-    std::string what;
-    for (const std::string& w : cancellation_.Waiting()) what += "\n  waiting: " + w;
-    Fail(errors::DeadlineExceeded("Step timed out after ", timeout_ms,
-                                  " ms (RunOptions.timeout_in_ms)", what));
-  });
+  timer_ = Timer::Default()->Schedule(
+      std::chrono::milliseconds(timeout_ms), [this, timeout_ms, keep_alive] {
+        std::string what;
+        for (const std::string& w : cancellation_.Waiting()) what += "\n  waiting: " + w;
+        Fail(errors::DeadlineExceeded("Step timed out after ", timeout_ms,
+                                      " ms (RunOptions.timeout_in_ms)", what));
+      });
 }
 
 Status StepGroup::status() const {

@@ -47,7 +47,10 @@ class StepGroup {
   void Fail(const Status& s);
   // Fails the step with DeadlineExceeded (naming what still waits) unless it ended within
   // `timeout_ms` (RunOptions::timeout_in_ms; <= 0: no limit). Call once, before the step starts.
-  void SetTimeout(int64_t timeout_ms);
+  // `keep_alive` (the group's owner, when shared) is held while the timeout fires.
+  void SetTimeout(int64_t timeout_ms, std::shared_ptr<void> keep_alive = nullptr);
+  // Disarms the timeout (waits if it is firing on another thread); the destructor does too.
+  void CancelTimeout();
   CancellationManager* cancellation() { return &cancellation_; }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   Status status() const;

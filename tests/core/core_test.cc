@@ -1,5 +1,9 @@
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 
+#include "placeflow/core/timer.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -166,6 +170,44 @@ TEST_CASE("Logging level follows SetLogLevel", "[core]") {
   CHECK(Logger().level() == spdlog::level::debug);
   SetLogLevel("warn");
   CHECK(Logger().level() == spdlog::level::warn);
+}
+
+}  // namespace
+}  // namespace pf
+
+namespace pf {
+namespace {
+
+TEST_CASE("Timer runs callbacks in deadline order, and Cancel stops or waits for one",
+          "[core][timer]") {
+  Timer timer;
+  std::mutex mu;
+  std::vector<int> order;
+  auto record = [&](int i) {
+    return [&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(i);
+    };
+  };
+  timer.Schedule(std::chrono::milliseconds(60), record(3));
+  timer.Schedule(std::chrono::milliseconds(20), record(1));
+  Timer::Id dropped = timer.Schedule(std::chrono::milliseconds(40), record(2));
+  CHECK(timer.Cancel(dropped));  // had not run: it never will
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    CHECK(order == std::vector<int>{1, 3});
+  }
+  // Cancelling a callback that is running waits until it has returned.
+  std::atomic<bool> started{false}, finished{false};
+  Timer::Id slow = timer.Schedule(std::chrono::milliseconds(0), [&] {
+    started = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    finished = true;
+  });
+  while (!started) std::this_thread::yield();
+  CHECK_FALSE(timer.Cancel(slow));
+  CHECK(finished);
 }
 
 }  // namespace
