@@ -234,6 +234,42 @@ bool WaitForText(const std::string& path, const std::string& text, double timeou
   return true;
 }
 
+TEST_CASE("Sync pf-train workers survive a ps restart: the chief restores and the updates go on",
+          "[distributed][tools][sync]") {
+  std::vector<std::string> addr;
+  const std::string spec = testing::LoopbackCluster({{"ps", 1}, {"worker", 2}}, &addr);
+  char tmpl[] = "/tmp/pf_sync_restart_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto ps = std::make_unique<testing::ServerProcess>(spec, "ps", 0);
+  const std::string workers = addr[1] + "," + addr[2];
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> flags = {"--sync_replicas", "--steps", "200", "--print-every", "10",
+                                      "--sync_timeout",  "60"};
+    if (i == 0) flags.insert(flags.end(), {"--checkpoint", dir + "/ckpt", "--save-every", "20"});
+    pids.push_back(
+        StartWorker(addr[0], workers, i, dir + "/w" + std::to_string(i) + ".log", flags));
+  }
+  const bool saved = WaitForText(dir + "/w0.log", "saved", 60);
+  ps->Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ps = std::make_unique<testing::ServerProcess>(spec, "ps", 0);
+  int status0 = 0, status1 = 0;
+  ::waitpid(pids[0], &status0, 0);
+  ::waitpid(pids[1], &status1, 0);
+  const std::string log0 = ReadFile(dir + "/w0.log"), log1 = ReadFile(dir + "/w1.log");
+  INFO("chief:\n" << log0 << "\nworker 1:\n" << log1);
+  CHECK(saved);
+  CHECK(WIFEXITED(status0));
+  CHECK(WEXITSTATUS(status0) == 0);
+  CHECK(WIFEXITED(status1));
+  CHECK(WEXITSTATUS(status1) == 0);
+  CHECK_THAT(log0, Catch::Contains("restored " + dir + "/ckpt/model-"));
+  CHECK_THAT(log0, Catch::Contains("global_step=200"));
+  CHECK_THAT(log1, Catch::Contains("global_step=200"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("Sync pf-train workers with a backup keep going while one worker is stopped (SIGSTOP)",
           "[distributed][tools][sync]") {
   std::vector<std::string> addr;
