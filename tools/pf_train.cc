@@ -398,11 +398,14 @@ int main(int argc, char** argv) {
 #endif
     to.checkpoint_every = a.save_every;
     pf::trainer::Trainer* trainer_ptr = nullptr;
+    int sync_timeouts = 0;
 #ifdef PF_WITH_GRPC
     if (task) {
       // A ps that restarts loses its variables: the chief restores the last checkpoint (or
       // initialises again), every worker waits for that and goes on.
       to.recover = [&](const pf::Error& e) {
+        // A sync step that keeps timing out waits for a worker that is gone: give up.
+        if (m.sync && e.code() == pf::Code::kDeadlineExceeded && ++sync_timeouts > 3) return false;
         bool again = task->RecoverStep(sess, g, e, [&] {
           if (!trainer_ptr->RestoreLatest()) sess.Run({}, {}, {init});
           if (m.sync) sess.Run({}, {}, {sync_chief_init});

@@ -67,6 +67,14 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
                             ops::ConstInt(after, std::vector<int32_t>{tokens_per_step}), step_now);
   chief_update_ = ops::QueueEnqueueMany(after.WithOpName("sync_op"), tokens_, tokens);
   chief_init_ = ops::NoOp(root.WithOpName("chief_init").WithControlDependencies(set_steps));
+  // After a failed update: the accumulators back to the global step, and a token for every
+  // worker (those waiting for one go on and hand in fresh gradients).
+  const Scope rearm = at_step.WithControlDependencies({chief_init_});
+  chief_rearm_ = ops::QueueEnqueueMany(
+      rearm.WithOpName("chief_rearm"), tokens_,
+      ops::Fill(rearm.WithOpName("rearm_tokens"),
+                ops::ConstInt(rearm, std::vector<int32_t>{total_num_replicas_}),
+                global_step.value()));
   local_step_init_ = ops::Assign(root.WithOpName("local_step_init").ColocateWith(local_step_.ref()),
                                  local_step_.ref(), global_step.value());
 
@@ -159,10 +167,14 @@ void SyncReplicasChief::Loop() {
       return;
     }
     PF_LOG_WARN("SyncReplicas chief: update failed; trying again. {}", s.message());
-    // A timed-out attempt may have taken some accumulators' gradients (their step moved on):
-    // set every accumulator back to the global step. A task that is away fails this too; wait
-    // a little before the next attempt.
-    if (!session_.RunWithStatus({}, {}, {opt_.chief_init_op()}, &out).ok())
+    // No update in time (a worker is missing): the accumulators go back to the global step and
+    // the workers keep waiting (their own steps time out). A task that went away and came back
+    // (a ps restart): the failed attempt may have taken some accumulators' gradients while the
+    // workers wait for tokens, so re-arm (accumulators back, a token per worker). Either fails
+    // while a task is away; wait a little before the next attempt.
+    const Operation fix =
+        s.code() == Code::kDeadlineExceeded ? opt_.chief_init_op() : opt_.chief_rearm_op();
+    if (!session_.RunWithStatus({}, {}, {fix}, &out).ok())
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

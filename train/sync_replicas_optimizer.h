@@ -53,6 +53,10 @@ class SyncReplicasOptimizer {
   // Sets every accumulator's step to the global step: the chief runs it once the variables are
   // ready (and again after a restore or a failed update).
   Operation chief_init_op() const { return chief_init_; }
+  // What the chief runs after an update failed because a task went away (SyncReplicasChief
+  // does): chief_init_op, then a token with the global step for every worker, so workers
+  // waiting for the update go on.
+  Operation chief_rearm_op() const { return chief_rearm_; }
   // Sets this worker's local step to the global step (every worker, at start and after a
   // restore).
   Operation local_step_init_op() const { return local_step_init_; }
@@ -75,16 +79,16 @@ class SyncReplicasOptimizer {
   int replicas_to_aggregate_, total_num_replicas_;
   Variable global_step_, local_step_;
   ops::SharedResource tokens_;
-  Operation chief_update_, chief_init_, local_step_init_;
+  Operation chief_update_, chief_init_, chief_rearm_, local_step_init_;
   Output num_dropped_, step_after_update_, next_local_step_;
 };
 
 // The chief's update loop (TensorFlow's chief queue runner): runs chief_update_op on a thread of
 // its own until the global step reaches `last_step` (0: no limit), Stop(), or an error that is
 // not transient. An update that waits longer than `timeout_s` for gradients (a worker died and
-// no backup covers it) or meets a task that went away is logged, then tried again after
-// chief_init_op; gradients the failed attempt already took are lost (the workers' next steps
-// make up for them).
+// no backup covers it) is logged and tried again after chief_init_op; one that meets a task that
+// went away (a ps restart) is tried again after chief_rearm_op: gradients the failed attempt
+// already took are lost, and the waiting workers get a token each to hand in fresh ones.
 class SyncReplicasChief {
  public:
   // `session` and `opt` must outlive this object.

@@ -143,7 +143,8 @@ class WaitingResource : public Resource, public std::enable_shared_from_this<Wai
 class FifoQueue : public WaitingResource {
  public:
   FifoQueue(std::string name, DType dtype, Shape shape)
-      : WaitingResource("queue", std::move(name), dtype, shape) {}
+      : WaitingResource(kKind, std::move(name), dtype, shape) {}
+  static constexpr char kKind[] = "queue";
 
   // Appends each row of `values` (shape [n] + element shape).
   Status EnqueueMany(const Tensor& values) {
@@ -188,7 +189,8 @@ class FifoQueue : public WaitingResource {
 class Accumulator : public WaitingResource {
  public:
   Accumulator(std::string name, DType dtype, Shape shape)
-      : WaitingResource("accumulator", std::move(name), dtype, shape), sum_(dtype, shape) {}
+      : WaitingResource(kKind, std::move(name), dtype, shape), sum_(dtype, shape) {}
+  static constexpr char kKind[] = "accumulator";
 
   Status Apply(int64_t local_step, const Tensor& grad) {
     if (grad.shape() != shape_) {
@@ -277,7 +279,8 @@ class Accumulator : public WaitingResource {
 
 // The resource a node names: created on first use, checked against the node's dtype and shape.
 template <typename R>
-StatusOr<std::shared_ptr<R>> Find(OpKernelContext* ctx, const Node& node, const char* kind) {
+StatusOr<std::shared_ptr<R>> Find(OpKernelContext* ctx, const Node& node) {
+  const char* kind = R::kKind;
   const std::string& name = node.attr<std::string>("shared_name");
   const DType dtype = node.attr<DType>("dtype");
   const Shape& shape = node.attr<Shape>("shape");
@@ -315,13 +318,27 @@ Status ScalarOutput(ShapeContext& c) {
   return Status::OK();
 }
 
+// A count a resource keeps (QueueSize, AccumulatorNumAccumulated, AccumulatorNumDropped).
+template <typename R, typename T, T (R::*kCount)() const>
+class CountOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    PF_ASSIGN_OR_RETURN(auto r, Find<R>(ctx, node()));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    out->data<T>()[0] = ((*r).*kCount)();
+    return Status::OK();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 // --- queue ---
 
 class QueueEnqueueManyOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(auto q, Find<FifoQueue>(ctx, node(), "queue"));
+    PF_ASSIGN_OR_RETURN(auto q, Find<FifoQueue>(ctx, node()));
     const Tensor& v = ctx->input(0);
     Shape rows = v.shape();
     if (rows.rank() >= 1) rows.RemoveDim(0);
@@ -342,22 +359,10 @@ class QueueDequeueOp : public OpKernel {
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
   void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    auto q = Find<FifoQueue>(ctx, node(), "queue");
+    auto q = Find<FifoQueue>(ctx, node());
     if (!q.ok()) return done(q.status());
     (*q)->Wait(ctx, 1, std::move(done));
   }
-};
-
-class QueueSizeOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(auto q, Find<FifoQueue>(ctx, node(), "queue"));
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    out->data<int32_t>()[0] = q->size();
-    return Status::OK();
-  }
-  bool IsExpensive() const override { return false; }
 };
 
 PF_REGISTER_OP(SharedOp("QueueEnqueueMany", kQueueTypes)
@@ -379,7 +384,8 @@ PF_REGISTER_OP(
 PF_REGISTER_OP(SharedOp("QueueSize", kQueueTypes).Output("size", "int32").SetShapeFn(ScalarOutput));
 PF_REGISTER_KERNEL(KernelDef("QueueEnqueueMany", kDeviceCpu), QueueEnqueueManyOp);
 PF_REGISTER_KERNEL(KernelDef("QueueDequeue", kDeviceCpu), QueueDequeueOp);
-PF_REGISTER_KERNEL(KernelDef("QueueSize", kDeviceCpu), QueueSizeOp);
+PF_REGISTER_KERNEL(KernelDef("QueueSize", kDeviceCpu),
+                   CountOp<FifoQueue, int32_t, &FifoQueue::size>);
 
 // --- accumulator ---
 
@@ -387,7 +393,7 @@ class AccumulatorApplyGradientOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(auto acc, Find<Accumulator>(ctx, node(), "accumulator"));
+    PF_ASSIGN_OR_RETURN(auto acc, Find<Accumulator>(ctx, node()));
     return acc->Apply(ctx->input(0).scalar<int64_t>(), ctx->input(1));
   }
 };
@@ -398,7 +404,7 @@ class AccumulatorTakeGradientOp : public OpKernel {
   Status Compute(OpKernelContext*) override { return errors::Internal("asynchronous"); }
   bool IsAsync() const override { return true; }
   void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
-    auto acc = Find<Accumulator>(ctx, node(), "accumulator");
+    auto acc = Find<Accumulator>(ctx, node());
     if (!acc.ok()) return done(acc.status());
     const int32_t required = ctx->input(0).scalar<int32_t>();
     if (required < 1) {
@@ -413,25 +419,8 @@ class AccumulatorSetGlobalStepOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(auto acc, Find<Accumulator>(ctx, node(), "accumulator"));
+    PF_ASSIGN_OR_RETURN(auto acc, Find<Accumulator>(ctx, node()));
     acc->SetGlobalStep(ctx->input(0).scalar<int64_t>());
-    return Status::OK();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-template <typename T>
-class AccumulatorCountOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override {
-    PF_ASSIGN_OR_RETURN(auto acc, Find<Accumulator>(ctx, node(), "accumulator"));
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    if constexpr (std::is_same_v<T, int32_t>) {
-      out->data<int32_t>()[0] = acc->num_accumulated();
-    } else {
-      out->data<int64_t>()[0] = acc->num_dropped();
-    }
     return Status::OK();
   }
   bool IsExpensive() const override { return false; }
@@ -464,8 +453,10 @@ PF_REGISTER_OP(SharedOp("AccumulatorNumDropped", kGradTypes)
 PF_REGISTER_KERNEL(KernelDef("AccumulatorApplyGradient", kDeviceCpu), AccumulatorApplyGradientOp);
 PF_REGISTER_KERNEL(KernelDef("AccumulatorTakeGradient", kDeviceCpu), AccumulatorTakeGradientOp);
 PF_REGISTER_KERNEL(KernelDef("AccumulatorSetGlobalStep", kDeviceCpu), AccumulatorSetGlobalStepOp);
-PF_REGISTER_KERNEL(KernelDef("AccumulatorNumAccumulated", kDeviceCpu), AccumulatorCountOp<int32_t>);
-PF_REGISTER_KERNEL(KernelDef("AccumulatorNumDropped", kDeviceCpu), AccumulatorCountOp<int64_t>);
+PF_REGISTER_KERNEL(KernelDef("AccumulatorNumAccumulated", kDeviceCpu),
+                   CountOp<Accumulator, int32_t, &Accumulator::num_accumulated>);
+PF_REGISTER_KERNEL(KernelDef("AccumulatorNumDropped", kDeviceCpu),
+                   CountOp<Accumulator, int64_t, &Accumulator::num_dropped>);
 
 }  // namespace
 

@@ -109,6 +109,14 @@ struct SyncCluster {
   }
 };
 
+// Runs worker(0) and worker(1) on two threads; the first error, or OK.
+Status RunTwoWorkers(const std::function<Status(int)>& worker) {
+  auto w0 = std::async(std::launch::async, worker, 0);
+  auto w1 = std::async(std::launch::async, worker, 1);
+  Status s0 = w0.get(), s1 = w1.get();
+  return s0.ok() ? s1 : s0;
+}
+
 TEST_CASE("Sync replicas: two workers with a batch of 16 each match one process with 32",
           "[distributed][sync]") {
   constexpr int kSteps = 5;
@@ -121,10 +129,7 @@ TEST_CASE("Sync replicas: two workers with a batch of 16 each match one process 
     }
     return Status::OK();
   };
-  auto w0 = std::async(std::launch::async, worker, 0);
-  auto w1 = std::async(std::launch::async, worker, 1);
-  REQUIRE(w0.get().ok());
-  REQUIRE(w1.get().ok());
+  REQUIRE(RunTwoWorkers(worker).ok());
   chief.Stop();
   REQUIRE(chief.status().ok());
   CHECK(chief.updates() == kSteps);
@@ -191,10 +196,7 @@ TEST_CASE("Sync replicas: with a backup worker, progress goes on while one worke
     }
     return Status::OK();
   };
-  auto w0 = std::async(std::launch::async, worker, 0);
-  auto w1 = std::async(std::launch::async, worker, 1);
-  REQUIRE(w0.get().ok());
-  REQUIRE(w1.get().ok());
+  REQUIRE(RunTwoWorkers(worker).ok());
   chief.Stop();
   REQUIRE(chief.status().ok());
   CHECK(c.GlobalStep() == kLastStep);
