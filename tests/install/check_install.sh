@@ -18,6 +18,12 @@ if [ "$(grep -o '/include[^";]*' <<<"$includes" | sort -u)" != "/include" ]; the
   echo "the exported include path is not just <prefix>/include: $includes"; exit 1
 fi
 
+# The installed tools start without LD_LIBRARY_PATH (their RPATH finds the installed library).
+if [ -x "$tmp/prefix/bin/pf-train" ]; then
+  help=$(env -u LD_LIBRARY_PATH "$tmp/prefix/bin/pf-train" --help 2>&1 || true)
+  grep -q "usage: pf-train" <<<"$help" || { echo "installed pf-train does not start: $help"; exit 1; }
+fi
+
 cp -r "$src_dir/tests/install" "$tmp/consumer_src"
 awk '/^```cpp/ {on = 1; next} /^```/ {if (on) exit} on' "$src_dir/README.md" > "$tmp/consumer_src/readme_example.cc"
 grep -q "placeflow/placeflow.h" "$tmp/consumer_src/readme_example.cc" || { echo "README has no example"; exit 1; }
