@@ -30,9 +30,16 @@ std::vector<GradAndVar> Optimizer::ComputeGradients(const Scope& scope, Output l
 
 Variable Optimizer::Slot(const Scope& scope, const Variable& var, const std::string& slot_name,
                          double init) {
+  // One slot per variable and optimizer: a second ApplyGradients over the same variables (a
+  // second train op) reuses it, as TensorFlow's optimizers keep their slots.
+  const std::string name = var.name() + "/" + slot_name;
+  auto it = slots_.find(name);
+  if (it != slots_.end()) return it->second;
   Scope s = Scope::Root(scope.graph()).ColocateWith(var.ref());
-  return GetVariable(s, var.name() + "/" + slot_name, var.shape(), init::Constant(init),
-                     var.dtype(), /*trainable=*/false);
+  Variable slot =
+      GetVariable(s, name, var.shape(), init::Constant(init), var.dtype(), /*trainable=*/false);
+  slots_[name] = slot;
+  return slot;
 }
 
 Operation Optimizer::ApplyGradients(const Scope& scope,

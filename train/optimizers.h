@@ -11,6 +11,7 @@
 // global step, and returns a NoOp named after the optimizer that depends on all of it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,9 @@ class Optimizer {
                 double init = 0.0);
 
   std::string name_;
+
+ private:
+  std::map<std::string, Variable> slots_;  // by slot variable name
 };
 
 class GradientDescent : public Optimizer {

@@ -1,5 +1,7 @@
 // Losses, optimizers, schedules and moving averages against hand-computed values.
 #include <cmath>
+#include <functional>
+#include <memory>
 
 #include "tests/testing/test_util.h"
 
@@ -161,6 +163,46 @@ TEST_CASE("Optimizers: one step against hand-computed values; slots named and co
     train::AdaGrad opt(0.1, 0.1);
     auto w = OneStep(opt);  // accum = 0.1 + g^2
     CHECK(w[1] == Approx(2 - 0.1 * g1 / std::sqrt(0.1 + g1 * g1)));
+  }
+}
+
+TEST_CASE("A second ApplyGradients on one slot optimizer reuses its slots", "[train][optimizers]") {
+  using Make = std::function<std::unique_ptr<train::Optimizer>()>;
+  const std::vector<std::pair<std::string, Make>> optimizers = {
+      {"Momentum", [] { return std::make_unique<train::Momentum>(0.1, 0.9); }},
+      {"Adam", [] { return std::make_unique<train::Adam>(0.1); }},
+      {"RMSProp", [] { return std::make_unique<train::RMSProp>(0.1, 0.9, 0.5); }},
+      {"AdaGrad", [] { return std::make_unique<train::AdaGrad>(0.1); }},
+  };
+  for (const auto& [name, make] : optimizers) {
+    INFO(name);
+    // Two steps through two train ops (second ApplyGradients) against two steps of one op.
+    auto two_steps = [&](bool second_op) {
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Variable w = GetVariable(
+          root, "w", {2},
+          [](const Scope& s, const Shape&, DType) {
+            return ops::Const(s, Tensor::FromVector<double>({1, 2}));
+          },
+          DT_DOUBLE);
+      Output loss = ops::Sum(
+          root, ops::Mul(root, w.value(), ops::Const(root, Tensor::FromVector<double>({0.5, -1}))),
+          {});
+      std::unique_ptr<train::Optimizer> opt = make();
+      Operation first = opt->Minimize(root, loss);
+      const size_t vars = GlobalVariables(&g).size();
+      Operation second = second_op ? opt->Minimize(root, loss) : first;
+      CHECK(GlobalVariables(&g).size() == vars);  // no new slots
+      Session sess(g);
+      sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+      sess.Run({}, {}, {first});
+      sess.Run({}, {}, {second});
+      return sess.Run({w.value()})[0].ToVector<double>();
+    };
+    const std::vector<double> reference = two_steps(false), reused = two_steps(true);
+    CHECK(reused == reference);
+    CHECK(reused[0] != 1.0);
   }
 }
 
