@@ -201,7 +201,12 @@ class AllReduceOp : public AllReduceKernel {
                       });
       }
     }
-    if (gathered->remaining == 0) gathered->Arrive(Status::OK());  // a group of one
+    // A group of one: nothing to receive (decided from the count, never from `remaining`, which
+    // the receive callbacks may already have brought to zero).
+    if (size == 1) {
+      gathered->remaining = 1;
+      gathered->Arrive(Status::OK());
+    }
   }
 
   // Counts the values still to arrive; the first error wins; `done` runs once.
@@ -216,7 +221,7 @@ class AllReduceOp : public AllReduceKernel {
       {
         std::lock_guard<std::mutex> lock(mu);
         if (!s.ok() && status.ok()) status = s;
-        finished = --remaining <= 0;
+        finished = --remaining == 0;
       }
       if (!finished) return;
       std::function<void(Status)> fn = std::move(done);  // it may hold this state: drop the cycle
@@ -274,7 +279,8 @@ class AllReduceOp : public AllReduceKernel {
     auto gathered = std::make_shared<Countdown>();
     gathered->remaining = (size - 1) * n;
     gathered->done = finish;
-    if (gathered->remaining == 0) {
+    if (gathered->remaining == 0) {  // nothing to receive (no receive is registered yet)
+      gathered->remaining = 1;
       gathered->Arrive(Status::OK());
       return Status::OK();
     }
