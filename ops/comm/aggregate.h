@@ -89,41 +89,31 @@ class AllReduceKernel : public OpKernel {
                                ctx->device()->name(),
                                ": only CPU participants can all-reduce across tasks so far"));
   }
-  // Checks the participants' tensors (num_outputs tensors each, then the weight; `inputs[r]` is
-  // rank r's) and returns each rank's weight share.
-  StatusOr<std::vector<double>> CheckShares(
-      const std::vector<std::vector<const Tensor*>>& inputs) const {
-    const size_t n = inputs[0].size() - 1;
-    std::vector<double> w;
-    for (size_t r = 0; r < inputs.size(); ++r) {
-      if (inputs[r].size() != n + 1) {
-        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
-                                       " and ", inputs[r].size() - 1, " tensors");
-      }
-      for (size_t k = 0; k < n; ++k) {
-        if (inputs[r][k]->shape() != inputs[0][k]->shape()) {
-          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
-                                         " has shape ", inputs[0][k]->shape().ToString(),
-                                         " on rank 0 and ", inputs[r][k]->shape().ToString(),
-                                         " on rank ", r);
-        }
-      }
-      w.push_back(WeightOf(*inputs[r][n]));
-    }
-    return Normalise(w);
-  }
   const std::string& key() const { return key_; }
   int rank() const { return rank_; }
   const std::vector<std::string>& group_devices() const { return group_devices_; }
 
  private:
   Status CheckAndReduce(std::vector<CollectiveTable::Participant>& all) const {
-    std::vector<std::vector<const Tensor*>> inputs;
+    OpKernelContext* first = all[0].ctx;
+    const int n = first->num_outputs();
+    std::vector<double> w;
     for (auto& p : all) {
-      inputs.emplace_back();
-      for (int k = 0; k < p.ctx->num_inputs(); ++k) inputs.back().push_back(&p.ctx->input(k));
+      if (p.ctx->num_outputs() != n) {
+        return errors::InvalidArgument("CollectiveAllReduce '", key_, "': participants reduce ", n,
+                                       " and ", p.ctx->num_outputs(), " tensors");
+      }
+      for (int k = 0; k < n; ++k) {
+        if (p.ctx->input(k).shape() != first->input(k).shape()) {
+          return errors::InvalidArgument("CollectiveAllReduce '", key_, "': tensor ", k,
+                                         " has shape ", first->input(k).shape().ToString(),
+                                         " on rank 0 and ", p.ctx->input(k).shape().ToString(),
+                                         " on rank ", p.rank);
+        }
+      }
+      w.push_back(WeightOf(p.ctx->input(n)));
     }
-    PF_ASSIGN_OR_RETURN(std::vector<double> scale, CheckShares(inputs));
+    PF_ASSIGN_OR_RETURN(std::vector<double> scale, Normalise(w));
     return Reduce(all, scale);
   }
 
