@@ -108,6 +108,92 @@ Output SigmoidCrossEntropyWithLogits(const Scope& s, Output logits, Output label
 Output MeanSquaredError(const Scope& s, Output predictions, Output labels);  // scalar, broadcasting
 Output L2Loss(const Scope& s, Output t);                                     // sum(t^2) / 2
 
+// --- image ops (ops/nn/conv_ops.cc, pooling_ops.cc, batch_norm_ops.cc): TensorFlow's attrs ---
+// Layout: data_format "NHWC" (default) or "NCHW"; strides, dilations and ksize have 4 entries in
+// that layout (batch and channel entries 1). padding: "SAME", "VALID" or "EXPLICIT" (then
+// explicit_paddings holds 8 values, (before, after) per dimension in data_format order, with
+// zeros for batch and channels). Filters are [height, width, in_channels, out_channels]
+// (depthwise: [height, width, in_channels, channel_multiplier]) whatever the data_format.
+struct ConvAttrs {
+  std::string data_format = "NHWC";
+  std::vector<int32_t> dilations = {1, 1, 1, 1};
+  std::vector<int32_t> explicit_paddings;
+};
+Output Conv2D(const Scope& s, Output input, Output filter, const std::vector<int32_t>& strides,
+              const std::string& padding, const ConvAttrs& attrs = {});
+// The gradients of Conv2D, each its own op. input_sizes / filter_sizes: int32 [4] tensors.
+Output Conv2DBackpropInput(const Scope& s, Output input_sizes, Output filter, Output out_backprop,
+                           const std::vector<int32_t>& strides, const std::string& padding,
+                           const ConvAttrs& attrs = {});
+Output Conv2DBackpropFilter(const Scope& s, Output input, Output filter_sizes, Output out_backprop,
+                            const std::vector<int32_t>& strides, const std::string& padding,
+                            const ConvAttrs& attrs = {});
+// tf.nn.conv2d_transpose: filter [height, width, output_channels, in_channels]; output_shape is
+// the full 4-D output shape (Conv2DBackpropInput with input_sizes = output_shape).
+Output Conv2DTranspose(const Scope& s, Output value, Output filter,
+                       const std::vector<int32_t>& output_shape,
+                       const std::vector<int32_t>& strides, const std::string& padding,
+                       const ConvAttrs& attrs = {});
+Output DepthwiseConv2dNative(const Scope& s, Output input, Output filter,
+                             const std::vector<int32_t>& strides, const std::string& padding,
+                             const ConvAttrs& attrs = {});
+Output DepthwiseConv2dNativeBackpropInput(const Scope& s, Output input_sizes, Output filter,
+                                          Output out_backprop,
+                                          const std::vector<int32_t>& strides,
+                                          const std::string& padding, const ConvAttrs& attrs = {});
+Output DepthwiseConv2dNativeBackpropFilter(const Scope& s, Output input, Output filter_sizes,
+                                           Output out_backprop,
+                                           const std::vector<int32_t>& strides,
+                                           const std::string& padding,
+                                           const ConvAttrs& attrs = {});
+// Pooling ("SAME" or "VALID"). AvgPool divides by the number of in-bounds elements (TF).
+Output MaxPool(const Scope& s, Output input, const std::vector<int32_t>& ksize,
+               const std::vector<int32_t>& strides, const std::string& padding,
+               const std::string& data_format = "NHWC");
+Output AvgPool(const Scope& s, Output input, const std::vector<int32_t>& ksize,
+               const std::vector<int32_t>& strides, const std::string& padding,
+               const std::string& data_format = "NHWC");
+Output MaxPoolGrad(const Scope& s, Output orig_input, Output orig_output, Output grad,
+                   const std::vector<int32_t>& ksize, const std::vector<int32_t>& strides,
+                   const std::string& padding, const std::string& data_format = "NHWC");
+// orig_input_shape: int32 [4].
+Output AvgPoolGrad(const Scope& s, Output orig_input_shape, Output grad,
+                   const std::vector<int32_t>& ksize, const std::vector<int32_t>& strides,
+                   const std::string& padding, const std::string& data_format = "NHWC");
+// Global average pooling: the mean over H and W (keep_dims false: [N, C]).
+Output GlobalAvgPool(const Scope& s, Output input, const std::string& data_format = "NHWC");
+// tf.compat.v1.nn.fused_batch_norm. Training: normalises with the batch's statistics and returns
+// them (batch_variance unbiased, n/(n-1), as TF's moving-variance update wants); mean/variance
+// inputs are ignored unless exponential_avg_factor != 1 (then the outputs are the running
+// averages (1-f)*mean + f*batch). Inference: uses mean and variance. Reserve spaces carry
+// the saved mean and inverse standard deviation to FusedBatchNormGrad.
+struct FusedBatchNormOutputs {
+  Output y, batch_mean, batch_variance, reserve_space_1, reserve_space_2;
+};
+FusedBatchNormOutputs FusedBatchNorm(const Scope& s, Output x, Output scale, Output offset,
+                                     Output mean, Output variance, float epsilon = 1e-3f,
+                                     bool is_training = true,
+                                     const std::string& data_format = "NHWC",
+                                     float exponential_avg_factor = 1.f);
+struct FusedBatchNormGradOutputs {
+  Output x_backprop, scale_backprop, offset_backprop;
+};
+FusedBatchNormGradOutputs FusedBatchNormGrad(const Scope& s, Output y_backprop, Output x,
+                                             Output scale, Output reserve_space_1,
+                                             Output reserve_space_2, float epsilon = 1e-3f,
+                                             bool is_training = true,
+                                             const std::string& data_format = "NHWC");
+// Pads with zeros: paddings is an int32 [rank, 2] tensor of (before, after) per dimension.
+Output Pad(const Scope& s, Output x, Output paddings);
+Output Pad(const Scope& s, Output x, const std::vector<std::pair<int32_t, int32_t>>& paddings);
+Output Relu6(const Scope& s, Output x);
+Output LeakyRelu(const Scope& s, Output x, float alpha = 0.2f);
+Output Softplus(const Scope& s, Output x);
+// tf.nn.dropout: keeps each element with probability 1 - rate and scales kept ones by
+// 1 / (1 - rate). The mask comes from Philox (element i of the node's call c uses counter
+// (i, c)), so CPU and GPU draw the same mask for the same seeds.
+Output Dropout(const Scope& s, Output x, float rate, int64_t seed = 0);
+
 // --- random (seed = seed2 = 0: seeded from the graph seed if set, else nondeterministic) ---
 Output RandomUniform(const Scope& s, const pf::Shape& shape, DType dtype = DT_FLOAT,
                      int64_t seed = 0);
