@@ -138,14 +138,11 @@ Output DepthwiseConv2dNative(const Scope& s, Output input, Output filter,
                              const std::vector<int32_t>& strides, const std::string& padding,
                              const ConvAttrs& attrs = {});
 Output DepthwiseConv2dNativeBackpropInput(const Scope& s, Output input_sizes, Output filter,
-                                          Output out_backprop,
-                                          const std::vector<int32_t>& strides,
+                                          Output out_backprop, const std::vector<int32_t>& strides,
                                           const std::string& padding, const ConvAttrs& attrs = {});
 Output DepthwiseConv2dNativeBackpropFilter(const Scope& s, Output input, Output filter_sizes,
-                                           Output out_backprop,
-                                           const std::vector<int32_t>& strides,
-                                           const std::string& padding,
-                                           const ConvAttrs& attrs = {});
+                                           Output out_backprop, const std::vector<int32_t>& strides,
+                                           const std::string& padding, const ConvAttrs& attrs = {});
 // Pooling ("SAME" or "VALID"). AvgPool divides by the number of in-bounds elements (TF).
 Output MaxPool(const Scope& s, Output input, const std::vector<int32_t>& ksize,
                const std::vector<int32_t>& strides, const std::string& padding,

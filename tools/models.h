@@ -27,8 +27,9 @@ struct ModelOptions {
   // "glorot" (default, trains) or "seed" (the article's truncated_normal(0, 1), which diverges).
   std::string init = "glorot";
   int64_t seed = 1;
-  // sgd | momentum | adam | rmsprop | adagrad; learning_rate 0 picks the model's default.
-  std::string optimizer = "sgd";
+  // sgd | momentum | adam | rmsprop | adagrad, or "" for the model's default (sgd for the MLPs,
+  // adam for the CNNs); learning_rate 0 picks the model's default.
+  std::string optimizer;
   double learning_rate = 0;
   int64_t steps_per_epoch = 600;  // the learning-rate decay period (mnist_mlp)
   double l2 = 1e-4;
@@ -55,6 +56,7 @@ struct Model {
   bool classifier = false;
   std::vector<std::string> tower_devices;  // empty for the plain graph
   std::shared_ptr<train::Optimizer> optimizer;
+  std::string optimizer_name;  // the optimizer in use (ModelOptions::optimizer resolved)
   // Sync replicas only: the wrapper (its chief ops) and the train op's result, the global step
   // this worker goes on from.
   std::shared_ptr<train::SyncReplicasOptimizer> sync;
@@ -63,10 +65,32 @@ struct Model {
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& options);
 Model BuildMnistMlp(const Scope& root, const ModelOptions& options);
-// By name: "mlp_seed000" or "mnist_mlp"; throws pf::Error for others.
+// The CNNs (tools/cnn_models.cc) read MNIST-style [?, 784] inputs as [?, 28, 28, 1] images:
+// lenet: conv 5x5x32 - max pool - conv 5x5x64 - max pool - dense 512 - dropout - dense 10;
+// mobilenet_v2_small: MobileNetV2 inverted residual blocks (depthwise convs, batch norm, ReLU6)
+//   sized for 28x28; cnn_seed004: seed 004's MobileNetV2 (Keras's block table) at width 0.35.
+// Adam by default; batch-norm moving averages run with every training step (the "update_ops"
+// of tower 0 when replicated); `accuracy` runs the network in inference mode.
+Model BuildLeNet(const Scope& root, const ModelOptions& options);
+Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& options);
+Model BuildCnnSeed004(const Scope& root, const ModelOptions& options);
+// By name: mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small or cnn_seed004; throws pf::Error for
+// others.
 Model BuildModel(const std::string& name, const Scope& root, const ModelOptions& options);
 std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name,
                                                 train::Hyper learning_rate);
+extern const char kModelNames[];  // for messages and --help
+
+// Shared by the model builders: the loss and gradients of `fn`, built once in `root` or once per
+// tower (fills loss, output and tower_devices), and the optimizer's update of them (wrapped for
+// sync replicas when asked; keeps the optimizer in the model).
+std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOptions& o,
+                                                const std::vector<Output>& inputs,
+                                                const train::TowerFn& fn, train::Optimizer& opt,
+                                                Model* m);
+Operation ApplyUpdate(const Scope& root, const ModelOptions& o,
+                      std::unique_ptr<train::Optimizer> opt,
+                      const std::vector<train::GradAndVar>& grads, Model* m);
 
 // The seed's synthetic batch: inputs uniform in [0, 1), targets = 2 * inputs + 1.
 void SeedBatch(int64_t batch, uint32_t seed, Tensor* inputs, Tensor* targets);

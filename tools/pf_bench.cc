@@ -31,6 +31,7 @@
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/placer/placer.h"
 #include "tools/bench_util.h"
+#include "tools/cnn_bench.h"
 #include "tools/dist_bench.h"
 #include "tools/models.h"
 #include "tools/tower_timing.h"
@@ -388,7 +389,10 @@ int main(int argc, char** argv) {
       {"grpc_recv_bandwidth", pf::bench::GrpcRecvBandwidth},
       {"allreduce_bandwidth", pf::bench::AllreduceBandwidth},
       {"dist_step_overhead", pf::bench::DistStepOverhead},
-      {"dist_mlp_seed000_step", pf::bench::DistMlpSeed000Step}};
+      {"dist_mlp_seed000_step", pf::bench::DistMlpSeed000Step},
+      {"conv_lenet_step", pf::bench::ConvLenetStep},
+      {"mobilenet_small_step", pf::bench::MobilenetSmallStep},
+      {"conv2d_gflops", pf::bench::Conv2dGflops}};
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
     bool known =

@@ -25,9 +25,9 @@ struct Args {
   std::string model = "mlp_seed000";
   int64_t steps = 100;
   int64_t epochs = 1;
-  int64_t batch = 0;  // 0: the model's default
-  double lr = 0;      // 0: the model's default
-  std::string optimizer = "sgd";
+  int64_t batch = 0;      // 0: the model's default
+  double lr = 0;          // 0: the model's default
+  std::string optimizer;  // "": the model's default
   bool log_placement = false;
   int64_t seed = 1;
   std::string data;
@@ -59,7 +59,8 @@ struct Args {
 [[noreturn]] void Usage(const std::string& error) {
   std::fprintf(
       stderr,
-      "%s\nusage: pf-train [--model mlp_seed000|mnist_mlp] [--steps N] [--epochs N] [--batch N] "
+      "%s\nusage: pf-train [--model mlp_seed000|mnist_mlp|lenet|mobilenet_v2_small|cnn_seed004]\n"
+      "                [--steps N] [--epochs N] [--batch N] "
       "[--lr F]\n"
       "                [--optimizer sgd|momentum|adam|rmsprop|adagrad] [--log-device-placement] "
       "[--seed N]\n"
@@ -217,7 +218,8 @@ int TowersTable(const Args& a) {
   o.batch = a.batch > 0 ? a.batch : (a.model == "mlp_seed000" ? 2000 : 100);
   o.threads = a.threads;
   std::printf("%s, batch %lld, %lld steps, %s, aggregation %s%s\n", a.model.c_str(),
-              static_cast<long long>(o.batch), static_cast<long long>(o.steps), a.optimizer.c_str(),
+              static_cast<long long>(o.batch), static_cast<long long>(o.steps),
+              a.optimizer.empty() ? "default optimizer" : a.optimizer.c_str(),
               a.aggregation.c_str(),
               a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "");
   std::printf("%-7s %-24s %9s %9s %11s %10s %12s\n", "towers", "devices", "total_s", "ms/step",
@@ -364,7 +366,7 @@ int main(int argc, char** argv) {
           "workers' gradients per update)",
           m.sync->replicas_to_aggregate(), m.sync->total_num_replicas());
     std::printf("pf-train: model %s, optimizer %s, %s, %d graph nodes, %zu variables\n",
-                m.name.c_str(), a.optimizer.c_str(), replication.c_str(), g.num_nodes(),
+                m.name.c_str(), m.optimizer_name.c_str(), replication.c_str(), g.num_nodes(),
                 pf::GlobalVariables(&g).size());
     std::fflush(stdout);
 #ifdef PF_WITH_GRPC

@@ -24,7 +24,7 @@ struct TimingOptions {
   std::string kind = "cpu";  // towers on /cpu:i (logical CPU devices) or /gpu:i
   train::Aggregation aggregation = train::Aggregation::kParameterDevice;
   std::string variable_device = "/cpu:0";
-  std::string optimizer = "sgd";
+  std::string optimizer;  // "": the model's default
   int64_t steps = 100;
   int64_t batch = 2000;
   int threads = 0;  // the session's pool (0: the process default)

@@ -196,8 +196,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
     }
     if (in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch)) {
       const double train_s = Seconds(start);
-      accuracy = sess_.Run({{m_.input, test.images}, {m_.target, test.labels}}, {m_.accuracy})[0]
-                     .scalar<float>();
+      accuracy = TestAccuracy(test);
       std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
                    static_cast<long long>(epoch), loss_sum / std::max<int64_t>(1, loss_count),
                    accuracy, loss_count * batch / train_s);
@@ -209,6 +208,29 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
     }
   }
   return accuracy;
+}
+
+// In chunks of at most 1000 examples, so a CNN's activations for the whole test set never have to
+// fit in memory at once; weighted by the chunk sizes.
+double Trainer::TestAccuracy(const data::Dataset& test) {
+  constexpr int64_t kChunk = 1000;
+  const int64_t n = test.size();
+  if (n <= kChunk) {
+    return sess_.Run({{m_.input, test.images}, {m_.target, test.labels}}, {m_.accuracy})[0]
+        .scalar<float>();
+  }
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  double correct = 0;
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t count = std::min(kChunk, n - begin);
+    Tensor x, y;
+    data::Gather(test, order, begin, count, &x, &y);
+    correct +=
+        count * static_cast<double>(
+                    sess_.Run({{m_.input, x}, {m_.target, y}}, {m_.accuracy})[0].scalar<float>());
+  }
+  return correct / static_cast<double>(n);
 }
 
 }  // namespace pf::trainer

@@ -84,6 +84,7 @@ class Trainer {
  private:
   double RunRegression();
   double RunClassifier(const data::Dataset& train, const data::Dataset& test);
+  double TestAccuracy(const data::Dataset& test);
   // One training step; traced (and written to trace_path) when `trace` is set.
   float Step(const FeedDict& feeds, bool trace);
   float StepOnce(const FeedDict& feeds, bool trace);

@@ -31,6 +31,7 @@
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/gradient_checker.h"
 #include "placeflow/train/gradients.h"
+#include "placeflow/train/layers.h"
 #include "placeflow/train/optimizers.h"
 #include "placeflow/train/replica_device_setter.h"
 #include "placeflow/train/saver.h"
