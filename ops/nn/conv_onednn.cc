@@ -6,7 +6,9 @@
 // Threading: as MatMul, oneDNN runs single-threaded inside each call and the batch is split
 // across the intra-op pool, one primitive per shard size (at most two sizes); the filter
 // gradient sums the shards' partial gradients. PF_CONV_OMP=1 instead runs one primitive on
-// OpenMP threads (the pool's size), kept for benchmarking the two.
+// OpenMP threads (the pool's size), kept for benchmarking the two (`pf_tests "[conv-bench]"`);
+// on 2 cores they were within noise of each other, and the shards share the pool with
+// inter-op work instead of oversubscribing the cores.
 #include "placeflow/ops/nn/conv_onednn.h"
 
 #include <omp.h>
