@@ -395,6 +395,84 @@ std::vector<Case> OpCases() {
   cases.push_back({"BatchSplit", {{f, {7, 3}}}, [](const Scope& s, In in) {
                      return ops::BatchSplit(s, in[0], 3);
                    }});
+  // ---- convolutions (ops/nn/conv_ops.cc): each op and its gradient (which builds the other
+  // ops of its family), float and double, over SAME / VALID / EXPLICIT, strides, dilations and
+  // both layouts. input_sizes / filter_sizes are int32 constants the GPU kernels read on the
+  // host (HostMemory). ----
+  struct ConvConf {
+    const char* what;
+    Shape x, f, y;  // input (in data_format), filter, output (in data_format)
+    std::vector<int32_t> strides;
+    const char* padding;
+    ops::ConvAttrs attrs;
+  };
+  const std::vector<ConvConf> conv_confs = {
+      {"SAME stride 2", {3, 9, 8, 5}, {3, 3, 5, 6}, {3, 5, 4, 6}, {1, 2, 2, 1}, "SAME", {}},
+      {"VALID dilation 2",
+       {2, 9, 10, 3},
+       {3, 2, 3, 4},
+       {2, 5, 8, 4},
+       {1, 1, 1, 1},
+       "VALID",
+       {"NHWC", {1, 2, 2, 1}, {}}},
+      {"EXPLICIT NCHW",
+       {2, 3, 7, 6},
+       {2, 3, 3, 4},
+       {2, 4, 5, 3},
+       {1, 1, 2, 2},
+       "EXPLICIT",
+       {"NCHW", {1, 1, 1, 1}, {0, 0, 0, 0, 1, 2, 0, 1}}},
+  };
+  auto sizes = [](const Shape& s) {
+    return std::vector<int32_t>(s.dims().begin(), s.dims().end());
+  };
+  for (DType t : {f, d}) {
+    for (const ConvConf& c : conv_confs) {
+      const std::string tag = fmt::format("{} {}", c.what, DTypeName(t));
+      cases.push_back({"Conv2D " + tag, {{t, c.x}, {t, c.f}}, [c](const Scope& s, In in) {
+                         return std::vector<Output>{
+                             ops::Conv2D(s, in[0], in[1], c.strides, c.padding, c.attrs)};
+                       }});
+      cases.push_back(
+          {"Conv2DBackpropInput " + tag, {{t, c.f}, {t, c.y}}, [c, sizes](const Scope& s, In in) {
+             return std::vector<Output>{ops::Conv2DBackpropInput(
+                 s, ops::ConstInt(s, sizes(c.x)), in[0], in[1], c.strides, c.padding, c.attrs)};
+           }});
+      cases.push_back(
+          {"Conv2DBackpropFilter " + tag, {{t, c.x}, {t, c.y}}, [c, sizes](const Scope& s, In in) {
+             return std::vector<Output>{ops::Conv2DBackpropFilter(
+                 s, in[0], ops::ConstInt(s, sizes(c.f)), in[1], c.strides, c.padding, c.attrs)};
+           }});
+    }
+    // Depthwise: filter [3, 3, 4, 2] (channel multiplier 2), so 8 output channels.
+    const Shape dx{2, 7, 6, 4}, df{3, 3, 4, 2}, dy{2, 4, 3, 8};
+    const std::vector<int32_t> ds = {1, 2, 2, 1};
+    cases.push_back({fmt::format("DepthwiseConv2dNative {}", DTypeName(t)),
+                     {{t, dx}, {t, df}},
+                     [ds](const Scope& s, In in) {
+                       return std::vector<Output>{
+                           ops::DepthwiseConv2dNative(s, in[0], in[1], ds, "SAME")};
+                     }});
+    cases.push_back({fmt::format("DepthwiseConv2dNativeBackpropInput {}", DTypeName(t)),
+                     {{t, df}, {t, dy}},
+                     [ds, dx, sizes](const Scope& s, In in) {
+                       return std::vector<Output>{ops::DepthwiseConv2dNativeBackpropInput(
+                           s, ops::ConstInt(s, sizes(dx)), in[0], in[1], ds, "SAME")};
+                     }});
+    cases.push_back({fmt::format("DepthwiseConv2dNativeBackpropFilter {}", DTypeName(t)),
+                     {{t, dx}, {t, dy}},
+                     [ds, df, sizes](const Scope& s, In in) {
+                       return std::vector<Output>{ops::DepthwiseConv2dNativeBackpropFilter(
+                           s, in[0], ops::ConstInt(s, sizes(df)), in[1], ds, "SAME")};
+                     }});
+    cases.push_back({fmt::format("DepthwiseConv2dNative VALID dilation 2 NCHW {}", DTypeName(t)),
+                     {{t, {1, 3, 9, 8}}, {t, {2, 2, 3, 1}}},
+                     [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::DepthwiseConv2dNative(
+                           s, in[0], in[1], {1, 1, 1, 1}, "VALID", {"NCHW", {1, 1, 2, 2}, {}})};
+                     }});
+  }
+  // ---- end of convolutions ----
   return cases;
 }
 

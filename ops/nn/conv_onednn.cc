@@ -1,0 +1,309 @@
+// oneDNN plumbing of the float32 convolution kernels. Activations stay in the tensors' own
+// plain layout (nhwc / nchw); weights are described as `any` so oneDNN picks its fast blocked
+// layout, and are reordered from (or, for the filter gradient, to) TensorFlow's
+// [rows, cols, in, out] layout, which is oneDNN's hwio (hwigo for depthwise groups).
+//
+// Threading: as MatMul, oneDNN runs single-threaded inside each call and the batch is split
+// across the intra-op pool, one primitive per shard size (at most two sizes); the filter
+// gradient sums the shards' partial gradients. PF_CONV_OMP=1 instead runs one primitive on
+// OpenMP threads (the pool's size), kept for benchmarking the two (`pf_tests "[conv-bench]"`);
+// on 2 cores they were within noise of each other, and the shards share the pool with
+// inter-op work instead of oversubscribing the cores.
+#include "placeflow/ops/nn/conv_onednn.h"
+
+#include <omp.h>
+
+#include <array>
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "placeflow/ops/op_util.h"
+
+namespace pf {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& Engine() {
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
+}
+
+bool UseOmp() {
+  static const bool omp = [] {
+    const char* v = std::getenv("PF_CONV_OMP");
+    return v != nullptr && v[0] == '1';
+  }();
+  return omp;
+}
+
+// Aligned float scratch of at least `bytes`.
+Tensor Scratch(size_t bytes) {
+  return Tensor(DT_FLOAT, Shape{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
+}
+
+struct Prim {
+  dnnl::primitive prim;
+  memory::desc src, dst;       // activations: input and output (or their gradients)
+  memory::desc wei, user_wei;  // the primitive's weights layout and TensorFlow's
+  memory::desc scratch;
+  bool reorder = false;
+  dnnl::primitive wei_reorder;  // user -> wei, or wei -> user for the filter gradient
+};
+
+using Key = std::array<int64_t, 20>;
+
+std::unique_ptr<Prim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t nb) {
+  const Tag tag = p.nchw ? Tag::nchw : Tag::nhwc;
+  const auto f32 = memory::data_type::f32;
+  auto prim = std::make_unique<Prim>();
+  prim->src = memory::desc({nb, p.in_depth, p.in_rows, p.in_cols}, f32, tag);
+  prim->dst = memory::desc({nb, p.out_depth, p.out_rows, p.out_cols}, f32, tag);
+  memory::dims wdims;
+  if (p.groups == 1) {
+    wdims = {p.out_depth, p.in_depth, p.filter_rows, p.filter_cols};
+    prim->user_wei = memory::desc(wdims, f32, Tag::hwio);
+  } else {
+    wdims = {p.groups, p.out_per_group, p.in_depth / p.groups, p.filter_rows, p.filter_cols};
+    prim->user_wei = memory::desc(wdims, f32, Tag::hwigo);
+  }
+  const memory::desc any_wei(wdims, f32, Tag::any);
+  const memory::dims strides = {p.stride_rows, p.stride_cols};
+  const memory::dims dilates = {p.dilation_rows - 1, p.dilation_cols - 1};
+  const memory::dims pad_l = {p.pad_top, p.pad_left};
+  const memory::dims pad_r = {p.PadBottomExact(), p.PadRightExact()};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const auto alg = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, prim->src, any_wei,
+                                      prim->dst, strides, dilates, pad_l, pad_r),
+      attr, Engine());
+  switch (dir) {
+    case ConvDirection::kForward:
+      prim->prim = dnnl::convolution_forward(fwd);
+      prim->wei = fwd.weights_desc();
+      prim->scratch = fwd.scratchpad_desc();
+      break;
+    case ConvDirection::kBackwardData: {
+      dnnl::convolution_backward_data::primitive_desc pd(
+          dnnl::convolution_backward_data::desc(alg, prim->src, any_wei, prim->dst, strides,
+                                                dilates, pad_l, pad_r),
+          attr, Engine(), fwd);
+      prim->prim = dnnl::convolution_backward_data(pd);
+      prim->wei = pd.weights_desc();
+      prim->scratch = pd.scratchpad_desc();
+      break;
+    }
+    case ConvDirection::kBackwardFilter: {
+      dnnl::convolution_backward_weights::primitive_desc pd(
+          dnnl::convolution_backward_weights::desc(alg, prim->src, any_wei, prim->dst, strides,
+                                                   dilates, pad_l, pad_r),
+          attr, Engine(), fwd);
+      prim->prim = dnnl::convolution_backward_weights(pd);
+      prim->wei = pd.diff_weights_desc();
+      prim->scratch = pd.scratchpad_desc();
+      break;
+    }
+  }
+  prim->reorder = prim->wei != prim->user_wei;
+  if (prim->reorder) {
+    prim->wei_reorder = dir == ConvDirection::kBackwardFilter
+                            ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), prim->wei,
+                                                                          Engine(), prim->user_wei))
+                            : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), prim->user_wei,
+                                                                          Engine(), prim->wei));
+  }
+  return prim;
+}
+
+// Runs one reorder or convolution on this thread.
+void Exec(const dnnl::primitive& prim, const std::unordered_map<int, memory>& args) {
+  dnnl::stream stream(Engine());
+  prim.execute(stream, args);
+  stream.wait();
+}
+
+// oneDNN parallelises with OpenMP; each pool thread's share is already one shard.
+void OneOmpThread() {
+  thread_local bool single = (omp_set_num_threads(1), true);
+  (void)single;
+}
+
+Status DnnlError(const dnnl::error& e) {
+  return errors::Internal("oneDNN convolution failed: ", e.what(), " (status ",
+                          static_cast<int>(e.status), ")");
+}
+
+}  // namespace
+
+struct DnnlConv::Cache {
+  std::mutex mu;
+  std::map<Key, std::unique_ptr<Prim>> prims;
+
+  const Prim* Get(ConvDirection dir, const ConvParams& p, int64_t nb) {
+    const Key key = {static_cast<int64_t>(dir),
+                     nb,
+                     p.in_rows,
+                     p.in_cols,
+                     p.in_depth,
+                     p.filter_rows,
+                     p.filter_cols,
+                     p.out_rows,
+                     p.out_cols,
+                     p.out_depth,
+                     p.groups,
+                     p.stride_rows,
+                     p.stride_cols,
+                     p.dilation_rows,
+                     p.dilation_cols,
+                     p.pad_top,
+                     p.pad_left,
+                     p.PadBottomExact(),
+                     p.PadRightExact(),
+                     p.nchw};
+    std::lock_guard<std::mutex> lock(mu);
+    std::unique_ptr<Prim>& slot = prims[key];
+    // Primitive creation (JIT code generation) happens under the lock: a shape is built once.
+    if (slot == nullptr) slot = MakePrim(dir, p, nb);
+    return slot.get();
+  }
+};
+
+DnnlConv::DnnlConv() : cache_(std::make_unique<Cache>()) {}
+DnnlConv::~DnnlConv() = default;
+
+Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& p,
+                     const float* input, const float* filter, const float* dy, float* result) {
+  OneOmpThread();
+  ThreadPool* pool = IntraOpPool(ctx);
+  const int64_t threads = std::max(1, pool->num_threads());
+  const double flops_per_image = 2.0 * p.out_rows * p.out_cols * p.out_depth * p.filter_rows *
+                                 p.filter_cols * (p.in_depth / p.groups);
+  // A shard below ~2 MFLOP costs more in wake-ups and partial sums than it saves.
+  constexpr double kMinFlopsPerShard = 2e6;
+  int64_t shards = std::min<int64_t>(p.batch, threads);
+  shards = std::min<int64_t>(
+      shards,
+      std::max<int64_t>(1, static_cast<int64_t>(flops_per_image * p.batch / kMinFlopsPerShard)));
+  const bool omp = UseOmp();
+  if (omp) shards = 1;
+  const int64_t q = p.batch / shards, r = p.batch % shards;
+  const int64_t in_image = p.in_rows * p.in_cols * p.in_depth;
+  const int64_t out_image = p.out_rows * p.out_cols * p.out_depth;
+  const int64_t filter_size = p.filter_rows * p.filter_cols * p.in_depth * p.out_per_group;
+  try {
+    const Prim* prims[2] = {q > 0 ? cache_->Get(dir, p, q) : nullptr,
+                            r > 0 ? cache_->Get(dir, p, q + 1) : nullptr};
+    // Forward and backward-data read the filter in each primitive's layout: reorder it once
+    // per call (and per distinct layout), not per shard.
+    Tensor wei_buf[2];
+    const void* wei_ptr[2] = {filter, filter};
+    if (dir != ConvDirection::kBackwardFilter) {
+      for (int i = 0; i < 2; ++i) {
+        if (prims[i] == nullptr || !prims[i]->reorder) continue;
+        if (i == 1 && prims[0] != nullptr && prims[0]->wei == prims[1]->wei) {
+          wei_ptr[1] = wei_ptr[0];
+          continue;
+        }
+        wei_buf[i] = Scratch(prims[i]->wei.get_size());
+        Exec(prims[i]->wei_reorder,
+             {{DNNL_ARG_FROM, memory(prims[i]->user_wei, Engine(), const_cast<float*>(filter))},
+              {DNNL_ARG_TO, memory(prims[i]->wei, Engine(), wei_buf[i].raw_data())}});
+        wei_ptr[i] = wei_buf[i].raw_data();
+      }
+    }
+    // The filter gradient: one plain partial per shard, summed below (unless one shard writes
+    // TensorFlow's layout straight into the result).
+    const bool direct_filter = shards == 1 && prims[0] != nullptr && !prims[0]->reorder;
+    Tensor partials;
+    if (dir == ConvDirection::kBackwardFilter && !direct_filter) {
+      partials = Tensor(DT_FLOAT, Shape{shards, filter_size});
+    }
+    auto shard_body = [&](int64_t s) {
+      if (!omp) OneOmpThread();
+      const int which = s < r ? 1 : 0;
+      const Prim& prim = *prims[which];
+      const int64_t n0 = s * q + std::min(s, r);
+      Tensor scratch = Scratch(prim.scratch.get_size());
+      const memory scratch_mem(prim.scratch, Engine(), scratch.raw_data());
+      auto mem = [&](const memory::desc& d, const void* ptr) {
+        return memory(d, Engine(), const_cast<void*>(ptr));
+      };
+      switch (dir) {
+        case ConvDirection::kForward:
+          Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
+                           {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
+                           {DNNL_ARG_DST, mem(prim.dst, result + n0 * out_image)},
+                           {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+          break;
+        case ConvDirection::kBackwardData:
+          Exec(prim.prim, {{DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
+                           {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
+                           {DNNL_ARG_DIFF_SRC, mem(prim.src, result + n0 * in_image)},
+                           {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+          break;
+        case ConvDirection::kBackwardFilter: {
+          float* dst = direct_filter ? result : partials.data<float>() + s * filter_size;
+          Tensor blocked;
+          void* dw = dst;
+          if (prim.reorder) {
+            blocked = Scratch(prim.wei.get_size());
+            dw = blocked.raw_data();
+          }
+          Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
+                           {DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
+                           {DNNL_ARG_DIFF_WEIGHTS, mem(prim.wei, dw)},
+                           {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+          if (prim.reorder) {
+            Exec(prim.wei_reorder,
+                 {{DNNL_ARG_FROM, mem(prim.wei, dw)}, {DNNL_ARG_TO, mem(prim.user_wei, dst)}});
+          }
+          break;
+        }
+      }
+    };
+    // Shards run on pool threads, where an exception must not escape.
+    std::mutex err_mu;
+    Status err;
+    auto run_shard = [&](int64_t s) {
+      try {
+        shard_body(s);
+      } catch (const dnnl::error& e) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (err.ok()) err = DnnlError(e);
+      }
+    };
+    if (omp) {
+      omp_set_num_threads(static_cast<int>(threads));
+      run_shard(0);
+      omp_set_num_threads(1);
+    } else {
+      // Each unit is a whole shard: a cost this high makes ParallelFor give each its own task.
+      ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s) run_shard(s);
+      });
+    }
+    PF_RETURN_IF_ERROR(err);
+    if (dir == ConvDirection::kBackwardFilter && !direct_filter) {
+      const float* part = partials.data<float>();
+      ParallelFor(ctx, filter_size, shards, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          float sum = 0;
+          for (int64_t s = 0; s < shards; ++s) sum += part[s * filter_size + i];
+          result[i] = sum;
+        }
+      });
+    }
+  } catch (const dnnl::error& e) {
+    return DnnlError(e);
+  }
+  return Status::OK();
+}
+
+}  // namespace pf
