@@ -473,6 +473,49 @@ std::vector<Case> OpCases() {
                      }});
   }
   // ---- end of convolutions ----
+  // ---- pooling and fused batch norm (ops/nn/pooling_ops.cc, batch_norm_ops.cc) ----
+  // Random inputs have no ties, so MaxPoolGrad's first-maximum rule is not what is compared
+  // here (tests/ops/pooling_ops_test.cc pins it). The gradients cover MaxPoolGrad, AvgPoolGrad
+  // (orig_input_shape in host memory) and FusedBatchNormGrad, whose reserve spaces are the
+  // mean used and 1/sqrt(variance used + epsilon) in both modes (ops/nn/batch_norm_ops.h).
+  for (DType t : {f, d}) {
+    for (bool max : {true, false}) {
+      const char* op = max ? "MaxPool" : "AvgPool";
+      auto pool = [max](const Scope& s, Output x, const std::vector<int32_t>& k,
+                        const std::vector<int32_t>& st, const char* pad, const char* df) {
+        return max ? ops::MaxPool(s, x, k, st, pad, df) : ops::AvgPool(s, x, k, st, pad, df);
+      };
+      cases.push_back(
+          {fmt::format("{} 3x3 stride 2 SAME NHWC {}", op, DTypeName(t)),
+           {{t, {2, 7, 9, 3}}},
+           [pool](const Scope& s, In in) {
+             return std::vector<Output>{pool(s, in[0], {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME", "NHWC")};
+           }});
+      cases.push_back({fmt::format("{} 2x3 stride 1x2 VALID NCHW {}", op, DTypeName(t)),
+                       {{t, {2, 6, 5, 8}}},
+                       [pool](const Scope& s, In in) {
+                         return std::vector<Output>{
+                             pool(s, in[0], {1, 1, 2, 3}, {1, 1, 1, 2}, "VALID", "NCHW")};
+                       }});
+    }
+    for (const char* df : {"NHWC", "NCHW"}) {
+      for (bool training : {true, false}) {
+        const Shape xs = std::string(df) == "NHWC" ? Shape{4, 5, 5, 8} : Shape{4, 8, 5, 5};
+        const float factor = training ? 0.25f : 1.f;
+        cases.push_back(
+            {fmt::format("FusedBatchNorm {} training {} {}", df, training, DTypeName(t)),
+             {{t, xs, -2, 3}, {t, {8}, 0.5, 2}, {t, {8}}, {t, {8}}, {t, {8}, 0.5, 2}},
+             [df, training, factor](const Scope& s, In in) {
+               auto bn = ops::FusedBatchNorm(s, in[0], in[1], in[2], in[3], in[4], 1e-3f, training,
+                                             df, factor);
+               return std::vector<Output>{bn.y, bn.batch_mean, bn.batch_variance,
+                                          bn.reserve_space_1, bn.reserve_space_2};
+             },
+             true,
+             1e-4});
+      }
+    }
+  }
   return cases;
 }
 

@@ -1,0 +1,330 @@
+// MaxPool, AvgPool and their gradient ops against naive window loops written here (NHWC, with
+// NCHW tensors transposed by hand), finite-difference gradient checks in float64, and errors.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using testing::MaxAbsDiff;
+using testing::RunOne;
+
+struct PoolCase {
+  Shape nhwc;  // input, NHWC
+  int kh, kw, sh, sw;
+  const char* padding;
+};
+
+const std::vector<PoolCase>& Cases() {
+  static const std::vector<PoolCase> cases = {
+      {{2, 7, 9, 3}, 3, 3, 2, 2, "SAME"},   {{2, 7, 9, 3}, 3, 3, 2, 2, "VALID"},
+      {{1, 6, 6, 4}, 2, 2, 2, 2, "VALID"},  {{3, 5, 8, 2}, 2, 3, 1, 2, "SAME"},
+      {{3, 5, 8, 2}, 2, 3, 1, 2, "VALID"},  {{2, 9, 7, 5}, 4, 4, 3, 3, "SAME"},
+      {{2, 4, 5, 3}, 3, 1, 3, 1, "SAME"},   {{1, 3, 3, 1}, 1, 1, 1, 1, "VALID"},
+      {{4, 11, 10, 16}, 3, 3, 2, 2, "SAME"}};
+  return cases;
+}
+
+// One spatial dim of the reference: output size and padding before, by TensorFlow's rules.
+void RefDim(int64_t in, int k, int s, bool same, int64_t* out, int64_t* pad) {
+  if (same) {
+    *out = (in + s - 1) / s;
+    *pad = std::max<int64_t>((*out - 1) * s + k - in, 0) / 2;
+  } else {
+    *out = in >= k ? (in - k) / s + 1 : 0;
+    *pad = 0;
+  }
+}
+
+// Value at NHWC index of a 4-D NHWC double vector.
+struct Img {
+  int64_t n, h, w, c;
+  int64_t at(int64_t a, int64_t b, int64_t d, int64_t e) const {
+    return ((a * h + b) * w + d) * c + e;
+  }
+};
+
+enum class Ref { kMax, kAvg, kMaxGrad, kAvgGrad };
+
+// Naive pooling in NHWC: kMax/kAvg return the output; the grad kinds scatter dy (an output-
+// shaped vector) back to the input.
+std::vector<double> NaivePool(const PoolCase& pc, const std::vector<double>& x,
+                              const std::vector<double>& dy, Ref kind, Shape* out_shape) {
+  const bool same = std::string(pc.padding) == "SAME";
+  int64_t oh, ow, ph, pw;
+  RefDim(pc.nhwc.dim(1), pc.kh, pc.sh, same, &oh, &ph);
+  RefDim(pc.nhwc.dim(2), pc.kw, pc.sw, same, &ow, &pw);
+  const Img in{pc.nhwc.dim(0), pc.nhwc.dim(1), pc.nhwc.dim(2), pc.nhwc.dim(3)};
+  const Img out{in.n, oh, ow, in.c};
+  *out_shape = Shape{in.n, oh, ow, in.c};
+  const bool grad = kind == Ref::kMaxGrad || kind == Ref::kAvgGrad;
+  std::vector<double> result(grad ? in.n * in.h * in.w * in.c : in.n * oh * ow * in.c, 0.0);
+  for (int64_t n = 0; n < in.n; ++n) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        for (int64_t c = 0; c < in.c; ++c) {
+          double best = -std::numeric_limits<double>::infinity(), sum = 0;
+          int64_t arg = -1, count = 0;
+          std::vector<int64_t> cells;
+          for (int a = 0; a < pc.kh; ++a) {
+            for (int b = 0; b < pc.kw; ++b) {
+              const int64_t h = i * pc.sh - ph + a, w = j * pc.sw - pw + b;
+              if (h < 0 || h >= in.h || w < 0 || w >= in.w) continue;
+              const int64_t idx = in.at(n, h, w, c);
+              cells.push_back(idx);
+              ++count;
+              sum += x.empty() ? 0 : x[idx];
+              if (!x.empty() && x[idx] > best) {
+                best = x[idx];
+                arg = idx;
+              }
+            }
+          }
+          const int64_t o = out.at(n, i, j, c);
+          switch (kind) {
+            case Ref::kMax:
+              result[o] = best;
+              break;
+            case Ref::kAvg:
+              result[o] = sum / count;
+              break;
+            case Ref::kMaxGrad:
+              result[arg] += dy[o];
+              break;
+            case Ref::kAvgGrad:
+              for (int64_t idx : cells) result[idx] += dy[o] / count;
+              break;
+          }
+        }
+      }
+    }
+  }
+  return result;
+}
+
+// NHWC <-> NCHW by hand.
+std::vector<double> ToNchw(const std::vector<double>& v, const Shape& nhwc) {
+  const Img s{nhwc.dim(0), nhwc.dim(1), nhwc.dim(2), nhwc.dim(3)};
+  std::vector<double> out(v.size());
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t h = 0; h < s.h; ++h)
+      for (int64_t w = 0; w < s.w; ++w)
+        for (int64_t c = 0; c < s.c; ++c)
+          out[((n * s.c + c) * s.h + h) * s.w + w] = v[s.at(n, h, w, c)];
+  return out;
+}
+Shape NchwShape(const Shape& nhwc) { return {nhwc.dim(0), nhwc.dim(3), nhwc.dim(1), nhwc.dim(2)}; }
+
+Tensor MakeTensor(DType t, const Shape& shape, const std::vector<double>& v) {
+  Tensor out(t, shape);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DT_FLOAT) {
+      out.data<float>()[i] = static_cast<float>(v[i]);
+    } else {
+      out.data<double>()[i] = v[i];
+    }
+  }
+  return out;
+}
+
+std::vector<double> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+// Distinct values (a shuffled ramp): no ties, so max pooling is differentiable everywhere.
+std::vector<double> Distinct(int64_t n, uint32_t seed) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = -1 + 2.0 * i / n;
+  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
+  return v;
+}
+
+std::vector<int32_t> Window(const PoolCase& pc, bool nchw, bool strides) {
+  const int a = strides ? pc.sh : pc.kh, b = strides ? pc.sw : pc.kw;
+  return nchw ? std::vector<int32_t>{1, 1, a, b} : std::vector<int32_t>{1, a, b, 1};
+}
+
+TEST_CASE("MaxPool, AvgPool and their gradient ops match naive loops", "[ops][nn][pool]") {
+  uint32_t seed = 1;
+  for (const PoolCase& pc : Cases()) {
+    for (DType t : {DT_FLOAT, DT_DOUBLE}) {
+      for (bool nchw : {false, true}) {
+        INFO(pc.nhwc.ToString() << " k " << pc.kh << "x" << pc.kw << " s " << pc.sh << "x" << pc.sw
+                                << " " << pc.padding << " " << DTypeName(t)
+                                << (nchw ? " NCHW" : " NHWC"));
+        const std::vector<double> x = Random(pc.nhwc.num_elements(), seed++);
+        Shape out_nhwc;
+        const std::vector<double> want_max = NaivePool(pc, x, {}, Ref::kMax, &out_nhwc);
+        const std::vector<double> want_avg = NaivePool(pc, x, {}, Ref::kAvg, &out_nhwc);
+        const std::vector<double> dy = Random(out_nhwc.num_elements(), seed++);
+        const std::vector<double> want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
+        const std::vector<double> want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
+        auto layout = [&](const std::vector<double>& v, const Shape& s) {
+          return nchw ? MakeTensor(t, NchwShape(s), ToNchw(v, s)) : MakeTensor(t, s, v);
+        };
+        const std::string df = nchw ? "NCHW" : "NHWC";
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Output in = ops::Const(root, layout(x, pc.nhwc));
+        Output grad = ops::Const(root, layout(dy, out_nhwc));
+        const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
+        Output mx = ops::MaxPool(root, in, k, s, pc.padding, df);
+        Output av = ops::AvgPool(root, in, k, s, pc.padding, df);
+        Output dmx = ops::MaxPoolGrad(root, in, mx, grad, k, s, pc.padding, df);
+        Output dav = ops::AvgPoolGrad(root, ops::Shape(root, in), grad, k, s, pc.padding, df);
+        const Shape want_out = nchw ? NchwShape(out_nhwc) : out_nhwc;
+        CHECK(mx.shape() == want_out);
+        Session sess(g);
+        std::vector<Tensor> got = sess.Run({}, {mx, av, dmx, dav});
+        const double tol = t == DT_FLOAT ? 1e-5 : 1e-12;
+        CHECK(MaxAbsDiff(got[0], layout(want_max, out_nhwc)) <= tol);
+        CHECK(MaxAbsDiff(got[1], layout(want_avg, out_nhwc)) <= tol);
+        CHECK(MaxAbsDiff(got[2], layout(want_dmax, pc.nhwc)) <= tol);
+        CHECK(MaxAbsDiff(got[3], layout(want_davg, pc.nhwc)) <= tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("MaxPoolGrad sends each gradient to the first maximum of its window", "[ops][nn][pool]") {
+  // A 3x3 image of ties: [[1,1,0],[1,1,0],[0,0,0]], 2x2 windows, stride 1, VALID: every window
+  // holding several 1s gives its gradient to the first 1 in row-major order.
+  const std::vector<double> x = {1, 1, 0, 1, 1, 0, 0, 0, 0};
+  const std::vector<double> dy = {1, 10, 100, 1000};  // windows (0,0) (0,1) (1,0) (1,1)
+  // (0,0) -> x(0,0); (0,1) -> x(0,1); (1,0) -> x(1,0); (1,1) -> x(1,1).
+  const std::vector<double> want = {1, 10, 0, 100, 1000, 0, 0, 0, 0};
+  // All equal: every window picks its top-left cell.
+  const std::vector<double> flat(9, 0.5);
+  const std::vector<double> want_flat = {1, 10, 0, 100, 1000, 0, 0, 0, 0};
+  // [[0,2,2],[2,2,0],[0,0,0]]: window (0,0) -> (0,1); (0,1) -> (0,1); (1,0) -> (1,0);
+  // (1,1) -> (1,1).
+  const std::vector<double> x2 = {0, 2, 2, 2, 2, 0, 0, 0, 0};
+  const std::vector<double> want2 = {0, 11, 0, 100, 1000, 0, 0, 0, 0};
+  for (DType t : {DT_FLOAT, DT_DOUBLE}) {
+    for (auto [in, expected] : {std::pair{x, want}, {flat, want_flat}, {x2, want2}}) {
+      INFO(DTypeName(t));
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Output xi = ops::Const(root, MakeTensor(t, {1, 3, 3, 1}, in));
+      Output y = ops::MaxPool(root, xi, {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID");
+      Output d = ops::MaxPoolGrad(root, xi, y, ops::Const(root, MakeTensor(t, {1, 2, 2, 1}, dy)),
+                                  {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID");
+      CHECK(MaxAbsDiff(RunOne(g, d), MakeTensor(t, {1, 3, 3, 1}, expected)) == 0);
+    }
+  }
+}
+
+TEST_CASE("GlobalAvgPool is the mean over H and W", "[ops][nn][pool]") {
+  const std::vector<double> x = Random(2 * 3 * 4 * 5, 9);
+  for (bool nchw : {false, true}) {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    const Shape s{2, 3, 4, 5};
+    Tensor xt =
+        nchw ? MakeTensor(DT_FLOAT, NchwShape(s), ToNchw(x, s)) : MakeTensor(DT_FLOAT, s, x);
+    Output y = ops::GlobalAvgPool(root, ops::Const(root, xt), nchw ? "NCHW" : "NHWC");
+    REQUIRE(y.shape() == Shape{2, 5});
+    std::vector<double> want(10, 0.0);
+    for (int64_t i = 0; i < s.num_elements(); ++i) want[(i / 60) * 5 + i % 5] += x[i] / 12;
+    CHECK(MaxAbsDiff(RunOne(g, y), MakeTensor(DT_FLOAT, {2, 5}, want)) <= 1e-6);
+  }
+}
+
+TEST_CASE("Gradient check: MaxPool, AvgPool, AvgPoolGrad (float64)", "[ops][nn][pool][gradients]") {
+  const std::vector<PoolCase> cases = {{{2, 5, 6, 3}, 3, 3, 2, 2, "SAME"},
+                                       {{2, 5, 6, 3}, 2, 3, 1, 2, "VALID"},
+                                       {{1, 4, 4, 2}, 2, 2, 2, 2, "SAME"}};
+  for (const PoolCase& pc : cases) {
+    for (bool nchw : {false, true}) {
+      INFO(pc.nhwc.ToString() << " " << pc.padding << (nchw ? " NCHW" : " NHWC"));
+      const std::string df = nchw ? "NCHW" : "NHWC";
+      const Shape xs = nchw ? NchwShape(pc.nhwc) : pc.nhwc;
+      const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
+      Tensor x0 = MakeTensor(DT_DOUBLE, xs, Distinct(xs.num_elements(), 5));
+      for (bool max : {true, false}) {
+        INFO((max ? "MaxPool" : "AvgPool"));
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, xs);
+        Output y = max ? ops::MaxPool(root, x, k, s, pc.padding, df)
+                       : ops::AvgPool(root, x, k, s, pc.padding, df);
+        CHECK(ComputeGradientError(root, x, xs, y, y.shape(), &x0) < 1e-6);
+      }
+      // AvgPoolGrad is linear in grad; its gradient is AvgPool.
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Output probe = ops::AvgPool(root, ops::Const(root, x0), k, s, pc.padding, df);
+      const Shape ys = probe.shape();
+      Output dy = ops::Placeholder(root.WithOpName("dy"), DT_DOUBLE, ys);
+      Output dx = ops::AvgPoolGrad(
+          root,
+          ops::ConstInt(root, {static_cast<int32_t>(xs.dim(0)), static_cast<int32_t>(xs.dim(1)),
+                               static_cast<int32_t>(xs.dim(2)), static_cast<int32_t>(xs.dim(3))}),
+          dy, k, s, pc.padding, df);
+      CHECK(ComputeGradientError(root, dy, ys, dx, xs) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("MaxPoolGrad has no gradient of its own", "[ops][nn][pool][gradients]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_DOUBLE, {1, 4, 4, 1});
+  Output y = ops::MaxPool(root, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  Output dx = Gradients(root, {ops::Sum(root, y)}, {x})[0];
+  CHECK_THROWS_WITH(
+      Gradients(root, {ops::Sum(root, dx)}, {x}),
+      Catch::Contains("No gradient defined for op") && Catch::Contains("MaxPoolGrad"));
+}
+
+TEST_CASE("Pooling errors name the problem and the shapes", "[ops][nn][pool][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x4 = ops::Placeholder(root, DT_FLOAT, {2, 6, 6, 3});
+  Output x3 = ops::Placeholder(root, DT_FLOAT, {6, 6, 3});
+  const std::vector<int32_t> k = {1, 2, 2, 1}, s = {1, 2, 2, 1};
+  CHECK_THROWS_WITH(ops::MaxPool(root, x3, k, s, "SAME"),
+                    Catch::Contains("input must be 4-dimensional, got [6,6,3]"));
+  CHECK_THROWS_WITH(ops::AvgPool(root, x4, {2, 2, 2, 1}, s, "SAME"),
+                    Catch::Contains("Pooling is not yet supported on the batch dimension"));
+  CHECK_THROWS_WITH(ops::MaxPool(root, x4, {1, 2, 2, 2}, s, "SAME"),
+                    Catch::Contains("Pooling over the depth dimension is not supported"));
+  CHECK_THROWS_WITH(ops::MaxPool(root, x4, k, s, "FULL"),
+                    Catch::Contains("invalid padding \"FULL\": expected \"SAME\" or \"VALID\""));
+  CHECK_THROWS_WITH(ops::MaxPool(root, x4, k, s, "SAME", "NWHC"),
+                    Catch::Contains("invalid data_format \"NWHC\""));
+  CHECK_THROWS_WITH(ops::MaxPool(root, x4, {1, 2, 2}, s, "SAME"),
+                    Catch::Contains("ksize field must specify 4 dimensions, got [1,2,2]"));
+  CHECK_THROWS_WITH(ops::AvgPool(root, x4, {1, 8, 2, 1}, {1, 1, 1, 1}, "VALID"),
+                    Catch::Contains("Computed output size would be negative: -1 [input_size: 6, "
+                                    "effective_filter_size: 8, stride: 1]"));
+  CHECK_THROWS_WITH(ops::AvgPool(root, x4, k, {1, 0, 2, 1}, "VALID"),
+                    Catch::Contains("ksize and strides must be positive"));
+  Output y = ops::MaxPool(root, x4, k, s, "SAME");  // [2,3,3,3]
+  CHECK_THROWS_WITH(
+      ops::MaxPoolGrad(root, x4, y, ops::Placeholder(root, DT_FLOAT, {2, 3, 3, 4}), k, s, "SAME"),
+      Catch::Contains("grad must have the pooling output's shape [2,3,3,3], got [2,3,3,4]"));
+  CHECK_THROWS_WITH(ops::AvgPoolGrad(root, ops::ConstInt(root, {2, 6, 6}), y, k, s, "SAME"),
+                    Catch::Contains("orig_input_shape must be 1-dimensional with 4 elements"));
+}
+
+TEST_CASE("Pooling checks run-time shapes too", "[ops][nn][pool][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, Shape::Unknown());
+  Output y = ops::MaxPool(root, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  Session sess(g);
+  CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {4, 4, 1})}}, {y}),
+                    Catch::Contains("input must be 4-dimensional, got [4,4,1]"));
+}
+
+}  // namespace
+}  // namespace pf
