@@ -1,5 +1,5 @@
 // Launchers of the array family's device code: Cast, Fill and OneHot (fill_ops.cu); strided box
-// copies, Gather and its scatter-add gradient (copy_ops.cu).
+// copies, Gather and its scatter-add gradient (copy_ops.cu); Pad (pad_ops.cu).
 #pragma once
 
 #include "placeflow/ops/gpu/launch.h"
@@ -35,5 +35,15 @@ void Gather(int elem_size, const void* params, const Index* indices, void* out, 
 template <typename T, typename Index>
 void ScatterAdd(const T* grad, const Index* indices, T* out, int64_t num_indices, int64_t row_elems,
                 int64_t limit, Stream stream);
+
+// Pad (pad_ops.cu): out, of out_dims, is x, of in_dims, placed at `before` in every dim, with
+// zeros (all-zero bytes) around it. Each output element is written once.
+struct PadDims {
+  int rank = 0;
+  int64_t in_dims[kMaxDims] = {};
+  int64_t out_dims[kMaxDims] = {};
+  int64_t before[kMaxDims] = {};
+};
+void Pad(int elem_size, const void* x, void* out, const PadDims& dims, Stream stream);
 
 }  // namespace pf::gpu

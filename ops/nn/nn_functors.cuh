@@ -52,6 +52,51 @@ struct TanhGradF {
   }
 };
 
+// ---- activations with their gradients taken from the *features* x, as TensorFlow's are
+// (activation_ops.cc): Relu6, LeakyRelu, Softplus. ----
+struct Relu6F {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x) const {
+    return x < T(0) ? T(0) : (x > T(6) ? T(6) : x);
+  }
+};
+// alpha is the op's float attr, converted to T as TensorFlow's kernel does.
+struct LeakyReluF {
+  float alpha;
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x) const {
+    return x > T(0) ? x : x * static_cast<T>(alpha);
+  }
+};
+// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): e^-|x| <= 1, so nothing overflows, and for large
+// |x| the result is x (or e^x) to the last bit, as TensorFlow's thresholded form gives.
+struct SoftplusF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T x) const {
+    return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::abs(x)));
+  }
+};
+struct Relu6GradF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T g, T x) const {
+    return x > T(0) && x < T(6) ? g : T(0);
+  }
+};
+struct LeakyReluGradF {
+  float alpha;
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T g, T x) const {
+    return x > T(0) ? g : g * static_cast<T>(alpha);
+  }
+};
+// g * sigmoid(x); e^-x overflowing to inf gives 0, the limit.
+struct SoftplusGradF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T g, T x) const {
+    return g / (T(1) + std::exp(-x));
+  }
+};
+
 // ---- losses ----
 // Sigmoid cross-entropy of logits x and labels z: max(x, 0) - x z + log(1 + exp(-|x|)), which
 // overflows for no x. (The max is written as std::max(x, 0) evaluates it, NaN included.)

@@ -1,13 +1,15 @@
-// The Philox key of a random op, from its (seed, seed2) attrs; both zero (no graph or op
-// seed) draws a fresh key, as TensorFlow does. Shared by the CPU and GPU kernels, so a seeded
+// The Philox key of a random op (and Dropout), from its (seed, seed2) attrs; both zero (no graph
+// or op seed) draws a fresh key, as TensorFlow does. Shared by the CPU and GPU kernels, so a seeded
 // op draws the same numbers on either.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <random>
+#include <utility>
 
 #include "placeflow/graph/graph.h"
+#include "placeflow/graph/scope.h"
 
 namespace pf {
 
@@ -19,6 +21,15 @@ inline std::array<uint32_t, 2> PhiloxKey(const Node& n) {
     seed2 = rd();
   }
   return {static_cast<uint32_t>(seed ^ (seed >> 32)), static_cast<uint32_t>(seed2 ^ (seed2 >> 32))};
+}
+
+// TensorFlow's get_seed: the graph seed and an op's seed combine into its (seed, seed2) attrs.
+inline std::pair<int64_t, int64_t> ResolveSeeds(const Scope& s, int64_t op_seed) {
+  constexpr int64_t kDefaultGraphSeed = 87654321;
+  Graph* g = s.graph();
+  if (g->has_seed()) return {g->seed(), op_seed != 0 ? op_seed : g->num_nodes()};
+  if (op_seed != 0) return {kDefaultGraphSeed, op_seed};
+  return {0, 0};
 }
 
 }  // namespace pf

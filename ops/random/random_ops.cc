@@ -7,29 +7,11 @@
 
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
+#include "placeflow/ops/random/philox.cuh"
 #include "placeflow/ops/random/philox_key.h"
 
 namespace pf {
 namespace {
-
-struct Philox4x32 {
-  static std::array<uint32_t, 4> Block(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
-    constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
-    for (int r = 0; r < 10; ++r) {
-      uint64_t p0 = uint64_t{kM0} * ctr[0];
-      uint64_t p1 = uint64_t{kM1} * ctr[2];
-      ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ key[0], static_cast<uint32_t>(p1),
-             static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<uint32_t>(p0)};
-      key[0] += kW0;
-      key[1] += kW1;
-    }
-    return ctr;
-  }
-};
-
-inline float ToUniform(uint32_t x) {
-  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
-}  // [0, 1)
 
 enum class Dist { kUniform, kNormal, kTruncatedNormal };
 
@@ -54,14 +36,14 @@ class RandomOp : public OpKernel {
  private:
   float Sample(uint64_t i, uint32_t call) const {
     for (uint32_t attempt = 0;; ++attempt) {
-      auto r = Philox4x32::Block(
-          {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), call, attempt}, key_);
+      const Philox4x32::Block r = Philox4x32::At(i, call, attempt, key_[0], key_[1]);
       if constexpr (kDist == Dist::kUniform) {
-        return ToUniform(r[0]);
+        return Philox4x32::ToUniform(r.v[0]);
       } else {
         // Box-Muller: two normals from the block; truncated normal keeps the first within 2 sigma.
         for (int k = 0; k < 4; k += 2) {
-          float u1 = std::max(ToUniform(r[k]), 1e-7f), u2 = ToUniform(r[k + 1]);
+          float u1 = std::max(Philox4x32::ToUniform(r.v[k]), 1e-7f),
+                u2 = Philox4x32::ToUniform(r.v[k + 1]);
           float z = std::sqrt(-2.f * std::log(u1)) * std::cos(6.2831853071795864f * u2);
           if (kDist == Dist::kNormal || std::fabs(z) <= 2.f) return z;
         }
@@ -94,15 +76,6 @@ class RandomOp : public OpKernel {
 PF_RANDOM_OP("RandomUniform", Dist::kUniform);
 PF_RANDOM_OP("RandomNormal", Dist::kNormal);
 PF_RANDOM_OP("TruncatedNormal", Dist::kTruncatedNormal);
-
-// TensorFlow's get_seed: graph seed and op seed combine into (seed, seed2).
-std::pair<int64_t, int64_t> ResolveSeeds(const Scope& s, int64_t op_seed) {
-  constexpr int64_t kDefaultGraphSeed = 87654321;
-  Graph* g = s.graph();
-  if (g->has_seed()) return {g->seed(), op_seed != 0 ? op_seed : g->num_nodes()};
-  if (op_seed != 0) return {kDefaultGraphSeed, op_seed};
-  return {0, 0};
-}
 
 Output Random(const Scope& s, const char* op, const Shape& shape, DType dtype, int64_t seed) {
   if (!shape.IsFullyDefined())

@@ -516,6 +516,42 @@ std::vector<Case> OpCases() {
       }
     }
   }
+  // ---- issue 14, activations, Pad, Dropout (activation_ops.cc, pad_ops.cc, dropout_ops.cc) ----
+  // The gradients run Relu6Grad, LeakyReluGrad, SoftplusGrad and PadGrad on the GPU. Dropout's
+  // gradient is on too: it multiplies by the mask, which the GPU must draw exactly as the CPU
+  // does (same Philox counters and key for the same seeds and call count).
+  for (DType t : {f, d}) {
+    const std::string tn(DTypeName(t));
+    cases.push_back({"Relu6 " + tn, {{t, {7, 33}, -2, 8}}, [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::Relu6(s, in[0])};
+                     }});
+    cases.push_back({"LeakyRelu alpha 0.1 " + tn, {{t, {7, 33}, -2, 2}}, [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::LeakyRelu(s, in[0], 0.1f)};
+                     }});
+    cases.push_back({"Softplus " + tn, {{t, {7, 33}, -30, 30}}, [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::Softplus(s, in[0])};
+                     }});
+    cases.push_back(
+        {"Pad NHWC spatial " + tn, {{t, {2, 5, 4, 3}}}, [](const Scope& s, In in) {
+           return std::vector<Output>{ops::Pad(s, in[0], {{0, 0}, {1, 2}, {2, 1}, {0, 0}})};
+         }});
+    cases.push_back({"Pad rank 1 " + tn, {{t, {9}}}, [](const Scope& s, In in) {
+                       return std::vector<Output>{ops::Pad(s, in[0], {{3, 0}})};
+                     }});
+    cases.push_back(
+        {"Dropout rate 0.3 (output and mask) " + tn, {{t, {40, 50}}}, [](const Scope& s, In in) {
+           Output y = ops::Dropout(s, in[0], 0.3f, 17);
+           return std::vector<Output>{y, Output(y.node, 1)};
+         }});
+  }
+  cases.push_back(
+      {"Pad int32, int64 paddings",
+       {{i32, {3, 4, 5}, -9, 9}},
+       [](const Scope& s, In in) {
+         Output p = ops::Const(s, Tensor::FromVector<int64_t>({1, 0, 0, 2, 3, 1}, {3, 2}));
+         return std::vector<Output>{ops::Pad(s, in[0], p)};
+       },
+       false});
   return cases;
 }
 
