@@ -80,6 +80,8 @@ Model BuildModel(const std::string& name, const Scope& root, const ModelOptions&
 std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name,
                                                 train::Hyper learning_rate);
 extern const char kModelNames[];  // for messages and --help
+// Every model but mlp_seed000 classifies MNIST-style images (and needs a data set).
+inline bool IsClassifier(const std::string& name) { return name != "mlp_seed000"; }
 
 // Shared by the model builders: the loss and gradients of `fn`, built once in `root` or once per
 // tower (fills loss, output and tower_devices), and the optimizer's update of them (wrapped for

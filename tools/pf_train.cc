@@ -277,7 +277,7 @@ int main(int argc, char** argv) {
     mo.seed = a.seed;
     mo.optimizer = a.optimizer;
     mo.learning_rate = a.lr;
-    const bool classifier = a.model == "mnist_mlp";
+    const bool classifier = pf::models::IsClassifier(a.model);
     if (classifier) {
       std::string dir = a.data.empty() ? DefaultData() : a.data;
       if (dir.empty())
