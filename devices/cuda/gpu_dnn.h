@@ -40,7 +40,8 @@ Status GpuPoolBackward(GpuDevice* gpu, const GpuPoolDesc& d, const void* x, cons
 // FusedBatchNorm, is_training = true (cudnnBatchNormalizationForwardTraining, spatial mode).
 // scale, offset, mean_in, variance_in and the five [C] outputs have d.dtype. Writes:
 //   batch_mean     = (1 - f) * mean_in + f * mean(x)            (f = exponential_avg_factor)
-//   batch_variance = (1 - f) * variance_in + f * unbiased var(x)    (n / (n - 1), n = N*H*W)
+//   batch_variance = (1 - f) * variance_in + f * unbiased var(x)    (n / (n - 1), n = N*H*W;
+//                                                                    1 when n == 1, as the CPU)
 //   saved_mean     = mean(x)                                    (reserve_space_1)
 //   saved_inv_std  = 1 / sqrt(biased var(x) + epsilon)          (reserve_space_2)
 // With f == 1, mean_in and variance_in are not read (may be nullptr).

@@ -34,8 +34,10 @@ Status SetupPool(const CallSite& site, const GpuPoolDesc& d, const GpuPoolPlan& 
   PF_RETURN_IF_ERROR(s->pool.Init(site));
   PF_RETURN_IF_ERROR(dnn_util::SetTensor(site, s->x, d.dtype, p.x));
   PF_RETURN_IF_ERROR(dnn_util::SetTensor(site, s->y, d.dtype, p.y));
-  // Deterministic max pooling routes each gradient to one input (the first maximum), like the
-  // CPU; NaNs are not propagated, TensorFlow's GPU default.
+  // Deterministic max pooling routes each gradient to one input, the same on every run. Which
+  // of several equal maxima it picks is not documented by cuDNN (the CPU picks the first in
+  // window order), so ties may differ from the CPU. NaNs are not propagated, TensorFlow's GPU
+  // default.
   PF_DNN_CALL(site,
               cudnnSetPooling2dDescriptor(s->pool.get(),
                                           d.max ? CUDNN_POOLING_MAX_DETERMINISTIC
@@ -216,6 +218,20 @@ Status GpuBatchNormForwardTraining(GpuDevice* gpu, const GpuBatchNormDesc& d, co
                         dnn_util::Zero(d.dtype), s.x.get(), x, s.x.get(), y, s.param.get(), scale,
                         offset, exponential_avg_factor, batch_mean, batch_variance, s.epsilon,
                         saved_mean, saved_inv_std));
+  // One element per channel: cuDNN's unbiasing factor n / (n - 1) divides by zero, while the
+  // CPU op (like TensorFlow's CPU kernel) takes it as 1, so the unbiased variance is 0 and
+  // batch_variance = (1 - f) * variance_in. Rewritten here whatever cuDNN made of it.
+  if (d.batch * d.height * d.width == 1) {
+    if (!blend) {
+      PF_DNN_CALL(site, cudaMemsetAsync(batch_variance, 0, param_bytes, gpu->compute_stream()));
+    } else {
+      PF_RETURN_IF_ERROR(CopyParam(site, gpu, d, batch_variance, variance_in));
+      const double keep = 1.0 - exponential_avg_factor;
+      const float keep_f = static_cast<float>(keep);
+      const void* alpha = d.dtype == DT_DOUBLE ? static_cast<const void*>(&keep) : &keep_f;
+      PF_DNN_CALL(site, cudnnScaleTensor(lock.handle, s.param.get(), batch_variance, alpha));
+    }
+  }
   return Status::OK();
 }
 

@@ -101,7 +101,7 @@ class ConvOp : public OpKernel {
         PF_RETURN_IF_ERROR(ValidateConv2D(spec, input->shape(), filter->shape(), &p));
         break;
       case ConvDirection::kBackwardData: {
-        PF_ASSIGN_OR_RETURN(Shape sizes, SizesFrom(spec, ctx->input(0), "input_sizes"));
+        PF_ASSIGN_OR_RETURN(Shape sizes, ConvSizesShape(spec, "input_sizes", ctx->input(0)));
         filter = &ctx->input(1);
         dy = &ctx->input(2);
         PF_RETURN_IF_ERROR(ValidateConv2DBackprop(spec, sizes, filter->shape(), dy->shape(), &p));
@@ -109,7 +109,7 @@ class ConvOp : public OpKernel {
       }
       case ConvDirection::kBackwardFilter: {
         input = &ctx->input(0);
-        PF_ASSIGN_OR_RETURN(Shape sizes, SizesFrom(spec, ctx->input(1), "filter_sizes"));
+        PF_ASSIGN_OR_RETURN(Shape sizes, ConvSizesShape(spec, "filter_sizes", ctx->input(1)));
         dy = &ctx->input(2);
         PF_RETURN_IF_ERROR(ValidateConv2DBackprop(spec, input->shape(), sizes, dy->shape(), &p));
         break;
@@ -138,18 +138,6 @@ class ConvOp : public OpKernel {
   }
 
  private:
-  static StatusOr<Shape> SizesFrom(const ConvSpec& spec, const Tensor& t, std::string_view arg) {
-    PF_RETURN_IF_ERROR(ValidateConvSizesArg(spec, arg, t.shape()));
-    const std::vector<int64_t> dims = t.AsInt64Vector();
-    for (int64_t d : dims) {
-      if (d < 0) {
-        return errors::InvalidArgument(spec.op, ": ", arg, " must be nonnegative, got ",
-                                       Shape(std::span<const int64_t>(dims)).ToString());
-      }
-    }
-    return Shape(std::span<const int64_t>(dims));
-  }
-
   ConvDirection dir_;
   StatusOr<ConvSpec> spec_;
   DnnlConv dnnl_;

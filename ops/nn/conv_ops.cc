@@ -5,6 +5,8 @@
 #include "placeflow/ops/nn/conv_ops.h"
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
@@ -271,6 +273,18 @@ Status ValidateConvSizesArg(const ConvSpec& spec, std::string_view arg, const Sh
                                    sizes.ToString());
   }
   return Status::OK();
+}
+
+StatusOr<Shape> ConvSizesShape(const ConvSpec& spec, std::string_view arg, const Tensor& sizes) {
+  PF_RETURN_IF_ERROR(ValidateConvSizesArg(spec, arg, sizes.shape()));
+  const std::vector<int64_t> dims = sizes.AsInt64Vector();
+  for (int64_t d : dims) {
+    if (d < 0) {
+      return errors::InvalidArgument(spec.op, ": ", arg, " must be nonnegative, got ",
+                                     Shape(std::span<const int64_t>(dims)).ToString());
+    }
+  }
+  return Shape(std::span<const int64_t>(dims));
 }
 
 namespace {

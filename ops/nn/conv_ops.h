@@ -15,6 +15,7 @@
 
 #include "placeflow/core/shape.h"
 #include "placeflow/core/status.h"
+#include "placeflow/core/tensor.h"
 #include "placeflow/graph/attr.h"
 
 namespace pf {
@@ -79,5 +80,8 @@ Status ValidateConv2DBackprop(const ConvSpec& spec, const Shape& input, const Sh
                               const Shape& out_backprop, ConvParams* p);
 // input_sizes / filter_sizes tensors: int32 vectors of 4 entries.
 Status ValidateConvSizesArg(const ConvSpec& spec, std::string_view arg, const Shape& sizes);
+// The shape an input_sizes / filter_sizes tensor (in host memory) gives: checked as above, and
+// every entry nonnegative. Both devices' kernels read it here.
+StatusOr<Shape> ConvSizesShape(const ConvSpec& spec, std::string_view arg, const Tensor& sizes);
 
 }  // namespace pf

@@ -136,5 +136,49 @@ TEST_CASE("Partition: HostMemory arguments get their values in host memory", "[p
   CHECK(p->send_recv_pairs == 2);
 }
 
+// The real GPU kernels' memory types (ops/nn/conv_ops_gpu.cc, registered in CUDA builds only) on
+// a fake device of type GPU: nothing runs, so no GPU is needed.
+TEST_CASE("Partition: Conv2DBackpropInput's input_sizes from a GPU Shape stays in host memory",
+          "[partition]") {
+  bool has_gpu_kernel = false;
+  for (const KernelDef* k : KernelRegistry::Global()->KernelsForOp("Conv2DBackpropInput")) {
+    has_gpu_kernel |= k->device_type() == kDeviceGpu;
+  }
+  if (!has_gpu_kernel) {
+    WARN("skipped: no GPU kernel for Conv2DBackpropInput in this build (CUDA off)");
+    return;
+  }
+  DeviceSet d;
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceCpu, 0, 100, true));
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceGpu, 0, 200, false));
+  Device* gpu = d.Find(DeviceName::FullName("localhost", 0, 0, kDeviceGpu, 0));
+  REQUIRE(gpu != nullptr);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root.WithOpName("x"), testing::RandomTensor({1, 5, 5, 2}, 1));
+  Output f = ops::Const(root.WithOpName("f"), testing::RandomTensor({3, 3, 2, 3}, 2));
+  Output dy = ops::Const(root.WithOpName("dy"), testing::RandomTensor({1, 5, 5, 3}, 3));
+  Output shape = ops::Shape(root.WithOpName("shape"), x);  // its GPU output is HostMemory
+  Output sizes = ops::ConstInt(root.WithOpName("sizes"), std::vector<int32_t>{1, 5, 5, 2});
+  Output a = ops::Conv2DBackpropInput(root.WithOpName("a"), shape, f, dy, {1, 1, 1, 1}, "SAME");
+  Output b = ops::Conv2DBackpropInput(root.WithOpName("b"), sizes, f, dy, {1, 1, 1, 1}, "SAME");
+  std::unordered_map<const Node*, Device*> where;
+  for (Node* n : g.nodes()) where[n] = gpu;
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  REQUIRE(p->parts.size() == 1);
+  const Graph& pg = *p->parts[0].graph;
+  // Shape writes host memory and input_sizes reads it: no copy in between.
+  CHECK(p->copy_of.at(a.node)->input(0).node == p->copy_of.at(shape.node));
+  // A constant in device memory goes through a same-device host-memory _Recv.
+  const Node* recv = p->copy_of.at(b.node)->input(0).node;
+  CHECK(recv->op() == "_Recv");
+  CHECK(recv->attr<bool>("host_memory"));
+  CHECK(pg.FindNode("sizes:0/_send_to_GPU:0_host") != nullptr);
+  // The float inputs stay in device memory.
+  CHECK(p->copy_of.at(b.node)->input(1).node == p->copy_of.at(f.node));
+  CHECK(p->send_recv_pairs == 1);
+}
+
 }  // namespace
 }  // namespace pf
