@@ -1,7 +1,11 @@
 // FusedBatchNorm and FusedBatchNormGrad against the formulas computed here in double, the
 // statistics outputs (unbiased variance, running averages, reserve spaces), finite-difference
 // gradient checks in float64 and errors.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "tests/testing/test_util.h"
 
@@ -185,6 +189,114 @@ TEST_CASE("FusedBatchNormGrad matches the formulas", "[ops][nn][batchnorm]") {
           CHECK(MaxAbsDiff(got[1], FromDoubles(t, cs, sum_dy_xhat)) <= tol * n);
           CHECK(MaxAbsDiff(got[2], FromDoubles(t, cs, sum_dy)) <= tol * n);
         }
+      }
+    }
+  }
+}
+
+// The float32 NHWC kernels run oneDNN and the float64 ones the direct loops: the two paths on the
+// same inputs (cast), forward through the gradient, both layouts (NCHW float32 runs the loops
+// today, and is held to the same bound should it move to oneDNN) and modes. Odd channel counts and
+// n = N*H*W not a multiple of 16 reach the primitives' vector tails. Tolerance: |f32 - f64| <=
+// 2e-5 * (1 + |f64|) per element (about 170 float ulps of a value near 1; observed: below 7e-7),
+// 5e-5 * (1 + |f64|) for the channel sums dscale and doffset, n terms of order 1 that partly
+// cancel (observed: below 7e-6 with 2 threads).
+TEST_CASE("FusedBatchNorm float32 (oneDNN in NHWC) matches float64 (direct loops)",
+          "[ops][nn][batchnorm]") {
+  auto max_rel = [](const Tensor& f, const Tensor& d) {
+    double worst = 0;
+    for (int64_t i = 0; i < d.num_elements(); ++i) {
+      const double want = d.data<double>()[i];
+      worst = std::max(worst, std::abs(f.data<float>()[i] - want) / (1 + std::abs(want)));
+    }
+    return worst;
+  };
+  const std::vector<std::pair<Shape, bool>> cases = {
+      {{3, 5, 7, 13}, false},  {{3, 13, 5, 7}, true}, {{4, 11, 13, 21}, false},
+      {{4, 21, 11, 13}, true}, {{1, 1, 1, 5}, false}, {{2, 3, 1, 1}, true},
+      {{5, 3, 3, 67}, false},  {{5, 67, 3, 3}, true}};
+  uint32_t seed = 500;
+  for (const auto& [s, nchw] : cases) {
+    for (bool training : {true, false}) {
+      for (float f : {1.f, 0.3f}) {
+        if (!training && f != 1.f) continue;
+        INFO(s.ToString() << (nchw ? " NCHW" : " NHWC") << " training " << training << " f " << f);
+        const int64_t c = nchw ? s.dim(1) : s.dim(3);
+        const int64_t n = s.num_elements() / c;
+        const Shape cs{c};
+        auto x = Random(s.num_elements(), seed++, -2, 3), dy = Random(s.num_elements(), seed++);
+        auto scale = Random(c, seed++, 0.5, 2), offset = Random(c, seed++);
+        auto mean = Random(c, seed++), var = Random(c, seed++, 0.5, 2);
+        std::vector<Tensor> got[2];
+        for (DType t : {DT_FLOAT, DT_DOUBLE}) {
+          Graph g;
+          Scope root = Scope::Root(&g);
+          auto in = [&](const Shape& sh, const std::vector<double>& v) {
+            return ops::Const(root, FromDoubles(t, sh, v));
+          };
+          const std::string df = nchw ? "NCHW" : "NHWC";
+          auto bn = ops::FusedBatchNorm(root, in(s, x), in(cs, scale), in(cs, offset), in(cs, mean),
+                                        in(cs, var), 1e-3f, training, df, f);
+          auto gr =
+              ops::FusedBatchNormGrad(root, in(s, dy), in(s, x), in(cs, scale), bn.reserve_space_1,
+                                      bn.reserve_space_2, 1e-3f, training, df);
+          Session sess(g);
+          got[t == DT_DOUBLE] = sess.Run(
+              {}, {bn.y, bn.batch_mean, bn.batch_variance, bn.reserve_space_1, bn.reserve_space_2,
+                   gr.x_backprop, gr.scale_backprop, gr.offset_backprop});
+        }
+        const char* names[] = {
+            "y",          "batch_mean",     "batch_variance", "reserve_space_1", "reserve_space_2",
+            "x_backprop", "scale_backprop", "offset_backprop"};
+        for (int i = 0; i < 8; ++i) {
+          INFO(names[i]);
+          const double tol = i >= 6 ? 5e-5 : 2e-5;
+          CHECK(max_rel(got[0][i], got[1][i]) <= tol);
+        }
+      }
+    }
+  }
+}
+
+// Timings of the float32 kernels, median and fastest of 50 runs (`pf_tests "[batchnorm-bench]"`;
+// run again with PF_BATCHNORM_LOOPS=1 for the direct loops). Prints, asserts nothing.
+TEST_CASE("FusedBatchNorm timings", "[.][batchnorm-bench]") {
+  for (const auto& [s, nchw] : std::vector<std::pair<Shape, bool>>{{{128, 14, 14, 64}, false},
+                                                                   {{128, 28, 28, 16}, false},
+                                                                   {{128, 64, 14, 14}, true},
+                                                                   {{128, 16, 28, 28}, true}}) {
+    const int64_t c = nchw ? s.dim(1) : s.dim(3);
+    const std::string df = nchw ? "NCHW" : "NHWC";
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Const(root, testing::RandomTensor(s, 1));
+    Output dy = ops::Const(root, testing::RandomTensor(s, 2));
+    Output scale = ops::Const(root, testing::RandomTensor({c}, 3, 0.5f, 2.f));
+    Output offset = ops::Const(root, testing::RandomTensor({c}, 4));
+    Output mean = ops::Const(root, testing::RandomTensor({c}, 5));
+    Output var = ops::Const(root, testing::RandomTensor({c}, 6, 0.5f, 2.f));
+    for (bool training : {true, false}) {
+      auto bn = ops::FusedBatchNorm(root, x, scale, offset, mean, var, 1e-3f, training, df);
+      auto gr = ops::FusedBatchNormGrad(root, dy, x, scale, bn.reserve_space_1, bn.reserve_space_2,
+                                        1e-3f, training, df);
+      Session sess(g);
+      for (auto [what, out] :
+           {std::pair<const char*, Output>{"forward", bn.y}, {"forward+grad", gr.x_backprop}}) {
+        std::vector<double> ms;
+        for (int i = 0; i < 55; ++i) {
+          const auto start = std::chrono::steady_clock::now();
+          sess.Run({}, {out});
+          if (i >= 5) {
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count());
+          }
+        }
+        std::sort(ms.begin(), ms.end());
+        std::printf("%-18s %s %-9s %-13s median %7.3f ms min %7.3f ms (threads %d, loops %s)\n",
+                    s.ToString().c_str(), df.c_str(), training ? "training" : "inference", what,
+                    ms[ms.size() / 2], ms[0], ThreadPool::Default()->num_threads(),
+                    std::getenv("PF_BATCHNORM_LOOPS") ? std::getenv("PF_BATCHNORM_LOOPS") : "0");
       }
     }
   }
