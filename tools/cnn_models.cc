@@ -2,6 +2,7 @@
 // inputs, and seed article 004's MobileNetV2 (Keras's block table, width 0.35).
 #include <cmath>
 #include <functional>
+#include <regex>
 
 #include "tools/models.h"
 
@@ -34,6 +35,12 @@ Model BuildCnn(const std::string& name, const Scope& root, const ModelOptions& o
   auto opt = MakeOptimizer(m.optimizer_name, lr);
   const size_t updates_before = root.graph()->GetCollection(kUpdateOps).size();
   auto grads = LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m);
+  if (!o.freeze.empty()) {
+    const std::regex frozen(o.freeze);
+    std::erase_if(grads, [&](const train::GradAndVar& gv) {
+      return std::regex_search(gv.second.name(), frozen);
+    });
+  }
   // The batch-norm moving averages (tower 0's when replicated) run with every training step.
   std::vector<Operation> deps = {ApplyUpdate(root, o, std::move(opt), grads, &m)};
   const std::vector<Output>& updates = root.graph()->GetCollection(kUpdateOps);
@@ -45,34 +52,41 @@ Model BuildCnn(const std::string& name, const Scope& root, const ModelOptions& o
   return m;
 }
 
+// What the MobileNetV2 builders pass down: training or inference, batch norm's settings.
+struct Mode {
+  bool training;
+  layers::BatchNormOptions bn;
+};
+
 Output ConvBn(const Scope& s, const std::string& name, Output x, int64_t filters, int32_t kernel,
-              int32_t stride, bool training, bool relu6, int64_t seed) {
+              int32_t stride, const Mode& mode, bool relu6, int64_t seed) {
   layers::Conv2DOptions c;
   c.filters = filters;
   c.kernel_size = {kernel, kernel};
   c.strides = {stride, stride};
   c.use_bias = false;
   c.seed = seed;
-  Output h = layers::BatchNormalization(s, name + "_bn", layers::Conv2D(s, name, x, c), training);
+  Output h = layers::BatchNormalization(s, name + "_bn", layers::Conv2D(s, name, x, c),
+                                        mode.training, mode.bn);
   return relu6 ? ops::Relu6(s, h) : h;
 }
 
 // MobileNetV2's inverted residual block: 1x1 expansion, 3x3 depthwise, linear 1x1 projection,
 // and the shortcut when the shape is kept.
 Output InvertedResidual(const Scope& s, const std::string& name, Output x, int64_t expansion,
-                        int64_t out_c, int32_t stride, bool training, int64_t seed) {
+                        int64_t out_c, int32_t stride, const Mode& mode, int64_t seed) {
   const int64_t in_c = x.shape().dim(3);
   Output h = x;
-  if (expansion != 1)
-    h = ConvBn(s, name + "_expand", h, in_c * expansion, 1, 1, training, true, seed);
+  if (expansion != 1) h = ConvBn(s, name + "_expand", h, in_c * expansion, 1, 1, mode, true, seed);
   layers::DepthwiseConv2DOptions d;
   d.strides = {stride, stride};
   d.use_bias = false;
   d.seed = seed + 1;
-  h = ops::Relu6(s, layers::BatchNormalization(
-                        s, name + "_depthwise_bn",
-                        layers::DepthwiseConv2D(s, name + "_depthwise", h, d), training));
-  h = ConvBn(s, name + "_project", h, out_c, 1, 1, training, false, seed + 2);
+  h = ops::Relu6(s,
+                 layers::BatchNormalization(s, name + "_depthwise_bn",
+                                            layers::DepthwiseConv2D(s, name + "_depthwise", h, d),
+                                            mode.training, mode.bn));
+  h = ConvBn(s, name + "_project", h, out_c, 1, 1, mode, false, seed + 2);
   if (stride == 1 && in_c == out_c) h = ops::Add(s.WithOpName(name + "_add"), x, h);
   return h;
 }
@@ -88,17 +102,17 @@ struct BlockSpec {
   int32_t s;
 };
 
-Output MobileNetV2(const Scope& s, Output x, bool training, double alpha, int32_t stem_stride,
+Output MobileNetV2(const Scope& s, Output x, const Mode& mode, double alpha, int32_t stem_stride,
                    const std::vector<BlockSpec>& table, int64_t last_c, int64_t seed) {
-  Output h = ConvBn(s, "Conv1", x, Divisible(32 * alpha), 3, stem_stride, training, true, seed);
+  Output h = ConvBn(s, "Conv1", x, Divisible(32 * alpha), 3, stem_stride, mode, true, seed);
   int block = 0;
   for (const BlockSpec& b : table) {
     for (int64_t i = 0; i < b.n; ++i, ++block) {
       h = InvertedResidual(s, "block_" + std::to_string(block), h, b.t, Divisible(b.c * alpha),
-                           i == 0 ? b.s : 1, training, seed + 10 * (block + 1));
+                           i == 0 ? b.s : 1, mode, seed + 10 * (block + 1));
     }
   }
-  h = ConvBn(s, "Conv_1", h, last_c, 1, 1, training, true, seed + 7);
+  h = ConvBn(s, "Conv_1", h, last_c, 1, 1, mode, true, seed + 7);
   layers::DenseOptions d;
   d.units = 10;
   d.seed = seed + 9;
@@ -131,8 +145,9 @@ Model BuildLeNet(const Scope& root, const ModelOptions& o) {
 // 28x28 -> 28 (stem, stride 1) -> 14 -> 7: three stages of inverted residuals.
 Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& o) {
   const int64_t seed = o.seed * 1000;
-  return BuildCnn("mobilenet_v2_small", root, o, [seed](const Scope& s, Output x, bool training) {
-    return MobileNetV2(s, x, training, 1.0, 1,
+  const float momentum = o.batch_norm_momentum;
+  return BuildCnn("mobilenet_v2_small", root, o, [=](const Scope& s, Output x, bool training) {
+    return MobileNetV2(s, x, {training, {.momentum = momentum}}, 1.0, 1,
                        {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 2, 1}}, 256, seed);
   });
 }
@@ -142,8 +157,9 @@ Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& o) {
 // 28 -> 14 -> 7 -> 4 -> 2 -> 1.
 Model BuildCnnSeed004(const Scope& root, const ModelOptions& o) {
   const int64_t seed = o.seed * 1000;
-  return BuildCnn("cnn_seed004", root, o, [seed](const Scope& s, Output x, bool training) {
-    return MobileNetV2(s, x, training, 0.35, 2,
+  const float momentum = o.batch_norm_momentum;
+  return BuildCnn("cnn_seed004", root, o, [=](const Scope& s, Output x, bool training) {
+    return MobileNetV2(s, x, {training, {.momentum = momentum}}, 0.35, 2,
                        {{1, 16, 1, 1},
                         {6, 24, 2, 2},
                         {6, 32, 3, 2},

@@ -42,6 +42,12 @@ struct ModelOptions {
   // total_num_replicas workers.
   int replicas_to_aggregate = 0;
   int total_num_replicas = 0;
+  // CNNs: the batch-norm moving averages' momentum (Keras's 0.99; a brief training run needs
+  // less, or the statistics stay near their initial values).
+  float batch_norm_momentum = 0.99f;
+  // CNNs: trainable variables whose name matches this regex are left out of the update
+  // (fine-tuning; the tests' controls train with frozen conv layers).
+  std::string freeze;
 };
 
 struct Model {
