@@ -52,12 +52,12 @@ TEST_CASE("lenet learns Fashion-MNIST far above chance on two towers", "[trainin
   REQUIRE(std::filesystem::exists(kFashion));
   models::ModelOptions o;
   const auto param = train::Aggregation::kParameterDevice;
-  const double acc = TrainBriefly("lenet", o, 300, 64, param);
-  // Chance is 0.10. Measured ACC_LENET after 150 steps of 64; with both conv layers frozen at
-  // their random initial values the dense layers alone reach ACC_LENET_FROZEN.
-  CHECK(acc > 0.78);
+  const double acc = TrainBriefly("lenet", o, 150, 64, param);
+  // Chance is 0.10. Measured 0.833 after 150 steps of 64; with the conv layers and fc1 frozen at
+  // their random initial values (only the logits layer learning) 0.7695.
+  CHECK(acc > 0.80);
   o.freeze = "^(conv|fc1)/";
-  CHECK(TrainBriefly("lenet", o, 300, 64, param) < 0.78);
+  CHECK(TrainBriefly("lenet", o, 150, 64, param) < 0.80);
 }
 
 TEST_CASE("mobilenet_v2_small trains with mirrored towers and batch norm", "[training][cnn]") {
@@ -66,7 +66,7 @@ TEST_CASE("mobilenet_v2_small trains with mirrored towers and batch norm", "[tra
   o.batch_norm_momentum = 0.9f;  // 100 steps: Keras's 0.99 would leave the statistics near 0 and 1
   const auto mirrored = train::Aggregation::kAllReduce;
   const double acc = TrainBriefly("mobilenet_v2_small", o, 100, 64, mirrored);
-  // Measured ACC_MOBILENET; with every layer but the classifier frozen, ACC_MOBILENET_FROZEN.
+  // Measured 0.788; with every layer but the classifier frozen, 0.220.
   CHECK(acc > 0.6);
   o.freeze = "^(?!Logits)";
   CHECK(TrainBriefly("mobilenet_v2_small", o, 100, 64, mirrored) < 0.6);
