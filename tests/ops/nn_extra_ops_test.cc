@@ -437,7 +437,8 @@ TEST_CASE("Dropout's gradient is the incoming gradient times the mask",
   }
 }
 
-TEST_CASE("Dropout rejects a rate outside [0, 1) at build time", "[ops][nn][nnextra][errors]") {
+TEST_CASE("Dropout rejects a rate that is negative or at least 1 at build time",
+          "[ops][nn][nnextra][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Const(root, RandomTensor({3}, 1));
