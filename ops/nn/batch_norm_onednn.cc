@@ -191,12 +191,12 @@ Status DnnlBatchNorm::Backward(OpKernelContext* ctx, const Shape& x_shape, bool 
                       {DNNL_ARG_DIFF_SHIFT, doffset}});
 }
 
-bool BatchNormForceLoops() {
-  static const bool loops = [] {
-    const char* v = std::getenv("PF_BATCHNORM_LOOPS");
+bool BatchNormUseOneDnn() {
+  static const bool onednn = [] {
+    const char* v = std::getenv("PF_BATCHNORM_ONEDNN");
     return v != nullptr && v[0] == '1';
   }();
-  return loops;
+  return onednn;
 }
 
 }  // namespace pf

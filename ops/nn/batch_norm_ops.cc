@@ -3,9 +3,10 @@
 // and the gradients, and short loops over C here for the op's own statistics outputs (unbiased
 // variance, running averages, inverse std). NCHW stays on the loops: oneDNN 2.6's plain-nchw
 // implementation (ncsp_bnorm, no JIT) measured 2-16x slower than them. float64, empty tensors
-// and PF_BATCHNORM_LOOPS=1 also run the direct loops below: per-channel sums over fixed blocks of x
-// (partial sums per block, added in block order, so results do not depend on the pool's thread
-// count), then one elementwise pass. In NHWC the inner loops run along C and vectorise.
+// and, unless PF_BATCHNORM_ONEDNN=1, float32 NHWC run the direct loops below: per-channel sums over
+// fixed blocks of x (partial sums per block, added in block order, so results do not depend on the
+// pool's thread count), then one elementwise pass. In NHWC the inner loops run along C and
+// vectorise.
 #include "placeflow/ops/nn/batch_norm_ops.h"
 
 #include <algorithm>
@@ -190,7 +191,7 @@ void ChannelAffine(OpKernelContext* ctx, const BatchNormGeometry& g, const T* in
 template <typename T>
 bool UseDnnl(const BatchNormGeometry& g) {
   return std::is_same_v<T, float> && !g.nchw && g.count() > 0 && g.channels > 0 &&
-         !BatchNormForceLoops();
+         BatchNormUseOneDnn();
 }
 
 template <typename T>

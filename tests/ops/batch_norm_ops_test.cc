@@ -201,7 +201,7 @@ TEST_CASE("FusedBatchNormGrad matches the formulas", "[ops][nn][batchnorm]") {
 // 2e-5 * (1 + |f64|) per element (about 170 float ulps of a value near 1; observed: below 7e-7),
 // 5e-5 * (1 + |f64|) for the channel sums dscale and doffset, n terms of order 1 that partly
 // cancel (observed: below 7e-6 with 2 threads).
-TEST_CASE("FusedBatchNorm float32 (oneDNN in NHWC) matches float64 (direct loops)",
+TEST_CASE("FusedBatchNorm float32 (loops, or oneDNN in NHWC) matches float64 (direct loops)",
           "[ops][nn][batchnorm]") {
   auto max_rel = [](const Tensor& f, const Tensor& d) {
     double worst = 0;
@@ -259,7 +259,7 @@ TEST_CASE("FusedBatchNorm float32 (oneDNN in NHWC) matches float64 (direct loops
 }
 
 // Timings of the float32 kernels, median and fastest of 50 runs (`pf_tests "[batchnorm-bench]"`;
-// run again with PF_BATCHNORM_LOOPS=1 for the direct loops). Prints, asserts nothing.
+// run again with PF_BATCHNORM_ONEDNN=1 for oneDNN in NHWC). Prints, asserts nothing.
 TEST_CASE("FusedBatchNorm timings", "[.][batchnorm-bench]") {
   for (const auto& [s, nchw] : std::vector<std::pair<Shape, bool>>{{{128, 14, 14, 64}, false},
                                                                    {{128, 28, 28, 16}, false},
@@ -296,7 +296,7 @@ TEST_CASE("FusedBatchNorm timings", "[.][batchnorm-bench]") {
         std::printf("%-18s %s %-9s %-13s median %7.3f ms min %7.3f ms (threads %d, loops %s)\n",
                     s.ToString().c_str(), df.c_str(), training ? "training" : "inference", what,
                     ms[ms.size() / 2], ms[0], ThreadPool::Default()->num_threads(),
-                    std::getenv("PF_BATCHNORM_LOOPS") ? std::getenv("PF_BATCHNORM_LOOPS") : "0");
+                    std::getenv("PF_BATCHNORM_ONEDNN") ? std::getenv("PF_BATCHNORM_ONEDNN") : "0");
       }
     }
   }
