@@ -39,6 +39,20 @@ class GpuOpKernel : public OpKernel {
   virtual Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) = 0;
 };
 
+// out = F(in), elementwise (activations, unary math): gpu::Unary<F, T, T> must be instantiated
+// in the family's .cu (PF_GPU_UNARY).
+template <typename T, typename F>
+class UnaryGpuOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    gpu::Unary<F>(ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
+                  gpu->compute_stream());
+    return Status::OK();
+  }
+};
+
 inline KernelDef Gpu(const char* op, DType t, const char* attr = "T") {
   return KernelDef(op, kDeviceGpu).TypeConstraint(attr, {t});
 }

@@ -27,18 +27,6 @@ class BroadcastGpuOp : public GpuOpKernel {
   }
 };
 
-template <typename T, typename F>
-class UnaryGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    gpu::Unary<F>(ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
-                  gpu->compute_stream());
-    return Status::OK();
-  }
-};
-
 // The dtypes registered here are the ones cwise_ops.cu instantiates for each functor.
 #define PF_GPU_NUMBER(op, Kernel, F)                         \
   PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float, F>);   \

@@ -11,18 +11,6 @@ namespace pf {
 namespace {
 
 template <typename T, typename F>
-class UnaryGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    gpu::Unary<F>(ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
-                  gpu->compute_stream());
-    return Status::OK();
-  }
-};
-
-template <typename T, typename F>
 class FeaturesGradGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;

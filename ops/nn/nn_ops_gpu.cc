@@ -41,18 +41,6 @@ class BiasAddGradGpuOp : public GpuOpKernel {
   }
 };
 
-template <typename T, typename F>
-class ActivationGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    gpu::Unary<F>(ctx->input(0).data<T>(), out->data<T>(), out->num_elements(),
-                  gpu->compute_stream());
-    return Status::OK();
-  }
-};
-
 // ReluGrad, SigmoidGrad, TanhGrad(gradients, outputs).
 template <typename T, typename F>
 class ActivationGradGpuOp : public GpuOpKernel {
@@ -92,9 +80,9 @@ PF_REGISTER_KERNEL(Gpu("BiasAdd", DT_INT32), BiasAddGpuOp<int32_t>);
 PF_REGISTER_KERNEL(Gpu("BiasAdd", DT_INT64), BiasAddGpuOp<int64_t>);
 PF_REGISTER_KERNEL(Gpu("BiasAddGrad", DT_FLOAT), BiasAddGradGpuOp<float>);
 PF_REGISTER_KERNEL(Gpu("BiasAddGrad", DT_DOUBLE), BiasAddGradGpuOp<double>);
-PF_GPU_REAL("Relu", ActivationGpuOp, ReluF);
-PF_GPU_REAL("Sigmoid", ActivationGpuOp, SigmoidF);
-PF_GPU_REAL("Tanh", ActivationGpuOp, TanhF);
+PF_GPU_REAL("Relu", UnaryGpuOp, ReluF);
+PF_GPU_REAL("Sigmoid", UnaryGpuOp, SigmoidF);
+PF_GPU_REAL("Tanh", UnaryGpuOp, TanhF);
 PF_GPU_REAL("ReluGrad", ActivationGradGpuOp, ReluGradF);
 PF_GPU_REAL("SigmoidGrad", ActivationGradGpuOp, SigmoidGradF);
 PF_GPU_REAL("TanhGrad", ActivationGradGpuOp, TanhGradF);
