@@ -48,8 +48,9 @@ void ModelStep(const char* figure, const char* model) {
               1e3 * s, static_cast<long long>(kBatch), kBatch / s, PeakRssMb(), kRepeats);
 }
 
-// The same layer on oneDNN directly: forward, backward data and backward weights on plain
-// NHWC / HWIO memory with all cores (OpenMP), as one would call the primitives by hand.
+// The same layer on oneDNN directly: forward, backward data and backward weights on NHWC
+// activations with all cores (OpenMP), each primitive's weights in the layout it prefers
+// (format_tag::any, no reorder timed): the primitives' own best.
 double DirectOneDnnSeconds(int64_t n, int64_t hw, int64_t ci, int64_t co) {
   using namespace dnnl;
   using tag = memory::format_tag;
@@ -60,7 +61,7 @@ double DirectOneDnnSeconds(int64_t n, int64_t hw, int64_t ci, int64_t co) {
   engine eng(engine::kind::cpu, 0);
   stream st(eng);
   memory::desc src({n, ci, hw, hw}, f32, tag::nhwc), dst({n, co, hw, hw}, f32, tag::nhwc),
-      wei({co, ci, 3, 3}, f32, tag::hwio);
+      wei({co, ci, 3, 3}, f32, tag::any);
   const memory::dims strides = {1, 1}, pad = {1, 1};
   convolution_forward::primitive_desc fwd(
       {prop_kind::forward_training, algorithm::convolution_direct, src, wei, dst, strides, pad,
@@ -70,9 +71,10 @@ double DirectOneDnnSeconds(int64_t n, int64_t hw, int64_t ci, int64_t co) {
       {algorithm::convolution_direct, src, wei, dst, strides, pad, pad}, eng, fwd);
   convolution_backward_weights::primitive_desc bwd_w(
       {algorithm::convolution_direct, src, wei, dst, strides, pad, pad}, eng, fwd);
-  memory s_m(src, eng), d_m(dst, eng), w_m(wei, eng), ds_m(src, eng), dd_m(dst, eng),
-      dw_m(wei, eng);
-  for (memory* mem : {&s_m, &d_m, &w_m, &dd_m}) {
+  memory s_m(src, eng), d_m(dst, eng), w_m(fwd.weights_desc(), eng),
+      wd_m(bwd_d.weights_desc(), eng), ds_m(src, eng), dd_m(dst, eng),
+      dw_m(bwd_w.diff_weights_desc(), eng);
+  for (memory* mem : {&s_m, &d_m, &w_m, &wd_m, &dd_m}) {
     float* p = static_cast<float*>(mem->get_data_handle());
     const size_t count = mem->get_desc().get_size() / sizeof(float);
     for (size_t i = 0; i < count; ++i) p[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
@@ -82,7 +84,8 @@ double DirectOneDnnSeconds(int64_t n, int64_t hw, int64_t ci, int64_t co) {
   convolution_backward_weights bw(bwd_w);
   auto run = [&] {
     f.execute(st, {{DNNL_ARG_SRC, s_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, d_m}});
-    bd.execute(st, {{DNNL_ARG_DIFF_DST, dd_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DIFF_SRC, ds_m}});
+    bd.execute(st,
+               {{DNNL_ARG_DIFF_DST, dd_m}, {DNNL_ARG_WEIGHTS, wd_m}, {DNNL_ARG_DIFF_SRC, ds_m}});
     bw.execute(st, {{DNNL_ARG_SRC, s_m}, {DNNL_ARG_DIFF_DST, dd_m}, {DNNL_ARG_DIFF_WEIGHTS, dw_m}});
     st.wait();
   };
