@@ -7,7 +7,6 @@
 #include "placeflow/ops/nn/dropout_ops.h"
 
 #include <cmath>
-#include <mutex>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
@@ -30,24 +29,19 @@ namespace {
 template <typename T>
 class DropoutOp : public OpKernel {
  public:
-  explicit DropoutOp(const Node& n)
-      : OpKernel(n), key_(PhiloxKey(n)), rate_(n.attr<float>("rate")) {}
+  explicit DropoutOp(const Node& n) : OpKernel(n), draws_(n), rate_(n.attr<float>("rate")) {}
   Status Compute(OpKernelContext* ctx) override {
     PF_RETURN_IF_ERROR(ValidateDropoutRate(rate_));
     const Tensor& x = ctx->input(0);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(Tensor * mask, ctx->AllocateOutput(1));
-    uint32_t call;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      call = calls_++;
-    }
+    const uint32_t call = draws_.Next();
     const T scale = T(1) / (T(1) - static_cast<T>(rate_));
     const T* px = x.data<T>();
     T* py = out->data<T>();
     T* pm = mask->data<T>();
     const float rate = rate_;
-    const uint32_t k0 = key_[0], k1 = key_[1];
+    const uint32_t k0 = draws_.k0(), k1 = draws_.k1();
     ParallelFor(ctx, x.num_elements(), 60, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const float u = Philox4x32::Uniform(static_cast<uint64_t>(i), call, k0, k1);
@@ -60,10 +54,8 @@ class DropoutOp : public OpKernel {
   }
 
  private:
-  std::array<uint32_t, 2> key_;
+  PhiloxCalls draws_;
   float rate_;
-  std::mutex mu_;
-  uint32_t calls_ = 0;
 };
 
 // The mask is the draw's, a constant as far as x is concerned: only the output carries a

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -22,6 +23,20 @@ inline std::array<uint32_t, 2> PhiloxKey(const Node& n) {
   }
   return {static_cast<uint32_t>(seed ^ (seed >> 32)), static_cast<uint32_t>(seed2 ^ (seed2 >> 32))};
 }
+
+// A stateful random kernel's draws (the random ops and Dropout, CPU and GPU alike): its key, and
+// a count of its calls; call c's element i uses Philox counter (i, c, ...).
+class PhiloxCalls {
+ public:
+  explicit PhiloxCalls(const Node& n) : key_(PhiloxKey(n)) {}
+  uint32_t k0() const { return key_[0]; }
+  uint32_t k1() const { return key_[1]; }
+  uint32_t Next() { return calls_.fetch_add(1); }  // the call number of this Compute
+
+ private:
+  std::array<uint32_t, 2> key_;
+  std::atomic<uint32_t> calls_{0};
+};
 
 // TensorFlow's get_seed: the graph seed and an op's seed combine into its (seed, seed2) attrs.
 inline std::pair<int64_t, int64_t> ResolveSeeds(const Scope& s, int64_t op_seed) {

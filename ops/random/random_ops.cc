@@ -2,7 +2,6 @@
 // Element i of call c draws from counter (i, c, attempt): results do not depend on how the
 // loop is split across threads, and a GPU kernel can reproduce them.
 #include <cmath>
-#include <mutex>
 #include <random>
 
 #include "placeflow/ops/op_util.h"
@@ -18,14 +17,10 @@ enum class Dist { kUniform, kNormal, kTruncatedNormal };
 template <typename T, Dist kDist>
 class RandomOp : public OpKernel {
  public:
-  explicit RandomOp(const Node& n) : OpKernel(n), key_(PhiloxKey(n)) {}
+  explicit RandomOp(const Node& n) : OpKernel(n), draws_(n) {}
   Status Compute(OpKernelContext* ctx) override {
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    uint32_t call;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      call = calls_++;
-    }
+    const uint32_t call = draws_.Next();
     T* y = out->data<T>();
     ParallelFor(ctx, out->num_elements(), 60, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = static_cast<T>(Sample(static_cast<uint64_t>(i), call));
@@ -36,7 +31,7 @@ class RandomOp : public OpKernel {
  private:
   float Sample(uint64_t i, uint32_t call) const {
     for (uint32_t attempt = 0;; ++attempt) {
-      const Philox4x32::Block r = Philox4x32::At(i, call, attempt, key_[0], key_[1]);
+      const Philox4x32::Block r = Philox4x32::At(i, call, attempt, draws_.k0(), draws_.k1());
       if constexpr (kDist == Dist::kUniform) {
         return Philox4x32::ToUniform(r.v[0]);
       } else {
@@ -51,9 +46,7 @@ class RandomOp : public OpKernel {
     }
   }
 
-  std::array<uint32_t, 2> key_;
-  std::mutex mu_;
-  uint32_t calls_ = 0;
+  PhiloxCalls draws_;
 };
 
 #define PF_RANDOM_OP(op, dist)                                                       \

@@ -1,6 +1,5 @@
 // RandomUniform, RandomNormal, TruncatedNormal on the GPU (device code in random_ops.cu): the
 // same key and per-call counter as the CPU kernels.
-#include <mutex>
 
 #include "placeflow/ops/gpu/gpu_kernel.h"
 #include "placeflow/ops/ops.h"
@@ -13,23 +12,17 @@ namespace {
 template <typename T, int kDist>
 class RandomGpuOp : public GpuOpKernel {
  public:
-  explicit RandomGpuOp(const Node& n) : GpuOpKernel(n), key_(PhiloxKey(n)) {}
+  explicit RandomGpuOp(const Node& n) : GpuOpKernel(n), draws_(n) {}
   Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    uint32_t call;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      call = calls_++;
-    }
-    gpu::RandomFill<T>(kDist, out->data<T>(), out->num_elements(), key_[0], key_[1], call,
+    const uint32_t call = draws_.Next();
+    gpu::RandomFill<T>(kDist, out->data<T>(), out->num_elements(), draws_.k0(), draws_.k1(), call,
                        gpu->compute_stream());
     return Status::OK();
   }
 
  private:
-  std::array<uint32_t, 2> key_;
-  std::mutex mu_;
-  uint32_t calls_ = 0;
+  PhiloxCalls draws_;
 };
 
 #define PF_GPU_RANDOM(op, dist)                                             \
