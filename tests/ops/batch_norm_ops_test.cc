@@ -12,19 +12,8 @@
 namespace pf {
 namespace {
 
+using testing::FromDoubles;
 using testing::MaxAbsDiff;
-
-Tensor FromDoubles(DType t, const Shape& shape, const std::vector<double>& v) {
-  Tensor out(t, shape);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DT_FLOAT) {
-      out.data<float>()[i] = static_cast<float>(v[i]);
-    } else {
-      out.data<double>()[i] = v[i];
-    }
-  }
-  return out;
-}
 
 std::vector<double> Random(int64_t n, uint32_t seed, double lo = -1, double hi = 1) {
   std::mt19937 rng(seed);

@@ -10,6 +10,7 @@
 namespace pf {
 namespace {
 
+using testing::FromDoubles;
 using testing::RandomDoubleTensor;
 using testing::RandomTensor;
 
@@ -123,17 +124,6 @@ Tensor ToLayout(const Tensor& nhwc, bool nchw) {
   return out;
 }
 
-Tensor FromDoubles(const std::vector<double>& v, const Shape& s, DType dt) {
-  Tensor t(dt, s);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dt == DT_DOUBLE)
-      t.data<double>()[i] = v[i];
-    else
-      t.data<float>()[i] = static_cast<float>(v[i]);
-  }
-  return t;
-}
-
 // |got - want| <= tol * max(1, max |want|) elementwise.
 void ExpectClose(const Tensor& got, const Tensor& want, double tol) {
   REQUIRE(got.shape() == want.shape());
@@ -192,15 +182,15 @@ void CheckCase(const ConvCase& t, DType dt, double tol) {
   std::vector<Tensor> got = sess.Run({}, {y, dx, df});
   {
     INFO("forward");
-    ExpectClose(got[0], ToLayout(FromDoubles(y_ref, out_shape, dt), t.nchw), tol);
+    ExpectClose(got[0], ToLayout(FromDoubles(dt, out_shape, y_ref), t.nchw), tol);
   }
   {
     INFO("backprop input");
-    ExpectClose(got[1], ToLayout(FromDoubles(dx_ref, in_shape, dt), t.nchw), tol);
+    ExpectClose(got[1], ToLayout(FromDoubles(dt, in_shape, dx_ref), t.nchw), tol);
   }
   {
     INFO("backprop filter");
-    ExpectClose(got[2], FromDoubles(df_ref, f_shape, dt), tol);
+    ExpectClose(got[2], FromDoubles(dt, f_shape, df_ref), tol);
   }
 }
 

@@ -10,6 +10,7 @@
 namespace pf {
 namespace {
 
+using testing::FromDoubles;
 using testing::MaxAbsDiff;
 using testing::RunOne;
 
@@ -119,18 +120,6 @@ std::vector<double> ToNchw(const std::vector<double>& v, const Shape& nhwc) {
 }
 Shape NchwShape(const Shape& nhwc) { return {nhwc.dim(0), nhwc.dim(3), nhwc.dim(1), nhwc.dim(2)}; }
 
-Tensor MakeTensor(DType t, const Shape& shape, const std::vector<double>& v) {
-  Tensor out(t, shape);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DT_FLOAT) {
-      out.data<float>()[i] = static_cast<float>(v[i]);
-    } else {
-      out.data<double>()[i] = v[i];
-    }
-  }
-  return out;
-}
-
 std::vector<double> Random(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> dist(-1, 1);
@@ -168,7 +157,7 @@ TEST_CASE("MaxPool, AvgPool and their gradient ops match naive loops", "[ops][nn
         const std::vector<double> want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
         const std::vector<double> want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
         auto layout = [&](const std::vector<double>& v, const Shape& s) {
-          return nchw ? MakeTensor(t, NchwShape(s), ToNchw(v, s)) : MakeTensor(t, s, v);
+          return nchw ? FromDoubles(t, NchwShape(s), ToNchw(v, s)) : FromDoubles(t, s, v);
         };
         const std::string df = nchw ? "NCHW" : "NHWC";
         Graph g;
@@ -213,11 +202,11 @@ TEST_CASE("MaxPoolGrad sends each gradient to the first maximum of its window", 
       INFO(DTypeName(t));
       Graph g;
       Scope root = Scope::Root(&g);
-      Output xi = ops::Const(root, MakeTensor(t, {1, 3, 3, 1}, in));
+      Output xi = ops::Const(root, FromDoubles(t, {1, 3, 3, 1}, in));
       Output y = ops::MaxPool(root, xi, {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID");
-      Output d = ops::MaxPoolGrad(root, xi, y, ops::Const(root, MakeTensor(t, {1, 2, 2, 1}, dy)),
+      Output d = ops::MaxPoolGrad(root, xi, y, ops::Const(root, FromDoubles(t, {1, 2, 2, 1}, dy)),
                                   {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID");
-      CHECK(MaxAbsDiff(RunOne(g, d), MakeTensor(t, {1, 3, 3, 1}, expected)) == 0);
+      CHECK(MaxAbsDiff(RunOne(g, d), FromDoubles(t, {1, 3, 3, 1}, expected)) == 0);
     }
   }
 }
@@ -229,12 +218,12 @@ TEST_CASE("GlobalAvgPool is the mean over H and W", "[ops][nn][pool]") {
     Scope root = Scope::Root(&g);
     const Shape s{2, 3, 4, 5};
     Tensor xt =
-        nchw ? MakeTensor(DT_FLOAT, NchwShape(s), ToNchw(x, s)) : MakeTensor(DT_FLOAT, s, x);
+        nchw ? FromDoubles(DT_FLOAT, NchwShape(s), ToNchw(x, s)) : FromDoubles(DT_FLOAT, s, x);
     Output y = ops::GlobalAvgPool(root, ops::Const(root, xt), nchw ? "NCHW" : "NHWC");
     REQUIRE(y.shape() == Shape{2, 5});
     std::vector<double> want(10, 0.0);
     for (int64_t i = 0; i < s.num_elements(); ++i) want[(i / 60) * 5 + i % 5] += x[i] / 12;
-    CHECK(MaxAbsDiff(RunOne(g, y), MakeTensor(DT_FLOAT, {2, 5}, want)) <= 1e-6);
+    CHECK(MaxAbsDiff(RunOne(g, y), FromDoubles(DT_FLOAT, {2, 5}, want)) <= 1e-6);
   }
 }
 
@@ -248,7 +237,7 @@ TEST_CASE("Gradient check: MaxPool, AvgPool, AvgPoolGrad (float64)", "[ops][nn][
       const std::string df = nchw ? "NCHW" : "NHWC";
       const Shape xs = nchw ? NchwShape(pc.nhwc) : pc.nhwc;
       const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
-      Tensor x0 = MakeTensor(DT_DOUBLE, xs, Distinct(xs.num_elements(), 5));
+      Tensor x0 = FromDoubles(DT_DOUBLE, xs, Distinct(xs.num_elements(), 5));
       for (bool max : {true, false}) {
         INFO((max ? "MaxPool" : "AvgPool"));
         Graph g;

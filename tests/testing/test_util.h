@@ -34,6 +34,19 @@ inline Tensor RandomTensor(const Shape& shape, uint32_t seed, float lo = -1.f, f
   return t;
 }
 
+// A float or double tensor holding `values` (reference results computed in double).
+inline Tensor FromDoubles(DType dtype, const Shape& shape, const std::vector<double>& values) {
+  Tensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DT_DOUBLE) {
+      t.data<double>()[i] = values[i];
+    } else {
+      t.data<float>()[i] = static_cast<float>(values[i]);
+    }
+  }
+  return t;
+}
+
 inline Tensor RandomDoubleTensor(const Shape& shape, uint32_t seed, double lo = -1, double hi = 1) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
