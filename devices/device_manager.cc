@@ -1,7 +1,10 @@
 #include "placeflow/devices/device_manager.h"
 
+#include <cstdlib>
 #include <set>
 #include <sstream>
+
+#include "placeflow/core/logging.h"
 
 namespace pf {
 
@@ -54,6 +57,19 @@ StatusOr<std::vector<GpuDevicePlan>> PlanGpuDevices(int physical_count, const Gp
     }
   }
   return plan;
+}
+
+bool AllowGrowthFromEnv(bool configured) {
+  const char* env = std::getenv("PF_FORCE_GPU_ALLOW_GROWTH");
+  if (env == nullptr) return configured;
+  const std::string v = env;
+  if (v == "true") return true;
+  if (v == "false") return false;
+  PF_LOG_ERROR(
+      "Invalid value for PF_FORCE_GPU_ALLOW_GROWTH: '{}' (expected true or false); using "
+      "allow_growth={}",
+      v, configured);
+  return configured;
 }
 
 }  // namespace pf

@@ -27,6 +27,9 @@ struct GpuOptions {
   double per_process_gpu_memory_fraction = 0;
   // cuBLAS may use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
   bool allow_tf32 = false;
+  // cuBLAS's CUBLAS_PEDANTIC_MATH (no reduced-precision reductions; the GPU tests force it with
+  // PF_CUBLAS_PEDANTIC=1 to match the CPU at 1e-5). Ignored with allow_tf32.
+  bool pedantic_math = false;
 };
 
 struct GpuDevicePlan {
@@ -36,5 +39,11 @@ struct GpuDevicePlan {
 };
 
 StatusOr<std::vector<GpuDevicePlan>> PlanGpuDevices(int physical_count, const GpuOptions& options);
+
+// `configured`, unless PF_FORCE_GPU_ALLOW_GROWTH is "true" or "false" (TensorFlow's
+// TF_FORCE_GPU_ALLOW_GROWTH): processes sharing a GPU (the gpu tests) then grow their
+// allocators on demand instead of each taking most of the memory. Other values are logged and
+// ignored.
+bool AllowGrowthFromEnv(bool configured);
 
 }  // namespace pf

@@ -3,7 +3,7 @@
 
 namespace pf {
 
-int CudaDeviceCount() { return 0; }
+GpuProbe RunGpuProbe() { return GpuProbe(); }
 
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
     const std::vector<GpuDevicePlan>& plan, const GpuOptions&) {

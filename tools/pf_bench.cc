@@ -215,6 +215,49 @@ void MlpSeed000StepGpu() {
   if (GpuOrSkip("mlp_seed000_step_gpu")) MlpSeed000StepOn(true);
 }
 
+// What the CUDA runtime reports (gpu_check.sh's first line): GPU count, driver and runtime
+// versions, the probe's error if GPUs exist but cannot be used, and each device's mapping.
+void GpuInfo() {
+  const pf::GpuProbe& p = pf::ProbeGpus();
+  std::printf("gpu_info count=%d cuda_build=%d %s status=%s\n", p.count,
+              pf::BuiltWithCuda() ? 1 : 0, p.Versions().c_str(),
+              p.status.ok() ? "ok" : p.status.message().c_str());
+  if (p.count == 0) return;
+  pf::GpuOptions o;
+  auto gpus = pf::CreateGpuDevices(pf::PlanGpuDevices(p.count, o).ValueOrThrow(), o);
+  if (!gpus.ok()) {
+    std::printf("gpu_info error=%s\n", gpus.status().message().c_str());
+    return;
+  }
+  for (const auto& d : gpus.value()) {
+    std::printf("gpu_info %s -> %s\n", d->name().c_str(), d->Description().c_str());
+  }
+}
+
+// cuBLAS float32 GEMM (4096^3) on /gpu:0 under each math mode: default (the product's),
+// pedantic (what the GPU tests force, to match the CPU at 1e-5) and TF32 tensor cores.
+void GpuMatmulMath() {
+  if (!GpuOrSkip("gpu_matmul_math")) return;
+  const int64_t n = 4096;
+  for (const char* mode : {"default", "pedantic", "tf32"}) {
+    pf::Graph g;
+    pf::Scope gpu = pf::Scope::Root(&g).WithDevice("/gpu:0");
+    pf::Output a = pf::ops::Const(gpu, pf::Tensor(pf::DT_FLOAT, {n, n}));
+    pf::Output c = pf::ops::MatMul(gpu, a, a);
+    for (int i = 0; i < 9; ++i) c = pf::ops::MatMul(gpu, c, a);
+    pf::Output done = pf::ops::Slice(gpu, c, {0, 0}, {1, 1});  // fetch 4 bytes, not 64 MiB
+    pf::SessionOptions so;
+    so.gpu_options.pedantic_math = std::string(mode) == "pedantic";
+    so.gpu_options.allow_tf32 = std::string(mode) == "tf32";
+    pf::Session sess(g, so);
+    sess.Run({done});
+    const double s = TimeMedian([&] { sess.Run({done}); }) / 10;
+    std::printf("gpu_matmul_math mode=%s tflops=%.1f m=k=n=%lld gemms_per_run=10 repeats=%d\n",
+                mode, 2.0 * n * n * n / s / 1e12, static_cast<long long>(n), kRepeats);
+    std::fflush(stdout);
+  }
+}
+
 // Host<->GPU copy bandwidth of a 256 MiB tensor: from pinned memory (one DMA) and from pageable
 // memory (staged through pinned memory), next to a device-to-device copy on the same GPU.
 void GpuCopyBandwidth() {
@@ -386,7 +429,9 @@ int main(int argc, char** argv) {
       {"placer", PlacerFigure},
       {"towers_overhead", TowersOverhead},
       {"towers_scaling", TowersScaling},
+      {"gpu_info", GpuInfo},
       {"mlp_seed000_step_gpu", MlpSeed000StepGpu},
+      {"gpu_matmul_math", GpuMatmulMath},
       {"gpu_copy_bandwidth", GpuCopyBandwidth},
       {"grpc_recv_bandwidth", pf::bench::GrpcRecvBandwidth},
       {"allreduce_bandwidth", pf::bench::AllreduceBandwidth},

@@ -47,7 +47,8 @@ Status HostToGpu(const Tensor& in, GpuDevice* dst, Tensor* out) {
                          cudaMemcpyAsync(out->raw_data(), src.raw_data(), in.TotalBytes(),
                                          cudaMemcpyHostToDevice, dst->h2d_stream()));
   PF_RETURN_IF_ERROR(dst->StreamWaitStream(dst->compute_stream(), dst->h2d_stream()));
-  return dst->ThenExecute(dst->h2d_stream(), [src] {});  // keeps the staging buffer alive
+  // Keeps the staging buffer alive; a failed copy shows in the destination stream's next check.
+  return dst->ThenExecute(dst->h2d_stream(), [src](const Status&) {});
 }
 
 void GpuToHost(const Tensor& in, GpuDevice* src, CopyDone done) {
@@ -64,7 +65,10 @@ void GpuToHost(const Tensor& in, GpuDevice* src, CopyDone done) {
                         "cudaMemcpyAsync(DeviceToHost)", src->ordinal(), __FILE__, __LINE__);
   }
   if (!s.ok()) return fail(s);
-  s = src->ThenExecute(src->d2h_stream(), [in, host, done] { done(host); });
+  s = src->ThenExecute(src->d2h_stream(), [in, host, done](const Status& copied) {
+    if (!copied.ok()) return done(copied);
+    done(host);
+  });
   if (!s.ok()) fail(s);
 }
 
@@ -98,7 +102,7 @@ void GpuToGpu(const Tensor& in, GpuDevice* src, GpuDevice* dst, CopyDone done) {
                           "cudaMemcpyPeerAsync", src->ordinal(), __FILE__, __LINE__);
     }
     if (s.ok()) s = dst->StreamWaitStream(dst->compute_stream(), *src, src->d2d_stream());
-    if (s.ok()) s = src->ThenExecute(src->d2d_stream(), [in] {});
+    if (s.ok()) s = src->ThenExecute(src->d2d_stream(), [in](const Status&) {});
     if (!s.ok()) return done(s);
   }
   done(t);

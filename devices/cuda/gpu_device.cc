@@ -12,14 +12,36 @@
 
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/cuda/cuda_check.h"
+#include "placeflow/devices/cuda/gpu_nccl.h"
 #include "placeflow/devices/gpu_probe.h"
 
 namespace pf {
 
 namespace cuda {
 
+bool IsSticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string Describe(cudaError_t e) {
-  return fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+  return fmt::format("{} ({}){}", cudaGetErrorString(e), cudaGetErrorName(e),
+                     IsSticky(e) ? ". The GPU's CUDA context is lost (a sticky error): every later "
+                                   "CUDA call of this process fails; restart the process"
+                                 : "");
 }
 std::string Describe(cublasStatus_t e) {
   return fmt::format("{} ({})", cublasGetStatusString(e), cublasGetStatusName(e));
@@ -80,7 +102,7 @@ auto* g_device_allocators =
 
 StatusOr<BfcAllocator*> DeviceAllocator(const GpuDevicePlan& plan, const GpuOptions& options) {
   const int tf_id = plan.id, ordinal = plan.physical_id;
-  const bool growth = options.allow_growth;
+  const bool growth = AllowGrowthFromEnv(options.allow_growth);
   std::lock_guard<std::mutex> lock(g_allocators_mu);
   auto& slot = (*g_device_allocators)[{tf_id, ordinal, plan.memory_mb,
                                        options.per_process_gpu_memory_fraction, growth}];
@@ -89,6 +111,7 @@ StatusOr<BfcAllocator*> DeviceAllocator(const GpuDevicePlan& plan, const GpuOpti
       if (other != nullptr && std::get<1>(key) == ordinal) other->ReleaseFreeRegions();
     }
     size_t free_bytes = 0, total_bytes = 0;
+    PF_GPU_RETURN_IF_ERROR(ordinal, cudaSetDevice(ordinal));  // cudaMemGetInfo reads the current
     PF_GPU_RETURN_IF_ERROR(ordinal, cudaMemGetInfo(&free_bytes, &total_bytes));
     size_t limit;
     if (plan.memory_mb > 0) {
@@ -124,13 +147,27 @@ std::set<std::pair<int, int>> g_peers;  // (accessing ordinal, owning ordinal)
 
 namespace {
 
-// What sessions share on one GPU, created once per (device id, GPU, TF32 setting) and kept for
-// the process, as TensorFlow keeps its streams: streams, library handles (creating a cuDNN
-// handle costs tens of milliseconds), the callback thread.
+// cuBLAS math modes: a handle per mode, each bound to the context's compute stream.
+enum BlasMode { kBlasDefault, kBlasPedantic, kBlasTf32, kNumBlasModes };
+
+BlasMode BlasModeFor(const GpuOptions& o) {
+  if (o.allow_tf32) return kBlasTf32;
+  const char* env = std::getenv("PF_CUBLAS_PEDANTIC");
+  const bool forced = env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0;
+  return o.pedantic_math || forced ? kBlasPedantic : kBlasDefault;
+}
+
+// What sessions share on one GPU, created once per (device id, GPU) and kept for the process,
+// as TensorFlow keeps its streams: streams, library handles (creating a cuDNN handle costs tens
+// of milliseconds), the callback thread. The device allocators are keyed by (device id, GPU,
+// memory settings), so each allocator serves exactly one compute stream: memory freed by a
+// kernel is only handed out again to work ordered after it on that stream.
 struct GpuContext {
+  int ordinal = 0;
   cudaDeviceProp props{};
   cudaStream_t compute = nullptr, h2d = nullptr, d2h = nullptr, d2d = nullptr;
-  cublasHandle_t blas = nullptr;
+  std::mutex blas_mu;
+  cublasHandle_t blas[kNumBlasModes] = {};
   cudnnHandle_t dnn = nullptr;
   std::mutex dnn_mu;  // a cuDNN handle must not be used by two threads at once
 
@@ -160,30 +197,55 @@ struct GpuContext {
     }
     cv.notify_one();
   }
+
+  // This context's cuBLAS handle for `mode`, created on first use.
+  StatusOr<cublasHandle_t> Blas(BlasMode mode) {
+    std::lock_guard<std::mutex> lock(blas_mu);
+    if (blas[mode] != nullptr) return blas[mode];
+    PF_GPU_RETURN_IF_ERROR(ordinal, cudaSetDevice(ordinal));
+    cublasHandle_t h = nullptr;
+    PF_GPU_RETURN_IF_ERROR(ordinal, cublasCreate(&h));
+    const cublasMath_t math[kNumBlasModes] = {CUBLAS_DEFAULT_MATH, CUBLAS_PEDANTIC_MATH,
+                                              CUBLAS_TF32_TENSOR_OP_MATH};
+    Status s = cuda::CheckCall(cublasSetStream(h, compute), "cublasSetStream", ordinal, __FILE__,
+                               __LINE__);
+    if (s.ok()) {
+      s = cuda::CheckCall(cublasSetMathMode(h, math[mode]), "cublasSetMathMode", ordinal, __FILE__,
+                          __LINE__);
+    }
+    if (!s.ok()) {
+      cublasDestroy(h);
+      return s;
+    }
+    blas[mode] = h;
+    return h;
+  }
 };
 
-std::mutex g_contexts_mu;
-auto* g_contexts = new std::map<std::tuple<int, int, bool>, GpuContext*>();
+thread_local bool t_on_callback_thread = false;
 
-StatusOr<GpuContext*> ContextFor(const GpuDevicePlan& plan, bool tf32) {
+std::mutex g_contexts_mu;
+auto* g_contexts = new std::map<std::pair<int, int>, GpuContext*>();
+
+StatusOr<GpuContext*> ContextFor(const GpuDevicePlan& plan) {
   std::lock_guard<std::mutex> lock(g_contexts_mu);
-  GpuContext*& slot = (*g_contexts)[{plan.id, plan.physical_id, tf32}];
+  GpuContext*& slot = (*g_contexts)[{plan.id, plan.physical_id}];
   if (slot != nullptr) return slot;
   auto c = std::make_unique<GpuContext>();
   const int dev = plan.physical_id;
+  c->ordinal = dev;
   PF_GPU_RETURN_IF_ERROR(dev, cudaSetDevice(dev));
   PF_GPU_RETURN_IF_ERROR(dev, cudaGetDeviceProperties(&c->props, dev));
   for (cudaStream_t* st : {&c->compute, &c->h2d, &c->d2h, &c->d2d}) {
     PF_GPU_RETURN_IF_ERROR(dev, cudaStreamCreateWithFlags(st, cudaStreamNonBlocking));
   }
-  PF_GPU_RETURN_IF_ERROR(dev, cublasCreate(&c->blas));
-  PF_GPU_RETURN_IF_ERROR(dev, cublasSetStream(c->blas, c->compute));
-  PF_GPU_RETURN_IF_ERROR(
-      dev, cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   PF_GPU_RETURN_IF_ERROR(dev, cudnnCreate(&c->dnn));
   PF_GPU_RETURN_IF_ERROR(dev, cudnnSetStream(c->dnn, c->compute));
   GpuContext* raw = c.release();  // lives as long as the process (the thread never stops)
-  raw->thread = std::thread([raw] { raw->Loop(); });
+  raw->thread = std::thread([raw] {
+    t_on_callback_thread = true;
+    raw->Loop();
+  });
   raw->thread.detach();
   slot = raw;
   return slot;
@@ -196,6 +258,7 @@ struct GpuDevice::Impl {
   bool tf32 = false;
   bool sync_kernels = false;
   GpuContext* ctx = nullptr;
+  cublasHandle_t blas = nullptr;
   BfcAllocator* allocator = nullptr;
 };
 
@@ -205,6 +268,7 @@ GpuDevice::GpuDevice(int id, std::unique_ptr<Impl> impl)
 GpuDevice::~GpuDevice() {
   // This session's work finishes before its variables (in the resource manager) are freed.
   static_cast<void>(Sync());
+  NcclReleaseDevice(this);
 }
 
 StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan,
@@ -213,7 +277,10 @@ StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDevicePlan& plan
   impl->plan = plan;
   impl->tf32 = options.allow_tf32;
   impl->sync_kernels = SyncKernelsFromEnv();
-  PF_ASSIGN_OR_RETURN(impl->ctx, ContextFor(plan, options.allow_tf32));
+  PF_ASSIGN_OR_RETURN(impl->ctx, ContextFor(plan));
+  const BlasMode mode = BlasModeFor(options);
+  PF_ASSIGN_OR_RETURN(impl->blas, impl->ctx->Blas(mode));
+  if (mode == kBlasPedantic) PF_LOG_INFO("GPU {}: cuBLAS pedantic math", plan.id);
   PF_ASSIGN_OR_RETURN(impl->allocator, DeviceAllocator(plan, options));
   return std::unique_ptr<GpuDevice>(new GpuDevice(plan.id, std::move(impl)));
 }
@@ -238,7 +305,7 @@ GpuStream GpuDevice::compute_stream() const { return impl_->ctx->compute; }
 GpuStream GpuDevice::h2d_stream() const { return impl_->ctx->h2d; }
 GpuStream GpuDevice::d2h_stream() const { return impl_->ctx->d2h; }
 GpuStream GpuDevice::d2d_stream() const { return impl_->ctx->d2d; }
-cublasContext* GpuDevice::blas() const { return impl_->ctx->blas; }
+cublasContext* GpuDevice::blas() const { return impl_->blas; }
 cudnnContext* GpuDevice::dnn() const { return impl_->ctx->dnn; }
 std::unique_lock<std::mutex> GpuDevice::LockDnn() const {
   return std::unique_lock<std::mutex>(impl_->ctx->dnn_mu);
@@ -293,23 +360,33 @@ Status GpuDevice::CheckLaunch(const std::string& what) const {
 namespace {
 struct HostCallback {
   GpuContext* ctx;
-  std::function<void()> fn;
+  std::function<void(Status)> fn;
 };
-void CUDART_CB RunHostCallback(void* arg) {
+// cudaStreamAddCallback and not cudaLaunchHostFunc: after a device error the stream's host
+// functions are never called, so whoever waits for one (a _Recv, a fetch) would wait forever;
+// a stream callback always runs, once, with the stream's error. CUDA calls are not allowed
+// here: the callback thread turns the error into a Status.
+void CUDART_CB RunHostCallback(cudaStream_t, cudaError_t status, void* arg) {
   std::unique_ptr<HostCallback> cb(static_cast<HostCallback*>(arg));
-  cb->ctx->Enqueue(std::move(cb->fn));
+  const int ordinal = cb->ctx->ordinal;
+  cb->ctx->Enqueue([fn = std::move(cb->fn), status, ordinal] {
+    fn(cuda::CheckCall(status, "work on the stream before a host callback", ordinal, __FILE__,
+                       __LINE__));
+  });
 }
 }  // namespace
 
-Status GpuDevice::ThenExecute(GpuStream stream, std::function<void()> fn) {
+Status GpuDevice::ThenExecute(GpuStream stream, std::function<void(Status)> fn) {
   auto* cb = new HostCallback{impl_->ctx, std::move(fn)};
-  cudaError_t e = cudaLaunchHostFunc(stream, RunHostCallback, cb);
+  cudaError_t e = cudaStreamAddCallback(stream, RunHostCallback, cb, 0);
   if (e != cudaSuccess) {
     delete cb;
-    return cuda::CheckCall(e, "cudaLaunchHostFunc", ordinal(), __FILE__, __LINE__);
+    return cuda::CheckCall(e, "cudaStreamAddCallback", ordinal(), __FILE__, __LINE__);
   }
   return Status::OK();
 }
+
+bool GpuDevice::OnCallbackThread() { return t_on_callback_thread; }
 
 Status GpuDevice::StreamWaitStream(GpuStream waiter, const GpuDevice& signaler_gpu,
                                    GpuStream signaler) const {
@@ -336,13 +413,16 @@ bool GpuDevice::CanAccessPeer(const GpuDevice& other) const {
   return g_peers.count({ordinal(), other.ordinal()}) > 0;
 }
 
-int CudaDeviceCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
-    return 0;
-  }
-  return n;
+GpuProbe RunGpuProbe() {
+  int n = 0, driver = 0, runtime = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  cudaGetLastError();  // clear the error so later calls do not report it again
+  const CudaCountResult r = e == cudaSuccess         ? CudaCountResult::kOk
+                            : e == cudaErrorNoDevice ? CudaCountResult::kNoDevice
+                                                     : CudaCountResult::kOtherError;
+  return InterpretGpuProbe(r, n, cuda::Describe(e), driver, runtime);
 }
 
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(

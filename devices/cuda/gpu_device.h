@@ -67,8 +67,12 @@ class GpuDevice final : public Device {
   // After a kernel's launches: a launch error names `what`; with PF_SYNC_KERNELS=1 the compute
   // stream is synchronised so an asynchronous error names the kernel that caused it.
   Status CheckLaunch(const std::string& what) const;
-  // Runs `fn` on this device's callback thread once `stream`'s work so far is done.
-  Status ThenExecute(GpuStream stream, std::function<void()> fn);
+  // Runs `fn` on this device's callback thread once `stream`'s work so far is done, with the
+  // stream's error (a kernel's fault) if it has one: it always runs, exactly once.
+  Status ThenExecute(GpuStream stream, std::function<void(Status)> fn);
+  // Whether the calling thread is a GPU callback thread: code there must never block on GPU
+  // work, which may need that thread to finish.
+  static bool OnCallbackThread();
   // `waiter` (a stream of this GPU) waits, on the GPU and not the host, for the work enqueued
   // so far on `signaler`, a stream of `signaler_gpu` (this GPU or another). Leaves this GPU
   // current.

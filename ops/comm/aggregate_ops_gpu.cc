@@ -4,6 +4,9 @@
 // and all-reduces the packed buffers with one grouped NCCL call (one rank per physical GPU),
 // or, when logical devices share a GPU, reduces on the first device and copies back.
 #include <atomic>
+#include <latch>
+#include <memory>
+#include <mutex>
 
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/copy_registry.h"
@@ -17,6 +20,43 @@
 
 namespace pf {
 namespace {
+
+struct CopyJob {
+  Tensor tensor;
+  Device* src;
+  Device* dst;
+};
+
+// Starts every copy, then waits for all of them (they overlap); the first error wins. The
+// state is shared with the callbacks, so it outlives the last one even after the wait returns.
+StatusOr<std::vector<Tensor>> CopyAll(const std::vector<CopyJob>& jobs) {
+  struct State {
+    explicit State(size_t n) : out(n), pending(static_cast<std::ptrdiff_t>(n)) {}
+    std::vector<Tensor> out;
+    std::latch pending;
+    std::mutex mu;
+    Status first_error;
+  };
+  auto st = std::make_shared<State>(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    CopyRegistry::Global()->CopyAsync(jobs[j].tensor, jobs[j].src, jobs[j].dst,
+                                      [st, j](StatusOr<Tensor> copy) {
+                                        {
+                                          std::lock_guard<std::mutex> lock(st->mu);
+                                          if (copy.ok()) {
+                                            st->out[j] = std::move(copy).value();
+                                          } else if (st->first_error.ok()) {
+                                            st->first_error = copy.status();
+                                          }
+                                        }
+                                        st->pending.count_down();
+                                      });
+  }
+  st->pending.wait();
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!st->first_error.ok()) return st->first_error;
+  return std::move(st->out);
+}
 
 template <typename T>
 class WeightedMeanGpuOp : public GpuOpKernel {
@@ -96,32 +136,49 @@ class AllReduceGpuOp : public AllReduceKernel {
   }
 
   // Logical devices of one GPU (NCCL needs distinct GPUs): gather to the first, sum, share back.
+  // Runs on a pool thread (ComputeAsync below): it waits for copies, which a GPU callback
+  // thread may have to finish.
   Status ReduceOnFirst(std::vector<CollectiveTable::Participant>& all,
                        const std::vector<GpuDevice*>& gpus,
                        const std::vector<double>& scale) const {
+    if (GpuDevice::OnCallbackThread()) {
+      return errors::Internal(name(), ": reduction on a GPU callback thread would deadlock");
+    }
     OpKernelContext* first = all[0].ctx;
-    PF_RETURN_IF_ERROR(gpus[0]->Activate());
-    for (int k = 0; k < first->num_outputs(); ++k) {
-      std::vector<Tensor> on_first;
-      std::vector<const T*> values;
-      for (size_t i = 0; i < all.size(); ++i) {
-        const Tensor& in = all[i].ctx->input(k);
-        PF_ASSIGN_OR_RETURN(Tensor t, i == 0 ? StatusOr<Tensor>(in)
-                                             : CopyRegistry::Global()->Copy(in, gpus[i], gpus[0]));
-        on_first.push_back(t);
-        values.push_back(t.data<T>());
-      }
+    const int n = first->num_outputs();
+    std::vector<CopyJob> gather;
+    for (int k = 0; k < n; ++k) {
+      for (size_t i = 1; i < all.size(); ++i)
+        gather.push_back({all[i].ctx->input(k), gpus[i], gpus[0]});
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<Tensor> gathered, CopyAll(gather));
+    std::vector<CopyJob> share;
+    for (int k = 0; k < n; ++k) {
+      std::vector<const T*> values = {first->input(k).data<T>()};
+      for (size_t i = 1; i < all.size(); ++i)
+        values.push_back(gathered[k * (all.size() - 1) + i - 1].data<T>());
       PF_ASSIGN_OR_RETURN(Tensor * out, first->AllocateOutput(k));
       PF_RETURN_IF_ERROR(gpus[0]->Activate());
       gpu::WeightedSum<T>(values.data(), scale.data(), static_cast<int>(values.size()),
                           out->data<T>(), out->num_elements(), gpus[0]->compute_stream());
       PF_RETURN_IF_ERROR(gpus[0]->CheckLaunch(name()));
+      for (size_t i = 1; i < all.size(); ++i) share.push_back({*out, gpus[0], gpus[i]});
+    }
+    PF_ASSIGN_OR_RETURN(std::vector<Tensor> shared, CopyAll(share));
+    for (int k = 0; k < n; ++k) {
       for (size_t i = 1; i < all.size(); ++i) {
-        PF_ASSIGN_OR_RETURN(Tensor copy, CopyRegistry::Global()->Copy(*out, gpus[0], gpus[i]));
-        PF_RETURN_IF_ERROR(all[i].ctx->SetOutput(k, std::move(copy)));
+        PF_RETURN_IF_ERROR(
+            all[i].ctx->SetOutput(k, std::move(shared[k * (all.size() - 1) + i - 1])));
       }
     }
     return Status::OK();
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, std::function<void(Status)> done) override {
+    if (!GpuDevice::OnCallbackThread()) return AllReduceKernel::ComputeAsync(ctx, std::move(done));
+    IntraOpPool(ctx)->Schedule([this, ctx, done = std::move(done)]() mutable {
+      AllReduceKernel::ComputeAsync(ctx, std::move(done));
+    });
   }
 
   void LogOnce(const std::vector<GpuDevice*>& gpus) const {

@@ -14,12 +14,21 @@ __global__ void ScaleKernel(const T* x, T scale, const T* scale_dev, T* out, int
   PF_GRID_LOOP(i, n) { out[i] = s * x[i]; }
 }
 
-// x * scale for BroadcastScaled (which reads only the first operand).
+// out[i] = scale * a[broadcast offset of i]: reads only `a` (a binary launch with `a` passed
+// twice would index the second operand by the output's shape, past `a`'s end, which the
+// compiler only hides by dropping the unused load).
 template <typename T>
-struct ScaleFirst {
-  T scale;
-  __device__ T operator()(T x, T) const { return x * scale; }
-};
+__global__ void BroadcastScaledKernel(const T* a, T scale, T* out, int64_t n, BroadcastDims d) {
+  PF_GRID_LOOP(i, n) {
+    int64_t oa = i, unused;
+    if (d.a_scalar) {
+      oa = 0;
+    } else if (!d.same_shape && !d.b_scalar) {
+      elementwise_internal::Offsets(d, i, &oa, &unused);
+    }
+    out[i] = a[oa] * scale;
+  }
+}
 
 }  // namespace
 
@@ -30,7 +39,7 @@ void Scale(const T* x, T scale, const T* scale_dev, T* out, int64_t n, Stream s)
 
 template <typename T>
 void BroadcastScaled(const T* a, T scale, T* out, int64_t n, const BroadcastDims& d, Stream s) {
-  elementwise_internal::LaunchBinary(ScaleFirst<T>{scale}, a, a, out, n, d, s);
+  if (n > 0) BroadcastScaledKernel<<<Blocks(n), kThreads, 0, s>>>(a, scale, out, n, d);
 }
 
 // The (formula, type) pairs cwise_ops_gpu.cc registers; also used by other families (AssignAdd

@@ -69,5 +69,65 @@ TEST_CASE("GPU planning: bad options are clear errors", "[devices]") {
   CHECK(plain.devices().devices().size() == 1);
 }
 
+TEST_CASE("GPU probe: only 'no device' or 'no driver' means no GPU; an old driver is an error",
+          "[devices][probe]") {
+  GpuProbe ok = InterpretGpuProbe(CudaCountResult::kOk, 2, "", 13000, 13000);
+  CHECK(ok.status.ok());
+  CHECK(ok.count == 2);
+  GpuProbe none = InterpretGpuProbe(CudaCountResult::kNoDevice, 0,
+                                    "no CUDA-capable device is "
+                                    "detected (cudaErrorNoDevice)",
+                                    13000, 13000);
+  CHECK(none.status.ok());
+  CHECK(none.count == 0);
+  // No driver at all: cudaDriverGetVersion reports 0 (this machine, CI).
+  GpuProbe no_driver = InterpretGpuProbe(CudaCountResult::kOtherError, 0,
+                                         "CUDA driver version is insufficient for CUDA runtime "
+                                         "version (cudaErrorInsufficientDriver)",
+                                         0, 13000);
+  CHECK(no_driver.status.ok());
+  CHECK(no_driver.count == 0);
+  // An R535 driver (CUDA 12.2) under a CUDA 13 runtime: GPUs exist but cannot be used.
+  GpuProbe old = InterpretGpuProbe(CudaCountResult::kOtherError, 0,
+                                   "CUDA driver version is insufficient for CUDA runtime version "
+                                   "(cudaErrorInsufficientDriver)",
+                                   12020, 13000);
+  REQUIRE_FALSE(old.status.ok());
+  CHECK(old.count == 0);
+  CHECK_THAT(old.status.message(), Contains("cudaErrorInsufficientDriver"));
+  CHECK_THAT(old.status.message(), Contains("driver supports CUDA 12.2, runtime CUDA 13.0"));
+  CHECK_THAT(old.status.message(), Contains("driver of branch R580 or newer"));
+  CHECK_THAT(old.status.message(), Contains("cuda-compat-13"));
+  // Another failure with a recent enough driver: still an error, without the driver advice.
+  GpuProbe broken =
+      InterpretGpuProbe(CudaCountResult::kOtherError, 0,
+                        "initialization error (cudaErrorInitializationError)", 13000, 13000);
+  REQUIRE_FALSE(broken.status.ok());
+  CHECK_THAT(broken.status.message(), Contains("cudaErrorInitializationError"));
+  CHECK_THAT(broken.status.message(), !Contains("R580"));
+  // This machine's probe (no GPU on CI) is never an error.
+  if (!BuiltWithCuda()) CHECK(ProbeGpus().status.ok());
+}
+
+TEST_CASE("PF_FORCE_GPU_ALLOW_GROWTH overrides allow_growth; bad values are ignored", "[devices]") {
+  const char* saved = std::getenv("PF_FORCE_GPU_ALLOW_GROWTH");
+  const std::string restore = saved ? saved : "";
+  unsetenv("PF_FORCE_GPU_ALLOW_GROWTH");
+  CHECK(AllowGrowthFromEnv(false) == false);
+  CHECK(AllowGrowthFromEnv(true) == true);
+  setenv("PF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
+  CHECK(AllowGrowthFromEnv(false) == true);
+  setenv("PF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
+  CHECK(AllowGrowthFromEnv(true) == false);
+  setenv("PF_FORCE_GPU_ALLOW_GROWTH", "yes please", 1);
+  CHECK(AllowGrowthFromEnv(false) == false);
+  CHECK(AllowGrowthFromEnv(true) == true);
+  if (saved) {
+    setenv("PF_FORCE_GPU_ALLOW_GROWTH", restore.c_str(), 1);
+  } else {
+    unsetenv("PF_FORCE_GPU_ALLOW_GROWTH");
+  }
+}
+
 }  // namespace
 }  // namespace pf

@@ -74,9 +74,12 @@ inline Tensor RunOne(Graph& g, Output fetch, const FeedDict& feeds = {}) {
 }
 
 // GPU tests ([gpu]) report themselves skipped without a GPU: exit code 4 under ctest (the gpu
-// label's SKIP_RETURN_CODE, with PF_GPU_TEST_SKIP_CODE set), a warning when run by hand.
+// label's SKIP_RETURN_CODE, with PF_GPU_TEST_SKIP_CODE set), a warning when run by hand. GPUs
+// that exist but cannot be used (a driver older than the runtime) fail the test instead.
 inline bool SkipWithoutGpu() {
-  if (CudaDeviceCount() > 0) return false;
+  const GpuProbe& probe = ProbeGpus();
+  if (!probe.status.ok()) FAIL(probe.status.message());
+  if (probe.count > 0) return false;
   std::printf("SKIPPED: no GPU visible (CUDA build: %s)\n", BuiltWithCuda() ? "yes" : "no");
   std::fflush(stdout);
   if (std::getenv("PF_GPU_TEST_SKIP_CODE") != nullptr) std::exit(4);
