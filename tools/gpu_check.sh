@@ -60,6 +60,10 @@ gpu_tests() {
   (cd "$build" && ctest -L gpu -j 1 --output-on-failure --timeout 600)
   local rc=$?
   grep -E "tests passed|Skipped|Failed|\*\*\*" "$out/test.log" | tail -n 40 >"$out/test-summary.txt" || true
+  if grep -q "\*\*\*Skipped" "$out/test.log"; then
+    echo "FAILED: GPU tests were skipped on a machine that should have a GPU"
+    return 1
+  fi
   return $rc
 }
 
@@ -80,6 +84,10 @@ sanitize() {
 bench() {
   "$build/tools/pf-bench" gpu_info mlp_seed000_step_gpu gpu_copy_bandwidth gpu_matmul_math || return 1
   python3 tools/bench/compare_torch_gpu.py "$build/tools/pf-bench"
+  if "$build/tools/pf-bench" gpu_info | grep -q "count=0"; then
+    echo "FAILED: no usable GPU, so every GPU figure above is skipped"
+    return 1
+  fi
 }
 
 for s in "${steps[@]}"; do
