@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 
 #include "placeflow/core/timer.h"
@@ -335,6 +336,45 @@ uint64_t TraceThreadId() {
   thread_local uint64_t id = next.fetch_add(1);
   return id;
 }
+
+// A trampoline for completions. An asynchronous node may finish on the stack of the node that
+// caused it: a _Send hands its value to a waiting _Recv, whose completion runs the next nodes
+// inline, whose _Send finishes the next _Recv, ... A long cross-device chain would recurse
+// once per hop and overflow the stack. So a completion arriving while this thread is already
+// inside Process is queued, and the outermost Process on the thread runs the queue when its
+// own loop ends. Completions from other threads (GPU callbacks, RPCs) run at once.
+thread_local int t_process_depth = 0;
+thread_local std::deque<std::function<void()>>* t_deferred = nullptr;
+
+class ProcessScope {
+ public:
+  ProcessScope() {
+    if (t_process_depth++ == 0) t_deferred = &queue_;
+  }
+  ~ProcessScope() {
+    if (t_process_depth == 1) {
+      while (!queue_.empty()) {  // runs at depth 1: what these queue lands here too
+        std::function<void()> fn = std::move(queue_.front());
+        queue_.pop_front();
+        fn();
+      }
+      t_deferred = nullptr;
+    }
+    --t_process_depth;
+  }
+
+ private:
+  std::deque<std::function<void()>> queue_;
+};
+
+// Runs `fn` now, or after the current Process on this thread when called inside one.
+void RunCompletion(std::function<void()> fn) {
+  if (t_process_depth > 0) {
+    t_deferred->push_back(std::move(fn));
+    return;
+  }
+  fn();
+}
 }  // namespace
 
 // State of an asynchronous node while it waits (its context must outlive ComputeAsync).
@@ -362,9 +402,11 @@ void Executor::StartAsync(Step* step, int id) const {
   if (!state->shapes.empty()) state->params.output_shapes = state->shapes.data();
   state->ctx = std::make_unique<OpKernelContext>(state->params);
   it.kernel->ComputeAsync(state->ctx.get(), [this, step, id, state](Status done_status) {
-    std::deque<int> ready;
-    Complete(step, id, done_status, &state->outputs, state->t0, &ready);
-    if (!ready.empty()) Process(step, std::move(ready));
+    RunCompletion([this, step, id, state, done_status] {
+      std::deque<int> ready;
+      Complete(step, id, done_status, &state->outputs, state->t0, &ready);
+      if (!ready.empty()) Process(step, std::move(ready));
+    });
   });
 }
 
@@ -437,6 +479,7 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
 }
 
 void Executor::Process(Step* step, std::deque<int> inline_ready) const {
+  ProcessScope scope;
   const Layout& l = *layout_;
   std::vector<Tensor> outputs;
   std::vector<Shape> runtime_shapes;

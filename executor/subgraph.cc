@@ -40,10 +40,11 @@ Status CheckCollectivesComplete(const std::vector<Node*>& nodes) {
 // variable, an op that updates one in place (it returns its reference input 0, as TensorFlow's
 // Ref(T) outputs do), or either seen through ops that forward their input's buffer.
 bool MayAliasVariable(const Output& o) {
-  const Node* n = o.node;
-  if (n->op_def().is_variable()) return true;
-  return n->num_inputs() > 0 && (n->IsRefInput(0) || n->op_def().forwards_input()) &&
-         MayAliasVariable(n->input(0));
+  // A loop, not recursion: a chain of 100,000 Identity nodes must not overflow the stack.
+  for (const Node* n = o.node;; n = n->input(0).node) {
+    if (n->op_def().is_variable()) return true;
+    if (n->num_inputs() == 0 || !(n->IsRefInput(0) || n->op_def().forwards_input())) return false;
+  }
 }
 
 // Nodes needed for the fetches and targets, not walking into fed tensors.
