@@ -353,6 +353,23 @@ std::vector<Tensor> Session::Run(const FeedDict& feeds, const std::vector<Output
   return out;
 }
 
+std::vector<Tensor> Session::Run(const FeedDict& feeds, std::initializer_list<Fetch> fetches) {
+  std::vector<Output> outputs;
+  std::vector<Operation> targets;
+  for (const Fetch& f : fetches) {
+    if (f.target.node != nullptr) {
+      targets.push_back(f.target);
+    } else {
+      outputs.push_back(f.output);
+    }
+  }
+  std::vector<Tensor> values = Run(feeds, outputs, targets), out;
+  size_t next = 0;
+  for (const Fetch& f : fetches)
+    out.push_back(f.target.node != nullptr ? Tensor() : values[next++]);
+  return out;
+}
+
 std::vector<Tensor> Session::Run(const RunOptions& run_options, const FeedDict& feeds,
                                  const std::vector<Output>& fetches,
                                  const std::vector<Operation>& targets, RunMetadata* metadata) {

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,16 @@ struct SessionOptions {
 
 using FeedDict = std::vector<std::pair<Output, Tensor>>;
 
+// One entry of a mixed fetch list (TensorFlow's sess.run([train_op, loss])): a tensor to fetch,
+// or an operation to run as a target.
+struct Fetch {
+  Fetch(const Output& o) : output(o) {}       // NOLINT: a tensor fetches its value
+  Fetch(const Operation& op) : target(op) {}  // NOLINT: an operation runs, giving no value
+  Fetch(Node* n) : output(n) {}               // NOLINT: as Output does
+  Output output;
+  Operation target;
+};
+
 // A session whose steps run somewhere else. The cluster runtime registers one for "grpc://"
 // targets; Session checks each request, then hands it to the backend.
 class SessionBackend {
@@ -101,6 +112,11 @@ class Session {
   std::vector<Tensor> Run(const FeedDict& feeds, const std::vector<Output>& fetches,
                           const std::vector<Operation>& targets = {});
   std::vector<Tensor> Run(const std::vector<Output>& fetches) { return Run({}, fetches, {}); }
+  // A mixed list, as TensorFlow's sess.run([train_op, loss], feed_dict): tensors are fetched,
+  // operations run as targets and give an empty Tensor at their place (TF's None).
+  //   auto r = sess.Run({{x, batch}}, {train_op, loss});   // r[1] is the loss
+  std::vector<Tensor> Run(const FeedDict& feeds, std::initializer_list<Fetch> fetches);
+  std::vector<Tensor> Run(std::initializer_list<Fetch> fetches) { return Run({}, fetches); }
   Status RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
                        const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
                        const RunOptions& run_options = {}, RunMetadata* metadata = nullptr);

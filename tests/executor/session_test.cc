@@ -122,6 +122,29 @@ TEST_CASE("Run returns fetches in order and reuses the prepared signature", "[ex
   CHECK(sess.DevicePlacement().at("MatMul") == "/job:localhost/replica:0/task:0/device:CPU:0");
 }
 
+TEST_CASE("Run takes TensorFlow's mixed list of operations and tensors", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {});
+  Variable v = GetVariable(root, "v", {},
+                           [](const Scope& s, const Shape&, DType) { return ops::Const(s, 10.f); });
+  Output loss = ops::Mul(root.WithOpName("loss"), v.value(), x);
+  Operation train_op = ops::AssignAdd(root.WithOpName("train"), v.ref(), ops::Const(root, 1.f));
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  // sess.run([train_op, loss], feed_dict={x: 2}) in TensorFlow.
+  std::vector<Tensor> r = sess.Run({{x, Tensor::FromVector<float>({2}, {})}}, {train_op, loss});
+  REQUIRE(r.size() == 2);
+  CHECK_FALSE(r[0].IsInitialized());  // an operation gives no value (TF's None)
+  const float l = r[1].scalar<float>();
+  CHECK((l == 20.f || l == 22.f));  // before or after the update: TF leaves the order open too
+  CHECK(sess.Run({v.value()})[0].scalar<float>() == 11.f);  // the operation ran
+  // Only tensors, only operations, and the one-argument form.
+  CHECK(sess.Run({{x, Tensor::FromVector<float>({3}, {})}}, {loss})[0].scalar<float>() == 33.f);
+  CHECK_FALSE(sess.Run({train_op})[0].IsInitialized());
+  CHECK(sess.Run({v.value(), train_op})[0].scalar<float>() >= 12.f);
+}
+
 TEST_CASE("Errors users hit: feeds, fetches, uninitialised variables", "[executor][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
