@@ -229,7 +229,7 @@ class MasterSession final : public SessionBackend {
             placement.device.at(fetches[i].node) != part.device)
           continue;
         pp->add_fetch(Output(partitions.copy_of.at(fetches[i].node), fetches[i].index).name());
-        pp->add_fetch_snapshot(MayAliasVariable(fetches[i]));
+        pp->add_fetch_snapshot(AliasedVariable(fetches[i]) != nullptr);
         tp.fetches.push_back(static_cast<int>(i));
       }
     }

@@ -32,7 +32,9 @@ struct Session::Prepared {
   Partitions partitions;  // owns the partition graphs the executors run
   std::vector<Part> parts;
   std::vector<int> fetch_from_feed;  // per session fetch: the feed that answers it, or -1
-  std::vector<bool> copy_fetch;      // fetches that may share a buffer with a variable
+  // Per session fetch that may share a buffer with a variable: that variable's name and device
+  // (its value is snapshotted under the variable's lock); {nullptr, ""} otherwise.
+  std::vector<std::pair<Device*, std::string>> fetch_variable;
 };
 
 namespace {
@@ -103,6 +105,11 @@ size_t Session::num_cached_signatures() const {
   return cache_.size();
 }
 
+int64_t Session::num_evicted_signatures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evicted_;
+}
+
 std::map<std::string, std::string> Session::DevicePlacement() const {
   if (backend_) return backend_->DevicePlacement();
   std::lock_guard<std::mutex> lock(mu_);
@@ -136,7 +143,10 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     const std::vector<Operation>& targets) {
   const std::string key = SignatureKey(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    recent_.splice(recent_.begin(), recent_, it->second.recent);
+    return it->second.prepared;
+  }
 
   std::vector<Output> feed_outputs;
   for (const auto& [o, t] : feeds) feed_outputs.push_back(o);
@@ -166,7 +176,13 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   for (const Output& f : fetches) {
     auto it = feed_index.find(f);
     prepared->fetch_from_feed.push_back(it == feed_index.end() ? -1 : it->second);
-    prepared->copy_fetch.push_back(MayAliasVariable(f));
+    const Node* var = AliasedVariable(f);
+    auto where = var ? placement.device.find(var) : placement.device.end();
+    if (where == placement.device.end()) {  // no variable, or fed: nothing to snapshot
+      prepared->fetch_variable.emplace_back(nullptr, std::string());
+    } else {
+      prepared->fetch_variable.emplace_back(where->second, var->name());
+    }
   }
   for (Partitions::Part& part : prepared->partitions.parts) {
     ExecutorSpec es;
@@ -190,7 +206,15 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     PF_ASSIGN_OR_RETURN(p.executor, Executor::Create(es, kernels));
     prepared->parts.push_back(std::move(p));
   }
-  cache_[key] = prepared;
+  recent_.push_front(key);
+  cache_[key] = CacheEntry{prepared, recent_.begin()};
+  // A step still running an evicted signature keeps it alive through its shared_ptr.
+  const size_t limit = static_cast<size_t>(std::max(0, options_.max_cached_signatures));
+  while (limit > 0 && cache_.size() > limit) {
+    cache_.erase(recent_.back());
+    recent_.pop_back();
+    ++evicted_;
+  }
   return std::shared_ptr<const Prepared>(prepared);
 }
 
@@ -338,10 +362,15 @@ Status Session::CollectFetches(const Prepared& prepared, const FeedDict& feeds,
     if (prepared.fetch_from_feed[i] >= 0) (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
   }
   // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
-  // step updates in place.
+  // step updates in place. The copy holds the variable's lock, which its updates (Assign*,
+  // Apply*) take too: a step training concurrently cannot tear it.
   for (size_t i = 0; i < outputs->size(); ++i) {
-    if (prepared.copy_fetch[i] && !copied[i] && (*outputs)[i].IsInitialized())
-      (*outputs)[i] = (*outputs)[i].Clone();
+    const auto& [device, var_name] = prepared.fetch_variable[i];
+    if (device == nullptr || copied[i] || !(*outputs)[i].IsInitialized()) continue;
+    VarState* var = device->resource_mgr()->LookupVar(var_name);
+    std::unique_lock<std::mutex> lock;
+    if (var != nullptr) lock = std::unique_lock<std::mutex>(var->mu);
+    (*outputs)[i] = (*outputs)[i].Clone();
   }
   return Status::OK();
 }

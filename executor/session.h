@@ -17,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <initializer_list>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,9 @@ struct SessionOptions {
   // Threads that work on a step, the calling thread included (inter- and intra-op share
   // them). 0: the process-wide pool (PF_NUM_THREADS or one per core) plus the caller.
   int num_threads = 0;
+  // Prepared (pruned, placed, partitioned) signatures kept for reuse; the least recently used
+  // beyond this are dropped (and rebuilt if called again). 0: no limit.
+  int max_cached_signatures = 256;
 };
 
 using FeedDict = std::vector<std::pair<Output, Tensor>>;
@@ -133,8 +137,9 @@ class Session {
   std::map<std::string, std::string> DevicePlacement() const;
   const DeviceSet& devices() const { return backend_ ? backend_->devices() : devices_; }
   Graph& graph() const { return graph_; }
-  // Number of prepared (cached) signatures.
+  // Number of prepared (cached) signatures, and how many were dropped as least recently used.
   size_t num_cached_signatures() const;
+  int64_t num_evicted_signatures() const;
 
  private:
   struct Prepared;
@@ -164,7 +169,13 @@ class Session {
   ThreadPool* pool_;
   DeviceSet devices_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const Prepared>> cache_;
+  struct CacheEntry {
+    std::shared_ptr<const Prepared> prepared;
+    std::list<std::string>::iterator recent;  // its place in recent_
+  };
+  std::unordered_map<std::string, CacheEntry> cache_;
+  std::list<std::string> recent_;  // signature keys, most recently used first
+  int64_t evicted_ = 0;
   std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};

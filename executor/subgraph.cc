@@ -36,14 +36,14 @@ Status CheckCollectivesComplete(const std::vector<Node*>& nodes) {
   return Status::OK();
 }
 
-// True when `o` may be a view of a variable's buffer (which later steps update in place): a
-// variable, an op that updates one in place (it returns its reference input 0, as TensorFlow's
-// Ref(T) outputs do), or either seen through ops that forward their input's buffer.
-bool MayAliasVariable(const Output& o) {
+// The variable whose buffer `o` may view (later steps update it in place): a variable, an op
+// that updates one in place (it returns its reference input 0, as TensorFlow's Ref(T) outputs
+// do), or either seen through ops that forward their input's buffer.
+const Node* AliasedVariable(const Output& o) {
   // A loop, not recursion: a chain of 100,000 Identity nodes must not overflow the stack.
   for (const Node* n = o.node;; n = n->input(0).node) {
-    if (n->op_def().is_variable()) return true;
-    if (n->num_inputs() == 0 || !(n->IsRefInput(0) || n->op_def().forwards_input())) return false;
+    if (n->op_def().is_variable()) return n;
+    if (n->num_inputs() == 0 || !(n->IsRefInput(0) || n->op_def().forwards_input())) return nullptr;
   }
 }
 

@@ -30,8 +30,10 @@ std::string SignatureKey(const FeedDict& feeds, const std::vector<Output>& fetch
 // A collective whose participants are not all in this call would wait forever.
 Status CheckCollectivesComplete(const std::vector<Node*>& nodes);
 
-// True when `o` may be a view of a variable's buffer (a later step updates it in place).
-bool MayAliasVariable(const Output& o);
+// The variable whose buffer `o` may be a view of (a later step updates it in place): a
+// variable, an op that updates one in place, either seen through ops that forward their
+// input's buffer. nullptr when none.
+const Node* AliasedVariable(const Output& o);
 
 // Whether a feed entering a partition on `d` through `arg` (an _Arg node) is used in host
 // memory: always on a device whose memory is the host's, else only when every consumer reads it

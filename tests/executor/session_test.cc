@@ -145,6 +145,74 @@ TEST_CASE("Run takes TensorFlow's mixed list of operations and tensors", "[execu
   CHECK(sess.Run({v.value(), train_op})[0].scalar<float>() >= 12.f);
 }
 
+TEST_CASE("Prepared signatures are bounded: the least recently used are dropped", "[executor]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  std::vector<Output> outs;
+  for (int i = 0; i < 6; ++i) outs.push_back(ops::Const(root, static_cast<float>(i)));
+  SessionOptions o;
+  o.max_cached_signatures = 3;
+  Session sess(g, o);
+  auto run = [&](int i) { CHECK(sess.Run({outs[i]})[0].scalar<float>() == i); };
+  run(0), run(1), run(2);
+  CHECK(sess.num_cached_signatures() == 3);
+  CHECK(sess.num_evicted_signatures() == 0);
+  run(0);  // a hit: 0 becomes the most recent, 1 the least
+  CHECK(sess.num_evicted_signatures() == 0);
+  run(3);  // drops 1
+  CHECK(sess.num_cached_signatures() == 3);
+  CHECK(sess.num_evicted_signatures() == 1);
+  run(0), run(2), run(3);  // all still cached
+  CHECK(sess.num_evicted_signatures() == 1);
+  run(1);  // rebuilt, drops 0 (least recent now)
+  CHECK(sess.num_evicted_signatures() == 2);
+  // The default bound holds over many signatures (TF-style code building fetch lists in a loop).
+  Session many(g);
+  for (int i = 0; i < 300; ++i) {
+    std::vector<Output> fetch;
+    for (int b = 0; b < 6; ++b) {
+      if ((i >> b) & 1) fetch.push_back(outs[b]);
+    }
+    fetch.push_back(outs[i % 6]);
+    many.Run(fetch);
+  }
+  CHECK(many.num_cached_signatures() <= 256);
+}
+
+TEST_CASE("Fetching a variable while another thread trains it never reads a torn value",
+          "[executor][threads]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const int64_t n = 1 << 20;
+  Variable v = GetVariable(root, "v", {n}, [](const Scope& s, const Shape& shape, DType) {
+    return ops::Const(s, Tensor(DT_FLOAT, shape));  // zeros
+  });
+  Output step = ops::AssignAdd(root, v.ref(), ops::OnesLike(root, v.value()));
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  std::atomic<bool> done{false};
+  std::thread trainer([&] {
+    for (int i = 0; i < 100; ++i) sess.Run({}, {}, {step});
+    done = true;
+  });
+  int torn = 0, reads = 0;
+  while (!done || reads == 0) {
+    Tensor t = sess.Run({v.value()})[0];
+    const float* p = t.data<float>();
+    for (int64_t i = 1; i < n; ++i) {
+      if (p[i] != p[0]) {
+        ++torn;
+        break;
+      }
+    }
+    ++reads;
+  }
+  trainer.join();
+  INFO(reads << " snapshots");
+  CHECK(torn == 0);
+  CHECK(sess.Run({v.value()})[0].data<float>()[n - 1] == 100.f);
+}
+
 TEST_CASE("Errors users hit: feeds, fetches, uninitialised variables", "[executor][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
