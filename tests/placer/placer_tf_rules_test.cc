@@ -112,6 +112,12 @@ TEST_CASE("Colocation without a common device type names the two nodes; soft pla
   CHECK_THAT(log.Text(),
              Contains("Ignoring request to colocate node 'foo' with nodes in colocation "
                       "group 'in' because soft placement is on"));
+  // strict_placement: a dropped colocation is a fallback, so an error.
+  auto strict_soft =
+      Place(g.nodes(), devices, {.allow_soft_placement = true, .strict_placement = true});
+  REQUIRE_FALSE(strict_soft.ok());
+  CHECK_THAT(strict_soft.status().message(),
+             Contains("Cannot colocate nodes {{colocation_node foo}}"));
 }
 
 TEST_CASE("A reference edge beats the consumer's explicit request, without soft placement",
@@ -272,6 +278,17 @@ TEST_CASE("A group asked on a task without every needed device type", "[placer]"
   CHECK_THAT(m, Contains("\nTestVariableGPU: FAKE_GPU\n"));
   CHECK_THAT(m, Contains("\nTestAssign: FAKE_GPU CPU\n"));
   CHECK_THAT(m, Contains("\n  assign (TestAssign) /job:b/task:0\n"));
+  // Our text when the request has no device type (TensorFlow's ends at "because").
+  Graph g2;
+  Scope r2 = Scope::Root(&g2);
+  Source(r2.WithOpName("lone").WithDevice("/job:b"), "TestVariableGPU");
+  auto lone = Place(g2.nodes(), devices, {});
+  REQUIRE_FALSE(lone.ok());
+  CHECK_THAT(
+      lone.status().message(),
+      Contains("Cannot assign a device for operation lone: Could not satisfy explicit device "
+               "specification '/job:b' because no device of that specification has a "
+               "kernel for every op of the group."));
   // Soft placement keeps the job and task, and says why that found nothing either.
   auto soft = Place(g.nodes(), devices, {.allow_soft_placement = true});
   REQUIRE_FALSE(soft.ok());
