@@ -19,7 +19,7 @@ bool HasPriorities(const TypePriorities& types) {
   return std::any_of(types.begin(), types.end(), [](const auto& t) { return t.second != 0; });
 }
 
-// The device types of both lists; nullopt-like empty result when none. Priorities as
+// The device types in both lists (empty when none), ordered with priorities as
 // TensorFlow merges them: a side with kernel priorities wins over one without; two sides that
 // order the common types differently fall back to the device types' own order.
 TypePriorities IntersectTypes(const TypePriorities& a, const TypePriorities& b,
