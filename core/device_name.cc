@@ -11,24 +11,8 @@ bool ConsumePrefix(std::string_view* s, std::string_view prefix) {
   return true;
 }
 
-// [a-z][a-z0-9_]*
-bool ConsumeJobName(std::string_view* s, std::string* out) {
-  if (s->empty() || !std::islower(static_cast<unsigned char>((*s)[0]))) return false;
-  size_t n = 1;
-  while (n < s->size()) {
-    char c = (*s)[n];
-    if (!(std::islower(static_cast<unsigned char>(c)) ||
-          std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
-      break;
-    ++n;
-  }
-  *out = std::string(s->substr(0, n));
-  s->remove_prefix(n);
-  return true;
-}
-
-// [A-Za-z][A-Za-z0-9_]*
-bool ConsumeDeviceType(std::string_view* s, std::string* out) {
+// [A-Za-z][A-Za-z0-9_]*: TensorFlow's rule for job names ("/job:Worker_1") and device types.
+bool ConsumeName(std::string_view* s, std::string* out) {
   if (s->empty() || !std::isalpha(static_cast<unsigned char>((*s)[0]))) return false;
   size_t n = 1;
   while (n < s->size()) {
@@ -75,12 +59,11 @@ bool DeviceName::Parse(std::string_view text, DeviceName* out) {
   bool ok = true;
   while (!s.empty() && ok) {
     bool progress = false;
-    ParseField(&s, "/job:", &out->has_job, &out->job, ConsumeJobName, &progress, &ok);
+    ParseField(&s, "/job:", &out->has_job, &out->job, ConsumeName, &progress, &ok);
     if (ok)
       ParseField(&s, "/replica:", &out->has_replica, &out->replica, ConsumeNumber, &progress, &ok);
     if (ok) ParseField(&s, "/task:", &out->has_task, &out->task, ConsumeNumber, &progress, &ok);
-    if (ok &&
-        ParseField(&s, "/device:", &out->has_type, &out->type, ConsumeDeviceType, &progress, &ok) &&
+    if (ok && ParseField(&s, "/device:", &out->has_type, &out->type, ConsumeName, &progress, &ok) &&
         ok) {
       if (ConsumePrefix(&s, ":")) {
         out->has_id = !ConsumePrefix(&s, "*");

@@ -22,4 +22,16 @@ void SetLogLevel(std::string_view level) {
   Logger().set_level(spdlog::level::from_str(std::string(level)));
 }
 
+void LogRequested(std::string_view text) {
+  spdlog::logger& logger = Logger();
+  if (logger.level() == spdlog::level::off) return;
+  spdlog::details::log_msg msg(logger.name(), spdlog::level::info,
+                               spdlog::string_view_t(text.data(), text.size()));
+  for (const auto& sink : logger.sinks()) {
+    if (!sink->should_log(spdlog::level::info)) continue;
+    sink->log(msg);
+    sink->flush();
+  }
+}
+
 }  // namespace pf

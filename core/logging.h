@@ -13,6 +13,10 @@ namespace pf {
 
 spdlog::logger& Logger();
 void SetLogLevel(std::string_view level);
+// Writes `text` as one info record through the logger's sinks (stderr) even when the level is
+// above info: output the user asked for (log_device_placement), which TensorFlow writes with
+// LOG(INFO) at its default level. Nothing when the level is off.
+void LogRequested(std::string_view text);
 
 }  // namespace pf
 

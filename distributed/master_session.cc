@@ -173,7 +173,7 @@ class MasterSession final : public SessionBackend {
     default_task_.has_job = default_task_.has_replica = default_task_.has_task = true;
     default_task_.job = resp.job();
     default_task_.task = resp.task();
-    if (options_.log_device_placement) PrintToStdout(DeviceMappingText(devices_));
+    if (options_.log_device_placement) LogDeviceMapping(devices_);
     return Status::OK();
   }
 
@@ -202,7 +202,7 @@ class MasterSession final : public SessionBackend {
     PF_ASSIGN_OR_RETURN(Partitions partitions, Partition(nodes, placement.device, fed));
     PF_RETURN_IF_ERROR(AnnotateCrossTaskCollectives(nodes, placement, &partitions));
     if (options_.log_device_placement) {
-      PrintToStdout(PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_));
+      EmitPlacementLog(PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_));
     }
     for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
 

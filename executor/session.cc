@@ -94,7 +94,7 @@ Session::Session(Graph& graph, SessionOptions options)
   const int physical = gpu.max_count == 0 ? 0 : CudaDeviceCount();
   std::vector<GpuDevicePlan> plan = PlanGpuDevices(physical, gpu).ValueOrThrow();
   for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) devices_.Add(std::move(d));
-  if (options_.log_device_placement) PrintToStdout(DeviceMappingText(devices_));
+  if (options_.log_device_placement) LogDeviceMapping(devices_);
 }
 
 Session::~Session() = default;
@@ -164,7 +164,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
   PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
   if (options_.log_device_placement) {
-    PrintToStdout(
+    EmitPlacementLog(
         PlacementLogText(nodes, placement, prepared->partitions.send_recv_pairs, placement_));
   }
   for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();

@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "placeflow/core/logging.h"
 #include "placeflow/graph/kernel.h"
 #include "placeflow/graph/op_registry.h"
 
@@ -106,15 +107,16 @@ std::string DeviceMappingText(const DeviceSet& devices) {
   return text;
 }
 
-void PrintToStdout(const std::string& text) {
-  std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
+void LogDeviceMapping(const DeviceSet& devices) {
+  std::string text = DeviceMappingText(devices);
+  text.pop_back();  // the logger ends the record
+  LogRequested(text);
 }
 
-std::string PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,
-                             int send_recv_pairs,
-                             const std::map<std::string, std::string>& logged) {
-  std::string text;
+PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,
+                              int send_recv_pairs,
+                              const std::map<std::string, std::string>& logged) {
+  PlacementLog log;
   std::map<std::string, int> per_device;
   std::vector<const Node*> by_id(nodes.begin(), nodes.end());
   std::sort(by_id.begin(), by_id.end(),
@@ -123,15 +125,23 @@ std::string PlacementLogText(const std::vector<Node*>& nodes, const Placement& p
     const Device* d = placement.device.at(n);
     // One process: "CPU:0"; a cluster: the full name, as CPU:0 is on every task.
     ++per_device[d->parsed_name().job == "localhost" ? d->parsed_name().LocalName() : d->name()];
-    if (!logged.count(n->name())) text += PlacementLogLine(*n, *d) + "\n";
+    if (!logged.count(n->name())) log.node_lines += PlacementLogLine(*n, *d) + "\n";
   }
   std::vector<std::string> counts;
   for (const auto& [dev, count] : per_device)
     counts.push_back(fmt::format("{} nodes on {}", count, dev));
-  text += fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks\n",
-                      fmt::join(counts, ", "), send_recv_pairs, placement.fallbacks.size());
-  for (const std::string& line : placement.fallbacks) text += line + "\n";
-  return text;
+  log.summary = fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks",
+                            fmt::join(counts, ", "), send_recv_pairs, placement.fallbacks.size());
+  for (const std::string& line : placement.fallbacks) log.summary += "\n" + line;
+  return log;
+}
+
+void EmitPlacementLog(const PlacementLog& log) {
+  if (!log.node_lines.empty()) {
+    std::fputs(log.node_lines.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  LogRequested(log.summary);
 }
 
 }  // namespace pf

@@ -42,12 +42,20 @@ bool FeedStaysOnHost(const Node& arg, const Device& d);
 
 // "Device mapping:" and a line per device (TensorFlow's log_device_placement header).
 std::string DeviceMappingText(const DeviceSet& devices);
-// Writes a log block to stdout at once (the placement log goes there, as TensorFlow's does).
-void PrintToStdout(const std::string& text);
+// Writes the device mapping to stderr through the logger, as TensorFlow's LOG(INFO) does.
+void LogDeviceMapping(const DeviceSet& devices);
 
-// The placement log: a line per node not in `logged` (TensorFlow's format) and a summary with
-// the node count per device, the Send/Recv pairs and the soft fallbacks.
-std::string PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,
-                             int send_recv_pairs, const std::map<std::string, std::string>& logged);
+// The placement log, split where TensorFlow splits it: a line per node not in `logged`, in graph
+// order (TensorFlow's format, printed on stdout), and our summary (nodes per device, Send/Recv
+// pairs, soft fallbacks, then the fallback lines; logged on stderr).
+struct PlacementLog {
+  std::string node_lines;
+  std::string summary;
+};
+PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& placement,
+                              int send_recv_pairs,
+                              const std::map<std::string, std::string>& logged);
+// Node lines to stdout at once, the summary through the logger.
+void EmitPlacementLog(const PlacementLog& log);
 
 }  // namespace pf

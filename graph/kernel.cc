@@ -98,8 +98,19 @@ std::vector<const KernelDef*> KernelRegistry::KernelsForOp(std::string_view op) 
   return out;
 }
 
-Status KernelRegistry::NotFoundError(const Node& node,
-                                     const std::vector<std::string>& device_types) const {
+std::vector<std::pair<std::string, int>> KernelRegistry::PrioritizedTypes(
+    const Node& node, const std::vector<std::string>& device_types) const {
+  std::vector<std::pair<std::string, int>> out;
+  for (const std::string& t : device_types) {
+    if (const KernelDef* k = Find(node.op(), t, node.attrs())) out.emplace_back(t, k->priority());
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+std::string KernelRegistry::NoKernelMessage(const Node& node,
+                                            const std::vector<std::string>& device_types) const {
   std::vector<std::string> type_attrs;
   for (const auto& [name, value] : node.attrs()) {
     if (std::holds_alternative<DType>(value))
@@ -107,12 +118,12 @@ Status KernelRegistry::NotFoundError(const Node& node,
   }
   std::vector<std::string> registered;
   for (const KernelDef* k : KernelsForOp(node.op())) registered.push_back("  " + k->DebugString());
-  return errors::NotFound("No OpKernel was registered to support Op '", node.op(),
-                          "' used by {{node ", node.name(), "}} with these attrs: [",
-                          fmt::join(type_attrs, ", "), "]\n", "Registered devices: [",
-                          fmt::join(device_types, ", "), "]\n", "Registered kernels:\n",
-                          registered.empty() ? "  <no registered kernels>"
-                                             : fmt::format("{}", fmt::join(registered, "\n")));
+  return fmt::format(
+      "No OpKernel was registered to support Op '{}' used by {{{{node {}}}}} with these attrs: "
+      "[{}]\nRegistered devices: [{}]\nRegistered kernels:\n{}",
+      node.op(), node.name(), fmt::join(type_attrs, ", "), fmt::join(device_types, ", "),
+      registered.empty() ? "  <no registered kernels>"
+                         : fmt::format("{}", fmt::join(registered, "\n")));
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "placeflow/core/status.h"
@@ -139,6 +140,8 @@ class KernelDef {
     host_memory_args_.push_back(std::move(arg));
     return *this;
   }
+  // Among the device types with a kernel for a node, the placer prefers the one whose kernel
+  // has the highest priority over the device type's own order (TensorFlow's kernel priority).
   KernelDef& Priority(int p) {
     priority_ = p;
     return *this;
@@ -174,11 +177,19 @@ class KernelRegistry {
   bool Supports(const Node& node, std::string_view device_type) const {
     return Find(node.op(), device_type, node.attrs()) != nullptr;
   }
+  // The types of `device_types` (in their order of preference) with a kernel for `node`, each
+  // with its best kernel's priority, highest kernel priority first; ties keep the given order.
+  std::vector<std::pair<std::string, int>> PrioritizedTypes(
+      const Node& node, const std::vector<std::string>& device_types) const;
   std::vector<const KernelDef*> KernelsForOp(std::string_view op) const;
   // TensorFlow's text for a missing kernel:
   // "No OpKernel was registered to support Op 'X' used by {{node n}} with these attrs: [T=int32]
   //  Registered devices: [CPU]  Registered kernels: device='CPU'; T in [float]"
-  Status NotFoundError(const Node& node, const std::vector<std::string>& device_types) const;
+  std::string NoKernelMessage(const Node& node, const std::vector<std::string>& device_types) const;
+  // That text as NotFound: a kernel asked for at run time (the placer's is InvalidArgument).
+  Status NotFoundError(const Node& node, const std::vector<std::string>& device_types) const {
+    return errors::NotFound(NoKernelMessage(node, device_types));
+  }
   // Which inputs and outputs of `node` stay in host memory on `device_type` (per argument, list
   // arguments expanded); all false when no kernel declares HostMemory.
   void MemoryTypes(const Node& node, std::string_view device_type, std::vector<bool>* host_inputs,

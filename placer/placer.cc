@@ -3,61 +3,75 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <numeric>
 #include <unordered_set>
 
 #include "placeflow/core/logging.h"
 #include "placeflow/graph/op_registry.h"
+#include "placeflow/placer/placer_messages.h"
 
 namespace pf {
 namespace {
 
-class UnionFind {
- public:
-  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
-  int Find(int x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
-    return x;
-  }
-  void Union(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
-  }
+using placer_internal::GroupInfo;
+using placer_internal::TypePriorities;
 
- private:
-  std::vector<int> parent_;
-};
-
-std::string DebugGroup(const std::vector<const Node*>& members, const DeviceSet& devices,
-                       const KernelRegistry& registry) {
-  std::string s =
-      "Colocation Debug Info:\nColocation group had the following types and supported devices:";
-  for (const Node* n : members) {
-    std::vector<std::string> types;
-    for (const std::string& t : devices.DeviceTypes()) {
-      if (registry.Supports(*n, t)) types.push_back(t);
-    }
-    s += fmt::format("\n  {}: {} (requested '{}', supported device types: [{}])", n->name(),
-                     n->op(), n->requested_device(), fmt::join(types, ", "));
-  }
-  return s;
+bool HasPriorities(const TypePriorities& types) {
+  return std::any_of(types.begin(), types.end(), [](const auto& t) { return t.second != 0; });
 }
 
-// A colocation group: nodes placed together, members in node order.
-struct Group {
-  std::vector<const Node*> members;
-  DeviceName request;  // the members' requests, merged
-  const Node* first_requester = nullptr;
-  std::vector<std::string> supported;  // device types with a kernel for every member
-  Device* device = nullptr;
-  bool fell_back = false;  // soft placement gave up part of `request`
+// The device types in both lists (empty when none), ordered with priorities as
+// TensorFlow merges them: a side with kernel priorities wins over one without; two sides that
+// order the common types differently fall back to the device types' own order.
+TypePriorities IntersectTypes(const TypePriorities& a, const TypePriorities& b,
+                              const std::vector<std::string>& device_order) {
+  auto common = [](const TypePriorities& from, const TypePriorities& other) {
+    TypePriorities out;
+    for (const auto& t : from) {
+      if (std::any_of(other.begin(), other.end(),
+                      [&](const auto& o) { return o.first == t.first; }))
+        out.push_back(t);
+    }
+    return out;  // still ordered by priority, then device order
+  };
+  TypePriorities in_a = common(a, b), in_b = common(b, a);
+  const bool a_prio = HasPriorities(in_a), b_prio = HasPriorities(in_b);
+  if (!b_prio) return in_a;
+  if (!a_prio) return in_b;
+  auto types_of = [](const TypePriorities& v) {
+    std::vector<std::string> out;
+    for (const auto& t : v) out.push_back(t.first);
+    return out;
+  };
+  if (types_of(in_a) == types_of(in_b)) return in_a;
+  TypePriorities plain;
+  for (const std::string& t : device_order) {
+    if (std::any_of(in_a.begin(), in_a.end(), [&](const auto& x) { return x.first == t; }))
+      plain.emplace_back(t, 0);
+  }
+  return plain;
+}
+
+// What a colocation group (a union-find root) knows: merged requests and assigned devices, and
+// the device types every member has a kernel for.
+struct Member {
+  DeviceName requested;  // softened on conflict where soft placement allows
+  DeviceName assigned;   // never softened: a node that arrives placed stays there
+  TypePriorities supported;
 };
 
-// Place's steps, in order: form the groups, place each group (merge its requests, find the
-// device types that can run all of it, pick a candidate or fall back), let free nodes follow
-// their data, list the fallbacks. Groups are visited in the order of their first member and
-// fallbacks listed in node order, so errors and logs follow the order of `nodes`.
+// A group once formed: members in node order; `spec` is what its device must match.
+struct Group {
+  GroupInfo info;
+  DeviceName spec;  // requested, overridden by assigned, with the default task filled in
+  Device* device = nullptr;
+  bool fell_back = false;  // soft placement gave up part of `spec`
+};
+
+// Place's steps, in TensorFlow's order: check every node (kernels, assigned devices, requests),
+// colocate along reference edges, then along explicit colocation, place each group (pick a
+// candidate or fall back), let free nodes follow their data, list the fallbacks. Groups are
+// visited in the order of their first member and fallbacks listed in node order, so errors and
+// logs follow the order of `nodes`.
 class Placer {
  public:
   Placer(const std::vector<Node*>& nodes, const DeviceSet& devices, const PlacerOptions& options,
@@ -66,9 +80,14 @@ class Placer {
         devices_(devices),
         options_(options),
         registry_(registry),
-        types_(devices.DeviceTypes()) {}
+        types_(devices.DeviceTypes()),
+        soft_(options.allow_soft_placement && !options.strict_placement) {}
 
   StatusOr<Placement> Run() {
+    if (devices_.devices().empty()) return errors::FailedPrecondition("No devices are registered");
+    PF_RETURN_IF_ERROR(InitializeMembers());
+    PF_RETURN_IF_ERROR(ColocateReferenceEdges());
+    PF_RETURN_IF_ERROR(ColocateExplicitly());
     FormGroups();
     for (Group& g : groups_) PF_RETURN_IF_ERROR(PlaceGroup(g));
     Placement placement;
@@ -81,173 +100,314 @@ class Placer {
  private:
   Group& GroupOf(size_t i) { return groups_[group_of_[i]]; }
 
-  // Nodes joined by a reference input (a variable and its Assign) or by ColocateWith.
-  void FormGroups() {
-    std::unordered_map<std::string_view, int> by_name;
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      index_[nodes_[i]] = static_cast<int>(i);
-      by_name[nodes_[i]->name()] = static_cast<int>(i);
-    }
-    UnionFind uf(static_cast<int>(nodes_.size()));
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      const Node* n = nodes_[i];
-      for (int k = 0; k < n->num_inputs(); ++k) {
-        if (!n->IsRefInput(k)) continue;
-        auto it = index_.find(n->input(k).node);
-        if (it != index_.end()) uf.Union(static_cast<int>(i), it->second);
-      }
-      for (const std::string& target : n->colocation_group()) {
-        auto it = by_name.find(target);
-        if (it != by_name.end()) uf.Union(static_cast<int>(i), it->second);
-      }
-    }
-    std::vector<int> group_of_root(nodes_.size(), -1);
-    group_of_.resize(nodes_.size());
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      int& group = group_of_root[uf.Find(static_cast<int>(i))];
-      if (group < 0) {
-        group = static_cast<int>(groups_.size());
-        groups_.emplace_back();
-      }
-      group_of_[i] = group;
-      groups_[group].members.push_back(nodes_[i]);
-    }
+  int Find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
   }
 
-  Status PlaceGroup(Group& g) {
-    PF_RETURN_IF_ERROR(MergeRequests(g));
-    PF_RETURN_IF_ERROR(FindSupportedTypes(g));
-    std::vector<Device*> found = Candidates(g, g.request);
-    if (found.empty()) {
-      PF_ASSIGN_OR_RETURN(found, SoftFallback(g));
+  // Per node, in order, as TensorFlow's placer checks them before anything else: an assigned
+  // device must parse, exist and have a kernel for the node (INTERNAL errors: the runtime
+  // assigned it); any other node needs a kernel on some device type (INVALID_ARGUMENT) and a
+  // request that parses.
+  Status InitializeMembers() {
+    members_.resize(nodes_.size());
+    parent_.resize(nodes_.size());
+    own_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const Node* n = nodes_[i];
+      index_[n] = static_cast<int>(i);
+      by_name_[n->name()] = static_cast<int>(i);
+      parent_[i] = static_cast<int>(i);
+      Member& m = members_[i];
+      m.supported = registry_.PrioritizedTypes(*n, types_);
+      if (const std::string& a = n->assigned_device(); !a.empty()) {
+        if (!DeviceName::Parse(a, &m.assigned))
+          return errors::Internal("Malformed assigned device '", a, "'");
+        const Device* d = devices_.Find(a);
+        if (d == nullptr)
+          return errors::Internal("Assigned device '", a, "' does not match any device");
+        if (!registry_.Supports(*n, d->device_type())) {
+          return errors::Internal("Assigned device '", a,
+                                  "' does not have registered OpKernel support for ", n->op());
+        }
+        m.requested = m.assigned;  // an assigned node's request is its device
+      } else {
+        if (m.supported.empty())
+          return errors::InvalidArgument(registry_.NoKernelMessage(*n, types_));
+        if (const std::string& r = n->requested_device(); !DeviceName::Parse(r, &m.requested)) {
+          return errors::InvalidArgument("Malformed device specification '", r, "' in node '",
+                                         n->name(), "'");
+        }
+      }
+      own_[i] = m.requested;
     }
-    g.device = found[0];
     return Status::OK();
   }
 
-  // Merges the requested (or already assigned) devices of the group.
-  Status MergeRequests(Group& g) {
-    for (const Node* n : g.members) {
-      const std::string& req =
-          n->assigned_device().empty() ? n->requested_device() : n->assigned_device();
-      if (req.empty()) continue;
-      DeviceName parsed;
-      if (!DeviceName::Parse(req, &parsed)) {
-        return errors::InvalidArgument("Malformed device specification '", req, "' in node '",
-                                       n->name(), "'");
-      }
-      Status merged = DeviceName::Merge(&g.request, parsed, options_.allow_soft_placement);
-      if (!merged.ok()) {
-        return errors::InvalidArgument("Cannot colocate nodes '", g.first_requester->name(),
-                                       "' and '", n->name(), "': ", merged.message(), "\n",
-                                       DebugGroup(g.members, devices_, registry_));
-      }
-      if (g.first_requester == nullptr) g.first_requester = n;
+  // TensorFlow's ColocateNodes: merges y's group into x's, or changes nothing and says why.
+  Status Colocate(int x, int y) {
+    const int rx = Find(x), ry = Find(y);
+    if (rx == ry) return Status::OK();
+    Member merged = members_[rx];
+    const Member& other = members_[ry];
+    Status s = DeviceName::Merge(&merged.assigned, other.assigned);
+    if (s.ok()) s = DeviceName::Merge(&merged.requested, other.requested, soft_);
+    const std::string pair = fmt::format(
+        "Cannot colocate nodes {{{{colocation_node {}}}}} and "
+        "{{{{colocation_node {}}}}}",
+        nodes_[x]->name(), nodes_[y]->name());
+    if (!s.ok()) return errors::InvalidArgument(pair, ": ", s.message());
+    DeviceName::MergeUnset(&merged.requested, merged.assigned);
+    merged.supported = IntersectTypes(merged.supported, other.supported, types_);
+    if (merged.supported.empty()) {
+      return errors::InvalidArgument(
+          pair,
+          " because no device type supports both of those nodes and the other nodes colocated "
+          "with them.",
+          DebugInfo(rx), DebugInfo(ry));
     }
-    if (g.request.has_job) return Status::OK();  // "/job:ps": any of that job's tasks
-    DeviceName task;                             // only the task fields of the default
+    const int root = std::min(rx, ry);
+    parent_[std::max(rx, ry)] = root;
+    members_[root] = std::move(merged);
+    return Status::OK();
+  }
+
+  // A variable and the ops that take it by reference share its storage: always colocated, even
+  // against the consumer's explicit request (the variable's side wins) and without soft
+  // placement. Assigned devices alone can make that impossible.
+  Status ColocateReferenceEdges() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const Node* dst = nodes_[i];
+      for (int k = 0; k < dst->num_inputs(); ++k) {
+        if (!dst->IsRefInput(k)) continue;
+        auto it = index_.find(dst->input(k).node);
+        if (it == index_.end()) continue;
+        const Node* src = nodes_[it->second];
+        Member& s = members_[Find(it->second)];
+        Member& d = members_[Find(static_cast<int>(i))];
+        if (&s == &d) continue;
+        if (!DeviceName::AreCompatible(s.assigned, d.assigned)) {
+          return errors::InvalidArgument(
+              "Cannot place the graph because a reference or resource edge connects colocation "
+              "groups with incompatible assigned devices: ",
+              s.assigned.ToString(), " vs ", d.assigned.ToString(), ". The edge src node is ",
+              src->name(), " , and the dst node is ", dst->name());
+        }
+        if (!DeviceName::AreCompatible(s.requested, d.requested)) {
+          PF_LOG_INFO(
+              "Ignoring device specification {} for node '{}' because the input edge from '{}' "
+              "is a reference connection and already has a device field set to {}",
+              d.requested.ToString(), dst->name(), src->name(), s.requested.ToString());
+          d.requested = s.requested;
+          DeviceName::MergeUnset(&d.requested, d.assigned);
+        }
+        Status st = Colocate(it->second, static_cast<int>(i));
+        if (!st.ok()) {
+          return errors::InvalidArgument(
+              "Nodes were connected by a reference or resource connection (requiring them to be "
+              "on the same device), but the two nodes were assigned two different devices: ",
+              st.message());
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+  // ColocateWith, in node order. Under soft placement a colocation that cannot hold (no common
+  // device type, or assigned devices that differ) is dropped and the nodes placed apart.
+  Status ColocateExplicitly() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const std::string& target : nodes_[i]->colocation_group()) {
+        auto it = by_name_.find(target);
+        if (it == by_name_.end()) continue;
+        Status s = Colocate(static_cast<int>(i), it->second);
+        if (s.ok()) continue;
+        if (!soft_) return s;
+        PF_LOG_INFO(
+            "Ignoring request to colocate node '{}' with nodes in colocation group '{}' because "
+            "soft placement is on and an attempt at doing so resulted in the following error: {}",
+            nodes_[i]->name(), target, s.message());
+      }
+    }
+    return Status::OK();
+  }
+
+  void FormGroups() {
+    std::vector<int> group_of_root(nodes_.size(), -1);
+    group_of_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const int root = Find(static_cast<int>(i));
+      int& group = group_of_root[root];
+      if (group < 0) {
+        group = static_cast<int>(groups_.size());
+        Group& g = groups_.emplace_back();
+        g.info.requested = members_[root].requested;
+        g.info.assigned = members_[root].assigned;
+        g.info.supported = members_[root].supported;
+        g.spec = g.info.requested;
+        DeviceName::MergeOverride(&g.spec, g.info.assigned);
+        FillDefaultTask(&g.spec);
+      }
+      group_of_[i] = group;
+      groups_[group].info.members.push_back(nodes_[i]);
+    }
+  }
+
+  // A request that names no job stays on the session's own task (a cluster's client device).
+  void FillDefaultTask(DeviceName* spec) const {
+    if (spec->has_job) return;  // "/job:ps": any of that job's tasks
+    DeviceName task;
     task.has_job = options_.default_task.has_job;
     task.job = options_.default_task.job;
     task.has_replica = options_.default_task.has_replica;
     task.replica = options_.default_task.replica;
     task.has_task = options_.default_task.has_task;
     task.task = options_.default_task.task;
-    DeviceName::MergeUnset(&g.request, task);
+    DeviceName::MergeUnset(spec, task);
+  }
+
+  Status PlaceGroup(Group& g) {
+    std::vector<Device*> found = Candidates(g, g.spec);
+    // Soft placement never moves a node that arrived with an assigned device.
+    const bool may_relax = soft_ && g.info.assigned.IsEmpty();
+    if (found.empty() && may_relax) {
+      DeviceName relaxed = g.spec;
+      relaxed.has_id = false;  // first keep the type the user asked for
+      found = Candidates(g, relaxed);
+      if (found.empty()) {
+        relaxed.has_type = false;
+        found = Candidates(g, relaxed);
+      }
+      g.fell_back = !found.empty();
+    }
+    if (found.empty()) return NoDeviceError(g, may_relax);
+    g.device = found[0];
     return Status::OK();
   }
 
-  Status FindSupportedTypes(Group& g) {
-    for (const std::string& t : types_) {
-      bool all = std::all_of(g.members.begin(), g.members.end(),
-                             [&](const Node* n) { return registry_.Supports(*n, t); });
-      if (all) g.supported.push_back(t);
-    }
-    if (!g.supported.empty()) return Status::OK();
-    for (const Node* n : g.members) {
-      bool any = std::any_of(types_.begin(), types_.end(),
-                             [&](const std::string& t) { return registry_.Supports(*n, t); });
-      if (!any) return registry_.NotFoundError(*n, types_);
-    }
-    return errors::InvalidArgument("Cannot colocate nodes of group '", g.members[0]->name(),
-                                   "': no device type supports every op in it.\n",
-                                   DebugGroup(g.members, devices_, registry_));
-  }
-
-  // Devices matching `spec` with a supported type, best priority first.
+  // Devices matching `spec` with a supported type: by the group's type order (kernel priority,
+  // then device priority), then by device order.
   std::vector<Device*> Candidates(const Group& g, const DeviceName& spec) const {
+    const TypePriorities& types = g.info.supported;
+    auto rank = [&](const Device* d) {
+      for (size_t k = 0; k < types.size(); ++k)
+        if (types[k].first == d->device_type()) return static_cast<int>(k);
+      return -1;
+    };
     std::vector<Device*> out;
-    for (Device* d : devices_.Matching(spec)) {
-      if (std::find(g.supported.begin(), g.supported.end(), d->device_type()) != g.supported.end())
-        out.push_back(d);
-    }
+    for (Device* d : devices_.Matching(spec))
+      if (rank(d) >= 0) out.push_back(d);
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const Device* a, const Device* b) { return rank(a) < rank(b); });
     return out;
   }
 
-  // No candidate meets the request: an error, or with soft placement the same type on any id,
-  // then any type.
-  StatusOr<std::vector<Device*>> SoftFallback(Group& g) const {
-    const DeviceName& spec = g.request;
-    const std::string where = g.first_requester ? g.first_requester->name() : g.members[0]->name();
-    if (!options_.allow_soft_placement || options_.strict_placement) {
-      std::string reason =
-          devices_.Matching(spec).empty()
-              ? fmt::format(
-                    "no devices matching that specification are registered in this process; "
-                    "available devices: {}",
-                    devices_.NamesForError())
-              : fmt::format("no supported kernel for {} devices is available",
-                            spec.has_type ? spec.type : std::string("the requested"));
-      return errors::InvalidArgument("Cannot assign a device for operation ", where,
-                                     ": Could not satisfy explicit device specification '",
-                                     spec.ToString(), "' because ", reason, ".\n",
-                                     DebugGroup(g.members, devices_, registry_));
+  // TensorFlow's texts for a group no device can take. They name the node that carried the
+  // group's request, or, when the request is the group's but another member cannot run there,
+  // that member ("colocated with a group of nodes that required incompatible device"). Under
+  // soft placement they end with why relaxing the request found nothing either.
+  Status NoDeviceError(const Group& g, bool soft_tried) const {
+    const std::vector<const Node*>& members = g.info.members;
+    auto own = [&](const Node* n) -> const DeviceName& { return own_[index_.at(n)]; };
+    auto first = [&](auto pred) -> const Node* {
+      auto it = std::find_if(members.begin(), members.end(), pred);
+      return it == members.end() ? nullptr : *it;
+    };
+    const Node* named = first([&](const Node* n) { return own(n) == g.info.requested; });
+    if (named == nullptr) named = first([&](const Node* n) { return !own(n).IsEmpty(); });
+    if (named == nullptr) named = members[0];
+    const std::vector<Device*> matching = devices_.Matching(g.spec);
+    // A member with no kernel on any device of the request.
+    const Node* blocker = first([&](const Node* n) {
+      return std::none_of(matching.begin(), matching.end(), [&](const Device* d) {
+        return registry_.Supports(*n, d->device_type());
+      });
+    });
+    auto asked = [&](const Node* n) {
+      return n == named && own(n).IsEmpty() ? g.spec.ToString() : own(n).ToString();
+    };
+    const std::string debug = placer_internal::ColocationDebugInfo(g.info, devices_, registry_);
+    std::string why;
+    if (matching.empty()) {
+      why = fmt::format(
+          "{{{{node {}}}}} was explicitly assigned to {} but available devices are {}. Make sure "
+          "the device specification refers to a valid device.{}",
+          named->name(), asked(named), placer_internal::SortedDeviceList(devices_),
+          placer_internal::GpuNotEnabledNote(g.spec));
+    } else if (blocker != nullptr && blocker != named) {
+      named = blocker;
+      why = fmt::format(
+          "Could not satisfy explicit device specification '{}' because the node "
+          "{{{{colocation_node {}}}}} was colocated with a group of nodes that required "
+          "incompatible device '{}'. All available devices {}. {}",
+          own(blocker).ToString(), blocker->name(), g.spec.ToString(),
+          placer_internal::SortedDeviceList(devices_, "[", "]"), debug);
+    } else if (g.spec.has_type) {
+      std::vector<std::string> registered;
+      for (const KernelDef* k : registry_.KernelsForOp(named->op()))
+        registered.push_back("  " + k->DebugString());
+      why = fmt::format(
+          "Could not satisfy explicit device specification '{}' because no supported kernel for "
+          "{} devices is available.{}\nOp: {}\nRegistered kernels:\n{}",
+          asked(named), g.spec.type, debug, named->op(), fmt::join(registered, "\n"));
+    } else {
+      why = fmt::format(
+          "Could not satisfy explicit device specification '{}' because no device of that "
+          "specification has a kernel for every op of the group.{}",
+          asked(named), debug);
     }
-    DeviceName relaxed = spec;
-    relaxed.has_id = false;
-    std::vector<Device*> found = Candidates(g, relaxed);
-    if (found.empty()) {
-      relaxed.has_type = false;
-      found = Candidates(g, relaxed);
+    if (soft_tried) {
+      DeviceName relaxed = g.spec;
+      relaxed.has_type = relaxed.has_id = false;
+      std::vector<std::string> types;
+      for (const auto& [t, p] : g.info.supported) types.push_back(t);
+      why += devices_.Matching(relaxed).empty()
+                 ? fmt::format("\nSoft placement found no device either: no device matches '{}'.",
+                               relaxed.ToString())
+                 : fmt::format(
+                       "\nSoft placement found no device either: no device matching '{}' has a "
+                       "kernel for every op of the group (supported device types: [{}]).",
+                       relaxed.ToString(), fmt::join(types, ", "));
     }
-    if (found.empty()) {
-      return errors::InvalidArgument(
-          "Cannot assign a device for operation ", where, ": no device satisfies '",
-          spec.ToString(),
-          "' even with soft placement; available devices: ", devices_.NamesForError());
-    }
-    g.fell_back = true;
-    return found;
+    return errors::InvalidArgument("Cannot assign a device for operation ", named->name(), ": ",
+                                   why, "\n\t [[{{node ", named->name(), "}}]]");
+  }
+
+  std::string DebugInfo(int root) {
+    GroupInfo info;
+    info.requested = members_[root].requested;
+    info.assigned = members_[root].assigned;
+    info.supported = members_[root].supported;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (Find(static_cast<int>(i)) == root) info.members.push_back(nodes_[i]);
+    return placer_internal::ColocationDebugInfo(info, devices_, registry_);
   }
 
   // A node that chose freely (no request, alone in its group) may move to where its data is
   // used or made, as TensorFlow's placer does:
-  //  - a generator (no inputs, one output, one consumer) follows its consumer, so a constant
-  //    feeding a GPU op is made on that GPU instead of being copied there;
+  //  - a generator (no inputs, one output) whose consumers all sit on one device follows them,
+  //    so a constant feeding a GPU op is made on that GPU instead of being copied there;
   //  - a metadata op (OpDef::is_metadata, e.g. Shape) stays with its input: it needs
   //    only the input's shape.
   void ApplyHeuristics(Placement* placement) {
     auto free_choice = [&](const Node* n) {
       return n->requested_device().empty() && n->assigned_device().empty() &&
-             GroupOf(index_.at(n)).members.size() == 1;
+             GroupOf(index_.at(n)).info.members.size() == 1;
     };
     auto move_to = [&](const Node* n, Device* d) {
       if (d != placement->device[n] && registry_.Supports(*n, d->device_type()))
         placement->device[n] = d;
     };
     for (const Node* n : nodes_) {
-      if (!free_choice(n)) continue;
-      if (n->num_inputs() == 0 && n->control_inputs().empty() && n->num_outputs() == 1 &&
-          !n->IsStateful()) {
-        const Node* consumer = nullptr;
-        int consumers = 0;
-        for (const Edge& e : n->out_edges()) {
-          if (index_.count(e.dst)) {
-            ++consumers;
-            consumer = e.dst;
-          }
-        }
-        if (consumers == 1) move_to(n, placement->device[consumer]);
+      if (!free_choice(n) || n->num_inputs() != 0 || !n->control_inputs().empty() ||
+          n->num_outputs() != 1 || n->IsStateful()) {
+        continue;
       }
+      std::unordered_set<Device*> consumer_devices;
+      for (const Edge& e : n->out_edges()) {
+        if (index_.count(e.dst)) consumer_devices.insert(placement->device[e.dst]);
+      }
+      if (consumer_devices.size() == 1) move_to(n, *consumer_devices.begin());
     }
     for (const Node* n : nodes_) {
       if (free_choice(n) && n->op_def().is_metadata() && n->num_inputs() == 1 &&
@@ -264,7 +424,7 @@ class Placer {
       if (!g.fell_back) continue;
       const Node* n = nodes_[i];
       std::string line = fmt::format("Soft placement: {} ({}) requested '{}', placed on {}",
-                                     n->name(), n->op(), g.request.ToString(), g.device->name());
+                                     n->name(), n->op(), g.spec.ToString(), g.device->name());
       PF_LOG_INFO("{}", line);
       placement->fallbacks.push_back(std::move(line));
     }
@@ -275,9 +435,14 @@ class Placer {
   const PlacerOptions& options_;
   const KernelRegistry& registry_;
   const std::vector<std::string> types_;
-  std::unordered_map<const Node*, int> index_;  // position in nodes_
-  std::vector<int> group_of_;                   // per node: its group's index in groups_
-  std::vector<Group> groups_;                   // in the order of their first member
+  const bool soft_;  // soft placement allowed (and not turned into errors by strict_placement)
+  std::unordered_map<const Node*, int> index_;         // position in nodes_
+  std::unordered_map<std::string_view, int> by_name_;  // node name -> position
+  std::vector<int> parent_;                            // union-find over positions
+  std::vector<Member> members_;                        // per position; valid at roots
+  std::vector<DeviceName> own_;                        // per node: its own request (or assigned)
+  std::vector<int> group_of_;                          // per node: its group's index in groups_
+  std::vector<Group> groups_;                          // in the order of their first member
 };
 
 }  // namespace

@@ -5,13 +5,16 @@
 //   PF_ASSIGN_OR_RETURN(pf::Placement p, pf::Place(nodes, devices, opts));
 //   p.device.at(node)->name();   // "/job:localhost/replica:0/task:0/device:CPU:0"
 //
-// Rules (TensorFlow's, see docs/placement.md): nodes linked by a reference input (a variable
-// and its Assign) or by ColocateWith form a group placed together; the group's requested
-// devices merge; candidates are the devices matching the merged request whose type has a
-// kernel for every member, best priority first. With soft placement a request that cannot be
-// met falls back (same type any id, then any type) and the fallback is logged. Then a node
-// that chose freely follows its data: a generator (no inputs, one output, one consumer) moves
-// to its consumer's device, a metadata op (OpDef::is_metadata: Shape) to its input's device.
+// Rules (TensorFlow's, see docs/placement.md): every node needs a kernel on some device type,
+// and a node that arrives with an assigned device keeps it (checked first). Nodes linked by a
+// reference input (a variable and its Assign; the variable's request wins) or by ColocateWith
+// form a group placed together; the group's requests merge; candidates are the devices matching
+// the merged request whose type has a kernel for every member, ordered by kernel priority, then
+// device priority. With soft placement a colocation that cannot hold is dropped, and a request
+// that cannot be met falls back (same type any id, then any type; never away from an assigned
+// device), each fallback logged. Then a node that chose freely follows its data: a generator
+// (no inputs, one output) whose consumers share a device moves there, a metadata op
+// (OpDef::is_metadata: Shape) to its input's device.
 // Deterministic: errors and fallbacks follow the order of `nodes` (the first failing node's
 // error; one fallback line per node, in order).
 #pragma once

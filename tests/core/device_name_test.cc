@@ -45,6 +45,9 @@ TEST_CASE("Device names: full, partial, legacy and wildcard forms parse", "[core
   CHECK_FALSE(P("/device:GPU").has_id);
   CHECK(P("/device:XLA_GPU:1").type == "XLA_GPU");
   CHECK(P("/job:foo_bar2").job == "foo_bar2");
+  // TensorFlow's job rule: a letter, then letters, digits and '_' (upper case included).
+  CHECK(P("/job:Worker_1/task:0").job == "Worker_1");
+  CHECK(P("/job:Worker_1/task:0").ToString() == "/job:Worker_1/task:0");
   // A later field of the same kind wins.
   CHECK(P("/gpu:1/cpu:0").ToString() == "/device:CPU:0");
   CHECK(P("/job:a/job:b").job == "b");
@@ -52,9 +55,9 @@ TEST_CASE("Device names: full, partial, legacy and wildcard forms parse", "[core
 
 TEST_CASE("Device names: malformed strings are rejected clearly", "[core][device_name]") {
   DeviceName d;
-  for (const char* bad : {"/foo:bar", "job:foo", "/job:123", "/job:Foo", "/job:foo/replica:x",
-                          "/replica:", "/task:-1", "/device:1:0", "/gpu:a", "/device:GPU:x",
-                          "/job:foo/", "//job:foo", "/cpu:0 "}) {
+  for (const char* bad : {"/foo:bar", "job:foo", "/job:123", "/job:_foo", "/job:1a",
+                          "/job:foo/replica:x", "/replica:", "/task:-1", "/device:1:0", "/gpu:a",
+                          "/device:GPU:x", "/job:foo/", "//job:foo", "/cpu:0 "}) {
     INFO(bad);
     CHECK_FALSE(DeviceName::Parse(bad, &d));
   }

@@ -7,6 +7,7 @@
 #include "placeflow/distributed/cluster_spec.h"
 #include "placeflow/distributed/server.h"
 #include "tests/distributed/cluster_util.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -387,16 +388,19 @@ TEST_CASE("A cluster session logs every task's devices and full device names", "
   Output b = ops::Neg(root.WithOpName("b"), a);  // no request: the session's task (worker:0)
   SessionOptions opts;
   opts.log_device_placement = true;
+  testing::LogCapture log;  // the device mapping and the summary go to stderr, through the logger
   const std::string text = testing::CaptureStdout([&] {
     auto sess = Connect(g, worker.target(), opts);
     CHECK(sess->Run({b})[0].scalar<float>() == -2.f);
   });
-  CHECK_THAT(text, Catch::Contains("Device mapping:\n"));
-  CHECK_THAT(text, Catch::Contains("/job:ps/replica:0/task:0/device:CPU:0 -> "));
-  CHECK_THAT(text, Catch::Contains("/job:worker/replica:0/task:0/device:CPU:0 -> "));
-  CHECK_THAT(text, Catch::Contains("a: (Const): /job:ps/replica:0/task:0/device:CPU:0\n"));
-  CHECK_THAT(text, Catch::Contains("b: (Neg): /job:worker/replica:0/task:0/device:CPU:0\n"));
-  CHECK_THAT(text, Catch::Contains("1 Send/Recv pairs"));
+  CHECK(text ==
+        "a: (Const): /job:ps/replica:0/task:0/device:CPU:0\n"
+        "b: (Neg): /job:worker/replica:0/task:0/device:CPU:0\n");
+  const std::string logged = log.Text();
+  CHECK_THAT(logged, Catch::Contains("Device mapping:\n"));
+  CHECK_THAT(logged, Catch::Contains("/job:ps/replica:0/task:0/device:CPU:0 -> "));
+  CHECK_THAT(logged, Catch::Contains("/job:worker/replica:0/task:0/device:CPU:0 -> "));
+  CHECK_THAT(logged, Catch::Contains("1 Send/Recv pairs"));
 }
 
 TEST_CASE("A traced cluster step merges every task's node stats on one time line",

@@ -12,6 +12,7 @@
 
 #include "placeflow/devices/device.h"
 #include "placeflow/ops/op_util.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -360,27 +361,32 @@ TEST_CASE("Concurrent Run calls from several threads give correct results", "[ex
   CHECK(mismatches.load() == 0);
 }
 
-TEST_CASE("Placement log in TensorFlow's format, once per placement", "[executor][placement]") {
+TEST_CASE("Placement log: node lines on stdout, the device mapping and summary on stderr",
+          "[executor][placement]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output a = ops::Const(root.WithOpName("a"), 1.f);
   Output b = ops::Neg(root.WithOpName("b"), a);
   SessionOptions opts;
   opts.log_device_placement = true;
-  std::istringstream in(testing::CaptureStdout([&] {
+  testing::LogCapture log;
+  SetLogLevel("warn");  // the log the user asked for shows all the same (TensorFlow's LOG(INFO))
+  std::istringstream out(testing::CaptureStdout([&] {
     Session sess(g, opts);
     sess.Run({b});
     sess.Run({b});
   }));
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  REQUIRE(lines.size() == 5);
-  CHECK(lines[0] == "Device mapping:");
-  CHECK_THAT(lines[1], Catch::Matchers::StartsWith(
-                           "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0"));
-  CHECK(lines[2] == "a: (Const): /job:localhost/replica:0/task:0/device:CPU:0");
-  CHECK(lines[3] == "b: (Neg): /job:localhost/replica:0/task:0/device:CPU:0");
-  CHECK(lines[4] == "Placement summary: 2 nodes on CPU:0, 0 Send/Recv pairs, 0 soft fallbacks");
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 2);  // once per node, in graph order; nothing else on stdout
+  CHECK(lines[0] == "a: (Const): /job:localhost/replica:0/task:0/device:CPU:0");
+  CHECK(lines[1] == "b: (Neg): /job:localhost/replica:0/task:0/device:CPU:0");
+  std::vector<std::string> logged = log.Lines();
+  REQUIRE(logged.size() == 3);
+  CHECK(logged[0] == "Device mapping:");
+  CHECK_THAT(logged[1], Catch::Matchers::StartsWith(
+                            "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0"));
+  CHECK(logged[2] == "Placement summary: 2 nodes on CPU:0, 0 Send/Recv pairs, 0 soft fallbacks");
 }
 
 }  // namespace
