@@ -229,4 +229,27 @@ Operation AccumulatorSetGlobalStep(const Scope& s, const SharedResource& acc,
 Output AccumulatorNumAccumulated(const Scope& s, const SharedResource& acc);  // int32
 Output AccumulatorNumDropped(const Scope& s, const SharedResource& acc);      // int64, stale ones
 
+// --- debugging (ops/debug/debug_ops.cc; CPU kernels only: under soft placement a GPU request
+// runs them on the CPU, the tensor copied there) ---
+// tf.debugging.check_numerics: passes `tensor` (a float type) through, or fails the step with
+// InvalidArgument "<message> : Tensor had NaN values" ("Inf", "Inf and NaN") naming the node.
+// Its gradient is checked the same way.
+Output CheckNumerics(const Scope& s, Output tensor, const std::string& message);
+// tf.add_check_numerics_ops: a CheckNumerics (message "<node>:<output>") on every float output
+// of the graph built so far, grouped into one NoOp to run with the train op. Variables and ops
+// that update them are skipped. Non-empty `only_for`: only the nodes a Run of those ops
+// executes (the graph-wide form needs every placeholder fed, as in TensorFlow).
+Operation AddCheckNumericsOps(const Scope& s, const std::vector<Operation>& only_for = {});
+// tf.Print: passes `input` through and writes one line to stderr as the step runs it:
+// message, then per data tensor "<name> Tensor<dtype [shape]> <first summarize values>", "; "
+// between tensors. data (default: {input}) must share one dtype. first_n >= 0: only the first
+// first_n runs of this node print.
+struct PrintOptions {
+  std::string message;
+  int64_t first_n = -1;
+  int64_t summarize = 3;
+};
+Output Print(const Scope& s, Output input, std::vector<Output> data = {},
+             const PrintOptions& options = {});
+
 }  // namespace pf::ops

@@ -1,6 +1,7 @@
 #include "placeflow/train/optimizers.h"
 
 #include <cmath>
+#include <set>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/ops.h"
@@ -246,8 +247,7 @@ Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<
       return ops::Identity(is, initial);
     };
     Scope at = Scope::Root(scope.graph()).ColocateWith(v.ref());
-    Variable shadow = GetVariable(at, v.name() + "/ExponentialMovingAverage", v.shape(), from_var,
-                                  v.dtype(), false);
+    Variable shadow = GetVariable(at, AverageName(v), v.shape(), from_var, v.dtype(), false);
     shadows_.emplace_back(v.name(), shadow);
     const DType t = v.dtype();
     Output decay = ScalarOf(s, decay_, t);
@@ -263,6 +263,32 @@ Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<
     updates.push_back(ops::AssignSub(us.WithOpName("update_" + v.name()), shadow.ref(), delta));
   }
   return ops::NoOp(scope.WithOpName("ExponentialMovingAverage").WithControlDependencies(updates));
+}
+
+std::string ExponentialMovingAverage::AverageName(const Variable& var) {
+  return var.name() + "/ExponentialMovingAverage";
+}
+
+std::map<std::string, Variable> ExponentialMovingAverage::VariablesToRestore(
+    Graph* graph, std::vector<Variable> moving_avg_variables) const {
+  if (moving_avg_variables.empty()) {
+    moving_avg_variables = TrainableVariables(graph);
+    for (const auto& [name, shadow] : shadows_) {
+      Variable v = FindVariable(graph, name);
+      if (v.valid()) moving_avg_variables.push_back(v);
+    }
+  }
+  std::map<std::string, Variable> out;
+  std::set<std::string> averaged;
+  for (const Variable& v : moving_avg_variables) {
+    out[AverageName(v)] = v;
+    averaged.insert(v.name());
+  }
+  // A shadow that exists in this graph is already a key (it restores into its variable).
+  for (const Variable& v : GlobalVariables(graph)) {
+    if (!averaged.count(v.name()) && !out.count(v.name())) out[v.name()] = v;
+  }
+  return out;
 }
 
 Variable ExponentialMovingAverage::Average(const Variable& var) const {

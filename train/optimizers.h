@@ -176,6 +176,14 @@ class ExponentialMovingAverage {
   Operation Apply(const Scope& scope, const std::vector<Variable>& vars);
   // The shadow of `var` (invalid before Apply).
   Variable Average(const Variable& var) const;
+  // "<var>/ExponentialMovingAverage": the name of var's shadow, in the graph and checkpoints.
+  static std::string AverageName(const Variable& var);
+  // tf.train.ExponentialMovingAverage.variables_to_restore, for a Saver in an evaluation graph:
+  // AverageName(v) -> v for each of `moving_avg_variables` (default: the trainable variables
+  // and those this object averages), and name -> itself for every other global variable, so
+  // the plain variables restore from the averages and the rest as saved.
+  std::map<std::string, Variable> VariablesToRestore(
+      Graph* graph, std::vector<Variable> moving_avg_variables = {}) const;
 
  private:
   double decay_;

@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -9,8 +10,11 @@
 #include <regex>
 #include <sstream>
 
+#include "placeflow/core/logging.h"
 #include "placeflow/core/strings.h"
+#include "placeflow/ops/debug/debug_ops.h"
 #include "placeflow/ops/ops.h"
+#include "placeflow/train/checkpoint_files.h"
 
 namespace pf {
 namespace {
@@ -166,24 +170,13 @@ Status WriteSafetensors(const std::string& path, const std::map<std::string, Ten
   }
   header += "}";
   while (header.size() % 8 != 0) header += ' ';
-  // Write to a temporary file and rename, so a crash never leaves a half-written checkpoint.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return errors::NotFound("Cannot open '", tmp, "' for writing");
-    uint64_t n = header.size();
-    unsigned char le[8];
-    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(n >> (8 * i));
-    f.write(reinterpret_cast<const char*>(le), 8);
-    f.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto& [name, t] : tensors)
-      f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.TotalBytes()));
-    if (!f) return errors::Internal("Write to '", tmp, "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return errors::Internal("Cannot rename '", tmp, "' to '", path, "': ", ec.message());
-  return Status::OK();
+  uint64_t n = header.size();
+  char le[8];
+  for (int i = 0; i < 8; ++i) le[i] = static_cast<char>(static_cast<unsigned char>(n >> (8 * i)));
+  std::vector<std::string_view> parts = {std::string_view(le, 8), header};
+  for (const auto& [name, t] : tensors)
+    parts.emplace_back(static_cast<const char*>(t.raw_data()), t.TotalBytes());
+  return WriteFileAtomically(path, parts);
 }
 
 StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path) {
@@ -231,11 +224,22 @@ StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path)
   return out;
 }
 
-Saver::Saver(Graph* graph, std::vector<Variable> vars, int max_to_keep)
-    : vars_(std::move(vars)), max_to_keep_(max_to_keep) {
+Saver::VarList::VarList(const std::map<std::string, Variable>& by_name) {
+  for (const auto& [name, v] : by_name) {
+    names_.push_back(name);
+    vars_.push_back(v);
+  }
+}
+
+Saver::Saver(Graph* graph, VarList vars, int max_to_keep)
+    : vars_(std::move(vars.vars_)), names_(std::move(vars.names_)), max_to_keep_(max_to_keep) {
   if (vars_.empty()) vars_ = GlobalVariables(graph);
+  if (names_.empty()) {
+    for (const Variable& v : vars_) names_.push_back(v.name());
+  }
   Scope root = Scope::Root(graph).NewSubScope("save");
   for (const Variable& v : vars_) {
+    if (!v.valid()) throw Error(errors::InvalidArgument("Saver: an invalid (null) Variable"));
     Scope at = root.ColocateWith(v.ref());
     Output value = ops::Placeholder(at.WithOpName("restore_value"), v.dtype(), v.shape());
     restore_values_.push_back(value);
@@ -243,37 +247,122 @@ Saver::Saver(Graph* graph, std::vector<Variable> vars, int max_to_keep)
   }
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The directory part of a checkpoint path, "" for a bare file name.
+std::string DirOf(const std::string& path) { return fs::path(path).parent_path().string(); }
+std::string OrDot(const std::string& dir) { return dir.empty() ? "." : dir; }
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  return dir.empty() ? name : (fs::path(dir) / name).string();
+}
+
+// Removes what a crashed or failed earlier save left: "<file>.tmp" beside checkpoint files.
+void RemoveStaleTemporaries(const std::string& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(OrDot(dir), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == "checkpoint.tmp" || name.ends_with(".safetensors.tmp")) {
+      std::error_code rm;
+      fs::remove(it->path(), rm);
+    }
+  }
+}
+
+Status WriteIndex(const std::string& dir, const std::deque<std::string>& kept) {
+  std::string text;
+  for (const std::string& p : kept) text += fs::path(p).filename().string() + "\n";
+  return WriteFileAtomically(JoinPath(dir, "checkpoint"), {text});
+}
+
+}  // namespace
+
+std::deque<std::string>& Saver::Kept(const std::string& dir) {
+  auto it = kept_.find(dir);
+  if (it != kept_.end()) return it->second;
+  // First save into `dir`: the checkpoints earlier runs left count towards max_to_keep
+  // (TensorFlow's recover_last_checkpoints). A lost index is rebuilt from the files, oldest
+  // first, rather than orphaning them.
+  std::deque<std::string> kept;
+  RemoveStaleTemporaries(dir);
+  StatusOr<std::vector<std::string>> index = ReadCheckpointIndex(OrDot(dir));
+  if (index.ok()) {
+    for (const std::string& name : *index) {
+      std::error_code ec;
+      if (fs::is_regular_file(JoinPath(OrDot(dir), name), ec)) kept.push_back(JoinPath(dir, name));
+    }
+  } else {
+    std::vector<std::pair<fs::file_time_type, std::string>> files;
+    for (const std::string& name : CheckpointFilesIn(OrDot(dir))) {
+      std::error_code ec;
+      auto when = fs::last_write_time(JoinPath(OrDot(dir), name), ec);
+      files.emplace_back(ec ? fs::file_time_type::min() : when, name);
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& [when, name] : files) kept.push_back(JoinPath(dir, name));
+    PF_LOG_WARN("{}; rebuilding it from the {} checkpoint file(s) there", index.status().message(),
+                files.size());
+  }
+  return kept_.emplace(dir, std::move(kept)).first->second;
+}
+
 std::string Saver::Save(Session& session, const std::string& prefix, int64_t global_step) {
   std::vector<Output> reads;
   for (const Variable& v : vars_) reads.push_back(v.value());
   std::vector<Tensor> values = session.Run(reads);
   std::map<std::string, Tensor> tensors;
-  for (size_t i = 0; i < vars_.size(); ++i) tensors[vars_[i].name()] = values[i];
+  for (size_t i = 0; i < vars_.size(); ++i) tensors[names_[i]] = values[i];
   const std::string path = global_step >= 0 ? fmt::format("{}-{}.safetensors", prefix, global_step)
                                             : prefix + ".safetensors";
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
+  const std::string dir = DirOf(path);
+  ThrowIfError(CheckCheckpointDirectory(OrDot(dir)));
+  std::deque<std::string>& kept = Kept(dir);
+  const bool replaces_kept = std::find(kept.begin(), kept.end(), path) != kept.end();
   ThrowIfError(WriteSafetensors(path, tensors));
-  kept_.erase(std::remove(kept_.begin(), kept_.end(), path), kept_.end());
-  kept_.push_back(path);
-  while (max_to_keep_ > 0 && static_cast<int>(kept_.size()) > max_to_keep_) {
-    std::filesystem::remove(kept_.front());
-    kept_.pop_front();
+  std::deque<std::string> next = kept;
+  next.erase(std::remove(next.begin(), next.end(), path), next.end());
+  next.push_back(path);
+  std::vector<std::string> evicted;
+  while (max_to_keep_ > 0 && static_cast<int>(next.size()) > max_to_keep_) {
+    evicted.push_back(next.front());
+    next.pop_front();
   }
-  std::ofstream index((dir.empty() ? std::filesystem::path(".") : dir) / "checkpoint",
-                      std::ios::trunc);
-  for (const std::string& p : kept_) index << std::filesystem::path(p).filename().string() << "\n";
+  // The old checkpoints go only once the index no longer lists them.
+  Status indexed = WriteIndex(dir, next);
+  if (!indexed.ok()) {
+    std::error_code ec;
+    if (!replaces_kept) fs::remove(path, ec);  // no index lists it: it would be an orphan
+    throw Error(Status(indexed.code(),
+                       fmt::format("Checkpoint {} not saved: {}", path, indexed.message())));
+  }
+  kept = std::move(next);
+  for (const std::string& old : evicted) {
+    std::error_code ec;
+    fs::remove(old, ec);
+    if (ec) PF_LOG_WARN("Cannot delete old checkpoint '{}': {}", old, ec.message());
+  }
   return path;
 }
 
-std::string Saver::LatestCheckpoint(const std::string& dir) {
-  std::ifstream index(std::filesystem::path(dir) / "checkpoint");
-  std::string line, last;
-  while (std::getline(index, line)) {
-    if (!line.empty()) last = line;
+StatusOr<std::string> Saver::FindLatestCheckpoint(const std::string& dir) {
+  PF_ASSIGN_OR_RETURN(std::vector<std::string> index, ReadCheckpointIndex(dir));
+  if (index.empty()) return std::string();
+  const std::string latest = (fs::path(dir) / index.back()).string();
+  std::error_code ec;
+  if (!fs::is_regular_file(latest, ec)) {
+    return errors::FailedPrecondition("Checkpoint index '", (fs::path(dir) / "checkpoint").string(),
+                                      "' names '", index.back(),
+                                      "' as the latest checkpoint, but there is no such file");
   }
-  return last.empty() ? "" : (std::filesystem::path(dir) / last).string();
+  return latest;
 }
+
+std::string Saver::LatestCheckpoint(const std::string& dir) {
+  return FindLatestCheckpoint(dir).ValueOrThrow();
+}
+
+Status Saver::CheckDirectory(const std::string& dir) { return CheckCheckpointDirectory(dir); }
 
 namespace {
 // "affine0/w/replica_1/Momentum" -> "affine0/w/Momentum": the name a mirrored replica (or its
@@ -286,23 +375,32 @@ std::string PrimaryName(const std::string& name) {
 }
 }  // namespace
 
-void Saver::Restore(Session& session, const std::string& path) {
+void Saver::Restore(Session& session, const std::string& path, const RestoreOptions& options) {
   std::map<std::string, Tensor> tensors = ReadSafetensors(path).ValueOrThrow();
   // Check everything before assigning anything.
   FeedDict feeds;
   for (size_t i = 0; i < vars_.size(); ++i) {
     const Variable& v = vars_[i];
-    auto it = tensors.find(v.name());
+    const std::string& key = names_[i];
+    auto it = tensors.find(key);
     // Replicas restore from their primary when the checkpoint has none (saved without towers).
-    if (it == tensors.end() && !PrimaryName(v.name()).empty())
-      it = tensors.find(PrimaryName(v.name()));
+    if (it == tensors.end() && !PrimaryName(key).empty()) it = tensors.find(PrimaryName(key));
     if (it == tensors.end())
-      throw Error(errors::NotFound("Key ", v.name(), " not found in checkpoint '", path, "'"));
+      throw Error(errors::NotFound("Key ", key, " not found in checkpoint '", path, "'"));
+    const std::string var = key == v.name() ? "" : " " + v.name();
     if (it->second.dtype() != v.dtype() || it->second.shape() != v.shape()) {
-      throw Error(errors::InvalidArgument("Checkpoint '", path, "' holds ", v.name(), " as ",
+      throw Error(errors::InvalidArgument("Checkpoint '", path, "' holds ", key, " as ",
                                           DTypeName(it->second.dtype()), " ",
-                                          it->second.shape().ToString(), " but the variable is ",
-                                          DTypeName(v.dtype()), " ", v.shape().ToString()));
+                                          it->second.shape().ToString(), " but the variable", var,
+                                          " is ", DTypeName(v.dtype()), " ", v.shape().ToString()));
+    }
+    std::string_view bad = NonFiniteKind(it->second);
+    if (!bad.empty()) {
+      const std::string what = fmt::format("Checkpoint '{}' holds {} values in {}{}", path, bad,
+                                           it->first, key == v.name() ? "" : " (for" + var + ")");
+      if (options.check_numerics)
+        throw Error(errors::InvalidArgument(what, ": not restored (check_numerics)"));
+      PF_LOG_WARN("{}: restored anyway", what);
     }
     feeds.emplace_back(restore_values_[i], it->second);
   }

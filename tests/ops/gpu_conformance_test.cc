@@ -614,6 +614,9 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"_Recv", "inserted by the partitioner on every cross-device edge of every GPU case"},
         {"_Arg", "carries each case's fed inputs into the GPU partition"},
         {"Placeholder", "the cases' inputs; its kernel only reports a missing feed"},
+        // Debugging ops read their tensors on the host; soft placement runs them on the CPU.
+        {"CheckNumerics", "CPU only: a debugging check (ops/debug/debug_ops.cc, docs/api.md)"},
+        {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
     };
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.
