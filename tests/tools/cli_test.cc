@@ -90,7 +90,7 @@ int CountLines(const std::string& text, const std::string& prefix) {
   return n;
 }
 
-TEST_CASE("pf-train --help describes every flag and its default on stdout, exit 0", "[cli]") {
+TEST_CASE("pf-train --help describes every flag and its default on stdout and exits 0", "[cli]") {
   ToolRun r = Train("--help");
   CHECK(r.status == 0);
   CHECK(r.err.empty());
@@ -189,7 +189,8 @@ TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
   CHECK_THAT(bad.err, StartsWith("pf-bench: unknown figure '--nope'; figures: executor_chain"));
 }
 
-TEST_CASE("pf-train: every numeric flag is range-checked, one line and exit status 2", "[cli]") {
+TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error and exit status 2",
+          "[cli]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--lr -1", "--lr must be a number > 0, got '-1'"},
       {"--lr 0", "--lr must be a number > 0, got '0'"},
@@ -236,7 +237,7 @@ TEST_CASE("pf-train: every numeric flag is range-checked, one line and exit stat
   CHECK(Train("--lr=-1").err == "pf-train: --lr must be a number > 0, got '-1'\n");
 }
 
-TEST_CASE("The flag table parses, range-checks and describes", "[cli]") {
+TEST_CASE("The flag table parses and range-checks values and describes flags", "[cli]") {
   int64_t n = 5;
   double lr = 0;
   bool on = false;
@@ -340,7 +341,7 @@ TEST_CASE("pf-train: a data set smaller than the batch trains on clamped batches
       0);
 }
 
-TEST_CASE("pf-train: IDX files with no examples are an error, not a crash", "[cli]") {
+TEST_CASE("pf-train: IDX files with no examples are an error and not a crash", "[cli]") {
   TempDir dir("empty_data");
   WriteMnist(dir.path, 0, 10);
   ToolRun r = Train("--model mnist_mlp --towers 1 --data " + dir.path.string());

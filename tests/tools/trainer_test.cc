@@ -22,7 +22,7 @@ data::Dataset Synthetic(int64_t n) {
   return d;
 }
 
-TEST_CASE("Batches larger than the data set are clamped; an empty data set is an error",
+TEST_CASE("Batches larger than the data set are clamped and an empty data set is an error",
           "[trainer]") {
   CHECK(trainer::EffectiveBatch(100, 30).value() == 30);
   CHECK(trainer::EffectiveBatch(10, 30).value() == 10);
@@ -99,7 +99,7 @@ TEST_CASE("Checkpoint directories are checked before training", "[trainer]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("A NaN loss stops the trainer with the step and the tensor; allow_nan goes on",
+TEST_CASE("A NaN loss stops the trainer naming the step and the tensor unless allow_nan",
           "[trainer]") {
   Graph g;
   Scope root = Scope::Root(&g);
