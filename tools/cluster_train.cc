@@ -199,10 +199,13 @@ int RunLocalCluster(const std::string& spec, int argc, char** argv) {
   // This program again, without --local-cluster, plus the task flags.
   std::vector<std::string> base;
   for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--local-cluster") {
+    const std::string arg = argv[i];
+    if (arg == "--local-cluster") {
       ++i;
       continue;
     }
+    if (arg.rfind("--local-cluster=", 0) == 0) continue;  // each task would start a cluster
+
     base.push_back(argv[i]);
   }
   std::vector<pid_t> children;

@@ -52,7 +52,10 @@ Status ReadIdx(const std::string& path, std::vector<int64_t>* dims, std::vector<
   size_t expected = 1;
   for (int d = 0; d < rank; ++d) {
     dims->push_back(BigEndian(bytes.data() + 4 + 4 * d));
-    expected *= dims->back();
+    // Four 32-bit dims can overflow 64 bits: such a header promises more than any file holds.
+    if (__builtin_mul_overflow(expected, static_cast<size_t>(dims->back()), &expected)) {
+      return errors::InvalidArgument("IDX file '", path, "' has dims whose product overflows");
+    }
   }
   const size_t offset = 4 + 4 * rank;
   if (bytes.size() - offset < expected) {
@@ -103,10 +106,16 @@ Dataset Take(const Dataset& d, int64_t n) {
 void Gather(const Dataset& d, const std::vector<int64_t>& order, int64_t begin, int64_t count,
             Tensor* images, Tensor* labels) {
   const int64_t features = d.images.dim(1);
+  if (begin < 0 || count < 0 || begin + count > static_cast<int64_t>(order.size())) {
+    throw Error(errors::OutOfRange("Gather of examples [", begin, ", ", begin + count,
+                                   ") from an order of ", order.size()));
+  }
   *images = Tensor(DT_FLOAT, {count, features});
   *labels = Tensor(DT_INT32, {count});
   for (int64_t i = 0; i < count; ++i) {
     int64_t src = order[begin + i];
+    if (src < 0 || src >= d.size())
+      throw Error(errors::OutOfRange("Example ", src, " of a data set of ", d.size()));
     std::memcpy(images->data<float>() + i * features, d.images.data<float>() + src * features,
                 features * sizeof(float));
     labels->data<int32_t>()[i] = d.labels.data<int32_t>()[src];

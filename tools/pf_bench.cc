@@ -415,47 +415,98 @@ void TowersScaling() {
   }
 }
 
-}  // namespace
+struct Figure {
+  const char* name;
+  const char* what;  // one line for --help
+  std::function<void()> run;
+};
 
-int main(int argc, char** argv) {
-  const std::vector<std::pair<std::string, std::function<void()>>> figures = {
-      {"executor_chain", ExecutorChain},
-      {"executor_wide", ExecutorWide},
-      {"session_run_overhead", SessionRunOverhead},
-      {"mlp_seed000_forward", MlpSeed000Forward},
-      {"matmul_gflops", MatMulRate},
-      {"mlp_seed000_step", MlpSeed000Step},
-      {"mnist_mlp_epoch", MnistMlpEpoch},
-      {"placer", PlacerFigure},
-      {"towers_overhead", TowersOverhead},
-      {"towers_scaling", TowersScaling},
-      {"gpu_info", GpuInfo},
-      {"mlp_seed000_step_gpu", MlpSeed000StepGpu},
-      {"gpu_matmul_math", GpuMatmulMath},
-      {"gpu_copy_bandwidth", GpuCopyBandwidth},
-      {"grpc_recv_bandwidth", pf::bench::GrpcRecvBandwidth},
-      {"allreduce_bandwidth", pf::bench::AllreduceBandwidth},
-      {"dist_step_overhead", pf::bench::DistStepOverhead},
-      {"dist_mlp_seed000_step", pf::bench::DistMlpSeed000Step},
-      {"conv_lenet_step", pf::bench::ConvLenetStep},
-      {"mobilenet_small_step", pf::bench::MobilenetSmallStep},
-      {"conv2d_gflops", pf::bench::Conv2dGflops}};
+const std::vector<Figure>& Figures() {
+  static const std::vector<Figure> figures = {
+      {"executor_chain", "us per node of a chain of 10,000 tiny ops", ExecutorChain},
+      {"executor_wide", "speedup of 8 independent branches with 2 threads over 1", ExecutorWide},
+      {"session_run_overhead", "us per Run of a trivial graph", SessionRunOverhead},
+      {"mlp_seed000_forward", "ms per mlp_seed000 forward pass at batch 2000", MlpSeed000Forward},
+      {"matmul_gflops", "BLAS GFLOP/s of mlp_seed000's largest GEMM, for context", MatMulRate},
+      {"mlp_seed000_step", "one SGD step at batch 2000 next to its 11 GEMMs run alone",
+       MlpSeed000Step},
+      {"mnist_mlp_epoch", "examples/s of a mnist_mlp epoch at batch 100 (synthetic data)",
+       MnistMlpEpoch},
+      {"placer", "seconds to place a 100,000-node graph on 4 CPU devices", PlacerFigure},
+      {"towers_overhead", "a 1-tower replicated mlp_seed000 step against the plain graph's",
+       TowersOverhead},
+      {"towers_scaling", "examples/s of mlp_seed000 on 1, 2 and 4 towers, both aggregations",
+       TowersScaling},
+      {"gpu_info", "the GPU probe: count, driver and runtime versions, device mapping", GpuInfo},
+      {"mlp_seed000_step_gpu", "mlp_seed000_step on /gpu:0", MlpSeed000StepGpu},
+      {"gpu_matmul_math", "cuBLAS TFLOP/s of a 4096^3 GEMM: default, pedantic and TF32 math",
+       GpuMatmulMath},
+      {"gpu_copy_bandwidth", "GB/s host<->GPU (pinned, pageable) and device to device",
+       GpuCopyBandwidth},
+      {"grpc_recv_bandwidth", "GB/s of a 64 MiB variable pulled from another task (RecvTensor)",
+       pf::bench::GrpcRecvBandwidth},
+      {"allreduce_bandwidth", "GB/s of a 64 MiB all-reduce across 2 and 3 worker tasks",
+       pf::bench::AllreduceBandwidth},
+      {"dist_step_overhead", "us per step of a trivial graph spanning two tasks",
+       pf::bench::DistStepOverhead},
+      {"dist_mlp_seed000_step", "mlp_seed000's step, variables on ps:0, against one process",
+       pf::bench::DistMlpSeed000Step},
+      {"conv_lenet_step", "ms per lenet training step at batch 128, peak RSS",
+       pf::bench::ConvLenetStep},
+      {"mobilenet_small_step", "ms per mobilenet_v2_small training step at batch 128, peak RSS",
+       pf::bench::MobilenetSmallStep},
+      {"conv2d_gflops", "a 3x3 conv layer forward and backward next to oneDNN called directly",
+       pf::bench::Conv2dGflops}};
+  return figures;
+}
+
+void PrintHelp(FILE* out) {
+  std::fprintf(out,
+               "usage: pf-bench [FIGURE...]\n"
+               "Prints one line per figure, \"name key=value ...\", each a median over repeats; "
+               "every figure when none is named.\nGPU figures print skipped=no_gpu without a GPU, "
+               "cluster figures skipped=no_grpc without the cluster runtime.\n\nfigures:\n");
+  for (const Figure& f : Figures()) std::fprintf(out, "  %-22s %s\n", f.name, f.what);
+}
+
+int Main(int argc, char** argv) {
   std::vector<std::string> wanted(argv + 1, argv + argc);
   for (const std::string& w : wanted) {
-    bool known =
-        std::any_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == w; });
+    if (w == "--help" || w == "-h") {
+      PrintHelp(stdout);
+      return 0;
+    }
+  }
+  for (const std::string& w : wanted) {
+    bool known = std::any_of(Figures().begin(), Figures().end(),
+                             [&](const Figure& f) { return f.name == w; });
     if (!known) {
       std::fprintf(stderr, "pf-bench: unknown figure '%s'; figures:", w.c_str());
-      for (const auto& f : figures) std::fprintf(stderr, " %s", f.first.c_str());
-      std::fprintf(stderr, "\n");
+      for (const Figure& f : Figures()) std::fprintf(stderr, " %s", f.name);
+      std::fprintf(stderr, " (pf-bench --help describes them)\n");
       return 2;
     }
   }
-  for (const auto& [name, fn] : figures) {
-    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
-      fn();
+  for (const Figure& f : Figures()) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), f.name) != wanted.end()) {
+      f.run();
       std::fflush(stdout);
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const pf::Error& e) {
+    std::fprintf(stderr, "pf-bench: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pf-bench: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "pf-bench: unknown exception\n");
+  }
+  return 1;
 }

@@ -8,11 +8,14 @@
 //   pf-train --model mnist_mlp --checkpoint ckpt --restore --epochs 10   # continues exactly
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 #include <string>
 
 #include "placeflow/devices/gpu_probe.h"
+#include "placeflow/placer/placer.h"
+#include "tools/flags.h"
 #include "tools/tower_timing.h"
 #ifdef PF_WITH_GRPC
 #include "tools/cluster_train.h"
@@ -37,11 +40,12 @@ struct Args {
   std::string trace;
   int64_t cpu_devices = 1;
   std::string place;  // "regex=device,regex=device"
-  bool soft_placement = true;
+  bool no_soft_placement = false;
+  bool allow_nan = false;
   int64_t print_every = 0;
   int64_t train_limit = 0;
   int64_t test_limit = 0;
-  int threads = 0;
+  int64_t threads = 0;
   std::string towers = "auto";  // a count, or auto: one per GPU, else 2 CPU devices
   std::string devices = "all";  // cpu | gpu | all (the GPUs when there are any, else CPUs)
   std::string aggregation = "param";
@@ -56,102 +60,150 @@ struct Args {
   double sync_timeout = 120;          // seconds a sync step may wait for the others
 };
 
+// Bad flags and settings: one line on stderr, exit status 2 (as for a usage error).
 [[noreturn]] void Usage(const std::string& error) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: pf-train [--model mlp_seed000|mnist_mlp|lenet|mobilenet_v2_small|cnn_seed004]\n"
-      "                [--steps N] [--epochs N] [--batch N] "
-      "[--lr F]\n"
-      "                [--optimizer sgd|momentum|adam|rmsprop|adagrad] [--log-device-placement] "
-      "[--seed N]\n"
-      "                [--data DIR] [--init glorot|seed] [--checkpoint DIR] [--restore]\n"
-      "                [--print-every N] [--train-limit N] [--test-limit N] [--threads N]\n"
-      "                [--trace FILE] [--cpu-devices N] [--place 'regex=device,...']\n"
-      "                [--towers N|auto] [--devices cpu|gpu|all] [--aggregation param|allreduce]\n"
-      "                [--variable-device DEV] [--towers-table 1,2,...]\n"
-      "                [--job_name ps|worker --task_index N --ps_hosts h:p,... --worker_hosts "
-      "h:p,...]\n"
-      "                [--local-cluster ps=N,worker=M] [--save-every N]\n"
-      "                [--sync_replicas [--replicas_to_aggregate K] [--sync_timeout S]]\n",
-      error.c_str());
+  std::fprintf(stderr, "pf-train: %s\n", error.c_str());
   std::exit(2);
+}
+
+// Limits that keep a typo from hanging the machine (--cpu-devices 5000000000 once asked for
+// 705M devices): far above any sensible value, far below what breaks.
+constexpr int64_t kMaxDevices = 1024;
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kMaxBatch = 10'000'000;
+constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
+
+const char kExamples[] =
+    "examples:\n"
+    "  pf-train --model mlp_seed000 --steps 100 --log-device-placement   # towers on every device\n"
+    "  pf-train --towers 4 --devices cpu --aggregation allreduce\n"
+    "  pf-train --model mnist_mlp --data DIR --epochs 5 --checkpoint ckpt\n"
+    "  pf-train --model mnist_mlp --checkpoint ckpt --restore --epochs 10   # continues exactly\n"
+    "MNIST-format data: Debian's dataset-fashion-mnist package (the default when installed, in\n"
+    "/usr/share/datasets/fashion-mnist), or any directory of IDX files named\n"
+    "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz] and\n"
+    "t10k-labels-idx1-ubyte[.gz].\n"
+    "Exit status: 0 done, 1 an error while running, 2 a bad flag or value.\n";
+
+// Every flag of pf-train: the parser, the range checks and --help come from this table.
+pf::flags::FlagSet MakeFlags(Args& a) {
+  using pf::flags::Positive;
+  pf::flags::FlagSet f("pf-train",
+                       "Trains a placeflow model replicated as towers over the devices present, "
+                       "printing progress.");
+  f.String("--model", &a.model, "the model to train",
+           {"mlp_seed000", "mnist_mlp", "lenet", "mobilenet_v2_small", "cnn_seed004"});
+  f.Int("--steps", &a.steps, "training steps (mlp_seed000; the classifiers train --epochs)", 1,
+        kMaxCount);
+  f.Int("--epochs", &a.epochs, "passes over the training set (classifiers)", 1, kMaxCount);
+  f.Int("--batch", &a.batch,
+        "examples per step, split over the towers; clamped to the training set's size", 1,
+        kMaxBatch)
+      .Default("2000 for mlp_seed000, else 100");
+  f.Double("--lr", &a.lr, "base learning rate", Positive())
+      .Default("the model's: 0.01 mlp_seed000, 0.3 mnist_mlp with sgd, else 0.001");
+  f.String("--optimizer", &a.optimizer, "the optimizer",
+           {"sgd", "momentum", "adam", "rmsprop", "adagrad"})
+      .Default("sgd for the MLPs, adam for the CNNs");
+  f.String("--init", &a.init, "weight initialiser (seed: the article's N(0, 1), which diverges)",
+           {"glorot", "seed"});
+  f.Int("--seed", &a.seed, "graph seed (initial weights, dropout, batch order)", 0, kMaxCount);
+  f.String("--data", &a.data, "directory of MNIST-format IDX files (classifiers)")
+      .Value("DIR")
+      .Default("/usr/share/datasets/fashion-mnist when present");
+  f.Int("--train-limit", &a.train_limit, "use only the first N training examples (0: all)", 0,
+        kMaxCount);
+  f.Int("--test-limit", &a.test_limit, "use only the first N test examples (0: all)", 0, kMaxCount);
+  f.Int("--print-every", &a.print_every, "steps between progress lines", 1, kMaxCount)
+      .Default("about ten lines per run or five per epoch");
+  f.Switch("--allow-nan", &a.allow_nan,
+           "keep training when the loss is NaN or infinite (otherwise pf-train stops, exit 1)");
+  f.String("--checkpoint", &a.checkpoint,
+           "save a checkpoint here after each epoch (or at the end); checked before training")
+      .Value("DIR");
+  f.Switch("--restore", &a.restore, "continue from the latest checkpoint in --checkpoint DIR");
+  f.Int("--save-every", &a.save_every, "also save every N steps", 1, kMaxCount)
+      .Default("only after each epoch or at the end");
+  f.String("--trace", &a.trace, "write a Chrome trace of the second step to FILE").Value("FILE");
+  f.String("--towers", &a.towers, "tower count, or auto: one per GPU, else 2 on CPU devices")
+      .Value("N|auto");
+  f.String("--devices", &a.devices,
+           "where the towers go; all: the GPUs when there are any, else CPU devices",
+           {"cpu", "gpu", "all"});
+  f.String("--aggregation", &a.aggregation,
+           "param: variables on --variable-device, gradients averaged there; allreduce: "
+           "mirrored variables",
+           {"param", "allreduce"});
+  f.String("--variable-device", &a.variable_device,
+           "where the variables live (--aggregation param)")
+      .Value("DEV");
+  f.Int("--cpu-devices", &a.cpu_devices, "CPU devices of the session (/cpu:0..N-1)", 1, kMaxDevices)
+      .Default("1, or the CPU tower count when larger");
+  f.String("--place", &a.place,
+           "nodes whose name matches a regex ask for that device; later rules win")
+      .Value("'REGEX=DEV,...'");
+  f.Switch("--log-device-placement", &a.log_placement,
+           "print the device of every node (TensorFlow's placement log)");
+  f.Switch("--no-soft-placement", &a.no_soft_placement,
+           "a node whose requested device does not exist is an error, not a fallback");
+  f.Int("--threads", &a.threads, "threads of the session's pool (0: one per core)", 0, kMaxThreads);
+  f.String("--towers-table", &a.towers_table,
+           "time the model with each tower count and print seed 000's table")
+      .Value("N,N,...");
+  f.String("--job_name", &a.job_name, "this process's cluster task (needs PF_WITH_GRPC)",
+           {"ps", "worker"});
+  f.Int("--task_index", &a.task_index, "this task's index in its job", 0, kMaxDevices);
+  f.String("--ps_hosts", &a.ps_hosts, "the ps tasks' addresses").Value("H:P,...");
+  f.String("--worker_hosts", &a.worker_hosts, "the worker tasks' addresses").Value("H:P,...");
+  f.String("--local-cluster", &a.local_cluster, "start a whole cluster of local processes")
+      .Value("ps=N,worker=M");
+  f.Switch("--sync_replicas", &a.sync_replicas,
+           "workers aggregate their gradients per update (SyncReplicasOptimizer)");
+  f.Int("--replicas_to_aggregate", &a.replicas_to_aggregate,
+        "gradients per sync update (fewer than the workers: backups)", 1, kMaxDevices)
+      .Default("one per worker");
+  f.Double("--sync_timeout", &a.sync_timeout, "seconds a sync step may wait for the others",
+           Positive());
+  f.set_epilog(kExamples);
+  return f;
+}
+
+int ParseCount(const std::string& text, const char* flag) {
+  auto n = pf::flags::ParseInt(text, flag, 1, kMaxDevices);
+  if (!n.ok()) Usage(n.status().message());
+  return static_cast<int>(n.value());
 }
 
 Args Parse(int argc, char** argv) {
   Args a;
-  std::map<std::string, std::string*> strings = {{"--model", &a.model},
-                                                 {"--data", &a.data},
-                                                 {"--init", &a.init},
-                                                 {"--optimizer", &a.optimizer},
-                                                 {"--checkpoint", &a.checkpoint},
-                                                 {"--trace", &a.trace},
-                                                 {"--place", &a.place},
-                                                 {"--towers", &a.towers},
-                                                 {"--devices", &a.devices},
-                                                 {"--aggregation", &a.aggregation},
-                                                 {"--variable-device", &a.variable_device},
-                                                 {"--towers-table", &a.towers_table},
-                                                 {"--job_name", &a.job_name},
-                                                 {"--ps_hosts", &a.ps_hosts},
-                                                 {"--worker_hosts", &a.worker_hosts},
-                                                 {"--local-cluster", &a.local_cluster}};
-  std::map<std::string, int64_t*> ints = {{"--steps", &a.steps},
-                                          {"--epochs", &a.epochs},
-                                          {"--batch", &a.batch},
-                                          {"--seed", &a.seed},
-                                          {"--print-every", &a.print_every},
-                                          {"--train-limit", &a.train_limit},
-                                          {"--test-limit", &a.test_limit},
-                                          {"--cpu-devices", &a.cpu_devices},
-                                          {"--task_index", &a.task_index},
-                                          {"--save-every", &a.save_every},
-                                          {"--replicas_to_aggregate", &a.replicas_to_aggregate}};
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") Usage("pf-train: trains a placeflow model");
-    if (flag == "--log-device-placement") {
-      a.log_placement = true;
-      continue;
-    }
-    if (flag == "--restore") {
-      a.restore = true;
-      continue;
-    }
-    if (flag == "--sync_replicas") {
-      a.sync_replicas = true;
-      continue;
-    }
-    if (i + 1 >= argc) Usage("missing value for " + flag);
-    std::string value = argv[++i];
-    try {
-      if (strings.count(flag))
-        *strings[flag] = value;
-      else if (ints.count(flag))
-        *ints[flag] = std::stoll(value);
-      else if (flag == "--lr")
-        a.lr = std::stod(value);
-      else if (flag == "--sync_timeout")
-        a.sync_timeout = std::stod(value);
-      else if (flag == "--threads")
-        a.threads = std::stoi(value);
-      else
-        Usage("unknown flag " + flag);
-    } catch (const std::logic_error&) {
-      Usage("bad value '" + value + "' for " + flag);
-    }
+  pf::flags::FlagSet flags = MakeFlags(a);
+  pf::Status s = flags.Parse(argc, argv);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    std::exit(0);
   }
+  if (!s.ok()) Usage(s.message());
   if (a.restore && a.checkpoint.empty()) Usage("--restore needs --checkpoint DIR");
-  if (a.devices != "cpu" && a.devices != "gpu" && a.devices != "all")
-    Usage("--devices must be cpu, gpu or all");
-  if (a.aggregation != "param" && a.aggregation != "allreduce")
-    Usage("--aggregation must be param or allreduce");
+  if (a.towers != "auto") ParseCount(a.towers, "--towers");
+  for (size_t start = 0; start < a.towers_table.size();) {
+    size_t end = std::min(a.towers_table.find(',', start), a.towers_table.size());
+    ParseCount(a.towers_table.substr(start, end - start), "--towers-table");
+    start = end + 1;
+  }
+  if (auto d = pf::DeviceName::ParseOrError(a.variable_device); !d.ok())
+    Usage("bad --variable-device '" + a.variable_device + "': " + d.status().message());
   return a;
 }
 
 // --place "affine0=/cpu:1,affine_last=/cpu:0": every node whose name matches a regex (searched,
 // not anchored) asks for that device; later rules win. Model parallelism as in seed article 003.
-void ApplyPlacementRules(pf::Graph& g, const std::string& rules) {
-  std::vector<std::pair<std::regex, std::string>> parsed;
+struct PlaceRule {
+  std::string text, device;
+  std::regex re;
+};
+
+std::vector<PlaceRule> ParsePlacementRules(const std::string& rules) {
+  std::vector<PlaceRule> parsed;
   size_t start = 0;
   while (start < rules.size()) {
     size_t end = rules.find(',', start);
@@ -161,43 +213,96 @@ void ApplyPlacementRules(pf::Graph& g, const std::string& rules) {
     size_t eq = rule.rfind('=');
     if (eq == std::string::npos) Usage("bad --place rule '" + rule + "': expected regex=device");
     std::string device = rule.substr(eq + 1);
-    pf::DeviceName::ParseOrError(device).ValueOrThrow();
+    auto name = pf::DeviceName::ParseOrError(device);
+    if (!name.ok()) Usage("bad device in --place rule '" + rule + "': " + name.status().message());
     try {
-      parsed.emplace_back(std::regex(rule.substr(0, eq)), device);
+      parsed.push_back({rule, device, std::regex(rule.substr(0, eq))});
     } catch (const std::regex_error& e) {
       Usage("bad regex in --place rule '" + rule + "': " + e.what());
     }
   }
+  return parsed;
+}
+
+void ApplyPlacementRules(pf::Graph& g, const std::vector<PlaceRule>& rules) {
   for (pf::Node* n : g.nodes()) {
-    for (const auto& [re, device] : parsed) {
-      if (std::regex_search(n->name(), re)) n->set_requested_device(device);
+    for (const PlaceRule& r : rules) {
+      if (std::regex_search(n->name(), r.re)) n->set_requested_device(r.device);
     }
   }
+}
+
+// A device the user named (--place, --variable-device) that the session does not have falls
+// back under soft placement: say where it went, log or no log, since the user asked for it.
+// Placed here with the session's own devices and rules, as its first Run will place them.
+void ReportFallbacks(const pf::Graph& g, const pf::Session& sess, const Args& a,
+                     const std::vector<PlaceRule>& rules) {
+  std::vector<std::pair<std::string, std::string>> named;  // (what the user wrote, device)
+  for (const PlaceRule& r : rules) named.emplace_back("--place '" + r.text + "'", r.device);
+  if (a.aggregation == "param")
+    named.emplace_back("--variable-device " + a.variable_device, a.variable_device);
+  std::vector<std::pair<std::string, std::string>> missing;
+  for (const auto& [what, device] : named) {
+    if (sess.devices().Matching(pf::DeviceName::ParseOrError(device).ValueOrThrow()).empty())
+      missing.emplace_back(what, device);
+  }
+  if (missing.empty()) return;
+  pf::PlacerOptions po;
+  po.allow_soft_placement = true;
+  std::vector<pf::Node*> nodes(g.nodes().begin(), g.nodes().end());
+  auto placed = pf::Place(nodes, sess.devices(), po);
+  for (const auto& [what, device] : missing) {
+    std::string where = "another device";
+    int count = 0;
+    if (placed.ok()) {
+      // Requests are stored normalised ("/device:CPU:3" for "/cpu:3"): compare them parsed.
+      const pf::DeviceName wanted = pf::DeviceName::ParseOrError(device).ValueOrThrow();
+      std::map<std::string, int> by_device;
+      for (const pf::Node* n : nodes) {
+        auto request = pf::DeviceName::ParseOrError(n->requested_device());
+        if (!request.ok() || !(request.value() == wanted)) continue;
+        auto it = placed.value().device.find(n);
+        if (it != placed.value().device.end()) ++by_device[it->second->name()];
+      }
+      where.clear();
+      for (const auto& [d, c] : by_device) {
+        where += (where.empty() ? "" : ", ") + d;
+        count += c;
+      }
+    }
+    std::printf(
+        "pf-train: %s: no device matches %s (devices: %s); soft placement puts its %d node(s) "
+        "on %s\n",
+        what.c_str(), device.c_str(), sess.devices().NamesForError().c_str(), count, where.c_str());
+  }
+  std::fflush(stdout);
 }
 
 struct TowerPlan {
   std::string kind;  // cpu | gpu
   int count;
+  std::string note;  // what changed from the request, for the user ("no GPU found: ...")
 };
-
-int ParseCount(const std::string& text, const char* flag) {
-  try {
-    size_t used = 0;
-    int n = std::stoi(text, &used);
-    if (used == text.size() && n >= 1) return n;
-  } catch (const std::logic_error&) {
-  }
-  Usage(std::string("bad value '") + text + "' for " + flag + ": expected a positive count");
-}
 
 // --devices all picks the GPUs when the process sees any; --towers auto makes one tower per
 // GPU, or two on CPU devices (seed article 000's two towers, on this project's 2-core machines).
+// --devices gpu without a GPU trains on the CPU under soft placement, and says so.
 TowerPlan PlanTowers(const Args& a) {
   const int gpus = pf::CudaDeviceCount();
   TowerPlan p;
   p.kind = a.devices == "all" ? (gpus > 0 ? "gpu" : "cpu") : a.devices;
   p.count = a.towers == "auto" ? (p.kind == "gpu" ? std::max(1, gpus) : 2)
                                : ParseCount(a.towers, "--towers");
+  if (p.kind == "gpu" && gpus == 0) {
+    if (a.no_soft_placement)
+      throw pf::Error(pf::errors::InvalidArgument(
+          "--devices gpu: no GPU found, and soft placement is off (--no-soft-placement)"));
+    p.kind = "cpu";
+    std::string devices;
+    for (int i = 0; i < p.count; ++i) devices += (i ? "," : "") + fmt::format("/cpu:{}", i);
+    p.note =
+        fmt::format("no GPU found: {} tower{} on {}", p.count, p.count == 1 ? "" : "s", devices);
+  }
   return p;
 }
 
@@ -210,7 +315,9 @@ pf::train::Aggregation AggregationOf(const Args& a) {
 int TowersTable(const Args& a) {
   pf::towers::TimingOptions o;
   o.model = a.model;
-  o.kind = PlanTowers(a).kind;
+  const TowerPlan plan = PlanTowers(a);
+  if (!plan.note.empty()) std::printf("pf-train: %s\n", plan.note.c_str());
+  o.kind = plan.kind;
   o.aggregation = AggregationOf(a);
   o.variable_device = a.variable_device;
   o.optimizer = a.optimizer;
@@ -253,11 +360,14 @@ std::string DefaultData() {
   return "";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Args a = Parse(argc, argv);
-  try {
+  const std::vector<PlaceRule> rules = ParsePlacementRules(a.place);
+  {
+    // Before loading data and building the graph (the Trainer checks again; a cluster's
+    // non-chief workers never save).
+    if (!a.checkpoint.empty() && a.job_name.empty() && a.local_cluster.empty())
+      pf::ThrowIfError(pf::trainer::CheckCheckpointDir(a.checkpoint));
     if (!a.towers_table.empty()) return TowersTable(a);
 #ifdef PF_WITH_GRPC
     if (!a.local_cluster.empty()) return pf::cluster::RunLocalCluster(a.local_cluster, argc, argv);
@@ -293,7 +403,13 @@ int main(int argc, char** argv) {
       mo.steps_per_epoch = std::max<int64_t>(1, train.size() / (a.batch > 0 ? a.batch : 100));
     }
     const TowerPlan plan = PlanTowers(a);
+    if (!plan.note.empty()) std::printf("pf-train: %s\n", plan.note.c_str());
+    // One count for both (they must agree): the session's CPU devices, and what the towers
+    // take "all_cpus" to mean.
+    const int num_cpus =
+        static_cast<int>(std::max<int64_t>(a.cpu_devices, plan.kind == "cpu" ? plan.count : 1));
     pf::train::TowerOptions towers;
+    towers.num_cpus = num_cpus;
     towers.devices = pf::towers::TowerDevices(plan.kind, plan.count);
     towers.aggregation = AggregationOf(a);
     towers.variable_device = a.variable_device;
@@ -330,20 +446,19 @@ int main(int argc, char** argv) {
               .WithControlDependencies({m.sync->chief_init_op(), m.sync->InitTokensOp(root)}));
       sync_local_init = m.sync->local_step_init_op();
     }
-    if (!a.place.empty()) ApplyPlacementRules(g, a.place);
+    ApplyPlacementRules(g, rules);
     pf::SessionOptions opts;
     opts.log_device_placement = a.log_placement;
-    opts.allow_soft_placement = a.soft_placement;
-    opts.device_count["CPU"] =
-        std::max(static_cast<int>(a.cpu_devices), plan.kind == "cpu" ? plan.count : 1);
-    opts.num_threads = a.threads;
+    opts.allow_soft_placement = !a.no_soft_placement;
+    opts.device_count["CPU"] = num_cpus;
+    opts.num_threads = static_cast<int>(a.threads);
     pf::trainer::Options to;
 #ifdef PF_WITH_GRPC
     if (task) {
       opts = pf::SessionOptions{};
       opts.target = task->target();
       opts.log_device_placement = a.log_placement;
-      opts.allow_soft_placement = a.soft_placement;
+      opts.allow_soft_placement = !a.no_soft_placement;
       to.count_local_steps = true;  // each worker runs its own epochs
       a.seed += task->index();      // and its own batches
       if (!task->is_chief()) {
@@ -353,6 +468,7 @@ int main(int argc, char** argv) {
     }
 #endif
     pf::Session sess(g, opts);
+    if (opts.target.empty() && opts.allow_soft_placement) ReportFallbacks(g, sess, a, rules);
     std::string devices;
     for (const std::string& d : m.tower_devices) devices += (devices.empty() ? "" : ",") + d;
     std::string replication = fmt::format(
@@ -399,6 +515,7 @@ int main(int argc, char** argv) {
     }
 #endif
     to.checkpoint_every = a.save_every;
+    to.allow_nan = a.allow_nan;
     pf::trainer::Trainer* trainer_ptr = nullptr;
     int sync_timeouts = 0;
 #ifdef PF_WITH_GRPC
@@ -440,8 +557,25 @@ int main(int argc, char** argv) {
     }
 #endif
     return 0;
+  }
+}
+
+}  // namespace
+
+// Anything thrown ends the run with a message and status 1, never an abort: a pf::Error names
+// the node, op and device; anything else (std::filesystem, std::system_error, bad_alloc) gets
+// its what().
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
   } catch (const pf::Error& e) {
     std::fprintf(stderr, "pf-train: %s\n", e.what());
-    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "pf-train: out of memory (std::bad_alloc)\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pf-train: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "pf-train: unknown exception\n");
   }
+  return 1;
 }

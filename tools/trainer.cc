@@ -1,6 +1,12 @@
 #include "tools/trainer.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <random>
 
@@ -11,13 +17,56 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// `batch` when 1 <= batch <= data.size(); throws InvalidArgument otherwise.
+int64_t CheckBatch(const data::Dataset& data, int64_t batch) {
+  if (batch < 1 || batch > data.size())
+    throw Error(errors::InvalidArgument("Batches of ", batch, " from a data set of ", data.size(),
+                                        " examples: the batch must be in [1, ", data.size(), "]"));
+  return batch;
+}
+
 }  // namespace
+
+Status CheckCheckpointDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto fail = [&](const std::string& why) {
+    return errors::FailedPrecondition("Cannot save checkpoints in '", dir, "': ", why);
+  };
+  if (dir.empty()) return fail("the path is empty");
+  const fs::path path(dir);
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return fail("it is not a directory");
+  // The nearest existing ancestor must be a directory ("ckpt" under a regular file cannot be
+  // created).
+  for (fs::path p = path.parent_path(); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec)) return fail("'" + p.string() + "' is not a directory");
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(path, ec);
+  if (ec) return fail("cannot create it: " + ec.message());
+  // Writable (a read-only file system, or permissions): what Saver::Save will need.
+  const fs::path probe = path / fmt::format(".pf_write_check_{}", ::getpid());
+  FILE* f = std::fopen(probe.c_str(), "w");
+  if (f == nullptr) return fail(std::string("it is not writable: ") + std::strerror(errno));
+  std::fclose(f);
+  fs::remove(probe, ec);
+  return Status::OK();
+}
+
+StatusOr<int64_t> EffectiveBatch(int64_t batch, int64_t examples) {
+  if (examples <= 0) return errors::InvalidArgument("The training set has no examples");
+  if (batch < 1) return errors::InvalidArgument("The batch size must be positive, got ", batch);
+  return std::min(batch, examples);
+}
 
 BatchPrefetcher::BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed,
                                  int64_t first_step)
     : data_(data),
-      batch_(batch),
-      steps_per_epoch_(std::max<int64_t>(1, data.size() / batch)),
+      batch_(CheckBatch(data, batch)),
+      steps_per_epoch_(data.size() / batch_),
       seed_(seed),
       next_step_(first_step) {
   worker_ = std::thread([this] {
@@ -30,8 +79,14 @@ BatchPrefetcher::BatchPrefetcher(const data::Dataset& data, int64_t batch, uint6
         if (stop_) return;
         step = next_step_;
       }
-      Produce(step, &images, &labels);
+      std::exception_ptr error;
+      try {
+        Produce(step, &images, &labels);
+      } catch (...) {
+        error = std::current_exception();  // std::terminate otherwise; Next rethrows it
+      }
       std::lock_guard<std::mutex> lock(mu_);
+      error_ = error;
       images_ = std::move(images);
       labels_ = std::move(labels);
       ready_ = true;
@@ -64,6 +119,7 @@ void BatchPrefetcher::Produce(int64_t step, Tensor* images, Tensor* labels) {
 void BatchPrefetcher::Next(Tensor* images, Tensor* labels) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return ready_; });
+  if (error_) std::rethrow_exception(error_);
   *images = std::move(images_);
   *labels = std::move(labels_);
   ready_ = false;
@@ -75,7 +131,10 @@ Trainer::Trainer(const models::Model& model, Session& session, Options options)
     : m_(model), sess_(session), o_(std::move(options)) {
   if (o_.until_global_step && !m_.step_after.node)
     throw Error(errors::InvalidArgument("until_global_step needs a model with step_after"));
-  if (!o_.checkpoint_dir.empty()) saver_.emplace(&session.graph(), std::vector<Variable>{}, 3);
+  if (!o_.checkpoint_dir.empty()) {
+    ThrowIfError(CheckCheckpointDir(o_.checkpoint_dir));
+    saver_.emplace(&session.graph(), std::vector<Variable>{}, 3);
+  }
 }
 
 std::string Trainer::GlobalStepNote() const {
@@ -113,6 +172,14 @@ float Trainer::StepOnce(const FeedDict& feeds, bool trace) {
                  md.step_stats.size(), md.step_us / 1e3, o_.trace_path.c_str());
   }
   return out[0].scalar<float>();
+}
+
+void Trainer::CheckLoss(float loss, int64_t step) const {
+  if (std::isfinite(loss) || o_.allow_nan) return;
+  throw Error(errors::InvalidArgument(
+      "Model diverged with loss = ", std::isnan(loss) ? "NaN" : (loss > 0 ? "inf" : "-inf"),
+      " at step ", step, " (fetched from ", m_.loss.name(),
+      "); lower the learning rate or change the initialiser (--allow-nan keeps training)"));
 }
 
 void Trainer::MaybeRestore() {
@@ -155,6 +222,7 @@ double Trainer::RunRegression() {
   double loss = 0;
   for (int64_t step = first + 1; More(step, o_.steps); ++step) {
     loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2);
+    CheckLoss(static_cast<float>(loss), step);
     if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step != o_.steps) MaybeSave();
     if (step % every == 0 || step == o_.steps || !More(step + 1, o_.steps)) {
       const int64_t n = step % every == 0 ? every : step % every;
@@ -171,7 +239,14 @@ double Trainer::RunRegression() {
 }
 
 double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& test) {
-  const int64_t batch = o_.batch > 0 ? o_.batch : 100;
+  const int64_t asked = o_.batch > 0 ? o_.batch : 100;
+  const int64_t batch = EffectiveBatch(asked, train.size()).ValueOrThrow();
+  if (test.size() == 0) throw Error(errors::InvalidArgument("The test set has no examples"));
+  if (batch < asked) {
+    std::fprintf(o_.out, "batch %lld is larger than the %lld training examples: batches of %lld\n",
+                 static_cast<long long>(asked), static_cast<long long>(train.size()),
+                 static_cast<long long>(batch));
+  }
   const int64_t first = o_.count_local_steps ? 0 : global_step();
   BatchPrefetcher batches(train, batch, o_.seed, first);
   const int64_t per_epoch = batches.steps_per_epoch();
@@ -183,7 +258,9 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
   for (int64_t step = first; More(step + 1, o_.epochs * per_epoch); ++step) {
     Tensor x, y;
     batches.Next(&x, &y);
-    loss_sum += Step({{m_.input, x}, {m_.target, y}}, step == first + 1);
+    const float loss = Step({{m_.input, x}, {m_.target, y}}, step == first + 1);
+    CheckLoss(loss, step + 1);
+    loss_sum += loss;
     ++loss_count;
     if (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0) MaybeSave();
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;

@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -43,15 +44,27 @@ struct Options {
   // Called when a training step fails; returns true when the step should be tried again (a
   // cluster worker waits for a restarted ps and for its variables to be restored).
   std::function<bool(const Error&)> recover;
+  // A NaN or infinite loss stops training with an error (TensorFlow's NanTensorHook) unless set.
+  bool allow_nan = false;
   FILE* out = stdout;  // progress lines
 };
+
+// OK when `dir` can hold checkpoints: an existing, writable directory, or one that can be
+// created (it is, with its parents). Otherwise FailedPrecondition naming the path and why (a
+// file, under a file, read-only): checked before training, not after a whole epoch.
+Status CheckCheckpointDir(const std::string& dir);
+
+// The batch size used for `examples` training examples: `batch`, or all of them when there are
+// fewer (TensorFlow's Dataset.batch gives one short batch per epoch then). InvalidArgument for
+// an empty data set.
+StatusOr<int64_t> EffectiveBatch(int64_t batch, int64_t examples);
 
 // Prepares batch s+1 while the caller trains on batch s.
 class BatchPrefetcher {
  public:
   BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed, int64_t first_step);
   ~BatchPrefetcher();
-  // The batch for the next step, in order.
+  // The batch for the next step, in order. Rethrows what preparing it threw.
   void Next(Tensor* images, Tensor* labels);
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 
@@ -67,6 +80,7 @@ class BatchPrefetcher {
   std::condition_variable cv_;
   bool ready_ = false, stop_ = false;
   Tensor images_, labels_;
+  std::exception_ptr error_;  // from Produce, handed to the consumer
   std::thread worker_;
 };
 
@@ -88,6 +102,8 @@ class Trainer {
   // One training step; traced (and written to trace_path) when `trace` is set.
   float Step(const FeedDict& feeds, bool trace);
   float StepOnce(const FeedDict& feeds, bool trace);
+  // Throws when `loss` (of global step `step`) is NaN or infinite, unless allow_nan.
+  void CheckLoss(float loss, int64_t step) const;
   void MaybeRestore();
   void MaybeSave();
 

@@ -34,6 +34,13 @@ Output BatchSize(const Scope& s, Output x) {
 
 }  // namespace
 
+TowerOptions TowerOptions::ForSession(const SessionOptions& session) {
+  TowerOptions o;
+  auto cpus = session.device_count.find("CPU");
+  o.num_cpus = cpus == session.device_count.end() ? 1 : std::max(1, cpus->second);
+  return o;
+}
+
 std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
   std::vector<std::string> out;
   for (const std::string& d : o.devices) {
@@ -44,7 +51,11 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
             errors::InvalidArgument("Tower devices 'all_gpus': no GPU is visible to this process"));
       for (int i = 0; i < n; ++i) out.push_back("/gpu:" + std::to_string(i));
     } else if (d == "all_cpus") {
-      for (int i = 0; i < std::max(1, o.num_cpus); ++i) out.push_back("/cpu:" + std::to_string(i));
+      if (o.num_cpus <= 0)
+        Fail(errors::InvalidArgument(
+            "Tower devices 'all_cpus': TowerOptions::num_cpus is not set; it must equal the "
+            "session's device_count[\"CPU\"] (TowerOptions::ForSession(session_options) sets it)"));
+      for (int i = 0; i < o.num_cpus; ++i) out.push_back("/cpu:" + std::to_string(i));
     } else {
       DeviceName::ParseOrError(d).ValueOrThrow();
       out.push_back(d);

@@ -3,7 +3,7 @@
 // synchronous update.
 //
 //   pf::train::TowerOptions o;
-//   o.devices = {"/cpu:0", "/cpu:1"};              // or {"all_gpus"} / {"all_cpus"}
+//   o.devices = {"/cpu:0", "/cpu:1"};   // or {"all_gpus"}; {"all_cpus"} with ForSession below
 //   o.aggregation = pf::train::Aggregation::kParameterDevice;   // variables on o.variable_device
 //   pf::train::Towers t = pf::train::ReplicateTowers(root, o, {x, target},
 //       [](const pf::Scope& s, const std::vector<pf::Output>& in) {
@@ -28,7 +28,8 @@
 //   same update, so replicas stay bit-identical. Non-trainable variables are not replicated.
 // With one device nothing is split or combined: the tower's gradients pass through.
 //
-// Errors (pf::Error): an unknown device shortcut, no GPUs for "all_gpus", a static batch smaller
+// Errors (pf::Error): an unknown device shortcut, no GPUs for "all_gpus", "all_cpus" without
+// num_cpus (TowerOptions::ForSession(session_options) sets it), a static batch smaller
 // than the number of towers (at run time when the batch is only known then), a tower that
 // uses other variables than tower 0, and a loss that depends on a trainable variable created
 // outside ReplicateTowers (it could be neither replicated nor averaged).
@@ -38,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/executor/session.h"
 #include "placeflow/train/optimizers.h"
 
 namespace pf::train {
@@ -49,8 +51,14 @@ struct TowerOptions {
   std::vector<std::string> devices = {"/cpu:0"};
   Aggregation aggregation = Aggregation::kParameterDevice;
   std::string variable_device = "/cpu:0";  // kParameterDevice; "" leaves variables to the placer
-  int num_cpus = 1;   // what "all_cpus" expands to: the session's device_count["CPU"]
+  // What "all_cpus" expands to: the session's device_count["CPU"]. 0 (unset) makes "all_cpus"
+  // an error rather than a guess that could disagree with the session; ForSession sets it.
+  int num_cpus = 0;
   int num_gpus = -1;  // what "all_gpus" expands to; -1: the GPUs this process can see
+
+  // Options whose CPU count comes from the session's options, so the two cannot disagree:
+  // num_cpus = device_count["CPU"] (1 when absent, as the session creates).
+  static TowerOptions ForSession(const SessionOptions& session);
 };
 
 struct TowerOutputs {

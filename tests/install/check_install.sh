@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs placeflow from BUILD_DIR into a temporary prefix, then builds and runs two consumers:
-# tests/install/consumer.cc and README.md's example program (its first ```cpp block), so the
-# README's example keeps compiling against the installed package. Also checks that only the
+# Installs placeflow from BUILD_DIR into a temporary prefix, then builds and runs the consumers:
+# tests/install/consumer.cc and README.md's example program (its first ```cpp block), also
+# built by README's own CMakeLists.txt (its first ```cmake block), so the README's instructions
+# keep working against the installed package. Also checks that only the
 # placeflow/ prefix lands on a consumer's include path.
 set -euo pipefail
 build_dir="$1"; src_dir="$2"
@@ -30,6 +31,16 @@ grep -q "placeflow/placeflow.h" "$tmp/consumer_src/readme_example.cc" || { echo 
 cmake -S "$tmp/consumer_src" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure.log" ||
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/consumer"  # compiler errors are shown
+# README's "Using the library": its CMakeLists.txt (the first ```cmake block) around its example
+# saved as main.cc, as a user would copy them.
+mkdir "$tmp/readme_src"
+awk '/^```cmake/ {on = 1; next} /^```/ {if (on) exit} on' "$src_dir/README.md" > "$tmp/readme_src/CMakeLists.txt"
+grep -q "find_package(placeflow" "$tmp/readme_src/CMakeLists.txt" || { echo "README has no consumer CMakeLists.txt"; exit 1; }
+cp "$tmp/consumer_src/readme_example.cc" "$tmp/readme_src/main.cc"
+cmake -S "$tmp/readme_src" -B "$tmp/readme_build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure2.log" ||
+  { cat "$tmp/configure2.log"; exit 1; }
+cmake --build "$tmp/readme_build"
 export LD_LIBRARY_PATH="$tmp/prefix/lib:$tmp/prefix/lib64:${LD_LIBRARY_PATH:-}"
 "$tmp/consumer/consumer"
 "$tmp/consumer/readme_example"
+"$tmp/readme_build/my_model"

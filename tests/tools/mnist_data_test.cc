@@ -55,6 +55,11 @@ TEST_CASE("IDX files: good data loads, bad magic and truncation are named", "[da
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
   CHECK_FALSE(data::ReadIdx(cut, &dims, &data).ok());
+  // Dims whose product overflows 64 bits are an error, not a wrapped size.
+  Status overflow = data::ReadIdx(
+      WriteGz("overflow.gz", Header(0x804, {0xffffffff, 0xffffffff, 0xffffffff, 2})), &dims, &data);
+  CHECK(overflow.code() == Code::kInvalidArgument);
+  CHECK_THAT(overflow.message(), Contains("has dims whose product overflows"));
   CHECK_THAT(data::ReadIdx("/nonexistent/x.gz", &dims, &data).message(),
              Contains("Cannot open IDX file"));
   for (auto* p : {&good, &cut}) std::filesystem::remove(*p);

@@ -356,8 +356,18 @@ TEST_CASE("Tower configuration errors are clear", "[towers][errors]") {
     o.num_gpus = 0;
     CHECK_THROWS_WITH(train::ResolveTowerDevices(o), Contains("no GPU is visible"));
     o.devices = {"all_cpus"};
+    // Unset, "all_cpus" used to mean one tower whatever the session had.
+    CHECK_THROWS_WITH(train::ResolveTowerDevices(o),
+                      Contains("Tower devices 'all_cpus': TowerOptions::num_cpus is not set; it "
+                               "must equal the session's device_count[\"CPU\"]"));
     o.num_cpus = 3;
     CHECK(train::ResolveTowerDevices(o) == std::vector<std::string>{"/cpu:0", "/cpu:1", "/cpu:2"});
+    SessionOptions so;
+    CHECK(train::TowerOptions::ForSession(so).num_cpus == 1);
+    so.device_count["CPU"] = 4;
+    train::TowerOptions from_session = train::TowerOptions::ForSession(so);
+    from_session.devices = {"all_cpus"};
+    CHECK(train::ResolveTowerDevices(from_session).size() == 4);
     o.devices = {"/gpu:zero"};
     CHECK_THROWS(train::ResolveTowerDevices(o));
   }
