@@ -42,6 +42,7 @@ struct Args {
   std::string place;  // "regex=device,regex=device"
   bool no_soft_placement = false;
   bool allow_nan = false;
+  bool check_numerics = false;
   int64_t print_every = 0;
   int64_t train_limit = 0;
   int64_t test_limit = 0;
@@ -118,6 +119,8 @@ pf::flags::FlagSet MakeFlags(Args& a) {
       .Default("about ten lines per run or five per epoch");
   f.Switch("--allow-nan", &a.allow_nan,
            "keep training when the loss is NaN or infinite (otherwise pf-train stops, exit 1)");
+  f.Switch("--check-numerics", &a.check_numerics,
+           "refuse to restore a checkpoint holding NaN or Inf (otherwise: a warning per variable)");
   f.String("--checkpoint", &a.checkpoint,
            "save a checkpoint here after each epoch (or at the end); checked before training")
       .Value("DIR");
@@ -516,6 +519,7 @@ int Main(int argc, char** argv) {
 #endif
     to.checkpoint_every = a.save_every;
     to.allow_nan = a.allow_nan;
+    to.check_numerics = a.check_numerics;
     pf::trainer::Trainer* trainer_ptr = nullptr;
     int sync_timeouts = 0;
 #ifdef PF_WITH_GRPC

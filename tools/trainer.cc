@@ -191,7 +191,9 @@ bool Trainer::RestoreLatest() {
   if (!saver_) return false;
   std::string latest = Saver::LatestCheckpoint(o_.checkpoint_dir);
   if (latest.empty()) return false;
-  saver_->Restore(sess_, latest);
+  RestoreOptions ro;
+  ro.check_numerics = o_.check_numerics;
+  saver_->Restore(sess_, latest, ro);
   std::fprintf(o_.out, "restored %s (global_step=%lld)\n", latest.c_str(),
                static_cast<long long>(global_step()));
   std::fflush(o_.out);

@@ -46,6 +46,8 @@ struct Options {
   std::function<bool(const Error&)> recover;
   // A NaN or infinite loss stops training with an error (TensorFlow's NanTensorHook) unless set.
   bool allow_nan = false;
+  // Restoring a checkpoint with NaN or Inf values is an error (else a warning per variable).
+  bool check_numerics = false;
   FILE* out = stdout;  // progress lines
 };
 
