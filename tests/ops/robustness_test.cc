@@ -134,6 +134,18 @@ TEST_CASE("Reshape's element count cannot overflow", "[ops][robust]") {
   CHECK(sess.Run({{fed, Tensor::FromVector<int64_t>({2, -1})}}, {r})[0].shape() == Shape{2, 2});
 }
 
+TEST_CASE("Pad's padded dims cannot overflow", "[ops][robust]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const int64_t big = std::numeric_limits<int64_t>::max() - 1;
+  Output x = ops::Const(root, Iota({2}));
+  Output pads = ops::Const(root, std::vector<int64_t>{big, 4}, {1, 2});
+  CHECK_THROWS_WITH(ops::Pad(root.WithOpName("pad"), x, pads),
+                    Contains("Paddings (9223372036854775806, 4) of dimension 0 overflow int64 for "
+                             "input [2]") &&
+                        Contains("for node 'pad' (op: 'Pad')"));
+}
+
 TEST_CASE("Cast to integers saturates and maps NaN to 0", "[ops][robust]") {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
