@@ -1,6 +1,7 @@
 #include "placeflow/core/allocator.h"
 
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +16,7 @@ class HostAllocator final : public Allocator {
  public:
   std::string Name() const override { return "cpu"; }
   void* Allocate(size_t bytes) override {
+    if (bytes > kMaxBytes) return nullptr;  // rounding up would wrap to a small block
     const size_t rounded = Round(bytes);
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -43,6 +45,7 @@ class HostAllocator final : public Allocator {
 
  private:
   static constexpr size_t kAlign = 64;
+  static constexpr size_t kMaxBytes = std::numeric_limits<size_t>::max() / 2;
   static constexpr size_t kCacheMin = 64 << 10;
   static constexpr size_t kCacheMax = size_t{2} << 30;
   static size_t Round(size_t bytes) {

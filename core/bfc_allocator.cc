@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace pf {
 
@@ -85,6 +86,8 @@ bool BfcAllocator::Extend(size_t rounded) {
 }
 
 void* BfcAllocator::Allocate(size_t bytes) {
+  // No device has half the address space; rounding such a size up would wrap to a small one.
+  if (bytes > std::numeric_limits<size_t>::max() / 2) return nullptr;
   const size_t rounded = RoundUp(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   Chunk* c = FindFree(rounded);

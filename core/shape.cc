@@ -1,7 +1,6 @@
 #include "placeflow/core/shape.h"
 
 #include <algorithm>
-#include <cassert>
 
 namespace pf {
 
@@ -9,8 +8,12 @@ Shape::Shape(std::initializer_list<int64_t> dims)
     : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
 
 Shape::Shape(std::span<const int64_t> dims) {
-  assert(dims.size() <= kMaxRank);
-  rank_ = static_cast<int>(std::min<size_t>(dims.size(), kMaxRank));
+  // Always checked: dims_ is a fixed array, and a release build must not write past it.
+  if (dims.size() > kMaxRank) {
+    throw Error(errors::InvalidArgument("A shape of rank ", dims.size(), " cannot have more than ",
+                                        kMaxRank, " dimensions"));
+  }
+  rank_ = static_cast<int>(dims.size());
   std::copy_n(dims.begin(), rank_, dims_.begin());
 }
 
@@ -30,8 +33,17 @@ StatusOr<Shape> Shape::FromDims(std::span<const int64_t> dims) {
   return Shape(dims);
 }
 
+void Shape::CheckCanGrow() const {
+  if (rank_ < 0)
+    throw Error(errors::InvalidArgument("Cannot add a dimension to a shape of unknown rank"));
+  if (rank_ >= kMaxRank) {
+    throw Error(errors::InvalidArgument("Shape ", ToString(), " cannot grow past ", kMaxRank,
+                                        " dimensions"));
+  }
+}
+
 void Shape::AddDim(int64_t d) {
-  assert(rank_ >= 0 && rank_ < kMaxRank);
+  CheckCanGrow();
   dims_[rank_++] = d;
 }
 
@@ -41,7 +53,7 @@ void Shape::RemoveDim(int i) {
 }
 
 void Shape::InsertDim(int i, int64_t d) {
-  assert(rank_ < kMaxRank);
+  CheckCanGrow();
   for (int j = rank_; j > i; --j) dims_[j] = dims_[j - 1];
   dims_[i] = d;
   ++rank_;
@@ -58,8 +70,12 @@ bool Shape::IsFullyDefined() const {
 int64_t Shape::num_elements() const {
   if (!IsFullyDefined()) return -1;
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
-  return n;
+  bool overflow = false;
+  for (int i = 0; i < rank_; ++i) {
+    if (dims_[i] == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(n, dims_[i], &n);
+  }
+  return overflow ? -1 : n;
 }
 
 bool Shape::IsCompatibleWith(const Shape& o) const {
@@ -86,7 +102,8 @@ std::string Shape::ToString() const {
   std::string s = "[";
   for (int i = 0; i < rank_; ++i) {
     if (i) s += ',';
-    s += dims_[i] < 0 ? std::string("?") : std::to_string(dims_[i]);
+    // Only -1 means unknown; other negative dims are bad input and print as themselves.
+    s += dims_[i] == -1 ? std::string("?") : std::to_string(dims_[i]);
   }
   return s + "]";
 }

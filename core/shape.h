@@ -1,5 +1,7 @@
 // Tensor shapes. A dimension of -1 is unknown; Shape::Unknown() has unknown rank.
 // Shapes print as TensorFlow does: "[3,4]", "[?,600]", "<unknown>".
+// A shape never holds more than kMaxRank dims: the constructors, AddDim and InsertDim throw
+// pf::Error (InvalidArgument) instead (shape functions turn it into a Status).
 //
 //   pf::Shape s{-1, 600};
 //   s.rank() == 2; s.IsFullyDefined() == false; s.ToString() == "[?,600]";
@@ -40,7 +42,8 @@ class Shape {
   void InsertDim(int i, int64_t d);
 
   bool IsFullyDefined() const;
-  // Product of dims; -1 when not fully defined.
+  // Product of dims; -1 when not fully defined or when the product overflows int64 (checked
+  // arithmetic: a dim of 0 makes it 0 whatever the others are).
   int64_t num_elements() const;
   // True when every known dim of both agrees (unknown dims match anything).
   bool IsCompatibleWith(const Shape& other) const;
@@ -52,6 +55,8 @@ class Shape {
   bool operator!=(const Shape& o) const { return !(*this == o); }
 
  private:
+  void CheckCanGrow() const;
+
   int rank_ = 0;
   std::array<int64_t, kMaxRank> dims_{};
 };

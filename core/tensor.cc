@@ -1,17 +1,57 @@
 #include "placeflow/core/tensor.h"
 
 #include <cassert>
+#include <limits>
+#include <optional>
 
 namespace pf {
 
-Tensor::Tensor(DType dtype, const Shape& shape) : Tensor(CpuAllocator(), dtype, shape) {
+namespace {
+
+// The bytes a tensor needs, or nullopt when they do not fit in size_t.
+std::optional<size_t> BytesFor(int64_t num_elements, DType dtype) {
+  size_t bytes = 0;
+  if (num_elements < 0 ||
+      __builtin_mul_overflow(static_cast<size_t>(num_elements), DTypeSize(dtype), &bytes))
+    return std::nullopt;
+  return bytes;
+}
+
+}  // namespace
+
+Tensor::Tensor(DType dtype, const Shape& shape) {
+  *this = Allocate(CpuAllocator(), dtype, shape).ValueOrThrow();
   if (buffer_) std::memset(buffer_->data(), 0, buffer_->bytes());
 }
 
 Tensor::Tensor(Allocator* allocator, DType dtype, const Shape& shape)
     : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
-  assert(num_elements_ >= 0 && "Tensor needs a fully defined shape");
-  buffer_ = Buffer::Allocate(allocator, TotalBytes());
+  // A shape that is not fully defined, or a size that overflows, gets no buffer (and is not
+  // initialised, since num_elements_ is then -1 or nonzero).
+  std::optional<size_t> bytes = BytesFor(num_elements_, dtype);
+  if (bytes) buffer_ = Buffer::Allocate(allocator, *bytes);
+}
+
+StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DType dtype, const Shape& shape) {
+  if (!shape.IsFullyDefined()) {
+    return errors::InvalidArgument("Cannot allocate a tensor of shape ", shape.ToString(),
+                                   ": not fully defined");
+  }
+  if (shape.num_elements() < 0) {
+    return errors::InvalidArgument("Cannot allocate a tensor of shape ", shape.ToString(),
+                                   ": more than ", std::numeric_limits<int64_t>::max(),
+                                   " elements");
+  }
+  Tensor t(allocator, dtype, shape);
+  if (!t.IsInitialized()) {
+    std::optional<size_t> bytes = BytesFor(shape.num_elements(), dtype);
+    std::string why = bytes ? allocator->DescribeFailure(*bytes) : "";
+    return errors::ResourceExhausted(
+        "OOM when allocating tensor with shape ", shape.ToString(), " and type ", DTypeName(dtype),
+        " (", bytes ? std::to_string(*bytes) : std::string("over 2^64"), " bytes) by allocator ",
+        allocator->Name(), why.empty() ? "" : ": ", why);
+  }
+  return t;
 }
 
 Tensor::Tensor(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer)

@@ -25,10 +25,15 @@ namespace pf {
 class Tensor {
  public:
   Tensor() = default;  // uninitialised: no dtype, no buffer
-  // Allocates host memory (zero-filled) for a fully defined shape.
+  // Allocates host memory (zero-filled) for a fully defined shape. Throws pf::Error:
+  // ResourceExhausted ("OOM when allocating tensor with shape ...") when the memory cannot be
+  // had, InvalidArgument for a shape that is not fully defined or has more than 2^63-1 elements.
   Tensor(DType dtype, const Shape& shape);
-  // Allocates from `allocator`; check `IsInitialized()` for out-of-memory.
+  // Allocates from `allocator` (uninitialised memory) and never throws: on any failure the
+  // tensor has no buffer and `IsInitialized()` is false. Prefer Allocate, which says why.
   Tensor(Allocator* allocator, DType dtype, const Shape& shape);
+  // Allocates from `allocator`, with the error Tensor(dtype, shape) would throw.
+  static StatusOr<Tensor> Allocate(Allocator* allocator, DType dtype, const Shape& shape);
   // Shares `buffer` (which must hold at least shape.num_elements() elements).
   Tensor(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer);
 

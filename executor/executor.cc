@@ -1,5 +1,7 @@
 #include "placeflow/executor/executor.h"
 
+#include <fmt/ranges.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +29,22 @@ Status Annotate(const Status& s, const Node& node, const Device& device) {
       fmt::format("\n\t [[{{{{node {}}}}} = {}[] on {}]]", node.name(), node.op(), device.name()));
 }
 
+// Nothing but a Status may leave a kernel: an exception (a pf::Error from a Tensor that could
+// not be allocated, bad_alloc from a std::vector) would otherwise unwind through the executor
+// and kill a pool thread, or reach the caller with the step half done.
+template <typename Fn>
+Status Guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("Out of memory in kernel (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return errors::Internal("Kernel threw an exception: ", e.what());
+  }
+}
+
 }  // namespace
 
 struct Executor::Layout {
@@ -40,10 +58,13 @@ struct Executor::Layout {
     Device* device;
     OpKernel* kernel;
     bool expensive;
-    bool static_shapes;  // every output shape known at build time
+    // Every input and output shape is known at build time and no input is fed: the shape
+    // function is skipped while the real input shapes equal input_shapes.
+    bool static_shapes;
     int input_base;
     int num_inputs;
     std::vector<VarState*> ref_inputs;  // empty when the node has none
+    std::vector<Shape> input_shapes;    // static
     std::vector<Shape> output_shapes;
     std::vector<DType> output_dtypes;
     std::vector<OutEdge> out_edges;
@@ -156,6 +177,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
     it.initial_pending = 0;
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& src = n->input(k);
+      it.input_shapes.push_back(src.shape());
+      // A fed input may replace a constant whose value the static shape came from (the
+      // session feeds through _Arg copies, so which one is not known here): always recheck.
+      it.static_shapes = it.static_shapes && src.shape().IsFullyDefined() && !feed_index.count(src);
       if (n->IsRefInput(k)) {
         if (!src.node->op_def().is_variable()) {
           return errors::InvalidArgument("Input ", k, " of node '", n->name(),
@@ -292,20 +317,35 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
     return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(),
                             "') was never produced");
   }
+  // Kernels trust their output shapes, so those come from the shape function over the real
+  // inputs unless the static ones were inferred from these very input shapes. (An uninitialised
+  // ref input, as Assign's first, stands for its static shape.)
+  auto real_shape = [&](int k) -> const Shape& {
+    return inputs[k].IsInitialized() ? inputs[k].shape() : it.input_shapes[k];
+  };
+  bool inputs_as_built = it.static_shapes;
+  for (int k = 0; k < it.num_inputs && inputs_as_built; ++k)
+    inputs_as_built = real_shape(k) == it.input_shapes[k];
   const Shape* shapes = it.output_shapes.data();
-  if (!it.static_shapes) {
+  if (!inputs_as_built) {
     std::vector<Shape> in_shapes(it.num_inputs);
     std::vector<DType> in_dtypes(it.num_inputs);
     std::vector<const Tensor*> in_values(it.num_inputs);
     for (int k = 0; k < it.num_inputs; ++k) {
-      in_shapes[k] = inputs[k].shape();
-      in_dtypes[k] = inputs[k].dtype();
+      in_shapes[k] = real_shape(k);
+      in_dtypes[k] = inputs[k].IsInitialized() ? inputs[k].dtype() : n.input(k).dtype();
       // Shape functions may read input values: only those the host can read (a GPU kernel's
       // shape arguments are HostMemory, so they are).
-      in_values[k] = inputs[k].InHostMemory() ? &inputs[k] : nullptr;
+      in_values[k] = inputs[k].IsInitialized() && inputs[k].InHostMemory() ? &inputs[k] : nullptr;
     }
-    PF_RETURN_IF_ERROR(RunShapeFn(n.op_def(), n.attrs(), std::move(in_shapes), std::move(in_dtypes),
-                                  std::move(in_values), n.num_outputs(), runtime_shapes));
+    Status s = RunShapeFn(n.op_def(), n.attrs(), in_shapes, std::move(in_dtypes),
+                          std::move(in_values), n.num_outputs(), runtime_shapes);
+    if (!s.ok()) {
+      std::vector<std::string> names;
+      for (const Shape& sh : in_shapes) names.push_back(sh.ToString());
+      return Status(s.code(),
+                    fmt::format("{} with input shapes: {}.", s.message(), fmt::join(names, ", ")));
+    }
     shapes = runtime_shapes->data();
   }
   outputs->resize(n.num_outputs());
@@ -503,7 +543,7 @@ void Executor::Process(Step* step, std::deque<int> inline_ready) const {
     Status s = PrepareNode(step, id, &outputs, &runtime_shapes, &params);
     if (s.ok()) {
       OpKernelContext ctx(params);
-      s = it.kernel->Compute(&ctx);
+      s = Guarded([&] { return it.kernel->Compute(&ctx); });
     }
     Complete(step, id, s, &outputs, t0, &inline_ready);
   }

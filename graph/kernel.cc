@@ -19,16 +19,7 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
   }
   Allocator* allocator = p_.allocator != nullptr ? p_.allocator : CpuAllocator();
   if (p_.kernel != nullptr && p_.kernel->host_output(i)) allocator = CpuAllocator();
-  slot = Tensor(allocator, p_.output_dtypes[i], shape);
-  if (!slot.IsInitialized()) {
-    size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(p_.output_dtypes[i]);
-    slot = Tensor();
-    std::string why = allocator->DescribeFailure(bytes);
-    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.ToString(),
-                                     " and type ", DTypeName(p_.output_dtypes[i]), " (", bytes,
-                                     " bytes) by allocator ", allocator->Name(),
-                                     why.empty() ? "" : ": ", why);
-  }
+  PF_ASSIGN_OR_RETURN(slot, Tensor::Allocate(allocator, p_.output_dtypes[i], shape));
   return &slot;
 }
 

@@ -2,10 +2,15 @@
 
 #include <fmt/ranges.h>
 
+#include <limits>
+
 #include "placeflow/graph/variable.h"
 
 namespace pf {
 namespace {
+
+// The most outputs one node may have (Split's num_split, a list output's length).
+constexpr int64_t kMaxOutputs = int64_t{1} << 20;
 
 std::string Join(const std::string& prefix, std::string_view name) {
   return prefix.empty() ? std::string(name) : prefix + "/" + std::string(name);
@@ -134,7 +139,21 @@ Status RunShapeFn(const OpDef& op, const AttrMap& attrs, std::vector<Shape> inpu
                   int num_outputs, std::vector<Shape>* out) {
   ShapeContext c(op, attrs, std::move(input_shapes), std::move(input_dtypes),
                  std::move(input_values), num_outputs);
-  if (op.shape_fn()) PF_RETURN_IF_ERROR(op.shape_fn()(c));
+  if (op.shape_fn()) {
+    // Shape throws past kMaxRank (it has no Status to return).
+    try {
+      PF_RETURN_IF_ERROR(op.shape_fn()(c));
+    } catch (const Error& e) {
+      return e.status();
+    }
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    const Shape& s = c.output_shapes()[i];
+    if (s.IsFullyDefined() && s.num_elements() < 0) {
+      return errors::InvalidArgument("Output ", i, " of shape ", s.ToString(), " has more than ",
+                                     std::numeric_limits<int64_t>::max(), " elements");
+    }
+  }
   *out = std::move(c.output_shapes());
   return Status::OK();
 }
@@ -228,9 +247,32 @@ Status NodeBuilder::Check(NodeSpec* spec) {
           " is not in the list of allowed values: ", fmt::join(names, ", "), where);
     }
   }
+  for (const auto& [name, value] : spec->attrs) {
+    // Only -1 means unknown (TensorFlow's PartialTensorShape rule).
+    if (const Shape* shape = std::get_if<Shape>(&value)) {
+      for (int64_t d : shape->dims()) {
+        if (d < -1) {
+          return errors::InvalidArgument("Dimension ", d, " in attr '", name,
+                                         "' = ", shape->ToString(), " must be >= -1", where);
+        }
+      }
+    }
+  }
   for (const ArgDef& arg : def->outputs()) {
     PF_ASSIGN_OR_RETURN(DType t, ResolveType(arg.type, spec->attrs));
-    int64_t n = arg.number_attr.empty() ? 1 : std::get<int64_t>(spec->attrs[arg.number_attr]);
+    int64_t n = 1;
+    if (!arg.number_attr.empty()) {
+      const int64_t* len = std::get_if<int64_t>(&spec->attrs[arg.number_attr]);
+      if (len == nullptr)
+        return errors::InvalidArgument("Attr '", arg.number_attr, "' must be an int", where);
+      // A bound, so that a huge count is an error and not bad_alloc or gigabytes of nodes.
+      if (*len > kMaxOutputs) {
+        return errors::InvalidArgument("Attr '", arg.number_attr, "' = ", *len,
+                                       " asks for more outputs than the ", kMaxOutputs,
+                                       " a node may have", where);
+      }
+      n = *len;
+    }
     for (int64_t i = 0; i < n; ++i) spec->output_dtypes.push_back(t);
   }
   // Static shapes, with the values of constant inputs.

@@ -119,7 +119,9 @@ class NodeBuilder {
 };
 
 // Runs `node`'s shape function on the given input shapes and values (used at build time and
-// by the executor at run time for nodes whose static shapes are not fully defined).
+// by the executor at run time whenever a node's real input shapes differ from its static ones).
+// A pf::Error thrown inside (a Shape past kMaxRank) becomes the Status; a fully defined output
+// shape whose element count overflows int64 is an error.
 Status RunShapeFn(const OpDef& op, const AttrMap& attrs, std::vector<Shape> input_shapes,
                   std::vector<DType> input_dtypes, std::vector<const Tensor*> input_values,
                   int num_outputs, std::vector<Shape>* out);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 
@@ -207,7 +208,16 @@ StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path)
       return bad("tensor '" + name + "' has bad data_offsets");
     auto shape = Shape::FromDims(e.shape);
     if (!shape.ok()) return bad("tensor '" + name + "': " + shape.status().message());
-    const uint64_t want = static_cast<uint64_t>(shape->num_elements()) * DTypeSize(t);
+    // Checked: a product that wraps could match the range and describe memory it does not have.
+    if (shape->num_elements() < 0) {
+      return bad(fmt::format("tensor '{}' of shape {} has more than {} elements", name,
+                             shape->ToString(), std::numeric_limits<int64_t>::max()));
+    }
+    uint64_t want = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(shape->num_elements()), DTypeSize(t), &want)) {
+      return bad(fmt::format("tensor '{}' of shape {} needs more than {} bytes", name,
+                             shape->ToString(), std::numeric_limits<uint64_t>::max()));
+    }
     if (static_cast<uint64_t>(e.offsets[1] - e.offsets[0]) != want) {
       return bad(fmt::format("tensor '{}' of shape {} needs {} bytes but its range holds {}", name,
                              shape->ToString(), want, e.offsets[1] - e.offsets[0]));
@@ -217,7 +227,7 @@ StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path)
           fmt::format("tensor '{}' ends at byte {} but the file has {} data bytes (truncated?)",
                       name, e.offsets[1], data_size));
     }
-    Tensor tensor(t, *shape);
+    PF_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(CpuAllocator(), t, *shape));
     if (want > 0) std::memcpy(tensor.raw_data(), bytes.data() + 8 + n + e.offsets[0], want);
     out[name] = tensor;
   }

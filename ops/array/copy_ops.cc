@@ -12,8 +12,26 @@ namespace pf {
 namespace {
 
 // ---- gradients ----
+// Checks that perm holds each of 0 .. perm.size()-1 once (whatever the input's rank).
+Status CheckPermutation(const std::vector<int64_t>& perm) {
+  if (perm.size() > static_cast<size_t>(Shape::kMaxRank)) {
+    return errors::InvalidArgument("transpose: a perm of ", perm.size(),
+                                   " entries is past the maximum rank ", Shape::kMaxRank);
+  }
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) {
+      return errors::InvalidArgument(p, " is not a valid permutation index (or repeats) for rank ",
+                                     perm.size());
+    }
+    seen[p] = true;
+  }
+  return Status::OK();
+}
+
 PF_GRAD(TransposeGrad) {
   const auto& perm = n.attr<std::vector<int64_t>>("perm");
+  PF_RETURN_IF_ERROR(CheckPermutation(perm));
   std::vector<int32_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int32_t>(i);
   *dx = {ops::Transpose(s, g[0], inverse)};
@@ -51,20 +69,18 @@ PF_GRAD(GatherGradFn) {
 Status TransposeShape(ShapeContext& c) {
   const auto& perm = c.attr<std::vector<int64_t>>("perm");
   const Shape& in = c.input(0);
-  if (in.unknown_rank()) return (c.set_output(0, Shape::Unknown()), Status::OK());
+  PF_RETURN_IF_ERROR(CheckPermutation(perm));
+  Shape out;
+  if (in.unknown_rank()) {
+    // The rank is perm's size: the run-time check catches an input of another.
+    for (size_t d = 0; d < perm.size(); ++d) out.AddDim(-1);
+    return (c.set_output(0, out), Status::OK());
+  }
   if (static_cast<int>(perm.size()) != in.rank()) {
     return errors::InvalidArgument("transpose expects a vector of size ", in.rank(),
                                    ". But input(1) is a vector of size ", perm.size());
   }
-  std::vector<bool> seen(perm.size(), false);
-  Shape out;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= in.rank() || seen[p])
-      return errors::InvalidArgument(p, " is not a valid permutation index (or repeats) for rank ",
-                                     in.rank());
-    seen[p] = true;
-    out.AddDim(in.dim(static_cast<int>(p)));
-  }
+  for (int64_t p : perm) out.AddDim(in.dim(static_cast<int>(p)));
   c.set_output(0, out);
   return Status::OK();
 }
@@ -74,6 +90,11 @@ class TransposeOp : public OpKernel {
   explicit TransposeOp(const Node& n) : OpKernel(n), perm_(n.attr<std::vector<int64_t>>("perm")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
+    // The executor ran TransposeShape on this input; a kernel called some other way must not
+    // index with a perm of another rank.
+    if (in.rank() != static_cast<int>(perm_.size()))
+      return errors::InvalidArgument("transpose expects a vector of size ", in.rank(),
+                                     ". But input(1) is a vector of size ", perm_.size());
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int rank = in.rank();
     const size_t es = DTypeSize(in.dtype());
@@ -269,6 +290,17 @@ Status SliceShape(ShapeContext& c) {
   if (begin.size() != size.size())
     return errors::InvalidArgument("Slice: begin has ", begin.size(), " entries but size has ",
                                    size.size());
+  // The attrs alone, so that an input of unknown rank cannot smuggle bad ones to the kernel.
+  if (begin.size() > static_cast<size_t>(Shape::kMaxRank)) {
+    return errors::InvalidArgument("Slice of rank ", begin.size(), ": at most ", Shape::kMaxRank,
+                                   " dimensions are supported");
+  }
+  for (size_t d = 0; d < begin.size(); ++d) {
+    if (begin[d] < 0)
+      return errors::InvalidArgument("Expected begin[", d, "] = ", begin[d], " to be >= 0");
+    if (size[d] < -1)
+      return errors::InvalidArgument("Expected size[", d, "] = ", size[d], " to be >= -1");
+  }
   if (in.unknown_rank()) {
     Shape out;
     for (int64_t s : size) out.AddDim(s);
@@ -299,6 +331,9 @@ class SliceOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const int rank = in.rank();
+    if (rank != static_cast<int>(begin_.size()) || out->rank() != rank)
+      return errors::InvalidArgument("Expected begin and size arguments to be 1-D tensors of size ",
+                                     rank, ", but got ", begin_.size());
     const size_t es = DTypeSize(in.dtype());
     if (out->num_elements() == 0) return Status::OK();
     if (rank == 0) {

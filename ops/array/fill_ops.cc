@@ -1,12 +1,32 @@
 // Ops that make values from shapes or convert them: Cast, Fill, ZerosLike, OnesLike, OneHot.
 #include "placeflow/ops/array/fill_ops.h"
 
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {
+
+// static_cast of a NaN or out-of-range float to an integer is undefined behaviour (x86 gives
+// INT_MIN, other CPUs other values). Cast defines it: NaN becomes 0 and other values saturate
+// at the integer type's limits; the fraction is truncated toward zero as in C++.
+template <typename D, typename S>
+D CastValue(S v) {
+  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D> && !std::is_same_v<D, bool>) {
+    if (std::isnan(v)) return D(0);
+    // The limits as S: lo is exact (a power of two), hi rounds up to 2^bits, so >= is the test.
+    constexpr S lo = static_cast<S>(std::numeric_limits<D>::min());
+    constexpr S hi = static_cast<S>(std::numeric_limits<D>::max());
+    if (v <= lo) return std::numeric_limits<D>::min();
+    if (v >= hi) return std::numeric_limits<D>::max();
+  }
+  return static_cast<D>(v);
+}
 
 class CastOp : public OpKernel {
  public:
@@ -19,7 +39,7 @@ class CastOp : public OpKernel {
       using S = decltype(src);
       VisitDType(ctx->output_dtype(0), [&](auto dst) {
         using D = decltype(dst);
-        s = UnaryElementwise<S, D>(ctx, [](S v) { return static_cast<D>(v); });
+        s = UnaryElementwise<S, D>(ctx, [](S v) { return CastValue<D, S>(v); });
       });
     });
     return s;

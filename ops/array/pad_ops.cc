@@ -5,6 +5,7 @@
 // every dtype.
 #include "placeflow/ops/array/pad_ops.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "placeflow/ops/grad_util.h"
@@ -85,6 +86,16 @@ Status PadShape(ShapeContext& c, bool crop) {
   PF_RETURN_IF_ERROR(ValidatePad(in, paddings));
   if (const Tensor* value = c.input_tensor(1)) {
     PF_ASSIGN_OR_RETURN(PadAmounts p, ReadPaddings(*value));
+    // Checked: int64 paddings near the limit would overflow the padded dims.
+    for (int d = 0; d < p.rank() && !in.unknown_rank(); ++d) {
+      int64_t sum = 0;
+      if (__builtin_add_overflow(p.before[d], p.after[d], &sum) ||
+          __builtin_add_overflow(std::max<int64_t>(in.dim(d), 0), sum, &sum)) {
+        return errors::InvalidArgument("Paddings (", p.before[d], ", ", p.after[d],
+                                       ") of dimension ", d, " overflow int64 for input ",
+                                       in.ToString());
+      }
+    }
     if (crop) {
       PF_RETURN_IF_ERROR(ValidatePadGrad(in, p));
       c.set_output(0, p.Cropped(in));

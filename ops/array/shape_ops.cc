@@ -1,4 +1,7 @@
 // Ops that only change the view of a buffer: Reshape, ExpandDims, Squeeze; and Shape itself.
+#include <limits>
+#include <string>
+
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -30,6 +33,7 @@ Status ReshapeShape(ShapeContext& c) {
   // At most one -1, inferred from the input's element count when known.
   int unknown = -1;
   int64_t known = 1;
+  bool overflow = false;  // checked: a product that wraps could match the input's size
   bool all_known = c.input_tensor(1) != nullptr;
   for (int i = 0; i < target.rank(); ++i) {
     if (target.dim(i) == -1) {
@@ -38,10 +42,16 @@ Status ReshapeShape(ShapeContext& c) {
                                        target.ToString());
       unknown = i;
     } else {
-      known *= target.dim(i);
+      overflow = overflow || __builtin_mul_overflow(known, target.dim(i), &known);
     }
   }
   const int64_t n = c.input(0).num_elements();
+  if (overflow && known != 0) {
+    return errors::InvalidArgument("Cannot reshape a tensor with ",
+                                   n >= 0 ? std::to_string(n) : std::string("?"),
+                                   " elements to shape ", target.ToString(), ": more than ",
+                                   std::numeric_limits<int64_t>::max(), " elements");
+  }
   if (all_known && n >= 0) {
     if (unknown >= 0) {
       if (known == 0 || n % known != 0) {

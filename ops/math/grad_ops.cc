@@ -76,6 +76,9 @@ class ReduceGradOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     // g with the reduced axes kept as 1.
     PF_ASSIGN_OR_RETURN(Shape kept, ReduceGradShape(g.shape(), x, axes_));
+    // An empty x (a [5,0] input) has nothing to fill, and its rows of zero length would divide
+    // by zero below (as would an integer mean's scale).
+    if (out->num_elements() == 0) return Status::OK();
     const T scale = mean_ && g.num_elements() > 0
                         ? T(1) / static_cast<T>(x.num_elements() / g.num_elements())
                         : T(1);

@@ -431,8 +431,9 @@ PF_REGISTER_OP(SharedOp("AccumulatorApplyGradient", kGradTypes)
                    .Input("gradient", "dtype")
                    .SetShapeFn([](ShapeContext& c) {
                      if (!c.input(1).IsCompatibleWith(c.attr<Shape>("shape"))) {
-                       return errors::InvalidArgument("Shape mismatch: accumulator holds ",
-                                                      c.attr<Shape>("shape").ToString(),
+                       return errors::InvalidArgument("Shape mismatch: accumulator '",
+                                                      c.attr<std::string>("shared_name"),
+                                                      "' holds ", c.attr<Shape>("shape").ToString(),
                                                       ", gradient has ", c.input(1).ToString());
                      }
                      return NoOutputsShape(c);

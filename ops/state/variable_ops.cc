@@ -74,10 +74,8 @@ class AssignOp : public OpKernel {
             ctx->input(0).shape().ToString(), " rhs shape= ", value.shape().ToString());
       }
       // A private copy: the variable must never alias (and later mutate) its initial value.
-      Tensor copy(ctx->device()->GetAllocator(), value.dtype(), value.shape());
-      if (!copy.IsInitialized())
-        return errors::ResourceExhausted("OOM allocating variable ",
-                                         ctx->input(0).shape().ToString());
+      PF_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(ctx->device()->GetAllocator(),
+                                                        value.dtype(), value.shape()));
       PF_RETURN_IF_ERROR(
           ctx->device()->CopyWithinDevice(copy.raw_data(), value.raw_data(), value.TotalBytes()));
       var->value = std::move(copy);

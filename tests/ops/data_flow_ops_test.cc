@@ -156,7 +156,7 @@ TEST_CASE("Accumulator and queue errors name the resource, the node and the shap
   CHECK_THROWS_WITH(
       ops::AccumulatorApplyGradient(root, acc, ops::Const(root, Tensor::Scalar<int64_t>(0)),
                                     ops::Const(root, Tensor(DT_FLOAT, {4}))),
-      Contains("Shape mismatch: accumulator holds [3], gradient has [4]"));
+      Contains("Shape mismatch: accumulator 'acc' holds [3], gradient has [4]"));
   Output grad = ops::Placeholder(root, DT_FLOAT);
   Operation apply =
       ops::AccumulatorApplyGradient(root, acc, ops::Const(root, Tensor::Scalar<int64_t>(0)), grad);
