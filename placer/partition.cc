@@ -128,18 +128,25 @@ class Partitioner {
     NodeSpec send;
     send.name = fmt::format("{}/_send_to_{}", user_tensor, local);
     send.op_def = &Def("_Send");
+    // The sender's incarnation goes into the rendezvous key (graph/rendezvous.h).
+    const auto incarnation = static_cast<int64_t>(src->incarnation());
     send.attrs = {{"T", src_copy.dtype()},
                   {"tensor_name", tensor_name},
                   {"send_device", src->name()},
+                  {"send_device_incarnation", incarnation},
                   {"recv_device", dst->name()}};
     send.inputs = {src_copy};
     AddNode(PartFor(src), std::move(send), true);
     NodeSpec recv;
     recv.name = fmt::format("{}/_recv_on_{}", user_tensor, local);
     recv.op_def = &Def("_Recv");
-    recv.attrs = {{"tensor_type", src_copy.dtype()}, {"tensor_name", tensor_name},
-                  {"send_device", src->name()},      {"recv_device", dst->name()},
-                  {"shape", src_copy.shape()},       {"host_memory", host_memory}};
+    recv.attrs = {{"tensor_type", src_copy.dtype()},
+                  {"tensor_name", tensor_name},
+                  {"send_device", src->name()},
+                  {"recv_device", dst->name()},
+                  {"shape", src_copy.shape()},
+                  {"host_memory", host_memory},
+                  {"send_device_incarnation", incarnation}};
     recv.output_dtypes = {src_copy.dtype()};
     recv.output_shapes = {src_copy.shape()};
     Output out(AddNode(PartFor(dst), std::move(recv), true), 0);
