@@ -81,8 +81,15 @@ class Device {
   // and its kernels' HostMemory arguments a host-memory copy.
   virtual bool uses_host_memory() const = 0;
   ResourceMgr* resource_mgr() { return &resources_; }
+  // Changes when the device's process restarts: a cluster task's devices carry their server's
+  // random incarnation; 0 in one process. _Send/_Recv keys carry the sender's, so that a
+  // restarted task rejects requests for tensors of its previous life.
+  virtual uint64_t incarnation() const { return incarnation_; }
+  // Only before the device joins a DeviceSet.
+  void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
 
  private:
+  uint64_t incarnation_ = 0;
   std::string name_;
   DeviceName parsed_;
   ResourceMgr resources_;

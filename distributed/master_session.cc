@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <random>
 
@@ -20,18 +21,22 @@ namespace pf {
 namespace {
 
 // A device of another process: what the placer and partitioner need (name, type, priority,
-// memory kind); kernels never run on it here.
+// memory kind, its task's incarnation); kernels never run on it here.
 class RemoteDevice final : public Device {
  public:
   RemoteDevice(const DeviceName& n, const rpc::DeviceProto& p)
-      : Device(n.type, n.id, n.job, n.replica, n.task), proto_(p) {}
+      : Device(n.type, n.id, n.job, n.replica, n.task), proto_(p), incarnation_(p.incarnation()) {}
   Allocator* GetAllocator() override { return CpuAllocator(); }
   std::string Description() const override { return proto_.description(); }
   int priority() const override { return proto_.priority(); }
   bool uses_host_memory() const override { return proto_.uses_host_memory(); }
+  uint64_t incarnation() const override { return incarnation_.load(); }
+  // Its task restarted: graphs partitioned from now on carry the new incarnation.
+  void Reincarnate(uint64_t incarnation) { incarnation_ = incarnation; }
 
  private:
   rpc::DeviceProto proto_;
+  std::atomic<uint64_t> incarnation_;
 };
 
 struct Task {
@@ -86,15 +91,21 @@ class MasterSession final : public SessionBackend {
     PF_ASSIGN_OR_RETURN(auto prepared, Prepare(key, feeds, fetches, targets));
     RunMetadata* trace = run_options.trace ? metadata : nullptr;
     Status s = RunStep(*prepared, feeds, outputs, trace, run_options.timeout_in_ms);
-    if (s.code() == Code::kNotFound &&
-        s.message().find("is not registered on task") != std::string::npos) {
-      // A task restarted and lost its graphs (those of every signature). The step is not
-      // retried here (the other tasks may have run part of it: updates would apply twice);
-      // later calls register again.
+    const bool lost_graphs = s.code() == Code::kNotFound &&
+                             s.message().find("is not registered on task") != std::string::npos;
+    const bool stale_incarnation =
+        s.code() == Code::kAborted &&
+        s.message().find("expects a different device incarnation") != std::string::npos;
+    if (lost_graphs || stale_incarnation) {
+      // A task restarted: it lost its graphs (those of every signature), and the other tasks'
+      // graphs name its old incarnation. The step is not retried here (the other tasks may
+      // have run part of it: updates would apply twice); later calls learn the tasks'
+      // incarnations and register again.
       std::map<std::string, std::shared_ptr<const Prepared>> stale;
       {
         std::lock_guard<std::mutex> lock(mu_);
         stale.swap(cache_);
+        refresh_incarnations_ = true;
       }
       for (const auto& [k, p] : stale) Deregister(*p);
       return s.WithSuffix(" (this session registers its graphs again on the next call)");
@@ -187,6 +198,10 @@ class MasterSession final : public SessionBackend {
                                                     const std::vector<Operation>& targets) {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    if (refresh_incarnations_) {
+      PF_RETURN_IF_ERROR(RefreshIncarnations());
+      refresh_incarnations_ = false;
+    }
     std::vector<Output> fed_list;
     for (const auto& [o, t] : feeds) fed_list.push_back(o);
     std::vector<Node*> nodes = Prune(fed_list, fetches, targets);
@@ -253,6 +268,26 @@ class MasterSession final : public SessionBackend {
     }
     cache_[key] = prepared;
     return std::shared_ptr<const Prepared>(prepared);
+  }
+
+  // Every task's current incarnation (after a restart), onto its devices. A task that does not
+  // answer fails the call (Unavailable): the next call tries again.
+  Status RefreshIncarnations() {
+    for (auto& [name, task] : tasks_) {
+      grpc::ClientContext ctx;
+      AddToken(&ctx, options_.cluster);
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(
+                           static_cast<int64_t>(options_.cluster.connect_timeout_s * 1000)));
+      rpc::GetStatusRequest req;
+      rpc::GetStatusResponse resp;
+      PF_RETURN_IF_ERROR(FromGrpc(task.stub->GetStatus(&ctx, req, &resp),
+                                  fmt::format("GetStatus of task {} ({})", name, task.address)));
+      for (Device* d : devices_.devices()) {
+        if (TaskOf(*d) == name) static_cast<RemoteDevice*>(d)->Reincarnate(resp.incarnation());
+      }
+    }
+    return Status::OK();
   }
 
   // Collectives whose participants span tasks meet through the step's rendezvous: each
@@ -454,6 +489,7 @@ class MasterSession final : public SessionBackend {
   std::map<std::string, std::shared_ptr<const Prepared>> cache_;
   std::map<std::string, std::string> placement_;
   std::map<std::string, std::vector<int64_t>> ended_steps_;  // per task, not yet sent
+  bool refresh_incarnations_ = false;  // a task restarted: ask every task before partitioning
   std::mt19937_64 rng_;
 };
 

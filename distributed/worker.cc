@@ -41,7 +41,7 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
     if (key.compare(0, self.size(), self) == 0 && key.compare(self.size(), 8, "/device:") == 0)
       return local_.RecvAsync(key, std::move(done));
     DeviceName src;
-    DeviceName::Parse(std::string_view(key).substr(0, key.find(';')), &src);
+    DeviceName::Parse(Rendezvous::SendDevice(key), &src);
     PullFromPeer(src, key, std::move(done));
   }
 
@@ -256,6 +256,7 @@ Worker::Worker(ClusterSpec cluster, std::string job, int task, ClusterOptions op
   for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) made.push_back(std::move(d));
   for (auto& d : made) {
     d->SetTask(job_, 0, task_);
+    d->set_incarnation(incarnation_);
     devices_.Add(std::move(d));
   }
 }
@@ -270,6 +271,7 @@ void Worker::ListDevices(google::protobuf::RepeatedPtrField<rpc::DeviceProto>* o
     p->set_description(d->Description());
     p->set_priority(d->priority());
     p->set_uses_host_memory(d->uses_host_memory());
+    p->set_incarnation(d->incarnation());
   }
 }
 
@@ -572,16 +574,27 @@ grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed request"));
     return reactor;
   }
+  Device* src = devices_.Find(std::string(Rendezvous::SendDevice(req.key())));
+  if (src == nullptr) {  // nothing here will ever send it
+    reactor->Finish(ToGrpc(errors::InvalidArgument(
+        "RecvTensor of '", req.key(), "': its sender is not a device of task ", task_name_)));
+    return reactor;
+  }
+  // A key made for this task's previous life (the master partitioned before the restart):
+  // its tensor will never be sent. TensorFlow's message and code.
+  if (const uint64_t want = Rendezvous::SendIncarnation(req.key());
+      want != 0 && want != src->incarnation()) {
+    reactor->Finish(ToGrpc(errors::Aborted(
+        "RecvTensor expects a different device incarnation: ", want, " vs. ", src->incarnation(),
+        ". Your worker job (\"", task_name_,
+        "\") was probably restarted. Check your worker job for the reason why it was "
+        "restarted.")));
+    return reactor;
+  }
   std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req.step_id());
   if (!step) {
     reactor->Finish(
         ToGrpc(errors::Aborted("Step ", req.step_id(), " already ended on task ", task_name_)));
-    return reactor;
-  }
-  Device* src = devices_.Find(req.key().substr(0, req.key().find(';')));
-  if (src == nullptr) {  // nothing here will ever send it
-    reactor->Finish(ToGrpc(errors::InvalidArgument(
-        "RecvTensor of '", req.key(), "': its sender is not a device of task ", task_name_)));
     return reactor;
   }
   const int64_t offset = req.offset(), max_bytes = req.max_bytes();

@@ -1,5 +1,8 @@
 #include "placeflow/placer/partition.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <deque>
 
 #include "placeflow/graph/kernel.h"
@@ -28,13 +31,20 @@ class Partitioner {
     std::unordered_map<const Node*, int> pending;
     for (const Node* n : nodes) pending[n] = 0;
     for (const Node* n : nodes) {
+      std::vector<std::string> missing;
       for (const Output& in : n->inputs()) {
         if (fed_.count(in)) continue;
         if (!pending.count(in.node)) {
-          return errors::InvalidArgument("Incomplete graph: input '", in.name(), "' of node '",
-                                         n->name(), "' is neither fed nor part of the subgraph");
+          missing.push_back(in.name());
+          continue;
         }
         ++pending[n];
+      }
+      if (!missing.empty()) {
+        // TensorFlow's text, then which inputs: neither fed nor among the nodes to partition.
+        return errors::InvalidArgument(
+            "Incomplete graph, missing ", missing.size(), " inputs for ", n->name(), " (", n->op(),
+            ": ", fmt::format("{}", fmt::join(missing, ", ")), " neither fed nor in the subgraph)");
       }
       for (const Node* c : n->control_inputs()) {
         if (pending.count(c)) ++pending[n];
@@ -78,22 +88,30 @@ class Partitioner {
     return n;
   }
 
-  Output ArgFor(Partitions::Part& part, const Output& fed) {
-    auto it = part.args.find(fed);
-    if (it != part.args.end()) return it->second;
+  // The _Arg of `fed` on `part`, one per memory type: on a device with its own memory, a
+  // HostMemory consumer and a device-memory consumer each need their own copy of the feed.
+  Output ArgFor(Partitions::Part& part, const Output& fed, bool host_memory) {
+    auto key = std::make_pair(fed, host_memory);
+    auto it = args_.find({&part, key});
+    if (it != args_.end()) return it->second;
     NodeSpec spec;
-    spec.name = fmt::format("_arg/{}_{}", fed.node->name(), fed.index);
+    spec.name =
+        fmt::format("_arg/{}_{}{}", fed.node->name(), fed.index, host_memory ? "_host" : "");
     spec.op_def = &Def("_Arg");
     spec.attrs = {{"T", fed.dtype()}, {"shape", fed.shape()}};
     spec.output_dtypes = {fed.dtype()};
     spec.output_shapes = {fed.shape()};
     Output arg(AddNode(part, std::move(spec), /*runs=*/false), 0);
-    part.args[fed] = arg;
+    part.args.emplace(fed, arg);
+    args_[{&part, key}] = arg;
     return arg;
   }
 
   // The _Recv on `dst` of `src` (a copied output on another device, or on the same GPU when the
-  // consumer reads it in host memory), made once per (tensor, device, memory).
+  // producer and the consumer disagree on memory type), made once per (tensor, device, memory).
+  // `host_memory`: the consumer reads it in host memory. The copy's source memory is the
+  // tensor's own (CopyRegistry looks at the buffer), so a HostMemory output is copied from the
+  // host whichever device made it.
   Output RecvFor(Device* dst, const Output& src_copy, const std::string& user_tensor, Device* src,
                  bool host_memory = false) {
     const std::string tensor_name = host_memory ? user_tensor + ";host" : user_tensor;
@@ -110,18 +128,25 @@ class Partitioner {
     NodeSpec send;
     send.name = fmt::format("{}/_send_to_{}", user_tensor, local);
     send.op_def = &Def("_Send");
+    // The sender's incarnation goes into the rendezvous key (graph/rendezvous.h).
+    const auto incarnation = static_cast<int64_t>(src->incarnation());
     send.attrs = {{"T", src_copy.dtype()},
                   {"tensor_name", tensor_name},
                   {"send_device", src->name()},
+                  {"send_device_incarnation", incarnation},
                   {"recv_device", dst->name()}};
     send.inputs = {src_copy};
     AddNode(PartFor(src), std::move(send), true);
     NodeSpec recv;
     recv.name = fmt::format("{}/_recv_on_{}", user_tensor, local);
     recv.op_def = &Def("_Recv");
-    recv.attrs = {{"tensor_type", src_copy.dtype()}, {"tensor_name", tensor_name},
-                  {"send_device", src->name()},      {"recv_device", dst->name()},
-                  {"shape", src_copy.shape()},       {"host_memory", host_memory}};
+    recv.attrs = {{"tensor_type", src_copy.dtype()},
+                  {"tensor_name", tensor_name},
+                  {"send_device", src->name()},
+                  {"recv_device", dst->name()},
+                  {"shape", src_copy.shape()},
+                  {"host_memory", host_memory},
+                  {"send_device_incarnation", incarnation}};
     recv.output_dtypes = {src_copy.dtype()};
     recv.output_shapes = {src_copy.shape()};
     Output out(AddNode(PartFor(dst), std::move(recv), true), 0);
@@ -148,18 +173,20 @@ class Partitioner {
     spec.colocation = n->colocation_group();
     // Memory types matter on devices with their own memory: a HostMemory input (a GPU kernel's
     // shape argument) takes its value in host memory, through a _Recv even on the same device.
+    // A HostMemory output (a GPU Shape) feeding a device-memory input on the same GPU needs a
+    // copy too: wire directly only when the memory types agree.
     std::vector<bool> host_in;
     if (!d->uses_host_memory()) HostMemoryOf(*n, d, &host_in, nullptr);
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& in = n->input(k);
+      const bool wants_host = !host_in.empty() && host_in[k];
       if (fed_.count(in)) {
-        spec.inputs.push_back(ArgFor(PartFor(d), in));
+        spec.inputs.push_back(ArgFor(PartFor(d), in, wants_host));
         continue;
       }
       Output src_copy(result.copy_of.at(in.node), in.index);
       Device* src_dev = device_.at(in.node);
-      const bool wants_host = !host_in.empty() && host_in[k];
-      if (src_dev == d && (!wants_host || SourceInHostMemory(in, src_dev))) {
+      if (src_dev == d && (d->uses_host_memory() || wants_host == SourceInHostMemory(in, d))) {
         spec.inputs.push_back(src_copy);
       } else {
         spec.inputs.push_back(RecvFor(d, src_copy, in.name(), src_dev, wants_host));
@@ -173,7 +200,9 @@ class Partitioner {
         spec.control_inputs.push_back(it->second);
         continue;
       }
-      // A cross-device control edge: send a scalar made after `c`, receive it before `n`.
+      // A cross-device control edge, as TensorFlow partitions it: a constant made after `c` is
+      // sent; on `n`'s device its _Recv feeds an Identity, the local source of the control edge
+      // (the _Recv has a data consumer). One per (source, destination device).
       auto cached = control_recvs_.find({c, d});
       if (cached == control_recvs_.end()) {
         NodeSpec token;
@@ -189,7 +218,15 @@ class Partitioner {
         Output token_out(
             PartFor(src_dev).graph->FindNode(fmt::format("{}/_control_token", c->name())), 0);
         Output recv = RecvFor(d, token_out, token_out.node->name() + ":0", src_dev);
-        cached = control_recvs_.emplace(std::make_pair(c, d), recv.node).first;
+        NodeSpec identity;
+        identity.name = recv.node->name() + "/Identity";
+        identity.op_def = &Def("Identity");
+        identity.attrs = {{"T", DT_BOOL}};
+        identity.inputs = {recv};
+        identity.output_dtypes = {DT_BOOL};
+        identity.output_shapes = {Shape{}};
+        Node* local = AddNode(PartFor(d), std::move(identity), true);
+        cached = control_recvs_.emplace(std::make_pair(c, d), local).first;
       }
       spec.control_inputs.push_back(cached->second);
     }
@@ -213,7 +250,8 @@ class Partitioner {
   const std::set<Output>& fed_;
   std::map<Device*, size_t> part_index_;
   std::map<std::pair<std::string, Device*>, Output> recvs_;
-  std::map<std::pair<const Node*, Device*>, Node*> control_recvs_;
+  std::map<std::pair<const Node*, Device*>, Node*> control_recvs_;  // their Identity
+  std::map<std::pair<const Partitions::Part*, std::pair<Output, bool>>, Output> args_;
 };
 
 }  // namespace

@@ -24,9 +24,11 @@ namespace pf {
 struct Partitions {
   struct Part {
     Device* device = nullptr;
-    std::unique_ptr<Graph> graph;   // owns the copies, _Send, _Recv and _Arg nodes
-    std::vector<Node*> nodes;       // what the part's executor runs (not the _Args)
-    std::map<Output, Output> args;  // fed tensor (user graph) -> its _Arg output here
+    std::unique_ptr<Graph> graph;  // owns the copies, _Send, _Recv and _Arg nodes
+    std::vector<Node*> nodes;      // what the part's executor runs (not the _Args)
+    // fed tensor (user graph) -> its _Arg outputs here: one per memory type its consumers
+    // read it in (a GPU partition may need it both in host memory and in device memory)
+    std::multimap<Output, Output> args;
   };
   std::deque<Part> parts;  // a deque: references to parts stay valid as parts are added
   std::unordered_map<const Node*, Node*> copy_of;  // user node -> its copy
@@ -34,7 +36,8 @@ struct Partitions {
 };
 
 // `nodes` must contain every node it needs except fed tensors' producers. Errors: a node without
-// a device, an input that is neither in `nodes` nor fed (an incomplete graph).
+// a device (Internal), an input that is neither in `nodes` nor fed (TensorFlow's "Incomplete
+// graph, missing N inputs for X", InvalidArgument).
 StatusOr<Partitions> Partition(const std::vector<Node*>& nodes,
                                const std::unordered_map<const Node*, Device*>& device,
                                const std::set<Output>& fed);

@@ -92,18 +92,14 @@ class BackwardSweep {
     return Status::OK();
   }
 
-  // The summed gradient of each x (null for an x outside the set).
+  // The summed gradient of each x; null (TensorFlow's None) for an x outside the set and for
+  // one whose every path carries no gradient (StopGradient, integer or non-differentiable ops).
   std::vector<Output> GradientsOf(const std::vector<Output>& xs) const {
     std::vector<Output> result;
     for (const Output& x : xs) {
-      if (!between_.count(x.node)) {
-        result.emplace_back();
-        continue;
-      }
-      auto it = grads_.find(x);
+      auto it = between_.count(x.node) ? grads_.find(x) : grads_.end();
       if (it == grads_.end() || it->second.empty()) {
-        // Reachable only through paths that carry no gradient (StopGradient, integer ops).
-        result.push_back(ops::ZerosLike(scope_.WithOpName(x.node->name() + "_zero_grad"), x));
+        result.emplace_back();
       } else {
         result.push_back(Aggregate(scope_.NewSubScope(x.node->name() + "_sum"), it->second));
       }

@@ -24,7 +24,10 @@ struct GradientOptions {
   bool gate_gradients = false;
 };
 
-// d(sum of ys)/d(xs). grad_ys (one per y; default ones) weight the ys. Throws pf::Error:
+// d(sum of ys)/d(xs). grad_ys (one per y; default ones) weight the ys. An x that the ys depend
+// on only through paths that carry no gradient (StopGradient, integer or non-differentiable
+// ops) gets a null Output, TensorFlow's None: check `.node` before using a gradient. Throws
+// pf::Error:
 // "Cannot compute the partial derivative for node 'z' as it's unreachable from the output
 // node(s)." for an x that does not reach any y, "No gradient defined for op: X" for a
 // differentiable op without a gradient function.

@@ -1,8 +1,11 @@
 #include "placeflow/train/optimizers.h"
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <set>
 
+#include "placeflow/core/logging.h"
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/gradients.h"
@@ -43,16 +46,36 @@ Variable Optimizer::Slot(const Scope& scope, const Variable& var, const std::str
   return slot;
 }
 
+namespace internal {
+
+std::vector<Variable> VariablesWithGradients(const std::vector<GradAndVar>& grads_and_vars) {
+  std::vector<Variable> vars;
+  std::vector<std::string> without;
+  for (const auto& [g, v] : grads_and_vars) {
+    if (g.node != nullptr) {
+      vars.push_back(v);
+    } else {
+      without.push_back(v.name());
+    }
+  }
+  if (vars.empty()) {
+    throw Error(errors::InvalidArgument(
+        "No gradients provided for any variable: the loss does not depend on them."));
+  }
+  // TensorFlow's warning: some variables get no update, which is often a mistake in the model.
+  if (!without.empty()) {
+    PF_LOG_WARN("Gradients do not exist for variables [{}] when minimizing the loss.",
+                fmt::join(without, ", "));
+  }
+  return vars;
+}
+
+}  // namespace internal
+
 Operation Optimizer::ApplyGradients(const Scope& scope,
                                     const std::vector<GradAndVar>& grads_and_vars,
                                     const Variable* global_step) {
-  std::vector<Variable> vars;
-  for (const auto& [g, v] : grads_and_vars) {
-    if (g.node != nullptr) vars.push_back(v);
-  }
-  if (vars.empty())
-    throw Error(errors::InvalidArgument(
-        "No gradients provided for any variable: the loss does not depend on them."));
+  std::vector<Variable> vars = internal::VariablesWithGradients(grads_and_vars);
   Scope root = scope.NewSubScope(name_);
   Prepare(root, vars);
   std::vector<Operation> updates;

@@ -34,13 +34,22 @@ class Hyper {
 
 using GradAndVar = std::pair<Output, Variable>;
 
+namespace internal {
+// The variables of `grads_and_vars` that have a gradient. Logs a warning naming those without
+// one (TensorFlow's "Gradients do not exist for variables [...]"); throws pf::Error when none
+// has a gradient. For optimizers, not part of the public API.
+std::vector<Variable> VariablesWithGradients(const std::vector<GradAndVar>& grads_and_vars);
+}  // namespace internal
+
 class Optimizer {
  public:
   explicit Optimizer(std::string name) : name_(std::move(name)) {}
   virtual ~Optimizer() = default;
 
   // Gradients of `loss` for `vars` (default: the trainable variables), TensorFlow's
-  // compute_gradients: pairs with a null gradient where the loss does not depend on a var.
+  // compute_gradients: pairs with a null gradient where the loss does not depend on a var or
+  // every path to it is stopped. ApplyGradients skips those with a warning, and fails only when
+  // no variable has a gradient.
   std::vector<GradAndVar> ComputeGradients(const Scope& scope, Output loss,
                                            std::vector<Variable> vars = {});
   Operation ApplyGradients(const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,

@@ -28,6 +28,7 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
     throw Error(errors::FailedPrecondition(
         "SyncReplicasOptimizer::ApplyGradients was already called: it builds one train op"));
   }
+  internal::VariablesWithGradients(grads_and_vars);  // warns about, or fails on, null ones
   global_step_ = global_step;
   Scope root = scope.NewSubScope("sync_replicas");
   local_step_ = LocalVariable(scope, "sync_rep_local_step", {}, nullptr, global_step.dtype());
@@ -51,10 +52,6 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
     // Every accumulator drops the same worker steps: the first one counts them.
     if (!num_dropped_.node)
       num_dropped_ = ops::AccumulatorNumDropped(s.WithOpName("num_dropped"), acc);
-  }
-  if (applies.empty()) {
-    throw Error(errors::InvalidArgument(
-        "No gradients provided for any variable: the loss does not depend on them."));
   }
 
   // The chief's update: the mean of the aggregated gradients, then the next step's tokens.

@@ -15,8 +15,12 @@ const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
                                  DT_BOOL,  DT_HALF,   DT_BFLOAT16};
 
 std::string KeyOf(const Node& n) {
-  return Rendezvous::Key(n.attr<std::string>("send_device"), n.attr<std::string>("recv_device"),
-                         n.attr<std::string>("tensor_name"));
+  const uint64_t incarnation =
+      n.HasAttr("send_device_incarnation")
+          ? static_cast<uint64_t>(n.attr<int64_t>("send_device_incarnation"))
+          : 0;
+  return Rendezvous::Key(n.attr<std::string>("send_device"), incarnation,
+                         n.attr<std::string>("recv_device"), n.attr<std::string>("tensor_name"));
 }
 
 class SendOp : public OpKernel {
@@ -79,6 +83,7 @@ PF_REGISTER_OP(OpDef("_Send")
                    .RequiredAttr("tensor_name")
                    .RequiredAttr("send_device")
                    .RequiredAttr("recv_device")
+                   .Attr("send_device_incarnation", int64_t{0})  // Device::incarnation()
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn(NoOutputsShape));
@@ -89,6 +94,7 @@ PF_REGISTER_OP(OpDef("_Recv")
                    .RequiredAttr("send_device")
                    .RequiredAttr("recv_device")
                    .RequiredAttr("shape")
+                   .Attr("send_device_incarnation", int64_t{0})
                    .Attr("host_memory", false)  // the consumer reads it in host memory
                    .SetStateful()
                    .SetNotDifferentiable()

@@ -28,8 +28,14 @@ struct Received {
   }
 };
 
-TEST_CASE("Rendezvous keys name both devices and the tensor", "[executor][rendezvous]") {
-  CHECK(Rendezvous::Key("/cpu:0", "/cpu:1", "a:0") == "/cpu:0;/cpu:1;a:0");
+TEST_CASE("Rendezvous keys name both devices, the sender's incarnation and the tensor",
+          "[executor][rendezvous]") {
+  CHECK(Rendezvous::Key("/cpu:0", "/cpu:1", "a:0") == "/cpu:0;0000000000000000;/cpu:1;a:0");
+  const std::string key = Rendezvous::Key("/cpu:0", 0xfedcba9876543210, "/cpu:1", "a:0;host");
+  CHECK(key == "/cpu:0;fedcba9876543210;/cpu:1;a:0;host");
+  CHECK(Rendezvous::SendDevice(key) == "/cpu:0");
+  CHECK(Rendezvous::SendIncarnation(key) == 0xfedcba9876543210);
+  CHECK(Rendezvous::SendIncarnation("no separators") == 0);
 }
 
 TEST_CASE("Rendezvous: a Send before the Recv delivers at once", "[executor][rendezvous]") {

@@ -2,6 +2,9 @@
 // partitions is tested in tests/executor/multi_device_test.cc.
 #include "placeflow/placer/partition.h"
 
+#include "placeflow/executor/subgraph.h"
+#include "placeflow/train/towers.h"
+#include "placeflow/train/variables.h"
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
@@ -63,22 +66,58 @@ TEST_CASE("Partition: cross-device control edges and incomplete graphs", "[parti
   Scope root = Scope::Root(&g);
   Operation first = ops::NoOp(root.WithOpName("first"));
   Output after = ops::Const(root.WithOpName("after").WithControlDependencies({first}), 1.f);
-  std::unordered_map<const Node*, Device*> where = {{first.node, d.cpu(2)}, {after.node, d.cpu(3)}};
+  Output also = ops::Const(root.WithOpName("also").WithControlDependencies({first}), 2.f);
+  Output elsewhere = ops::Const(root.WithOpName("elsewhere").WithControlDependencies({first}), 3.f);
+  std::unordered_map<const Node*, Device*> where = {{first.node, d.cpu(2)},
+                                                    {after.node, d.cpu(3)},
+                                                    {also.node, d.cpu(3)},
+                                                    {elsewhere.node, d.cpu(1)}};
   auto p = Partition(g.nodes(), where, {});
   REQUIRE(p.ok());
-  CHECK(p->send_recv_pairs == 1);
+  // TensorFlow's shape: Const -> _Send ... _Recv -> Identity -> ^dst, one pair per (source,
+  // destination device): after and also share theirs, elsewhere gets its own.
+  CHECK(p->send_recv_pairs == 2);
   const Node* copy = p->copy_of.at(after.node);
   REQUIRE(copy->control_inputs().size() == 1);
-  CHECK(copy->control_inputs()[0]->op() == "_Recv");
-  CHECK(copy->control_inputs()[0]->name() == "first/_control_token:0/_recv_on_CPU:3");
+  const Node* identity = copy->control_inputs()[0];
+  CHECK(identity->op() == "Identity");
+  CHECK(identity->name() == "first/_control_token:0/_recv_on_CPU:3/Identity");
+  CHECK(identity->assigned_device() == d.cpu(3)->name());
+  REQUIRE(identity->num_inputs() == 1);
+  const Node* recv = identity->input(0).node;
+  CHECK(recv->op() == "_Recv");
+  CHECK(recv->name() == "first/_control_token:0/_recv_on_CPU:3");
+  REQUIRE(p->copy_of.at(also.node)->control_inputs().size() == 1);
+  CHECK(p->copy_of.at(also.node)->control_inputs()[0] == identity);
+  const Node* other = p->copy_of.at(elsewhere.node)->control_inputs().at(0);
+  CHECK(other->name() == "first/_control_token:0/_recv_on_CPU:1/Identity");
+  // The sending side: one constant after `first`, sent once per destination device.
+  const Partitions::Part* p2 = nullptr;
+  for (const auto& part : p->parts) {
+    if (part.device == d.cpu(2)) p2 = &part;
+  }
+  REQUIRE(p2 != nullptr);
+  const Node* token = p2->graph->FindNode("first/_control_token");
+  REQUIRE(token != nullptr);
+  CHECK(token->op() == "Const");
+  REQUIRE(token->control_inputs().size() == 1);
+  CHECK(token->control_inputs()[0] == p->copy_of.at(first.node));
+  CHECK(OpsIn(*p2, "_Send").size() == 2);
 
   Output x = ops::Neg(root.WithOpName("x"), after);
   auto incomplete = Partition({x.node}, {{x.node, d.cpu(0)}}, {});
   REQUIRE_FALSE(incomplete.ok());
-  CHECK_THAT(
-      incomplete.status().message(),
-      Contains(
-          "Incomplete graph: input 'after:0' of node 'x' is neither fed nor part of the subgraph"));
+  CHECK(incomplete.status().code() == Code::kInvalidArgument);
+  CHECK(incomplete.status().message() ==
+        "Incomplete graph, missing 1 inputs for x (Neg: after:0 neither fed nor in the subgraph)");
+  Output y = ops::Add(root.WithOpName("y"), after, also);
+  auto two_missing =
+      Partition({y.node, also.node}, {{y.node, d.cpu(0)}, {also.node, d.cpu(0)}}, {});
+  REQUIRE_FALSE(two_missing.ok());
+  CHECK_THAT(two_missing.status().message(), Contains("Incomplete graph, missing 1 inputs for y"));
+  auto none = Partition({y.node}, {{y.node, d.cpu(0)}}, {});
+  CHECK_THAT(none.status().message(), Contains("Incomplete graph, missing 2 inputs for y (Add: "
+                                               "after:0, also:0 neither fed nor in the subgraph)"));
   // A fed input enters through an _Arg.
   auto fed = Partition({x.node}, {{x.node, d.cpu(0)}}, {Output(after.node, 0)});
   REQUIRE(fed.ok());
@@ -113,8 +152,12 @@ TEST_CASE("Partition: HostMemory arguments get their values in host memory", "[p
       NodeBuilder(root.WithOpName("k"), "TestHostArg").Input(x).Input(Output(h, 1)).Finalize();
   Node* m = NodeBuilder(root.WithOpName("m"), "TestHostArg").Input(x).Input(c).Finalize();
   Output ident = ops::Identity(root.WithOpName("ident"), a);  // reads a in device memory
+  // h's HostMemory output m read in device memory (Identity has no FAKE_GPU kernel: all its
+  // arguments are in device memory).
+  Output from_host = ops::Identity(root.WithOpName("from_host"), Output(h, 1));
   std::unordered_map<const Node*, Device*> where = {
-      {x.node, gpu}, {a.node, gpu}, {c.node, cpu}, {h, gpu}, {k, gpu}, {m, gpu}, {ident.node, gpu}};
+      {x.node, gpu}, {a.node, gpu}, {c.node, cpu},     {h, gpu},
+      {k, gpu},      {m, gpu},      {ident.node, gpu}, {from_host.node, gpu}};
   auto p = Partition(g.nodes(), where, {});
   REQUIRE(p.ok());
   const Partitions::Part& pg = p->parts[0].device == gpu ? p->parts[0] : p->parts[1];
@@ -133,7 +176,136 @@ TEST_CASE("Partition: HostMemory arguments get their values in host memory", "[p
   CHECK(from_cpu->attr<bool>("host_memory"));
   // A device-memory consumer of the same tensor reads it directly.
   CHECK(p->copy_of.at(ident.node)->input(0).node == p->copy_of.at(a.node));
+  // Same device, host memory -> device memory: a _Recv on the GPU that delivers device memory.
+  const Node* to_device = p->copy_of.at(from_host.node)->input(0).node;
+  CHECK(to_device->name() == "h:1/_recv_on_FAKE_GPU:0");
+  CHECK(to_device->op() == "_Recv");
+  CHECK_FALSE(to_device->attr<bool>("host_memory"));
+  CHECK(to_device->attr<std::string>("send_device") == gpu->name());
+  CHECK(to_device->attr<std::string>("recv_device") == gpu->name());
+  const Node* send = pg.graph->FindNode("h:1/_send_to_FAKE_GPU:0");
+  REQUIRE(send != nullptr);
+  CHECK(send->input(0).node == p->copy_of.at(h));
+  CHECK(p->send_recv_pairs == 3);
+}
+
+// A fake GPU whose kernels have the real GPU kernels' memory types (ops/array/shape_ops.cc:
+// Shape writes its output in host memory; Slice and Cast read device memory). A type of its
+// own, so that the placer suite's FAKE_GPU kernels stay as they are.
+constexpr char kMemGpu[] = "MEM_GPU";
+PF_REGISTER_KERNEL(KernelDef("Shape", kMemGpu).HostMemory("output"), testing::FakeKernel);
+PF_REGISTER_KERNEL(KernelDef("Slice", kMemGpu), testing::FakeKernel);
+PF_REGISTER_KERNEL(KernelDef("Cast", kMemGpu), testing::FakeKernel);
+PF_REGISTER_KERNEL(KernelDef("TestHostArg", kMemGpu).HostMemory("n").HostMemory("m"),
+                   testing::FakeKernel);
+
+TEST_CASE("Partition: a HostMemory output read in device memory on the same GPU is copied",
+          "[partition]") {
+  DeviceSet d;
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceCpu, 0, 100, true));
+  d.Add(std::make_unique<testing::FakeDevice>(kMemGpu, 0, 200, false));
+  Device* gpu = d.Find(DeviceName::FullName("localhost", 0, 0, kMemGpu, 0));
+  Device* cpu = d.Find(DeviceName::FullName("localhost", 0, 0, kDeviceCpu, 0));
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root.WithOpName("x"), Tensor(DT_FLOAT, {4, 3}));
+  Output shape = ops::Shape(root.WithOpName("shape"), x);  // host memory on the GPU
+  Output slice = ops::Slice(root.WithOpName("slice"), shape, {0}, {1});
+  Output cast = ops::Cast(root.WithOpName("cast"), slice, DT_FLOAT);
+  Output on_cpu = ops::Cast(root.WithOpName("on_cpu"), shape, DT_FLOAT);
+  std::unordered_map<const Node*, Device*> where = {
+      {x.node, gpu}, {shape.node, gpu}, {slice.node, gpu}, {cast.node, gpu}, {on_cpu.node, cpu}};
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  const Node* recv = p->copy_of.at(slice.node)->input(0).node;
+  REQUIRE(recv->op() == "_Recv");
+  CHECK(recv->name() == "shape:0/_recv_on_MEM_GPU:0");
+  CHECK_FALSE(recv->attr<bool>("host_memory"));
+  CHECK(recv->assigned_device() == gpu->name());
+  // Device memory to device memory on the same GPU: direct.
+  CHECK(p->copy_of.at(cast.node)->input(0).node == p->copy_of.at(slice.node));
+  // The CPU's copy comes through an ordinary cross-device pair.
+  CHECK(p->copy_of.at(on_cpu.node)->input(0).node->name() == "shape:0/_recv_on_CPU:0");
   CHECK(p->send_recv_pairs == 2);
+}
+
+TEST_CASE("Partition: towers on GPUs copy the batch size's Shape before Slice reads it",
+          "[partition]") {
+  DeviceSet d;
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceCpu, 0, 100, true));
+  for (int i = 0; i < 2; ++i) d.Add(std::make_unique<testing::FakeDevice>(kMemGpu, i, 200, false));
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {4, 3});
+  train::TowerOptions o;
+  o.devices = {"/gpu:0", "/gpu:1"};
+  train::Towers t =
+      train::ReplicateTowers(root, o, {x}, [](const Scope& s, const std::vector<Output>& in) {
+        Variable w = GetVariable(s.WithVariableScope("affine"), "w", {3, 1});
+        return train::TowerOutputs{ops::Mean(s, ops::MatMul(s, in[0], w.value())), {}};
+      });
+  // Stand-in placement: what a tower asked for on a GPU goes to the fake GPU of that id.
+  std::unordered_map<const Node*, Device*> where;
+  for (Node* n : g.nodes()) {
+    DeviceName want;
+    const bool on_gpu =
+        DeviceName::Parse(n->requested_device(), &want) && want.has_type && want.type == kDeviceGpu;
+    where[n] = on_gpu ? d.Find(DeviceName::FullName("localhost", 0, 0, kMemGpu, want.id))
+                      : d.Find(DeviceName::FullName("localhost", 0, 0, kDeviceCpu, 0));
+  }
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  for (int i = 0; i < 2; ++i) {
+    const std::string tower = "tower_" + std::to_string(i) + "/batch_size/";
+    const Node* shape = nullptr;
+    const Node* slice = nullptr;
+    for (const Node* n : g.nodes()) {
+      if (n->name().rfind(tower, 0) != 0) continue;
+      if (n->op() == "Shape") shape = n;
+      if (n->op() == "Slice") slice = n;
+    }
+    REQUIRE(shape != nullptr);
+    REQUIRE(slice != nullptr);
+    REQUIRE(where.at(slice)->device_type() == kMemGpu);
+    REQUIRE(where.at(shape) == where.at(slice));
+    const Node* recv = p->copy_of.at(slice)->input(0).node;
+    CHECK(recv->op() == "_Recv");
+    CHECK_FALSE(recv->attr<bool>("host_memory"));
+    CHECK(recv->attr<std::string>("send_device") == where.at(slice)->name());
+    CHECK(recv->attr<std::string>("recv_device") == where.at(slice)->name());
+  }
+}
+
+TEST_CASE("Partition: a feed read in host and in device memory on one GPU gets two _Args",
+          "[partition][session]") {
+  DeviceSet d;
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceCpu, 0, 100, true));
+  d.Add(std::make_unique<testing::FakeDevice>(kMemGpu, 0, 200, false));
+  Device* gpu = d.Find(DeviceName::FullName("localhost", 0, 0, kMemGpu, 0));
+  Device* cpu = d.Find(DeviceName::FullName("localhost", 0, 0, kDeviceCpu, 0));
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root.WithOpName("x"), 1.f);
+  Output n = ops::Placeholder(root.WithOpName("n"), DT_INT32, {});
+  Node* h = NodeBuilder(root.WithOpName("h"), "TestHostArg").Input(x).Input(n).Finalize();
+  Output dev = ops::Cast(root.WithOpName("dev"), n, DT_FLOAT);      // device memory
+  Output host2 = ops::Cast(root.WithOpName("host2"), n, DT_FLOAT);  // on the CPU
+  std::unordered_map<const Node*, Device*> where = {
+      {x.node, gpu}, {h, gpu}, {dev.node, gpu}, {host2.node, cpu}};
+  auto p = Partition({x.node, h, dev.node, host2.node}, where, {n});
+  REQUIRE(p.ok());
+  const Partitions::Part& pg = p->parts[0].device == gpu ? p->parts[0] : p->parts[1];
+  const Partitions::Part& pc = p->parts[0].device == gpu ? p->parts[1] : p->parts[0];
+  REQUIRE(pg.args.count(n) == 2);
+  REQUIRE(pc.args.count(n) == 1);
+  const Node* host_arg = p->copy_of.at(h)->input(1).node;
+  const Node* dev_arg = p->copy_of.at(dev.node)->input(0).node;
+  CHECK(host_arg->name() == "_arg/n_0_host");
+  CHECK(dev_arg->name() == "_arg/n_0");
+  // What the session stages: the host-memory _Arg stays on the host, the other is copied in.
+  CHECK(FeedStaysOnHost(*host_arg, *gpu));
+  CHECK_FALSE(FeedStaysOnHost(*dev_arg, *gpu));
+  CHECK(FeedStaysOnHost(*p->copy_of.at(host2.node)->input(0).node, *cpu));
 }
 
 // The real GPU kernels' memory types (ops/nn/conv_ops_gpu.cc, registered in CUDA builds only) on

@@ -55,10 +55,23 @@ TEST_CASE("StopGradient and non-float paths carry no gradient; errors are Tensor
   Session sess(g);
   CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}}, {dx[0]})[0].DebugString() ==
         "Tensor<float [3]> [2, 4, 6]");
+  // Every path stopped: TensorFlow's None, a null Output (not a zeros node).
   Output only_stopped = ops::StopGradient(root, ops::Exp(root, x));
-  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}},
-                 {Gradients(root, {only_stopped}, {x})[0]})[0]
-            .DebugString() == "Tensor<float [3]> [0, 0, 0]");
+  const int before = g.num_nodes();
+  auto none = Gradients(root, {only_stopped}, {x});
+  REQUIRE(none.size() == 1);
+  CHECK(none[0].node == nullptr);
+  // Mixed with a y that does carry a gradient, x still gets one; a second x whose only path
+  // is an integer cast gets none.
+  Output k = ops::Placeholder(root.WithOpName("k"), DT_FLOAT, {3});
+  Output through_int = ops::Cast(root, ops::Cast(root, k, DT_INT32), DT_FLOAT);
+  auto mixed = Gradients(root, {only_stopped, ops::Add(root, y, through_int)}, {x, k});
+  CHECK(mixed[0].node != nullptr);
+  CHECK(mixed[1].node == nullptr);
+  CHECK(sess.Run({{x, Tensor::FromVector<float>({1, 2, 3})}, {k, Tensor(DT_FLOAT, {3})}},
+                 {mixed[0]})[0]
+            .DebugString() == "Tensor<float [3]> [2, 4, 6]");
+  CHECK(g.num_nodes() > before);
   Output z = ops::Placeholder(root.WithOpName("z"), DT_FLOAT, {3});
   CHECK_THROWS_WITH(Gradients(root, {y}, {z}),
                     Contains("Cannot compute the partial derivative for node 'z' as it's "
@@ -84,6 +97,10 @@ TEST_CASE("ComputeGradientError throws pf::Error for a bad request", "[gradients
   CHECK_THROWS_WITH(ComputeGradientError(root, x, {2}, y, {2}, &wrong),
                     Contains("x_value does not match x"));
   CHECK(ComputeGradientError(root, x, {2}, y, {2}) < 1e-6);
+  // A null symbolic gradient (StopGradient) is a zero Jacobian: the error is the numeric one.
+  Tensor at = Tensor::FromVector<double>({1, 2});
+  CHECK(ComputeGradientError(root, x, {2}, ops::StopGradient(root, y), {2}, &at) ==
+        Approx(4).epsilon(1e-6));
 }
 
 // ---- finite-difference checks ----

@@ -1,7 +1,10 @@
 // Losses, optimizers, schedules and moving averages against hand-computed values.
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <sstream>
 
 #include "tests/testing/test_util.h"
 
@@ -99,6 +102,58 @@ TEST_CASE("Sigmoid cross-entropy, MSE and L2 loss", "[train][losses]") {
           return ops::MeanSquaredError(s, v, ops::Const(s, Rand({3, 1}, 2)));
         }) < 1e-6);
   CHECK(GradErr({3, 4}, [](const Scope& s, Output v) { return ops::L2Loss(s, v); }) < 1e-6);
+}
+
+// What the placeflow logger writes at warn level and above while it lives.
+class WarningCapture {
+ public:
+  WarningCapture()
+      : sink_(std::make_shared<spdlog::sinks::ostream_sink_st>(text_)), level_(Logger().level()) {
+    sink_->set_pattern("%v");
+    Logger().sinks().push_back(sink_);
+    Logger().set_level(spdlog::level::warn);
+  }
+  ~WarningCapture() {
+    auto& sinks = Logger().sinks();
+    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
+    Logger().set_level(level_);
+  }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_st> sink_;
+  spdlog::level::level_enum level_;
+};
+
+TEST_CASE("Optimizers skip variables whose every gradient path is stopped, with a warning",
+          "[train][optimizers]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable w = GetVariable(root, "w", {2}, init::Constant(1));
+  Variable frozen = GetVariable(root, "frozen", {2}, init::Constant(3));
+  Output loss = ops::Sum(root, ops::Mul(root, w.value(), ops::StopGradient(root, frozen.value())));
+  train::GradientDescent opt(0.5);
+  auto gv = opt.ComputeGradients(root, loss, {w, frozen});
+  REQUIRE(gv.size() == 2);
+  CHECK(gv[0].first.node != nullptr);
+  CHECK(gv[1].first.node == nullptr);  // TensorFlow's None, not zeros
+  Operation step;
+  {
+    WarningCapture log;
+    step = opt.ApplyGradients(root, gv);
+    CHECK(log.text() ==
+          "Gradients do not exist for variables [frozen] when minimizing the loss.\n");
+  }
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  sess.Run({}, {}, {step});
+  CHECK(sess.Run({w.value()})[0].DebugString() == "Tensor<float [2]> [-0.5, -0.5]");
+  CHECK(sess.Run({frozen.value()})[0].DebugString() == "Tensor<float [2]> [3, 3]");
+  // Only when no variable has a gradient is it an error.
+  Output stopped = ops::Sum(root, ops::StopGradient(root, w.value()));
+  CHECK_THROWS_WITH(opt.Minimize(root, stopped, nullptr, {w, frozen}),
+                    Contains("No gradients provided for any variable"));
 }
 
 // One optimizer step on w = [1, 2] with loss = sum(w * c), so the gradient is c = [0.5, -1].

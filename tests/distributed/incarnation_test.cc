@@ -1,0 +1,118 @@
+// Incarnations: every task's devices carry its server's random incarnation, _Send/_Recv keys
+// carry the sender's, so a restarted task rejects requests made for its previous life, and a
+// session learns the new incarnation before it registers its graphs again.
+#include <grpcpp/grpcpp.h>
+
+#include <thread>
+
+#include "placeflow/distributed/cluster_spec.h"
+#include "placeflow/distributed/rpc.grpc.pb.h"
+#include "placeflow/distributed/server.h"
+#include "placeflow/graph/rendezvous.h"
+#include "placeflow/placer/partition.h"
+#include "tests/distributed/cluster_util.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("A RecvTensor for a device's old incarnation is rejected, naming the task",
+          "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(testing::LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
+  Server server(spec, "worker", 0);
+  const Device* cpu = server.devices().devices().at(0);
+  const uint64_t now = cpu->incarnation();
+  REQUIRE(now != 0);
+  auto stub =
+      rpc::WorkerService::NewStub(grpc::CreateChannel(addr[0], grpc::InsecureChannelCredentials()));
+  // The incarnation the master learns from GetStatus is the devices' own.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    ctx.set_wait_for_ready(true);
+    rpc::GetStatusResponse status;
+    REQUIRE(stub->GetStatus(&ctx, rpc::GetStatusRequest(), &status).ok());
+    CHECK(status.incarnation() == now);
+    REQUIRE(status.device_size() > 0);
+    CHECK(status.device(0).incarnation() == now);
+  }
+  const uint64_t stale = now ^ 0x5a5a;
+  rpc::RecvTensorRequest req;
+  req.set_step_id(7);
+  req.set_key(Rendezvous::Key(cpu->name(), stale, cpu->name(), "a:0"));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  rpc::RecvTensorHeader header;
+  grpc::Status st = stub->RecvTensor(&ctx, req, &header);
+  CHECK(st.error_code() == grpc::StatusCode::ABORTED);
+  CHECK(st.error_message() ==
+        fmt::format("RecvTensor expects a different device incarnation: {} vs. {}. Your worker "
+                    "job (\"/job:worker/replica:0/task:0\") was probably restarted. Check your "
+                    "worker job for the reason why it was restarted.",
+                    stale, now));
+}
+
+TEST_CASE("Partitions of a cluster name the sender's incarnation in _Send and _Recv",
+          "[distributed][partition]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(testing::LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
+  Server server(spec, "worker", 0, {.cpu_devices = 2});
+  Device* cpu0 = server.devices().devices().at(0);
+  Device* cpu1 = server.devices().devices().at(1);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root.WithOpName("a"), 1.f);
+  Output b = ops::Neg(root.WithOpName("b"), a);
+  auto p = Partition(g.nodes(), {{a.node, cpu0}, {b.node, cpu1}}, {});
+  REQUIRE(p.ok());
+  const Node* recv = p->copy_of.at(b.node)->input(0).node;
+  REQUIRE(recv->op() == "_Recv");
+  CHECK(static_cast<uint64_t>(recv->attr<int64_t>("send_device_incarnation")) ==
+        cpu0->incarnation());
+}
+
+TEST_CASE("After a task restarts, a session fails one step, then runs with its new incarnation",
+          "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(testing::LoopbackCluster({{"ps", 1}, {"worker", 1}}, &addr))
+                  .ValueOrThrow();
+  auto ps = std::make_unique<Server>(spec, "ps", 0);
+  Server worker(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c").WithDevice("/job:ps/task:0"), 3.f);
+  Output y = ops::Mul(root.WithOpName("y").WithDevice("/job:worker/task:0"), c, c);
+  SessionOptions o;
+  o.target = worker.target();
+  o.cluster.connect_timeout_s = 20;
+  Session sess(g, o);
+  CHECK(sess.Run({y})[0].scalar<float>() == 9.f);
+  const uint64_t before = ps->devices().devices().at(0)->incarnation();
+  ps.reset();
+  ps = std::make_unique<Server>(spec, "ps", 0);
+  REQUIRE(ps->devices().devices().at(0)->incarnation() != before);
+  // The step that meets the restart fails: the ps lost its graph, or the worker asked it for a
+  // tensor of its old incarnation (whichever error comes first; while connections come back,
+  // Unavailable too). Later steps register again, with the ps's new incarnation in the keys.
+  bool told_to_register_again = false;
+  Status s;
+  std::vector<Tensor> out;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    s = sess.RunWithStatus({}, {y}, {}, &out);
+    if (s.ok()) break;
+    told_to_register_again |=
+        s.message().find("registers its graphs again on the next call") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(told_to_register_again);
+  CHECK(out[0].scalar<float>() == 9.f);
+  CHECK(sess.Run({y})[0].scalar<float>() == 9.f);
+}
+
+}  // namespace
+}  // namespace pf
