@@ -106,7 +106,11 @@ std::string DeviceName::ToString() const {
   if (has_job) s += "/job:" + job;
   if (has_replica) s += "/replica:" + std::to_string(replica);
   if (has_task) s += "/task:" + std::to_string(task);
-  if (has_type) s += "/device:" + type + ":" + (has_id ? std::to_string(id) : std::string("*"));
+  // TensorFlow's form: a wildcard stands in for whichever of type and id is unset.
+  if (has_type || has_id) {
+    s += "/device:" + (has_type ? type : std::string("*")) + ":" +
+         (has_id ? std::to_string(id) : std::string("*"));
+  }
   return s;
 }
 

@@ -119,9 +119,12 @@ class BackwardSweep {
 
   void SeedYs(const std::vector<Output>& ys, const std::vector<Output>& grad_ys) {
     for (size_t i = 0; i < ys.size(); ++i) {
-      Output g = grad_ys.empty()
-                     ? ops::OnesLike(scope_.WithOpName(ys[i].node->name() + "_grad_y"), ys[i])
-                     : grad_ys[i];
+      // The seed sits with its y (TensorFlow colocates grad_ys with y): elsewhere it would cost
+      // a round trip between devices.
+      Output g = grad_ys.empty() ? ops::OnesLike(scope_.WithOpName(ys[i].node->name() + "_grad_y")
+                                                     .ColocateWith(Operation(Mutable(ys[i].node))),
+                                                 ys[i])
+                                 : grad_ys[i];
       grads_[ys[i]].push_back(g);
     }
     for (const Output& y : ys) {

@@ -53,6 +53,27 @@ TEST_CASE("Device names: full, partial, legacy and wildcard forms parse", "[core
   CHECK(P("/job:a/job:b").job == "b");
 }
 
+TEST_CASE("Device names: parse, print and parse again give the same name", "[core][device_name]") {
+  // TensorFlow prints a missing type or id as '*' when the other is set.
+  DeviceName wild;
+  REQUIRE(DeviceName::Parse("/job:*/device:*:3", &wild));
+  CHECK(wild.ToString() == "/device:*:3");
+  for (const char* text :
+       {"", "/job:worker", "/job:Worker_1/replica:2", "/job:ps/replica:0/task:7",
+        "/job:ps/replica:0/task:7/device:GPU:3", "/device:CPU:*", "/device:*:3", "/gpu:2", "/cpu:*",
+        "/job:*/device:*:3", "/replica:1/task:2", "/task:0/device:XLA_GPU:1",
+        "/job:localhost/replica:0/task:0/device:CPU:0", "/job:a/device:GPU:*"}) {
+    INFO(text);
+    DeviceName first, second;
+    REQUIRE(DeviceName::Parse(text, &first));
+    const std::string printed = first.ToString();
+    INFO(printed);
+    REQUIRE(DeviceName::Parse(printed, &second));
+    CHECK(second == first);
+    CHECK(second.ToString() == printed);
+  }
+}
+
 TEST_CASE("Device names: malformed strings are rejected clearly", "[core][device_name]") {
   DeviceName d;
   for (const char* bad : {"/foo:bar", "job:foo", "/job:123", "/job:_foo", "/job:1a",

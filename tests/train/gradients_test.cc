@@ -242,5 +242,20 @@ TEST_CASE("Gradient check: array and nn ops", "[gradients][check]") {
             -1, 1, 1e-2) < 1e-4);
 }
 
+TEST_CASE("The gradient seed is colocated with its y", "[gradients]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root.WithDevice("/cpu:0").WithOpName("x"), 3.f);
+  Output y = ops::Square(root.WithDevice("/cpu:1").WithOpName("y"), x);
+  std::vector<Output> dx = Gradients(root, {y}, {x});
+  Node* seed = g.FindNode("gradients/y_grad_y");
+  REQUIRE(seed != nullptr);
+  SessionOptions o;
+  o.device_count["CPU"] = 2;
+  Session sess(g, o);
+  CHECK(sess.Run({dx[0]})[0].scalar<float>() == 6.f);
+  CHECK(sess.DevicePlacement().at(seed->name()) == "/job:localhost/replica:0/task:0/device:CPU:1");
+}
+
 }  // namespace
 }  // namespace pf
