@@ -731,7 +731,11 @@ TEST_CASE("Every GPU kernel has a conformance case", "[ops][conformance]") {
   REQUIRE(in_sources.size() >= 50);
   std::set<std::string> gpu_ops = in_sources;
   if (BuiltWithCuda()) {
-    const std::set<std::string> registered = OpsWithGpuKernels();
+    // The tests' own Test* ops (a GPU fault kernel) are registered by this binary, not the sources.
+    std::set<std::string> registered;
+    for (const std::string& op : OpsWithGpuKernels()) {
+      if (op.rfind("Test", 0) != 0) registered.insert(op);
+    }
     // The scan and the registry agree where both exist, so the scan is trusted without CUDA.
     std::vector<std::string> only_registered, only_scanned;
     std::set_difference(registered.begin(), registered.end(), in_sources.begin(), in_sources.end(),
