@@ -5,14 +5,9 @@ namespace pf {
 namespace {
 
 using Catch::Matchers::Contains;
+using testing::Iota;
 using testing::RandomTensor;
 using testing::RunOne;
-
-Tensor Iota(const Shape& s) {
-  Tensor t(DT_FLOAT, s);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i);
-  return t;
-}
 
 TEST_CASE("Reshape, ExpandDims and Squeeze share the buffer and infer -1", "[ops][array]") {
   Graph g;

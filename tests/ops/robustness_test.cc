@@ -10,11 +10,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-Tensor Iota(const Shape& s) {
-  Tensor t(DT_FLOAT, s);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i);
-  return t;
-}
+using testing::Iota;
 
 TEST_CASE("Slice of an unknown-rank input checks the fed shape at run time", "[ops][robust]") {
   Graph g;

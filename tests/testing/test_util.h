@@ -34,6 +34,13 @@ inline Tensor RandomTensor(const Shape& shape, uint32_t seed, float lo = -1.f, f
   return t;
 }
 
+// 0, 1, 2, ... in a float tensor of shape `s`.
+inline Tensor Iota(const Shape& s) {
+  Tensor t(DT_FLOAT, s);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
 // A float or double tensor holding `values` (reference results computed in double).
 inline Tensor FromDoubles(DType dtype, const Shape& shape, const std::vector<double>& values) {
   Tensor t(dtype, shape);
