@@ -46,7 +46,7 @@ class HostAllocator final : public Allocator {
  private:
   static constexpr size_t kAlign = 64;
   static constexpr size_t kMaxBytes = std::numeric_limits<size_t>::max() / 2;
-  static constexpr size_t kCacheMin = 64 << 10;
+  static constexpr size_t kCacheMin = 4 << 10;
   static constexpr size_t kCacheMax = size_t{2} << 30;
   static size_t Round(size_t bytes) {
     return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;

@@ -280,10 +280,13 @@ Operation ExponentialMovingAverage::Apply(const Scope& scope, const std::vector<
           ops::Div(s, ops::Add(s, ScalarOf(s, 1, t), n), ops::Add(s, ScalarOf(s, 10, t), n));
       decay = ops::Minimum(s, decay, warm);
     }
+    // One fused pass: shadow -= (1 - decay)(shadow - value), TF's Sub, Mul and AssignSub.
     Scope us = s.ColocateWith(shadow.ref());
-    Output delta = ops::Mul(us, ops::Sub(us, ScalarOf(us, 1, t), decay),
-                            ops::Sub(us, shadow.value(), v.value()));
-    updates.push_back(ops::AssignSub(us.WithOpName("update_" + v.name()), shadow.ref(), delta));
+    updates.push_back(NodeBuilder(us.WithOpName("update_" + v.name()), "ApplyMovingAverage")
+                          .Input(shadow.ref())
+                          .Input(decay)
+                          .Input(v.value())
+                          .Finalize());
   }
   return ops::NoOp(scope.WithOpName("ExponentialMovingAverage").WithControlDependencies(updates));
 }

@@ -216,12 +216,22 @@ class AddNOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     T* y = out->data<T>();
     const int k = ctx->num_inputs();
+    std::vector<const T*> x(k);
+    for (int j = 0; j < k; ++j) x[j] = ctx->input(j).data<T>();
+    // One pass over the output in L1-sized chunks: the first two inputs summed into it, then
+    // each further input added while the chunk is still in cache.
     ParallelFor(ctx, out->num_elements(), k, [&](int64_t b, int64_t e) {
-      const T* x0 = ctx->input(0).data<T>();
-      for (int64_t i = b; i < e; ++i) y[i] = x0[i];
-      for (int j = 1; j < k; ++j) {
-        const T* xj = ctx->input(j).data<T>();
-        for (int64_t i = b; i < e; ++i) y[i] += xj[i];
+      constexpr int64_t kChunk = 2048;
+      for (int64_t c = b; c < e; c += kChunk) {
+        const int64_t ce = std::min(e, c + kChunk);
+        if (k == 1) {
+          std::copy(x[0] + c, x[0] + ce, y + c);
+          continue;
+        }
+        for (int64_t i = c; i < ce; ++i) y[i] = x[0][i] + x[1][i];
+        for (int j = 2; j < k; ++j) {
+          for (int64_t i = c; i < ce; ++i) y[i] += x[j][i];
+        }
       }
     });
     return Status::OK();

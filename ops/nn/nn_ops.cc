@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <type_traits>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/nn/dnnl_eltwise.h"
 #include "placeflow/ops/nn/nn_functors.cuh"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -120,11 +123,27 @@ PF_REGISTER_KERNEL(KernelDef("BiasAddGrad", kDeviceCpu).TypeConstraint("T", {DT_
 PF_REGISTER_KERNEL(KernelDef("BiasAddGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
                    BiasAddGradOp<double>);
 
+// float Tanh and Sigmoid run oneDNN's vectorised primitives; the functor is the reference.
+template <typename F>
+constexpr std::optional<DnnlEltwiseAlg> kDnnlAlg = std::nullopt;
+template <>
+constexpr std::optional<DnnlEltwiseAlg> kDnnlAlg<TanhF> = DnnlEltwiseAlg::kTanh;
+template <>
+constexpr std::optional<DnnlEltwiseAlg> kDnnlAlg<SigmoidF> = DnnlEltwiseAlg::kLogistic;
+
 template <typename T, typename F, int kCost>
 class ActivationOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F(), kCost); }
+  Status Compute(OpKernelContext* ctx) override {
+    if constexpr (std::is_same_v<T, float> && kDnnlAlg<F>.has_value()) {
+      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+      DnnlEltwise(ctx, *kDnnlAlg<F>, ctx->input(0).data<float>(), out->data<float>(),
+                  out->num_elements());
+      return Status::OK();
+    }
+    return UnaryElementwise<T, T>(ctx, F(), kCost);
+  }
 };
 
 // Activation gradients from the forward output: ReluGrad, SigmoidGrad, TanhGrad(g, y).

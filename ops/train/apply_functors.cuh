@@ -71,4 +71,15 @@ struct AdagradUpdate {
   }
 };
 
+// shadow -= (shadow - value)(1 - decay): ExponentialMovingAverage's update, in one pass instead
+// of TF's Sub, Mul and AssignSub (the same float operations in the same order).
+template <typename T>
+struct MovingAverageUpdate {
+  PF_HOST_DEVICE explicit MovingAverageUpdate(T decay) : one_minus_decay(T(1) - decay) {}
+  PF_HOST_DEVICE void operator()(T& shadow, T value) const {
+    shadow -= one_minus_decay * (shadow - value);
+  }
+  T one_minus_decay;
+};
+
 }  // namespace pf

@@ -9,6 +9,8 @@ namespace pf::gpu {
 template <typename T>
 void ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, Stream stream);
 template <typename T>
+void ApplyMovingAverage(T* var, const T* decay, const T* value, int64_t n, Stream stream);
+template <typename T>
 void ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool nesterov,
                    int64_t n, Stream stream);
 template <typename T>

@@ -1,7 +1,8 @@
 // Fused optimizer updates: one op per variable and step, updating the variable and its slots
 // in place (TensorFlow's ApplyGradientDescent, ApplyMomentum, ApplyAdam, ApplyRMSProp,
-// ApplyAdagrad). Scalars (learning rate, decay rates) are tensor inputs so schedules can feed
-// them; the variable and slots are reference inputs, so the placer keeps them together.
+// ApplyAdagrad), and ApplyMovingAverage for ExponentialMovingAverage's shadows. Scalars (learning
+// rate, decay rates) are tensor inputs so schedules can feed them; the variable and slots are
+// reference inputs, so the placer keeps them together.
 #include "placeflow/devices/device.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -24,6 +25,22 @@ class GradientDescentOp : public ApplyKernel<T> {
     T* var = v[0];
     ParallelFor(ctx, n, 2, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) update(var[i], g[i]);
+    });
+    return Status::OK();
+  }
+};
+
+// var -= (1 - decay)(var - value).  Inputs: var, decay, value.
+template <typename T>
+class MovingAverageOp : public ApplyKernel<T> {
+ public:
+  explicit MovingAverageOp(const Node& n) : ApplyKernel<T>(n, {0}, 2) {}
+  Status Update(OpKernelContext* ctx, const std::vector<T*>& v, const T* value,
+                int64_t n) override {
+    const MovingAverageUpdate<T> update(this->Scalar(ctx, 1));
+    T* var = v[0];
+    ParallelFor(ctx, n, 2, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) update(var[i], value[i]);
     });
     return Status::OK();
   }
@@ -125,6 +142,8 @@ OpDef ApplyDef(const char* name, const std::vector<std::string>& refs,
 
 PF_REGISTER_OP(ApplyDef("ApplyGradientDescent", {"var"}, {"alpha", "delta"}));
 PF_APPLY_KERNELS("ApplyGradientDescent", GradientDescentOp);
+PF_REGISTER_OP(ApplyDef("ApplyMovingAverage", {"var"}, {"decay", "value"}));
+PF_APPLY_KERNELS("ApplyMovingAverage", MovingAverageOp);
 PF_REGISTER_OP(ApplyDef("ApplyMomentum", {"var", "accum"}, {"lr", "grad", "momentum"})
                    .Attr("use_nesterov", false));
 PF_APPLY_KERNELS("ApplyMomentum", MomentumOp);

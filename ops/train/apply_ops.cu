@@ -15,6 +15,12 @@ __global__ void SgdKernel(T* var, const T* lr, const T* g, int64_t n) {
 }
 
 template <typename T>
+__global__ void MovingAverageKernel(T* var, const T* decay, const T* value, int64_t n) {
+  const MovingAverageUpdate<T> update(*decay);
+  PF_GRID_LOOP(i, n) { update(var[i], value[i]); }
+}
+
+template <typename T>
 __global__ void MomentumKernel(T* var, T* accum, const T* lr, const T* g, const T* momentum,
                                bool nesterov, int64_t n) {
   const MomentumUpdate<T> update{*lr, *momentum, nesterov};
@@ -48,6 +54,10 @@ void ApplyGradientDescent(T* var, const T* lr, const T* grad, int64_t n, Stream 
   if (n > 0) SgdKernel<<<Blocks(n), kThreads, 0, s>>>(var, lr, grad, n);
 }
 template <typename T>
+void ApplyMovingAverage(T* var, const T* decay, const T* value, int64_t n, Stream s) {
+  if (n > 0) MovingAverageKernel<<<Blocks(n), kThreads, 0, s>>>(var, decay, value, n);
+}
+template <typename T>
 void ApplyMomentum(T* var, T* accum, const T* lr, const T* grad, const T* momentum, bool nesterov,
                    int64_t n, Stream s) {
   if (n > 0)
@@ -72,6 +82,7 @@ void ApplyAdagrad(T* var, T* accum, const T* lr, const T* grad, int64_t n, Strea
 
 #define PF_APPLY_INSTANTIATE(T)                                                                \
   template void ApplyGradientDescent<T>(T*, const T*, const T*, int64_t, Stream);              \
+  template void ApplyMovingAverage<T>(T*, const T*, const T*, int64_t, Stream);                \
   template void ApplyMomentum<T>(T*, T*, const T*, const T*, const T*, bool, int64_t, Stream); \
   template void ApplyAdam<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,     \
                              const T*, const T*, int64_t, Stream);                             \

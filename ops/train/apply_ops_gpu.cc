@@ -37,6 +37,16 @@ class GradientDescentGpuOp : public ApplyGpuKernel<T> {
 };
 
 template <typename T>
+class MovingAverageGpuOp : public ApplyGpuKernel<T> {
+ public:
+  explicit MovingAverageGpuOp(const Node& n) : ApplyGpuKernel<T>(n, {0}, 2) {}
+  void Launch(OpKernelContext* ctx, const std::vector<T*>& v, const T* value, int64_t n,
+              GpuStream s) override {
+    gpu::ApplyMovingAverage<T>(v[0], this->In(ctx, 1), value, n, s);
+  }
+};
+
+template <typename T>
 class MomentumGpuOp : public ApplyGpuKernel<T> {
  public:
   explicit MomentumGpuOp(const Node& n)
@@ -86,6 +96,7 @@ class AdagradGpuOp : public ApplyGpuKernel<T> {
   PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT), Kernel<float>); \
   PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE), Kernel<double>)
 PF_GPU_APPLY("ApplyGradientDescent", GradientDescentGpuOp);
+PF_GPU_APPLY("ApplyMovingAverage", MovingAverageGpuOp);
 PF_GPU_APPLY("ApplyMomentum", MomentumGpuOp);
 PF_GPU_APPLY("ApplyAdam", AdamGpuOp);
 PF_GPU_APPLY("ApplyRMSProp", RMSPropGpuOp);

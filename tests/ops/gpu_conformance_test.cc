@@ -574,7 +574,7 @@ std::vector<TrainCase> TrainCases() {
 // Builds variable + loss + update under `dev`; returns {variable value, loss}, the step and init.
 struct BuiltTrain {
   Graph g;
-  Output var, loss;
+  Output var, loss, average;
   Operation step, init, add_one;
 };
 void BuildTrain(const TrainCase& c, const char* dev, BuiltTrain* b) {
@@ -583,7 +583,12 @@ void BuildTrain(const TrainCase& c, const char* dev, BuiltTrain* b) {
   Variable w = GetVariable(s, "w", {40, 30}, init::Constant(0.25));
   Output target = ops::Const(s, testing::RandomTensor({40, 30}, 7));
   b->loss = ops::Mean(s, ops::Square(s, ops::Sub(s, w.value(), target)));
-  b->step = c.make()->Minimize(s, b->loss);
+  // A moving average of the variable after each update (ApplyMovingAverage).
+  Operation minimize = c.make()->Minimize(s, b->loss);
+  train::ExponentialMovingAverage ema(0.9);
+  Operation average = ema.Apply(s.WithControlDependencies({minimize}), {w});
+  b->step = ops::NoOp(s.WithControlDependencies({minimize, average}));
+  b->average = ema.Average(w).value();
   b->var = w.value();
   b->init = GlobalVariablesInitializer(root);
   // AssignAdd and AssignSub round trip: +1 then -1 leaves the variable as it was.
@@ -812,11 +817,12 @@ TEST_CASE("GPU conformance: optimizers and variable updates match the CPU", "[gp
       sess.Run({}, {}, {b.init});
       for (int step = 0; step < 5; ++step) sess.Run({}, {}, {b.step});
       sess.Run({}, {}, {b.add_one});
-      result[k] = sess.Run({b.var, b.loss});
+      result[k] = sess.Run({b.var, b.loss, b.average});
       if (k == 1) CHECK_THAT(sess.DevicePlacement().at("w"), Catch::Contains("GPU:0"));
     }
     Compare(c.name + " variable", result[0][0], result[1][0], 1e-5);
     Compare(c.name + " loss", result[0][1], result[1][1], 1e-5);
+    Compare(c.name + " moving average", result[0][2], result[1][2], 1e-5);
   }
 }
 

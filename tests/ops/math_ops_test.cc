@@ -124,6 +124,92 @@ TEST_CASE("Unary ops", "[ops][math]") {
   }
 }
 
+// float Tanh and Sigmoid run oneDNN's vectorised primitives in blocks of 4096 elements, split
+// over the pool: lengths around the block size and a multi-shard tensor, checked against the
+// double-precision formulas to 4 float ulp (relative 5e-7, plus 1e-37 absolute: oneDNN flushes
+// sigmoid results near the smallest normal float, 1.6e-38 at x = -87, to zero), with NaN and
+// infinities preserved.
+TEST_CASE("Tanh and Sigmoid (vectorised float path) match the formulas", "[ops][math][nn]") {
+  const std::vector<float> special = {std::nanf(""), INFINITY, -INFINITY, 0.f,   -0.f,
+                                      1e-30f,        -1e-30f,  88.f,      -87.f, -104.f,
+                                      20.f,          -20.f,    9.f,       1e-3f};
+  struct Case {
+    const char* name;
+    std::function<Output(const Scope&, Output)> build;
+    double (*ref)(double);
+  };
+  const Case cases[] = {
+      {"Tanh", ops::Tanh, [](double x) { return std::tanh(x); }},
+      {"Sigmoid", ops::Sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }},
+  };
+  for (const auto& [name, build, ref] : cases) {
+    for (int64_t n : {int64_t{1}, int64_t{13}, int64_t{4095}, int64_t{4096}, int64_t{4097},
+                      int64_t{3 * 4096 + 5}, int64_t{300'001}}) {
+      INFO(name << " n=" << n);
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Tensor x = RandomTensor({n}, 11, -30.f, 30.f);
+      for (size_t i = 0; i < special.size() && static_cast<int64_t>(i) < n; ++i)
+        x.data<float>()[n - 1 - i] = special[i];
+      Tensor got = RunOne(g, build(root, ops::Const(root, x)));
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = x.data<float>()[i], want = ref(v), y = got.data<float>()[i];
+        if (std::isnan(want)) {
+          bad += !std::isnan(y);
+        } else {
+          bad += !(std::fabs(y - want) <= 5e-7 * std::fabs(want) + 1e-37);
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+// L2Loss sums float blocks of 2048 with SIMD lanes, then the blocks in double: against a
+// double loop, relative 1e-5 (a block's float sum errs by at most ~2048 ulp of its total,
+// typically far less), and the same bits on every run whatever the pool's split.
+TEST_CASE("L2Loss on large tensors matches a double sum", "[ops][math][nn]") {
+  for (int64_t n : {int64_t{1}, int64_t{2047}, int64_t{2048}, int64_t{2049}, int64_t{1'000'003}}) {
+    INFO("n=" << n);
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Tensor x = RandomTensor({n}, 3, -2.f, 2.f);
+    Output loss = ops::L2Loss(root, ops::Const(root, x));
+    double want = 0;
+    for (int64_t i = 0; i < n; ++i) want += 0.5 * double(x.data<float>()[i]) * x.data<float>()[i];
+    const float got = RunOne(g, loss).data<float>()[0];
+    CHECK(std::fabs(got - want) <= 1e-5 * want);
+    CHECK(RunOne(g, loss).data<float>()[0] == got);
+  }
+}
+
+// AddN adds in 2048-element chunks over the pool's shards: every input count and lengths
+// around the chunk, against a naive sum (exact: the same float additions in the same order).
+TEST_CASE("AddN of 1 to 5 inputs on chunked and sharded lengths", "[ops][math]") {
+  for (int k : {1, 2, 3, 5}) {
+    for (int64_t n : {int64_t{7}, int64_t{2049}, int64_t{100'003}}) {
+      INFO("k=" << k << " n=" << n);
+      Graph g;
+      Scope root = Scope::Root(&g);
+      std::vector<Tensor> xs;
+      std::vector<Output> in;
+      for (int j = 0; j < k; ++j) {
+        xs.push_back(RandomTensor({n}, 20 + j));
+        in.push_back(ops::Const(root, xs.back()));
+      }
+      Tensor got = RunOne(g, ops::AddN(root, in));
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        float want = xs[0].data<float>()[i];
+        for (int j = 1; j < k; ++j) want += xs[j].data<float>()[i];
+        bad += got.data<float>()[i] != want;
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
 Tensor NaiveMatMul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
   Tensor c(DT_DOUBLE, {m, n});

@@ -336,5 +336,41 @@ TEST_CASE("ExponentialMovingAverage starts at the initial value and tracks updat
   CHECK(s.data<float>()[1] == Approx(11));
 }
 
+// ApplyMovingAverage is TF's Sub, Mul and AssignSub in one pass: the same float operations in
+// the same order, so the same bits, over steps with the num_updates warm-up decay.
+TEST_CASE("ExponentialMovingAverage's fused update equals TF's three-op update bit for bit",
+          "[train]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable step = train::GetOrCreateGlobalStep(root);
+  Variable v = GetVariable(root, "v", {1000}, init::RandomUniform(-1, 1, 3));
+  Variable manual = GetVariable(root, "manual", {1000}, init::Zeros());
+  train::ExponentialMovingAverage ema(0.99, &step);
+  Operation update = ema.Apply(root, {v});
+  // TF's formulation, with the decay EMA itself computes.
+  const Node* fused = g.FindNode("ExponentialMovingAverage/update_v");
+  REQUIRE(fused != nullptr);
+  CHECK(fused->op() == "ApplyMovingAverage");
+  Output decay = fused->input(1);
+  Output delta = ops::Mul(root, ops::Sub(root, ops::Const(root, 1.f), decay),
+                          ops::Sub(root, manual.value(), v.value()));
+  Operation manual_update = ops::AssignSub(root, manual.ref(), delta);
+  Output noise = ops::RandomUniform(root, {1000}, DT_FLOAT, 5);
+  Operation move = ops::AssignAdd(root, v.ref(), noise);
+  Operation tick = ops::AssignAdd(root, step.ref(), ops::Const(root, Tensor::Scalar<int64_t>(1)));
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  sess.Run({}, {}, {ops::Assign(root, manual.ref(), v.value())});
+  for (int i = 0; i < 20; ++i) {
+    sess.Run({}, {}, {move});
+    sess.Run({}, {}, {update, manual_update});
+    sess.Run({}, {}, {tick});
+  }
+  auto r = sess.Run({ema.Average(v).value(), manual.value()});
+  int64_t differ = 0;
+  for (int i = 0; i < 1000; ++i) differ += r[0].data<float>()[i] != r[1].data<float>()[i];
+  CHECK(differ == 0);
+}
+
 }  // namespace
 }  // namespace pf
