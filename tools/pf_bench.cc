@@ -35,6 +35,7 @@
 #include "tools/bench_util.h"
 #include "tools/cnn_bench.h"
 #include "tools/dist_bench.h"
+#include "tools/gemm_bench.h"
 #include "tools/models.h"
 #include "tools/tower_timing.h"
 
@@ -428,6 +429,8 @@ const std::vector<Figure>& Figures() {
       {"session_run_overhead", "us per Run of a trivial graph", SessionRunOverhead},
       {"mlp_seed000_forward", "ms per mlp_seed000 forward pass at batch 2000", MlpSeed000Forward},
       {"matmul_gflops", "BLAS GFLOP/s of mlp_seed000's largest GEMM, for context", MatMulRate},
+      {"gemm_threading", "the MLP steps' GEMMs: the pool's split against oneDNN's own threads",
+       pf::bench::GemmThreading},
       {"mlp_seed000_step", "one SGD step at batch 2000 next to its 11 GEMMs run alone",
        MlpSeed000Step},
       {"mnist_mlp_epoch", "examples/s of a mnist_mlp epoch at batch 100 (synthetic data)",
