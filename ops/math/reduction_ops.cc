@@ -228,9 +228,11 @@ class AddNOp : public OpKernel {
           std::copy(x[0] + c, x[0] + ce, y + c);
           continue;
         }
-        for (int64_t i = c; i < ce; ++i) y[i] = x[0][i] + x[1][i];
+        const T *x0 = x[0], *x1 = x[1];
+        SimdFor(c, ce, [&](int64_t i) { y[i] = x0[i] + x1[i]; });
         for (int j = 2; j < k; ++j) {
-          for (int64_t i = c; i < ce; ++i) y[i] += x[j][i];
+          const T* xj = x[j];
+          SimdFor(c, ce, [&](int64_t i) { y[i] += xj[i]; });
         }
       }
     });

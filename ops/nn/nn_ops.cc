@@ -60,7 +60,9 @@ class BiasAddOp : public OpKernel {
     const int64_t rows = c == 0 ? 0 : x.num_elements() / c;
     ParallelFor(ctx, rows, c, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        for (int64_t i = 0; i < c; ++i) y[r * c + i] = px[r * c + i] + pb[i];
+        const T* xr = px + r * c;
+        T* yr = y + r * c;
+        SimdFor(0, c, [&](int64_t i) { yr[i] = xr[i] + pb[i]; });
       }
     });
     return Status::OK();

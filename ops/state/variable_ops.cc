@@ -121,7 +121,7 @@ class AssignUpdateOp : public OpKernel {
     T* dst = var->value.data<T>();
     const T* src = value.data<T>();
     ParallelFor(ctx, value.num_elements(), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] += kSign * src[i];
+      SimdFor(b, e, [&](int64_t i) { dst[i] += kSign * src[i]; });
     });
     *ctx->mutable_output(0) = var->value;
     return Status::OK();

@@ -24,7 +24,7 @@ class GradientDescentOp : public ApplyKernel<T> {
     const GradientDescentUpdate<T> update{this->Scalar(ctx, 1)};
     T* var = v[0];
     ParallelFor(ctx, n, 2, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) update(var[i], g[i]);
+      SimdFor(b, e, [&](int64_t i) { update(var[i], g[i]); });
     });
     return Status::OK();
   }
@@ -40,7 +40,7 @@ class MovingAverageOp : public ApplyKernel<T> {
     const MovingAverageUpdate<T> update(this->Scalar(ctx, 1));
     T* var = v[0];
     ParallelFor(ctx, n, 2, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) update(var[i], value[i]);
+      SimdFor(b, e, [&](int64_t i) { update(var[i], value[i]); });
     });
     return Status::OK();
   }
@@ -56,7 +56,7 @@ class MomentumOp : public ApplyKernel<T> {
     const MomentumUpdate<T> update{this->Scalar(ctx, 2), this->Scalar(ctx, 4), nesterov_};
     T *var = v[0], *accum = v[1];
     ParallelFor(ctx, n, 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) update(var[i], accum[i], g[i]);
+      SimdFor(b, e, [&](int64_t i) { update(var[i], accum[i], g[i]); });
     });
     return Status::OK();
   }
@@ -75,7 +75,7 @@ class AdamOp : public ApplyKernel<T> {
                                this->Scalar(ctx, 6), this->Scalar(ctx, 7), this->Scalar(ctx, 8));
     T *var = v[0], *m = v[1], *s = v[2];
     ParallelFor(ctx, n, 20, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) update(var[i], m[i], s[i], g[i]);
+      SimdFor(b, e, [&](int64_t i) { update(var[i], m[i], s[i], g[i]); });
     });
     return Status::OK();
   }
@@ -91,7 +91,7 @@ class RMSPropOp : public ApplyKernel<T> {
                                   this->Scalar(ctx, 6));
     T *var = v[0], *ms = v[1], *mom = v[2];
     ParallelFor(ctx, n, 20, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) update(var[i], ms[i], mom[i], g[i]);
+      SimdFor(b, e, [&](int64_t i) { update(var[i], ms[i], mom[i], g[i]); });
     });
     return Status::OK();
   }
@@ -106,7 +106,7 @@ class AdagradOp : public ApplyKernel<T> {
     const AdagradUpdate<T> update{this->Scalar(ctx, 2)};
     T *var = v[0], *accum = v[1];
     ParallelFor(ctx, n, 20, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) update(var[i], accum[i], g[i]);
+      SimdFor(b, e, [&](int64_t i) { update(var[i], accum[i], g[i]); });
     });
     return Status::OK();
   }
