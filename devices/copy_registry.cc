@@ -18,17 +18,23 @@ CopyRegistry* CopyRegistry::Global() {
 }
 
 void CopyRegistry::Register(const std::string& src_type, const std::string& dst_type, CopyFn fn) {
+  std::unique_lock lock(mu_);
   fns_[{src_type, dst_type}] = std::move(fn);
 }
 
 void CopyRegistry::CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDone done) const {
   const std::string src_type = in.InHostMemory() ? std::string(kDeviceCpu) : src->device_type();
-  auto it = fns_.find({src_type, dst->device_type()});
-  if (it == fns_.end()) {
+  const CopyFn* fn = nullptr;
+  {
+    std::shared_lock lock(mu_);
+    auto it = fns_.find({src_type, dst->device_type()});
+    if (it != fns_.end()) fn = &it->second;  // map nodes stay put; entries are never replaced
+  }
+  if (fn == nullptr) {
     return done(errors::Unimplemented("No copy registered from ", src_type, " (", src->name(),
                                       ") to ", dst->device_type(), " (", dst->name(), ")"));
   }
-  it->second(in, src, dst, std::move(done));
+  (*fn)(in, src, dst, std::move(done));
 }
 
 StatusOr<Tensor> CopyRegistry::Copy(const Tensor& in, Device* src, Device* dst) const {

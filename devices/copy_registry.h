@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 
@@ -33,6 +34,8 @@ class CopyRegistry {
   StatusOr<Tensor> Copy(const Tensor& in, Device* src, Device* dst) const;
 
  private:
+  // The CUDA backend registers its copies when it loads, possibly while other threads copy.
+  mutable std::shared_mutex mu_;
   std::map<std::pair<std::string, std::string>, CopyFn> fns_;
 };
 

@@ -22,6 +22,7 @@ int MinimumDriverBranch(int runtime_version) {
 }  // namespace
 
 std::string GpuProbe::Versions() const {
+  if (runtime_version == 0) return "no CUDA runtime loaded";
   if (driver_version == 0)
     return fmt::format("no NVIDIA driver, runtime CUDA {}", CudaVersion(runtime_version));
   return fmt::format("driver supports CUDA {}, runtime CUDA {}", CudaVersion(driver_version),
@@ -58,7 +59,9 @@ GpuProbe InterpretGpuProbe(CudaCountResult result, int count, const std::string&
 const GpuProbe& ProbeGpus() {
   static const GpuProbe probe = [] {
     GpuProbe p = RunGpuProbe();
-    if (!p.status.ok()) PF_LOG_ERROR("{}", p.status.message());
+    // A backend that failed to load has warned already (gpu_backend.cc).
+    const bool warned = LoadGpuBackend().state == GpuBackendLoad::State::kFailed;
+    if (!p.status.ok() && !warned) PF_LOG_ERROR("{}", p.status.message());
     return p;
   }();
   return probe;

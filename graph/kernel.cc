@@ -66,12 +66,39 @@ KernelRegistry* KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(KernelDef def) {
+  std::unique_lock lock(mu_);
   std::string op = def.op();
   kernels_.emplace(std::move(op), std::move(def));
 }
 
+void KernelRegistry::RegisterWithBackend(KernelDef def) {
+  std::unique_lock lock(mu_);
+  if (enabled_backends_.count(def.device_type()) > 0) {
+    std::string op = def.op();
+    kernels_.emplace(std::move(op), std::move(def));
+  } else {
+    waiting_for_backend_.push_back(std::move(def));
+  }
+}
+
+void KernelRegistry::EnableBackend(std::string_view device_type) {
+  std::unique_lock lock(mu_);
+  if (!enabled_backends_.emplace(device_type).second) return;
+  std::vector<KernelDef> still_waiting;
+  for (KernelDef& def : waiting_for_backend_) {
+    if (def.device_type() == device_type) {
+      std::string op = def.op();
+      kernels_.emplace(std::move(op), std::move(def));
+    } else {
+      still_waiting.push_back(std::move(def));
+    }
+  }
+  waiting_for_backend_ = std::move(still_waiting);
+}
+
 const KernelDef* KernelRegistry::Find(std::string_view op, std::string_view device_type,
                                       const AttrMap& attrs) const {
+  std::shared_lock lock(mu_);
   const KernelDef* best = nullptr;
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) {
@@ -83,6 +110,7 @@ const KernelDef* KernelRegistry::Find(std::string_view op, std::string_view devi
 }
 
 std::vector<const KernelDef*> KernelRegistry::KernelsForOp(std::string_view op) const {
+  std::shared_lock lock(mu_);
   std::vector<const KernelDef*> out;
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) out.push_back(&it->second);

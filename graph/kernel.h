@@ -16,6 +16,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -166,10 +168,17 @@ class KernelDef {
   int priority_ = 0;
 };
 
+// Thread-safe: a device backend loaded at run time (the CUDA backend, devices/gpu_probe.h)
+// registers its kernels while other threads may be placing graphs.
 class KernelRegistry {
  public:
   static KernelRegistry* Global();
   void Register(KernelDef def);
+  // A kernel for a device type whose backend is loaded at run time: registered when
+  // EnableBackend(def.device_type()) runs, never when no such backend loads. A CPU-only process
+  // then has no GPU kernels at all, as in TensorFlow's CPU build.
+  void RegisterWithBackend(KernelDef def);
+  void EnableBackend(std::string_view device_type);
   // The best matching kernel, or nullptr.
   const KernelDef* Find(std::string_view op, std::string_view device_type,
                         const AttrMap& attrs) const;
@@ -198,13 +207,20 @@ class KernelRegistry {
   StatusOr<std::unique_ptr<OpKernel>> Create(const Node& node, std::string_view device_type) const;
 
  private:
+  mutable std::shared_mutex mu_;
   std::multimap<std::string, KernelDef, std::less<>> kernels_;
+  std::vector<KernelDef> waiting_for_backend_;
+  std::set<std::string, std::less<>> enabled_backends_;
 };
 
 struct KernelRegistrar {
-  KernelRegistrar(KernelDef def, KernelFactory factory) {
+  KernelRegistrar(KernelDef def, KernelFactory factory, bool with_backend = false) {
     def.factory = std::move(factory);
-    KernelRegistry::Global()->Register(std::move(def));
+    if (with_backend) {
+      KernelRegistry::Global()->RegisterWithBackend(std::move(def));
+    } else {
+      KernelRegistry::Global()->Register(std::move(def));
+    }
   }
 };
 
@@ -216,3 +232,14 @@ struct KernelRegistrar {
       def, [](const ::pf::Node& n) -> std::unique_ptr<::pf::OpKernel> {      \
         return std::make_unique<__VA_ARGS__>(n);                             \
       })
+
+// PF_REGISTER_KERNEL_WITH_BACKEND(def, KernelClass): a kernel of the core library for a device
+// whose backend loads at run time (a GPU kernel that only relabels or copies through the
+// device's own interface, like Identity): it exists once that backend has loaded.
+#define PF_REGISTER_KERNEL_WITH_BACKEND(def, ...)                            \
+  static ::pf::KernelRegistrar PF_CONCAT(pf_kernel_registrar_, __COUNTER__)( \
+      def,                                                                   \
+      [](const ::pf::Node& n) -> std::unique_ptr<::pf::OpKernel> {           \
+        return std::make_unique<__VA_ARGS__>(n);                             \
+      },                                                                     \
+      /*with_backend=*/true)

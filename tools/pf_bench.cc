@@ -217,12 +217,14 @@ void MlpSeed000StepGpu() {
 }
 
 // What the CUDA runtime reports (gpu_check.sh's first line): GPU count, driver and runtime
-// versions, the probe's error if GPUs exist but cannot be used, and each device's mapping.
+// versions, the probe's error if GPUs exist but cannot be used; then whether the CUDA backend
+// library loaded (and from where, or why not), and each device's mapping.
 void GpuInfo() {
   const pf::GpuProbe& p = pf::ProbeGpus();
   std::printf("gpu_info count=%d cuda_build=%d %s status=%s\n", p.count,
               pf::BuiltWithCuda() ? 1 : 0, p.Versions().c_str(),
               p.status.ok() ? "ok" : p.status.message().c_str());
+  std::printf("gpu_info backend: %s\n", p.backend.c_str());
   if (p.count == 0) return;
   pf::GpuOptions o;
   auto gpus = pf::CreateGpuDevices(pf::PlanGpuDevices(p.count, o).ValueOrThrow(), o);

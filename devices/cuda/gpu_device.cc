@@ -413,7 +413,9 @@ bool GpuDevice::CanAccessPeer(const GpuDevice& other) const {
   return g_peers.count({ordinal(), other.ordinal()}) > 0;
 }
 
-GpuProbe RunGpuProbe() {
+namespace {
+
+GpuProbe CudaProbe() {
   int n = 0, driver = 0, runtime = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   cudaDriverGetVersion(&driver);
@@ -425,7 +427,7 @@ GpuProbe RunGpuProbe() {
   return InterpretGpuProbe(r, n, cuda::Describe(e), driver, runtime);
 }
 
-StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices(
     const std::vector<GpuDevicePlan>& plan, const GpuOptions& options) {
   std::vector<std::unique_ptr<Device>> out;
   std::set<int> physical;
@@ -452,5 +454,17 @@ StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
   }
   return out;
 }
+
+// The backend announces itself to the core when this library loads (dlopen from
+// devices/gpu_backend.cc, or a program that links it).
+[[maybe_unused]] const bool registered = [] {
+  GpuBackend b;
+  b.probe = CudaProbe;
+  b.create_devices = CreateCudaDevices;
+  RegisterGpuBackend(b);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace pf

@@ -90,12 +90,10 @@ class NoOpKernel : public OpKernel {
 };
 PF_REGISTER_OP(OpDef("NoOp").SetNotDifferentiable().SetShapeFn(NoOutputsShape));
 PF_REGISTER_KERNEL(KernelDef("NoOp", kDeviceCpu), NoOpKernel);
-#ifdef PF_WITH_CUDA
-PF_REGISTER_KERNEL(KernelDef("Identity", kDeviceGpu), IdentityOp);
-PF_REGISTER_KERNEL(KernelDef("StopGradient", kDeviceGpu), IdentityOp);
-PF_REGISTER_KERNEL(KernelDef("NoOp", kDeviceGpu), NoOpKernel);
-PF_REGISTER_KERNEL(KernelDef("Placeholder", kDeviceGpu), PlaceholderOp);
-#endif
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Identity", kDeviceGpu), IdentityOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("StopGradient", kDeviceGpu), IdentityOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("NoOp", kDeviceGpu), NoOpKernel);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Placeholder", kDeviceGpu), PlaceholderOp);
 
 }  // namespace
 

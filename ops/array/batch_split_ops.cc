@@ -65,9 +65,8 @@ PF_REGISTER_OP(OpDef("BatchSplit")
                    .SetGradient(BatchSplitGrad)
                    .SetShapeFn(BatchSplitShape));
 PF_REGISTER_KERNEL(KernelDef("BatchSplit", kDeviceCpu), BatchSplitOp);
-#ifdef PF_WITH_CUDA
-PF_REGISTER_KERNEL(KernelDef("BatchSplit", kDeviceGpu), BatchSplitOp);  // row views: any memory
-#endif
+// Row views: any memory.
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("BatchSplit", kDeviceGpu), BatchSplitOp);
 
 }  // namespace
 

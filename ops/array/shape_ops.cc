@@ -161,18 +161,16 @@ PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceCpu).TypeConstraint("out_type", {DT
                    ShapeOp<int32_t>);
 PF_REGISTER_KERNEL(KernelDef("Shape", kDeviceCpu).TypeConstraint("out_type", {DT_INT64}),
                    ShapeOp<int64_t>);
-#ifdef PF_WITH_CUDA
 // On GPUs these only relabel the buffer; shapes are read and written in host memory.
-PF_REGISTER_KERNEL(KernelDef("Reshape", kDeviceGpu).HostMemory("shape"), ForwardOp);
-PF_REGISTER_KERNEL(KernelDef("ExpandDims", kDeviceGpu), ForwardOp);
-PF_REGISTER_KERNEL(KernelDef("Squeeze", kDeviceGpu), ForwardOp);
-PF_REGISTER_KERNEL(
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Reshape", kDeviceGpu).HostMemory("shape"), ForwardOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("ExpandDims", kDeviceGpu), ForwardOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Squeeze", kDeviceGpu), ForwardOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(
     KernelDef("Shape", kDeviceGpu).TypeConstraint("out_type", {DT_INT32}).HostMemory("output"),
     ShapeOp<int32_t>);
-PF_REGISTER_KERNEL(
+PF_REGISTER_KERNEL_WITH_BACKEND(
     KernelDef("Shape", kDeviceGpu).TypeConstraint("out_type", {DT_INT64}).HostMemory("output"),
     ShapeOp<int64_t>);
-#endif
 
 }  // namespace
 

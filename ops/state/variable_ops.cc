@@ -42,9 +42,7 @@ PF_REGISTER_OP(OpDef("Variable")
                      return Status::OK();
                    }));
 PF_REGISTER_KERNEL(KernelDef("Variable", kDeviceCpu), VariableOp);
-#ifdef PF_WITH_CUDA
-PF_REGISTER_KERNEL(KernelDef("Variable", kDeviceGpu), VariableOp);
-#endif
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Variable", kDeviceGpu), VariableOp);
 
 Status AssignShape(ShapeContext& c) {
   const bool validate = c.attr<bool>("validate_shape");
@@ -98,10 +96,8 @@ PF_REGISTER_OP(OpDef("Assign")
                    .SetNotDifferentiable()
                    .SetShapeFn(AssignShape));
 PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceCpu), AssignOp);
-#ifdef PF_WITH_CUDA
-PF_REGISTER_KERNEL(KernelDef("Assign", kDeviceGpu),
-                   AssignOp);  // copies on the GPU's compute stream
-#endif
+// Copies on the GPU's compute stream.
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Assign", kDeviceGpu), AssignOp);
 
 template <typename T, int kSign>
 class AssignUpdateOp : public OpKernel {

@@ -1,9 +1,9 @@
 // What the GPU suite must exercise beyond the per-op conformance cases: towers on two GPUs
 // (logical devices of GPU 0 when there is one) with both aggregation modes against one CPU
 // tower, row views at odd offsets (the float4 path's fallback), tensors of more than 2^31
-// elements, and a GPU fault that must come back as an error from Run, never as a hang.
-// Skipped (ctest code 4) without a GPU.
-#include "placeflow/ops/gpu/gpu_kernel.h"
+// elements. (A GPU fault that must come back as an error from Run, never as a hang, is in
+// tests/devices/cuda/gpu_fault_test.cc: it needs a kernel of its own, so its program links the
+// CUDA backend.) Skipped (ctest code 4) without a GPU.
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
 
@@ -128,66 +128,6 @@ TEST_CASE("Tensors of more than 2^31 elements are indexed correctly", "[gpu][lar
   for (const Tensor& t : out) {
     for (int64_t i = 0; i < 8; ++i) CHECK(t.data<float>()[i] == -3.f);
   }
-}
-
-}  // namespace
-}  // namespace pf
-
-#ifdef PF_WITH_CUDA
-namespace pf::testing {
-void LaunchOutOfBoundsWrite(void* stream, float* base);  // gpu_fault_kernel.cu
-}
-#endif
-
-namespace pf {
-namespace {
-
-#ifdef PF_WITH_CUDA
-class FaultGpuOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  Status ComputeOnGpu(OpKernelContext* ctx, GpuDevice* gpu) override {
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    testing::LaunchOutOfBoundsWrite(gpu->compute_stream(), out->data<float>());
-    return Status::OK();
-  }
-};
-PF_REGISTER_OP(OpDef("TestGpuFault")
-                   .Input("x", "T")
-                   .Output("y", "T")
-                   .TypeAttr("T", {DT_FLOAT})
-                   .SetStateful()
-                   .SetNotDifferentiable()
-                   .SetShapeFn([](ShapeContext& c) {
-                     c.set_output(0, c.input(0));
-                     return Status::OK();
-                   }));
-PF_REGISTER_KERNEL(KernelDef("TestGpuFault", kDeviceGpu), FaultGpuOp);
-#endif
-
-// Runs alone (ctest gpu_fault_is_an_error): the fault loses this process's CUDA context.
-TEST_CASE("A GPU fault comes back as an error from Run, not a hang", "[gpu_fault][.]") {
-  PF_REQUIRE_GPU();
-#ifdef PF_WITH_CUDA
-  Graph g;
-  Scope root = Scope::Root(&g);
-  Scope gpu = root.WithDevice("/gpu:0");
-  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {4});
-  Output fault(NodeBuilder(gpu.WithOpName("fault"), "TestGpuFault").Input(x).Finalize(), 0);
-  Output y = ops::Neg(gpu.WithOpName("after_fault"), fault);
-  Session sess(g);
-  std::vector<Tensor> out;
-  Status s = sess.RunWithStatus({{x, Tensor(DT_FLOAT, {4})}}, {y}, {}, &out);
-  REQUIRE_FALSE(s.ok());
-  INFO(s.message());
-  CHECK_THAT(s.message(), Catch::Contains("illegal memory access") ||
-                              Catch::Contains("unspecified launch failure"));
-  CHECK_THAT(s.message(), Catch::Contains("context is lost"));
-  // The next step reports the lost device instead of hanging.
-  s = sess.RunWithStatus({{x, Tensor(DT_FLOAT, {4})}}, {y}, {}, &out);
-  REQUIRE_FALSE(s.ok());
-  CHECK_THAT(s.message(), Catch::Contains("context is lost"));
-#endif
 }
 
 }  // namespace

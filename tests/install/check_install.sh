@@ -25,6 +25,16 @@ if [ -x "$tmp/prefix/bin/pf-train" ]; then
   grep -q "usage: pf-train" <<<"$help" || { echo "installed pf-train does not start: $help"; exit 1; }
 fi
 
+# A CUDA build installs its backend beside the core, where the installed core finds it (forced
+# here: this machine may have no driver).
+if [ -e "$build_dir/libplaceflow_cuda.so.0" ]; then
+  backend=$(ls "$tmp"/prefix/lib*/libplaceflow_cuda.so.0 2>/dev/null || true)
+  [ -n "$backend" ] || { echo "libplaceflow_cuda.so.0 is not installed"; exit 1; }
+  info=$(env -u LD_LIBRARY_PATH PF_CUDA_BACKEND=1 "$tmp/prefix/bin/pf-bench" gpu_info 2>&1 || true)
+  grep -qx "gpu_info backend: loaded $backend" <<<"$info" ||
+    { echo "the installed backend does not load: $info"; exit 1; }
+fi
+
 cp -r "$src_dir/tests/install" "$tmp/consumer_src"
 awk '/^```cpp/ {on = 1; next} /^```/ {if (on) exit} on' "$src_dir/README.md" > "$tmp/consumer_src/readme_example.cc"
 grep -q "placeflow/placeflow.h" "$tmp/consumer_src/readme_example.cc" || { echo "README has no example"; exit 1; }

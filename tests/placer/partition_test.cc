@@ -308,16 +308,19 @@ TEST_CASE("Partition: a feed read in host and in device memory on one GPU gets t
   CHECK(FeedStaysOnHost(*p->copy_of.at(host2.node)->input(0).node, *cpu));
 }
 
-// The real GPU kernels' memory types (ops/nn/conv_ops_gpu.cc, registered in CUDA builds only) on
-// a fake device of type GPU: nothing runs, so no GPU is needed.
+// The real GPU kernels' memory types (ops/nn/conv_ops_gpu.cc, registered where the CUDA backend
+// is loaded: with a driver, or with PF_CUDA_BACKEND=1 as ctest gpu_kernels_match_sources runs
+// it) on a fake device of type GPU: nothing runs, so no GPU is needed.
 TEST_CASE("Partition: Conv2DBackpropInput's input_sizes from a GPU Shape stays in host memory",
-          "[partition]") {
+          "[partition][backend_kernels]") {
+  LoadGpuBackend();
   bool has_gpu_kernel = false;
   for (const KernelDef* k : KernelRegistry::Global()->KernelsForOp("Conv2DBackpropInput")) {
     has_gpu_kernel |= k->device_type() == kDeviceGpu;
   }
   if (!has_gpu_kernel) {
-    WARN("skipped: no GPU kernel for Conv2DBackpropInput in this build (CUDA off)");
+    WARN("skipped: no GPU kernel for Conv2DBackpropInput (the CUDA backend is "
+         << LoadGpuBackend().ToString() << ")");
     return;
   }
   DeviceSet d;

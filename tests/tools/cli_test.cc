@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "placeflow/devices/gpu_probe.h"
 #include "tests/testing/test_util.h"
 #include "tools/flags.h"
 
@@ -187,6 +188,37 @@ TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
   ToolRun bad = RunTool(PF_BENCH_BINARY, "--nope");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, StartsWith("pf-bench: unknown figure '--nope'; figures: executor_chain"));
+}
+
+TEST_CASE("pf-bench gpu_info says whether the CUDA backend loaded, and why not",
+          "[cli][gpu_backend]") {
+  const std::string bench = PF_BENCH_BINARY;
+  ToolRun off = RunTool("PF_CUDA_BACKEND=0 " + bench, "gpu_info");
+  CHECK(off.status == 0);
+  CHECK(off.err.empty());
+  CHECK(off.out == fmt::format("gpu_info count=0 cuda_build={} no CUDA runtime loaded status=ok\n"
+                               "gpu_info backend: disabled (PF_CUDA_BACKEND=0)\n",
+                               BuiltWithCuda() ? 1 : 0));
+  // A backend that does not load: one warning naming it and dlerror, then CPU only.
+  const std::string missing = "/nonexistent/libplaceflow_cuda.so.0";
+  const std::string warning =
+      "Could not load dynamic library '" + missing + "'; dlerror: " + missing +
+      ": cannot open shared object file: No such file or directory. Skipping registering GPU "
+      "devices: placeflow runs on the CPU only.";
+  ToolRun failed = RunTool("PF_CUDA_BACKEND=" + missing + " " + bench, "gpu_info");
+  CHECK(failed.status == 0);
+  CHECK_THAT(failed.err, Contains(" W placeflow] " + warning + "\n"));
+  CHECK(std::count(failed.err.begin(), failed.err.end(), '\n') == 1);
+  CHECK_THAT(failed.out, StartsWith("gpu_info count=0 "));
+  CHECK_THAT(failed.out, Contains("gpu_info backend: failed: " + warning + "\n"));
+  if (BuiltWithCuda()) {
+    // Forced without a driver (no GPU visible here): it loads from beside the core.
+    ToolRun forced = RunTool("PF_CUDA_BACKEND=1 " + bench, "gpu_info");
+    CHECK(forced.status == 0);
+    CHECK_THAT(forced.out, StartsWith("gpu_info count=0 cuda_build=1 "));
+    CHECK_THAT(forced.out, Contains(" status=ok\ngpu_info backend: loaded " +
+                                    gpu_backend_internal::DefaultLibraryPath() + "\n"));
+  }
 }
 
 TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error and exit status 2",
