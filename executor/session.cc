@@ -12,6 +12,7 @@
 #include "placeflow/devices/device_manager.h"
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/executor/executor.h"
+#include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/placer/partition.h"
@@ -119,7 +120,7 @@ std::map<std::string, std::string> Session::DevicePlacement() const {
 StatusOr<OpKernel*> Session::GetKernel(const Node& node, Device* device) {
   // Called with mu_ held (from Prepare). Keyed by name: partitions copy nodes under their
   // user-graph names, and a stateful kernel (a random op) must keep its state across signatures.
-  auto& slot = kernels_[{node.name(), device}];
+  auto& slot = kernels_[{node.name(), node.op(), device}];
   if (!slot) {
     PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(node, device->device_type()));
   }
@@ -168,6 +169,21 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
         PlacementLogText(nodes, placement, prepared->partitions.send_recv_pairs, placement_));
   }
   for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
+  if (RemappingEnabled(options_.rewrite_options.remapping)) {
+    auto& copy_of = prepared->partitions.copy_of;
+    for (Partitions::Part& part : prepared->partitions.parts) {
+      std::set<Output> fetched;
+      for (const Output& f : fetches) {
+        auto it = copy_of.find(f.node);
+        auto where = placement.device.find(f.node);
+        if (it != copy_of.end() && where != placement.device.end() && where->second == part.device)
+          fetched.insert(Output(it->second, f.index));
+      }
+      for (const Fusion& f : Remap(&part, fetched, &copy_of)) {
+        if (options_.log_device_placement) PF_LOG_INFO("{}", FusionLogLine(f, part.device->name()));
+      }
+    }
+  }
 
   auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
   std::map<Output, int> feed_index;

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,6 +52,14 @@ struct ClusterOptions {
   double connect_timeout_s = 30;
 };
 
+// Prepare-time graph rewrites (TensorFlow's RewriterConfig, graph_options.rewrite_options).
+struct RewriterOptions {
+  // The remapper: MatMul -> BiasAdd [-> Relu] on a CPU becomes one _FusedMatMul (oneDNN matmul
+  // with bias and relu post-ops) when the intermediates have no other use (executor/remapper.h).
+  // The environment variable PF_FUSE=0 turns it off for the whole process.
+  bool remapping = true;
+};
+
 struct SessionOptions {
   // Where steps run: "" (this process) or "grpc://host:port", a server of a cluster
   // (distributed/server.h), whose master lists every task's devices.
@@ -74,6 +83,8 @@ struct SessionOptions {
   // Prepared (pruned, placed, partitioned) signatures kept for reuse; the least recently used
   // beyond this are dropped (and rebuilt if called again). 0: no limit.
   int max_cached_signatures = 256;
+  // Rewrites applied to each prepared signature's partitions (in-process sessions only).
+  RewriterOptions rewrite_options;
 };
 
 using FeedDict = std::vector<std::pair<Output, Tensor>>;
@@ -176,7 +187,8 @@ class Session {
   std::unordered_map<std::string, CacheEntry> cache_;
   std::list<std::string> recent_;  // signature keys, most recently used first
   int64_t evicted_ = 0;
-  std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
+  // By (node name, op, device): a rewrite may give a fused node the name of a node it replaces.
+  std::map<std::tuple<std::string, std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};
   std::unique_ptr<SessionBackend> backend_;  // when options.target names a cluster

@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "placeflow/graph/op_registry.h"
 
 namespace pf {
@@ -67,6 +69,39 @@ void Graph::AddControlEdge(Node* src, Node* dst) {
   }
   dst->control_inputs_.push_back(src);
   src->out_edges_.push_back(Edge{src, -1, dst, -1});
+}
+
+void Graph::UpdateEdge(Output new_src, Node* dst, int dst_input) {
+  Output& old = dst->inputs_[dst_input];
+  auto& edges = old.node->out_edges_;
+  edges.erase(std::find_if(edges.begin(), edges.end(), [&](const Edge& e) {
+    return e.dst == dst && e.dst_input == dst_input;
+  }));
+  old = new_src;
+  new_src.node->out_edges_.push_back(Edge{new_src.node, new_src.index, dst, dst_input});
+}
+
+void Graph::RemoveNode(Node* n) {
+  auto drop_edges_to = [n](Node* src) {
+    auto& edges = src->out_edges_;
+    edges.erase(
+        std::remove_if(edges.begin(), edges.end(), [n](const Edge& e) { return e.dst == n; }),
+        edges.end());
+  };
+  for (const Output& in : n->inputs_) drop_edges_to(in.node);
+  for (Node* c : n->control_inputs_) drop_edges_to(c);
+  for (const Edge& e : n->out_edges_) {
+    auto& controls = e.dst->control_inputs_;
+    if (e.IsControl()) controls.erase(std::find(controls.begin(), controls.end(), n));
+  }
+  // A rewrite may have given the name to the node that replaces this one already.
+  if (auto it = by_name_.find(n->name_); it != by_name_.end() && it->second == n) {
+    by_name_.erase(it);
+    name_counts_.erase(n->name_);
+  }
+  node_ptrs_.erase(std::find(node_ptrs_.begin(), node_ptrs_.end(), n));
+  // The storage stays (ids are indices into it); only the node's contents go.
+  *n = Node();
 }
 
 Node* Graph::FindNode(std::string_view name) const {

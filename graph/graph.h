@@ -138,7 +138,13 @@ class Graph {
   void AddControlEdge(Node* src, Node* dst);
   Node* FindNode(std::string_view name) const;
   const std::vector<Node*>& nodes() const { return node_ptrs_; }
-  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  int num_nodes() const { return static_cast<int>(node_ptrs_.size()); }
+  // For graph rewrites on a runtime's own copy of a graph (never a user's graph: Output and
+  // Operation handles would dangle). UpdateEdge points input `dst_input` of `dst` at `new_src`
+  // (TensorFlow's Graph::UpdateEdge); RemoveNode drops `n` with its edges, and its name can be
+  // used again. Node ids stay unique: a removed node's id is never handed out again.
+  void UpdateEdge(Output new_src, Node* dst, int dst_input);
+  void RemoveNode(Node* n);
 
   // A name not yet used: `base`, else `base_1`, `base_2`, ... (TensorFlow's unique_name).
   std::string UniqueName(const std::string& base);

@@ -21,7 +21,8 @@ void Set(Tensor* t, int64_t i, double v) {
 }
 
 StatusOr<double> GradientError(const Scope& scope, Output x, const Shape& x_shape, Output y,
-                               const Shape& y_shape, const Tensor* x_value, double delta) {
+                               const Shape& y_shape, const Tensor* x_value, double delta,
+                               const SessionOptions& options) {
   const DType t = x.dtype();
   if (t != DT_FLOAT && t != DT_DOUBLE)
     return errors::InvalidArgument("ComputeGradientError: x must be float or double");
@@ -32,7 +33,7 @@ StatusOr<double> GradientError(const Scope& scope, Output x, const Shape& x_shap
   if (delta == 0) delta = t == DT_DOUBLE ? 1e-6 : 1e-3;
   Output dy = ops::Placeholder(scope.WithOpName("gradient_checker/dy"), t, y_shape);
   PF_ASSIGN_OR_RETURN(std::vector<Output> dx, internal::TryGradients(scope, {y}, {x}, {dy}));
-  Session sess(*scope.graph());
+  Session sess(*scope.graph(), options);
   Tensor x0(t, x_shape);
   if (x_value != nullptr) {
     if (x_value->dtype() != t || x_value->shape() != x_shape)
@@ -81,8 +82,9 @@ StatusOr<double> GradientError(const Scope& scope, Output x, const Shape& x_shap
 }  // namespace
 
 double ComputeGradientError(const Scope& scope, Output x, const Shape& x_shape, Output y,
-                            const Shape& y_shape, const Tensor* x_value, double delta) {
-  return GradientError(scope, x, x_shape, y, y_shape, x_value, delta).ValueOrThrow();
+                            const Shape& y_shape, const Tensor* x_value, double delta,
+                            const SessionOptions& options) {
+  return GradientError(scope, x, x_shape, y, y_shape, x_value, delta, options).ValueOrThrow();
 }
 
 }  // namespace pf

@@ -1,0 +1,44 @@
+// The remapper (TensorFlow's grappler pass of that name): a prepare-time rewrite of each
+// partition that replaces patterns of ops by one fused op, after placement and partitioning, so
+// the placer, the gradient builder and the user's graph never see fused ops.
+//
+//   std::vector<Fusion> done = pf::Remap(&part, fetched, &copy_of);
+//
+// Patterns (on one device, whose type has the fused kernel):
+//   MatMul -> BiasAdd -> Relu   becomes   _FusedMatMul(fused_ops = [BiasAdd, Relu])
+//   MatMul -> BiasAdd           becomes   _FusedMatMul(fused_ops = [BiasAdd])
+// only when each intermediate output has no consumer but the next node of the pattern (a _Send
+// to another device is a consumer), no control edge leaves it, and it is not fetched. The fused
+// node takes the name of the pattern's last node, as in TensorFlow, so traces and errors name
+// what the user built.
+#pragma once
+
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "placeflow/placer/partition.h"
+
+namespace pf {
+
+struct Fusion {
+  std::string op;                      // "_FusedMatMul"
+  std::vector<std::string> fused;      // the replaced nodes, first to last ("MatMul", ...)
+  std::vector<std::string> fused_ops;  // the fused node's fused_ops attr
+};
+
+// Rewrites `part` in place. `fetched`: outputs of part's nodes returned to the caller (never
+// absorbed; the last node of a pattern may be fetched, the fused node answers). `copy_of` (user
+// node -> its copy) is updated: a replaced last node maps to the fused node, absorbed nodes are
+// dropped.
+std::vector<Fusion> Remap(Partitions::Part* part, const std::set<Output>& fetched,
+                          std::unordered_map<const Node*, Node*>* copy_of);
+
+// Whether a session remaps: its option, unless PF_FUSE=0 turns it off for the process.
+bool RemappingEnabled(bool option);
+
+// "Remapper: fused MatMul, BiasAdd, Relu into Relu (_FusedMatMul [BiasAdd, Relu]) on <device>"
+std::string FusionLogLine(const Fusion& f, const std::string& device);
+
+}  // namespace pf

@@ -1,0 +1,248 @@
+// _FusedMatMul (TensorFlow's name): MatMul, then BiasAdd, then optionally Relu, in one kernel.
+// Nobody builds it: the session's remapper (executor/remapper.h) puts it in place of
+// MatMul -> BiasAdd [-> Relu] at prepare time, after placement and gradients, so it has no
+// gradient. float32 runs one oneDNN matmul primitive with the bias and an eltwise_relu post-op
+// (the bias and the activation are applied while the output tile is still in registers); float64
+// runs loops (the gradient checker runs with the rewrite on, too).
+//
+// Threading: one primitive on the whole output with oneDNN's own OpenMP threads (as many as the
+// pool has). PF_FUSED_MATMUL_OMP=0 instead splits the rows over the intra-op pool as MatMul does
+// (matmul.cc), each shard a primitive at one OpenMP thread: 1.3x slower on mnist_mlp (each
+// shard packs the whole weight matrix again; docs/benchmarks.md).
+#include <omp.h>
+
+#include <array>
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+
+#include "placeflow/ops/math/matmul.h"
+#include "placeflow/ops/nn/nn_ops.h"
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/ops.h"
+
+namespace pf {
+namespace {
+
+using dnnl::memory;
+
+// The post-ops this kernel knows, in the order they apply after the product.
+Status ParseFusedOps(const std::vector<std::string>& fused_ops, bool* relu) {
+  const bool bias = !fused_ops.empty() && fused_ops[0] == "BiasAdd";
+  *relu = fused_ops.size() == 2 && fused_ops[1] == "Relu";
+  if (!bias || fused_ops.size() > 2 || (fused_ops.size() == 2 && !*relu)) {
+    return errors::Unimplemented("_FusedMatMul supports fused_ops [BiasAdd] and [BiasAdd, Relu], ",
+                                 "got [", fmt::format("{}", fmt::join(fused_ops, ", ")), "]");
+  }
+  return Status::OK();
+}
+
+Status FusedMatMulShape(ShapeContext& c) {
+  bool relu = false;
+  PF_RETURN_IF_ERROR(ParseFusedOps(c.attr<std::vector<std::string>>("fused_ops"), &relu));
+  const bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
+  const Shape& a = c.input(0);
+  const Shape& b = c.input(1);
+  PF_RETURN_IF_ERROR(ValidateMatMul(a, b, ta, tb));
+  const Shape out{a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0),
+                  b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1)};
+  PF_RETURN_IF_ERROR(ValidateBiasAdd(out, c.input(2)));
+  c.set_output(0, out);
+  return Status::OK();
+}
+
+dnnl::engine& Engine() {
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
+}
+
+bool UseOmp() {
+  static const bool omp = [] {
+    const char* v = std::getenv("PF_FUSED_MATMUL_OMP");
+    return v == nullptr || v[0] != '0';
+  }();
+  return omp;
+}
+
+struct Prim {
+  dnnl::matmul prim;
+  memory::desc src, wei, bias, dst;
+};
+
+// rows, n, k, lda, ldb, transpose_a, transpose_b
+using Key = std::array<int64_t, 7>;
+
+std::unique_ptr<Prim> MakePrim(const Key& key, bool relu) {
+  const auto [rows, n, k, lda, ldb, ta, tb] = key;
+  const auto f32 = memory::data_type::f32;
+  auto p = std::make_unique<Prim>();
+  p->src = memory::desc({rows, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  p->wei = memory::desc({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  p->bias = memory::desc({1, n}, f32, memory::dims{n, 1});
+  p->dst = memory::desc({rows, n}, f32, memory::dims{n, 1});
+  dnnl::primitive_attr attr;
+  if (relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(po);
+  }
+  p->prim = dnnl::matmul(dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst), attr, Engine()));
+  return p;
+}
+
+class FusedMatMulFloatOp : public OpKernel {
+ public:
+  explicit FusedMatMulFloatOp(const Node& n)
+      : OpKernel(n), ta_(n.attr<bool>("transpose_a")), tb_(n.attr<bool>("transpose_b")) {
+    ThrowIfError(ParseFusedOps(n.attr<std::vector<std::string>>("fused_ops"), &relu_));
+  }
+
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& bias = ctx->input(2);
+    PF_RETURN_IF_ERROR(ValidateMatMul(a.shape(), b.shape(), ta_, tb_));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    PF_RETURN_IF_ERROR(ValidateBiasAdd(out->shape(), bias.shape()));
+    const int64_t m = out->dim(0), n = out->dim(1), k = a.dim(ta_ ? 0 : 1);
+    if (m == 0 || n == 0) return Status::OK();
+    float* c = out->data<float>();
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    const float* pbias = bias.data<float>();
+    if (k == 0) {  // oneDNN rejects empty reductions: the product is zero
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < n; ++j) c[r * n + j] = relu_ ? std::max(pbias[j], 0.f) : pbias[j];
+      }
+      return Status::OK();
+    }
+    const int64_t lda = a.dim(1), ldb = b.dim(1);
+    ThreadPool* pool = IntraOpPool(ctx);
+    const int64_t threads = std::max(1, pool->num_threads());
+    // A shard below ~1 MFLOP costs more in wake-ups than it saves (MatMul's ParallelFor rule).
+    constexpr double kMinFlopsPerShard = 1e6;
+    int64_t shards = std::min<int64_t>(m, threads);
+    shards = std::min<int64_t>(
+        shards, std::max<int64_t>(1, static_cast<int64_t>(2.0 * m * n * k / kMinFlopsPerShard)));
+    const bool omp = UseOmp();
+    if (omp) shards = 1;
+    const int64_t q = m / shards, r = m % shards;
+    Status err;
+    std::mutex err_mu;
+    auto run_shard = [&](int64_t s) {
+      const int64_t rows = q + (s < r ? 1 : 0);
+      const int64_t r0 = s * q + std::min(s, r);
+      try {
+        const Prim& p = Get({rows, n, k, lda, ldb, ta_, tb_});
+        const float* a0 = ta_ ? pa + r0 : pa + r0 * lda;
+        auto mem = [](const memory::desc& d, const float* ptr) {
+          return memory(d, Engine(), const_cast<float*>(ptr));
+        };
+        thread_local dnnl::stream stream(Engine());
+        p.prim.execute(stream, {{DNNL_ARG_SRC, mem(p.src, a0)},
+                                {DNNL_ARG_WEIGHTS, mem(p.wei, pb)},
+                                {DNNL_ARG_BIAS, mem(p.bias, pbias)},
+                                {DNNL_ARG_DST, mem(p.dst, c + r0 * n)}});
+        stream.wait();
+      } catch (const dnnl::error& e) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (err.ok()) {
+          err =
+              errors::Internal("oneDNN matmul failed in ", node().name(),
+                               " (_FusedMatMul): ", e.what(), "; a: ", a.shape().ToString(),
+                               ", b: ", b.shape().ToString(), ", bias: ", bias.shape().ToString());
+        }
+      }
+    };
+    if (omp) {
+      omp_set_num_threads(static_cast<int>(threads));
+      run_shard(0);
+      omp_set_num_threads(1);
+    } else {
+      // oneDNN parallelises with OpenMP; each pool thread's share is already one shard.
+      thread_local bool single = (omp_set_num_threads(1), true);
+      (void)single;
+      ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b0, int64_t e0) {
+        thread_local bool single_here = (omp_set_num_threads(1), true);
+        (void)single_here;
+        for (int64_t s = b0; s < e0; ++s) run_shard(s);
+      });
+    }
+    return err;
+  }
+
+ private:
+  const Prim& Get(const Key& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_ptr<Prim>& slot = prims_[key];
+    // Creation (JIT code generation) under the lock: each shard shape is built once.
+    if (slot == nullptr) slot = MakePrim(key, relu_);
+    return *slot;
+  }
+
+  bool ta_, tb_, relu_ = false;
+  std::mutex mu_;
+  std::map<Key, std::unique_ptr<Prim>> prims_;
+};
+
+// float64: the same maths in plain loops, for the gradient checker.
+class FusedMatMulDoubleOp : public OpKernel {
+ public:
+  explicit FusedMatMulDoubleOp(const Node& n)
+      : OpKernel(n), ta_(n.attr<bool>("transpose_a")), tb_(n.attr<bool>("transpose_b")) {
+    ThrowIfError(ParseFusedOps(n.attr<std::vector<std::string>>("fused_ops"), &relu_));
+  }
+  Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& bias = ctx->input(2);
+    PF_RETURN_IF_ERROR(ValidateMatMul(a.shape(), b.shape(), ta_, tb_));
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    PF_RETURN_IF_ERROR(ValidateBiasAdd(out->shape(), bias.shape()));
+    const int64_t m = out->dim(0), n = out->dim(1), k = a.dim(ta_ ? 0 : 1);
+    const int64_t lda = a.dim(1), ldb = b.dim(1);
+    const double* pa = a.data<double>();
+    const double* pb = b.data<double>();
+    const double* pbias = bias.data<double>();
+    double* c = out->data<double>();
+    ParallelFor(ctx, m, 2 * n * k, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        double* ci = c + i * n;
+        std::fill(ci, ci + n, 0.0);
+        for (int64_t p = 0; p < k; ++p) {
+          const double av = ta_ ? pa[p * lda + i] : pa[i * lda + p];
+          for (int64_t j = 0; j < n; ++j) ci[j] += av * (tb_ ? pb[j * ldb + p] : pb[p * ldb + j]);
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          ci[j] += pbias[j];
+          if (relu_) ci[j] = std::max(ci[j], 0.0);
+        }
+      }
+    });
+    return Status::OK();
+  }
+
+ private:
+  bool ta_, tb_, relu_ = false;
+};
+
+PF_REGISTER_OP(OpDef("_FusedMatMul")
+                   .SetNoGradient()  // made after the gradient builder ran
+                   .Input("a", "T")
+                   .Input("b", "T")
+                   .Input("bias", "T")
+                   .Output("product", "T")
+                   .Attr("transpose_a", false)
+                   .Attr("transpose_b", false)
+                   .Attr("fused_ops", std::vector<std::string>{"BiasAdd"})
+                   .TypeAttr("T", kRealTypes)
+                   .SetShapeFn(FusedMatMulShape));
+PF_REGISTER_KERNEL(KernelDef("_FusedMatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+                   FusedMatMulFloatOp);
+PF_REGISTER_KERNEL(KernelDef("_FusedMatMul", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+                   FusedMatMulDoubleOp);
+
+}  // namespace
+}  // namespace pf

@@ -1,0 +1,249 @@
+// The remapper (executor/remapper.h): which patterns become _FusedMatMul, which must not, and
+// that the maths is the same with the rewrite on and off (values, gradients, training).
+#include <map>
+
+#include "tests/testing/log_capture.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+using testing::CaptureStdout;
+using testing::MaxAbsDiff;
+using testing::RandomDoubleTensor;
+using testing::RandomTensor;
+
+SessionOptions Remapping(bool on) {
+  SessionOptions o;
+  o.rewrite_options.remapping = on;
+  return o;
+}
+
+// node name -> op, of every node one traced step ran.
+std::map<std::string, std::string> TracedOps(Session& sess, const FeedDict& feeds,
+                                             const std::vector<Output>& fetches,
+                                             const std::vector<Operation>& targets = {}) {
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  sess.Run(ro, feeds, fetches, targets, &md);
+  std::map<std::string, std::string> ops;
+  for (const NodeExecStats& s : md.step_stats) ops[s.node] = s.op;
+  return ops;
+}
+
+struct Layer {
+  Graph g;
+  Output x, mm, ba, relu;
+  explicit Layer(const std::string& dev_mm = "", const std::string& dev_ba = "") {
+    Scope root = Scope::Root(&g);
+    x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 5});
+    Output w = ops::Const(root.WithOpName("w"), RandomTensor({5, 4}, 1));
+    Output b = ops::Const(root.WithOpName("b"), RandomTensor({4}, 2));
+    mm = ops::MatMul(root.WithOpName("mm").WithDevice(dev_mm), x, w);
+    ba = ops::BiasAdd(root.WithOpName("ba").WithDevice(dev_ba), mm, b);
+    relu = ops::Relu(root.WithOpName("relu").WithDevice(dev_ba), ba);
+  }
+  FeedDict Feed() const { return {{x, RandomTensor({7, 5}, 3)}}; }
+};
+
+TEST_CASE("Remapper: MatMul, BiasAdd and Relu run as one _FusedMatMul named after the Relu",
+          "[remapper][session]") {
+  Layer l;
+  Session on(l.g), off(l.g, Remapping(false));
+  auto ops_on = TracedOps(on, l.Feed(), {l.relu});
+  CHECK(ops_on.at("relu") == "_FusedMatMul");
+  CHECK(ops_on.count("mm") == 0);
+  CHECK(ops_on.count("ba") == 0);
+  auto ops_off = TracedOps(off, l.Feed(), {l.relu});
+  CHECK(ops_off.at("mm") == "MatMul");
+  CHECK(ops_off.at("ba") == "BiasAdd");
+  CHECK(ops_off.at("relu") == "Relu");
+  Tensor a = on.Run(l.Feed(), {l.relu})[0], b = off.Run(l.Feed(), {l.relu})[0];
+  CHECK(a.shape() == Shape{7, 4});
+  CHECK(MaxAbsDiff(a, b) < 1e-5);
+  // Some of the outputs are negative before the Relu: the fused Relu did clamp them.
+  Tensor pre = off.Run(l.Feed(), {l.ba})[0];
+  bool clamped = false;
+  for (int64_t i = 0; i < pre.num_elements(); ++i) {
+    if (pre.data<float>()[i] < 0) {
+      clamped = true;
+      CHECK(a.data<float>()[i] == 0.f);
+    }
+  }
+  CHECK(clamped);
+  // The user's graph is untouched, and placement reports its nodes.
+  CHECK(l.g.FindNode("mm")->op() == "MatMul");
+  CHECK(on.DevicePlacement().count("mm") == 1);
+}
+
+TEST_CASE("Remapper: a fetched intermediate is not absorbed", "[remapper][session]") {
+  Layer l;
+  Session sess(l.g);
+  // The BiasAdd is fetched: MatMul + BiasAdd fuse (the BiasAdd is the pattern's end), the Relu
+  // stays.
+  auto ops = TracedOps(sess, l.Feed(), {l.ba, l.relu});
+  CHECK(ops.at("ba") == "_FusedMatMul");
+  CHECK(ops.at("relu") == "Relu");
+  CHECK(ops.count("mm") == 0);
+  // The MatMul is fetched: nothing fuses.
+  ops = TracedOps(sess, l.Feed(), {l.mm, l.relu});
+  CHECK(ops.at("mm") == "MatMul");
+  CHECK(ops.at("ba") == "BiasAdd");
+  CHECK(ops.at("relu") == "Relu");
+  std::vector<Tensor> r = sess.Run(l.Feed(), {l.mm, l.ba, l.relu});
+  Session off(l.g, Remapping(false));
+  std::vector<Tensor> r_off = off.Run(l.Feed(), {l.mm, l.ba, l.relu});
+  for (int i = 0; i < 3; ++i) CHECK(MaxAbsDiff(r[i], r_off[i]) < 1e-5);
+}
+
+TEST_CASE("Remapper: an intermediate with another consumer is not absorbed",
+          "[remapper][session]") {
+  Layer l;
+  Scope root = Scope::Root(&l.g);
+  Output other = ops::Neg(root.WithOpName("other"), l.mm);
+  Session sess(l.g);
+  auto ops = TracedOps(sess, l.Feed(), {l.relu, other});
+  CHECK(ops.at("mm") == "MatMul");
+  CHECK(ops.at("ba") == "BiasAdd");
+  CHECK(ops.at("relu") == "Relu");
+  // A control edge out of the BiasAdd keeps it too (something waits for it to run).
+  Layer l2;
+  Scope root2 = Scope::Root(&l2.g);
+  Operation after = ops::NoOp(root2.WithOpName("after").WithControlDependencies({l2.ba}));
+  Session sess2(l2.g);
+  ops = TracedOps(sess2, l2.Feed(), {l2.relu}, {after});
+  CHECK(ops.at("ba") == "_FusedMatMul");  // MatMul + BiasAdd fuse; the Relu is separate
+  CHECK(ops.at("relu") == "Relu");
+  CHECK(ops.count("after") == 1);
+}
+
+TEST_CASE("Remapper: no fusion across devices", "[remapper][session]") {
+  Layer l("/cpu:0", "/cpu:1");
+  SessionOptions o;
+  o.device_count["CPU"] = 2;
+  Session sess(l.g, o);
+  auto ops = TracedOps(sess, l.Feed(), {l.relu});
+  CHECK(ops.at("mm") == "MatMul");
+  CHECK(ops.at("ba") == "BiasAdd");  // on /cpu:1, its input arrives through a _Recv
+  CHECK(ops.at("relu") == "Relu");
+  // Both on /cpu:1: they fuse there.
+  Layer same("/cpu:1", "/cpu:1");
+  Session sess2(same.g, o);
+  ops = TracedOps(sess2, same.Feed(), {same.relu});
+  CHECK(ops.at("relu") == "_FusedMatMul");
+  CHECK(sess2.DevicePlacement().at("mm") == "/job:localhost/replica:0/task:0/device:CPU:1");
+}
+
+TEST_CASE("Remapper: control edges into and out of the pattern are kept", "[remapper][session]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable v = GetVariable(root, "v", {}, init::Constant(0));
+  Operation bump = ops::AssignAdd(root.WithOpName("bump"), v.ref(), ops::Const(root, 1.f));
+  Output x = ops::Const(root, RandomTensor({3, 2}, 1));
+  Output w = ops::Const(root, RandomTensor({2, 2}, 2));
+  Output b = ops::Const(root, RandomTensor({2}, 3));
+  Output mm = ops::MatMul(root.WithControlDependencies({bump}), x, w);
+  Output y = ops::Relu(root.WithOpName("y"), ops::BiasAdd(root, mm, b));
+  Operation done = ops::NoOp(root.WithOpName("done").WithControlDependencies({y}));
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  auto ops = TracedOps(sess, {}, {}, {done});
+  CHECK(ops.at("y") == "_FusedMatMul");
+  CHECK(ops.count("done") == 1);
+  CHECK(ops.count("bump") == 1);  // the MatMul's control input still runs
+  CHECK(sess.Run({v.value()})[0].data<float>()[0] == 1.f);
+}
+
+TEST_CASE("Remapper: MatMul with BiasAdd alone, transposed operands", "[remapper][session]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root, RandomTensor({6, 3}, 1));  // used as a^T: [3, 6]
+  Output w = ops::Const(root, RandomTensor({4, 6}, 2));  // used as w^T: [6, 4]
+  Output b = ops::Const(root, RandomTensor({4}, 3));
+  Output y = ops::BiasAdd(root.WithOpName("y"), ops::MatMul(root, a, w, true, true), b);
+  Session on(g), off(g, Remapping(false));
+  CHECK(TracedOps(on, {}, {y}).at("y") == "_FusedMatMul");
+  Tensor t_on = on.Run({y})[0], t_off = off.Run({y})[0];
+  CHECK(t_on.shape() == Shape{3, 4});
+  CHECK(MaxAbsDiff(t_on, t_off) < 1e-5);
+}
+
+TEST_CASE("Remapper: the placement log names each fusion", "[remapper][session]") {
+  Layer l;
+  SessionOptions o;
+  o.log_device_placement = true;
+  testing::LogCapture log;
+  std::string out = CaptureStdout([&] {
+    Session sess(l.g, o);
+    sess.Run(l.Feed(), {l.relu});
+  });
+  CHECK_THAT(log.Text(), Contains("Remapper: fused mm, ba, relu into relu (_FusedMatMul [BiasAdd, "
+                                  "Relu]) on /job:localhost/replica:0/task:0/device:CPU:0"));
+}
+
+TEST_CASE("Remapper: gradients check with the rewrite on and off", "[remapper][gradients]") {
+  for (bool on : {true, false}) {
+    for (DType t : {DT_DOUBLE, DT_FLOAT}) {
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Output x = ops::Placeholder(root, t, {4, 3});
+      Tensor w0 = RandomDoubleTensor({3, 5}, 1), b0 = RandomDoubleTensor({5}, 2);
+      Output w = ops::Cast(root, ops::Const(root, w0), t);
+      Output b = ops::Cast(root, ops::Const(root, b0), t);
+      Output y = ops::Relu(root, ops::BiasAdd(root, ops::MatMul(root, x, w), b));
+      const double err =
+          ComputeGradientError(root, x, {4, 3}, y, {4, 5}, nullptr, 0, Remapping(on));
+      INFO("remapping " << on << " dtype " << DTypeName(t));
+      CHECK(err < (t == DT_DOUBLE ? 1e-6 : 5e-3));
+    }
+  }
+}
+
+// Two dense layers with BiasAdd + Relu and a linear head, SGD on a fixed batch.
+std::vector<Tensor> Train(bool remapping, int steps, std::vector<float>* losses) {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 8});
+  Output target = ops::Placeholder(root.WithOpName("t"), DT_FLOAT, {-1, 1});
+  Output h = x;
+  const int64_t dims[] = {8, 16, 16, 1};
+  for (int i = 0; i < 3; ++i) {
+    Scope vs = root.WithVariableScope("l" + std::to_string(i));
+    Variable w = GetVariable(vs, "w", {dims[i], dims[i + 1]}, init::GlorotUniform(10 + i));
+    Variable b = GetVariable(vs, "b", {dims[i + 1]}, init::Constant(0.1));
+    h = ops::BiasAdd(vs, ops::MatMul(vs, h, w.value()), b.value());
+    if (i < 2) h = ops::Relu(vs, h);
+  }
+  Output loss = ops::MeanSquaredError(root, h, target);
+  train::GradientDescent opt(0.1);
+  Operation step = opt.Minimize(root, loss);
+  Session sess(g, Remapping(remapping));
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  Tensor xv = RandomTensor({32, 8}, 7), tv = RandomTensor({32, 1}, 8);
+  auto ops = TracedOps(sess, {{x, xv}, {target, tv}}, {loss});
+  CHECK((ops.at("l0/Relu") == "_FusedMatMul") == remapping);
+  CHECK((ops.at("l2/BiasAdd") == "_FusedMatMul") == remapping);
+  for (int i = 0; i < steps; ++i)
+    losses->push_back(sess.Run({{x, xv}, {target, tv}}, {loss}, {step})[0].data<float>()[0]);
+  std::vector<Tensor> weights;
+  for (const char* name : {"l0/w", "l0/b", "l1/w", "l1/b", "l2/w", "l2/b"})
+    weights.push_back(sess.Run({FindVariable(&g, name).value()})[0]);
+  return weights;
+}
+
+TEST_CASE("Remapper: training gives the same losses and weights with the rewrite on and off",
+          "[remapper][train]") {
+  constexpr int kSteps = 50;
+  std::vector<float> loss_on, loss_off;
+  std::vector<Tensor> w_on = Train(true, kSteps, &loss_on);
+  std::vector<Tensor> w_off = Train(false, kSteps, &loss_off);
+  // float32 sums in a different order in oneDNN's matmul than in sgemm: a few ulps per step.
+  for (int i = 0; i < kSteps; ++i) CHECK(loss_on[i] == Approx(loss_off[i]).epsilon(1e-4));
+  CHECK(loss_on.back() < 0.5f * loss_on.front());  // it trained
+  for (size_t i = 0; i < w_on.size(); ++i) CHECK(MaxAbsDiff(w_on[i], w_off[i]) < 1e-4);
+}
+
+}  // namespace
+}  // namespace pf
