@@ -7,7 +7,7 @@
 PyTorch here is only a benchmark peer, never a dependency of placeflow: it comes from PyPI
 (2.x, CPU use only) in a virtual environment outside the repository, e.g.
     python3 -m venv /work/torchvenv && /work/torchvenv/bin/pip install torch numpy
-(Debian's python3-torch is 1.13; compare_torch.py uses that one for the MLP figures.)
+(compare.py puts the MLP, executor and lenet figures beside TensorFlow and PyTorch together.)
 
 Figures, one training step at batch 128 on random 28x28x1 inputs with labels in [0, 10):
 forward, sparse softmax cross-entropy, backward and an Adam update (lr 1e-3), the batch-norm
