@@ -5,10 +5,11 @@
 // (the bias and the activation are applied while the output tile is still in registers); float64
 // runs loops (the gradient checker runs with the rewrite on, too).
 //
-// Threading: one primitive on the whole output with oneDNN's own OpenMP threads (as many as the
-// pool has). PF_FUSED_MATMUL_OMP=0 instead splits the rows over the intra-op pool as MatMul does
-// (matmul.cc), each shard a primitive at one OpenMP thread: 1.3x slower on mnist_mlp (each
-// shard packs the whole weight matrix again; docs/benchmarks.md).
+// Threading: the output's rows are split over the intra-op pool as MatMul does (matmul.cc), each
+// shard a primitive at one OpenMP thread. PF_FUSED_MATMUL_OMP=1 instead runs one primitive on
+// the whole output with oneDNN's own OpenMP threads: faster for a GEMM alone, but 1.2-1.6x
+// slower for a whole mnist_mlp step on an idle machine, where the OpenMP team and the pool's
+// threads fight over the cores (docs/benchmarks.md), as batch norm's oneDNN path did.
 #include <omp.h>
 
 #include <array>
@@ -60,7 +61,7 @@ dnnl::engine& Engine() {
 bool UseOmp() {
   static const bool omp = [] {
     const char* v = std::getenv("PF_FUSED_MATMUL_OMP");
-    return v == nullptr || v[0] != '0';
+    return v != nullptr && v[0] == '1';
   }();
   return omp;
 }
