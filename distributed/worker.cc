@@ -2,6 +2,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include <mutex>
 #include <random>
 
 #include "placeflow/core/logging.h"
@@ -235,6 +236,9 @@ struct Worker::Registration {
     std::unique_ptr<Executor> executor;
     std::vector<bool> feed_on_host;
     std::vector<bool> snapshot;  // per fetch: copy before sending (may view a variable)
+    // Per fetch: the variable of this partition it may view ("" when none or elsewhere); the
+    // copy holds its lock, which the variable's updates take too.
+    std::vector<std::string> snapshot_var;
   };
   std::vector<Part> parts;
   std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels;
@@ -357,6 +361,8 @@ StatusOr<std::shared_ptr<Worker::Registration>> Worker::Register(
     for (const std::string& f : pp.fetch()) {
       PF_ASSIGN_OR_RETURN(Output o, FindOutput(*part.graph, f));
       spec.fetches.push_back(o);
+      const Node* var = AliasedVariable(o);
+      part.snapshot_var.push_back(var ? var->name() : std::string());
     }
     for (int k = 0; k < pp.fetch_size(); ++k)
       part.snapshot.push_back(k < pp.fetch_snapshot_size() && pp.fetch_snapshot(k));
@@ -496,7 +502,13 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
           }
           t = std::move(host).value();
         } else if (part.snapshot[k]) {
-          t = t.Clone();  // may view a variable that a later step updates while this is sent
+          // May view a variable that a later step updates while this is sent.
+          VarState* var = part.snapshot_var[k].empty()
+                              ? nullptr
+                              : part.device->resource_mgr()->LookupVar(part.snapshot_var[k]);
+          std::unique_lock<std::mutex> lock;
+          if (var != nullptr) lock = std::unique_lock<std::mutex>(var->mu);
+          t = t.Clone();
         }
         TensorMeta(t, header.add_fetch());
         parts.push_back({t});

@@ -1,5 +1,6 @@
 // The cluster runtime on loopback: pf-server processes (and in-process servers where a test
 // needs no process boundary) against client sessions with a grpc:// target.
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -314,6 +315,40 @@ TEST_CASE("A request without the cluster token is rejected", "[distributed]") {
   CHECK(sess->Run({c})[0].scalar<float>() == 3.0f);
   // An unconstrained node runs on the session's own task.
   CHECK(sess->DevicePlacement().at(c.node->name()) == "/job:worker/replica:0/task:0/device:CPU:0");
+}
+
+TEST_CASE("A cluster fetch of a variable being trained is never torn", "[distributed][threads]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
+  Server server(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const int64_t n = 1 << 18;
+  Variable v = GetVariable(root, "v", {n}, [](const Scope& s, const Shape& shape, DType) {
+    return ops::Const(s, Tensor(DT_FLOAT, shape));
+  });
+  Output step = ops::AssignAdd(root, v.ref(), ops::OnesLike(root, v.value()));
+  auto sess = Connect(g, server.target());
+  sess->Run({}, {}, {GlobalVariablesInitializer(root)});
+  std::atomic<bool> done{false};
+  std::thread trainer([&] {
+    for (int i = 0; i < 100; ++i) sess->Run({}, {}, {step});
+    done = true;
+  });
+  int torn = 0, reads = 0;
+  while (!done || reads == 0) {
+    Tensor t = sess->Run({v.value()})[0];
+    for (int64_t i = 1; i < n; ++i) {
+      if (t.data<float>()[i] != t.data<float>()[0]) {
+        ++torn;
+        break;
+      }
+    }
+    ++reads;
+  }
+  trainer.join();
+  INFO(reads << " snapshots");
+  CHECK(torn == 0);
 }
 
 // A certificate authority and a certificate for 127.0.0.1 (server and client use) under `dir`.
