@@ -11,14 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_file.h"
 #include "tools/mnist_data.h"
 
 namespace {
-
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 void WriteFile(const std::string& path, const uint8_t* data, size_t size) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -38,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!pf::data::ReadIdx(file.Write(data, size), &dims, &bytes).ok()) return 0;
     size_t product = 1;
     for (int64_t d : dims) product *= static_cast<size_t>(d);
-    Check(product == bytes.size());
+    CHECK(product == bytes.size());
     return 0;
   }
   if (size < 2) return 0;
@@ -50,14 +47,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto loaded = pf::data::LoadMnist(pf::fuzz::ScratchDir("idx"), pf::data::Split::kTrain);
   if (!loaded.ok()) return 0;
   const pf::data::Dataset& d = *loaded;
-  Check(d.images.dim(0) == d.size());
+  CHECK(d.images.dim(0) == d.size());
   pf::data::Dataset head = pf::data::Take(d, 1 + (mode >> 1) % 4);
-  Check(head.size() <= d.size());
+  CHECK(head.size() <= d.size());
   if (d.size() == 0) return 0;
   std::vector<int64_t> order;
   for (int64_t i = d.size() - 1; i >= 0 && order.size() < 8; --i) order.push_back(i);
   pf::Tensor images, labels;
   pf::data::Gather(d, order, 0, static_cast<int64_t>(order.size()), &images, &labels);
-  Check(labels.num_elements() == static_cast<int64_t>(order.size()));
+  CHECK(labels.num_elements() == static_cast<int64_t>(order.size()));
   return 0;
 }

@@ -11,13 +11,10 @@
 #include <string>
 
 #include "placeflow/train/saver.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_file.h"
 
 namespace {
-
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 bool SameTensor(const pf::Tensor& a, const pf::Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.TotalBytes() == b.TotalBytes() &&
@@ -31,19 +28,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto read = pf::ReadSafetensors(file.Write(data, size));
   if (!read.ok()) return 0;
   for (const auto& [name, t] : *read) {
-    Check(t.shape().IsFullyDefined());
-    Check(t.shape().num_elements() >= 0);
-    Check(t.TotalBytes() ==
+    CHECK(t.shape().IsFullyDefined());
+    CHECK(t.shape().num_elements() >= 0);
+    CHECK(t.TotalBytes() ==
           static_cast<size_t>(t.shape().num_elements()) * pf::DTypeSize(t.dtype()));
   }
   const std::string path = pf::fuzz::ScratchDir("safetensors") + "/round_trip.safetensors";
   if (!pf::WriteSafetensors(path, *read).ok()) return 0;  // e.g. a name the writer refuses
   auto again = pf::ReadSafetensors(path);
-  Check(again.ok());
-  Check(again->size() == read->size());
+  CHECK(again.ok());
+  CHECK(again->size() == read->size());
   for (const auto& [name, t] : *read) {
     auto it = again->find(name);
-    Check(it != again->end() && SameTensor(t, it->second));
+    CHECK(it != again->end() && SameTensor(t, it->second));
   }
   return 0;
 }
