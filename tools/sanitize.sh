@@ -82,8 +82,9 @@ asan_dir="${dir_arg:-build-asan}"
 tsan_dir="${dir_arg:-build-tsan}"
 [[ $mode == all && -n $dir_arg ]] && tsan_dir="$dir_arg-tsan"
 configure_asan() {
-  cmake -S . -B "$asan_dir" "${common[@]}" -DPF_FUZZ=ON -DPF_WITH_GRPC=ON >"$asan_dir.configure.log" 2>&1 ||
-    { cat "$asan_dir.configure.log"; return 1; }
+  mkdir -p "$asan_dir"
+  cmake -S . -B "$asan_dir" "${common[@]}" -DPF_FUZZ=ON -DPF_WITH_GRPC=ON >"$asan_dir/configure.log" 2>&1 ||
+    { cat "$asan_dir/configure.log"; return 1; }
   cmake --build "$asan_dir" -j "$jobs"
 }
 run_asan() {
@@ -91,10 +92,11 @@ run_asan() {
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE gpu -E "$asan_exclude"
 }
 configure_tsan() {
+  mkdir -p "$tsan_dir"
   # The subset needs no cluster runtime, and only the test files that hold its tags.
   cmake -S . -B "$tsan_dir" "${common[@]}" -DPF_SANITIZE=thread -DPF_WITH_GRPC=OFF \
-    "-DPF_TEST_GLOBS=executor/*_test.cc;placer/*_test.cc;train/towers_test.cc;train/layers_test.cc" >"$tsan_dir.configure.log" 2>&1 ||
-    { cat "$tsan_dir.configure.log"; return 1; }
+    "-DPF_TEST_GLOBS=executor/*_test.cc;placer/*_test.cc;train/towers_test.cc;train/layers_test.cc" >"$tsan_dir/configure.log" 2>&1 ||
+    { cat "$tsan_dir/configure.log"; return 1; }
   cmake --build "$tsan_dir" -j "$jobs" --target pf_tests
 }
 run_tsan() {
