@@ -50,8 +50,11 @@ void Timer::Loop() {
       continue;
     }
     auto first = pending_.begin();
-    if (Clock::now() < first->first.first) {
-      cv_.wait_until(lock, first->first.first);
+    // A copy: wait_until reads the deadline again after waking, when a Cancel may have erased
+    // the entry that held it (ASan: heap-use-after-free).
+    const Clock::time_point deadline = first->first.first;
+    if (Clock::now() < deadline) {
+      cv_.wait_until(lock, deadline);
       continue;
     }
     const Id id = first->first.second;

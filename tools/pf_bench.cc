@@ -120,8 +120,10 @@ struct SeedModel {
 
 void MlpSeed000Forward() {
   SeedModel s0;
-  auto& [g, m, sess_ptr, x, t] = s0;
-  pf::Session& sess = *sess_ptr;
+  // References, not a structured binding: clang 14 (the sanitizer builds) cannot capture one.
+  const pf::models::Model& m = s0.m;
+  const pf::Tensor &x = s0.x, &t = s0.t;
+  pf::Session& sess = *s0.sess;
   sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
   double s = TimeMedian([&] {
                for (int i = 0; i < 10; ++i) sess.Run({{m.input, x}, {m.target, t}}, {m.loss});
@@ -152,8 +154,10 @@ void MatMulRate() {
 
 void MlpSeed000StepOn(bool gpu) {
   SeedModel s0(gpu);
-  auto& [g, m, sess_ptr, x, t] = s0;
-  pf::Session& sess = *sess_ptr;
+  // References, not a structured binding: clang 14 (the sanitizer builds) cannot capture one.
+  const pf::models::Model& m = s0.m;
+  const pf::Tensor &x = s0.x, &t = s0.t;
+  pf::Session& sess = *s0.sess;
   for (int i = 0; i < 3; ++i) sess.Run({{m.input, x}, {m.target, t}}, {}, {m.train_op});
   // The same step's GEMMs alone: forward x.W for 4 layers, dW = a^T.g for 4, dA = g.W^T for 3.
   pf::Graph gg;

@@ -35,10 +35,17 @@ if [ -e "$build_dir/libplaceflow_cuda.so.0" ]; then
     { echo "the installed backend does not load: $info"; exit 1; }
 fi
 
+# A sanitized library (PF_SANITIZE) exports its -fsanitize link option; the consumers must then
+# use the library's compiler, whose runtime it was built against.
+consumer_flags=()
+if grep -q '^PF_SANITIZE:STRING=.' "$build_dir/CMakeCache.txt"; then
+  consumer_flags+=("-DCMAKE_CXX_COMPILER=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt")")
+fi
+
 cp -r "$src_dir/tests/install" "$tmp/consumer_src"
 awk '/^```cpp/ {on = 1; next} /^```/ {if (on) exit} on' "$src_dir/README.md" > "$tmp/consumer_src/readme_example.cc"
 grep -q "placeflow/placeflow.h" "$tmp/consumer_src/readme_example.cc" || { echo "README has no example"; exit 1; }
-cmake -S "$tmp/consumer_src" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure.log" ||
+cmake -S "$tmp/consumer_src" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" "${consumer_flags[@]}" > "$tmp/configure.log" ||
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/consumer"  # compiler errors are shown
 # README's "Using the library": its CMakeLists.txt (the first ```cmake block) around its example
@@ -47,7 +54,7 @@ mkdir "$tmp/readme_src"
 awk '/^```cmake/ {on = 1; next} /^```/ {if (on) exit} on' "$src_dir/README.md" > "$tmp/readme_src/CMakeLists.txt"
 grep -q "find_package(placeflow" "$tmp/readme_src/CMakeLists.txt" || { echo "README has no consumer CMakeLists.txt"; exit 1; }
 cp "$tmp/consumer_src/readme_example.cc" "$tmp/readme_src/main.cc"
-cmake -S "$tmp/readme_src" -B "$tmp/readme_build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure2.log" ||
+cmake -S "$tmp/readme_src" -B "$tmp/readme_build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" "${consumer_flags[@]}" > "$tmp/configure2.log" ||
   { cat "$tmp/configure2.log"; exit 1; }
 cmake --build "$tmp/readme_build"
 export LD_LIBRARY_PATH="$tmp/prefix/lib:$tmp/prefix/lib64:${LD_LIBRARY_PATH:-}"

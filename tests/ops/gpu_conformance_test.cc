@@ -188,8 +188,9 @@ std::vector<Case> OpCases() {
                    {{f, {5, 9}, -3, 3}},
                    [](const Scope& s, In in) { return std::vector<Output>{ops::Floor(s, in[0])}; },
                    false});
-  for (auto [from, to] : std::vector<std::pair<DType, DType>>{
+  for (auto [from, to_binding] : std::vector<std::pair<DType, DType>>{
            {f, i32}, {i32, f}, {f, d}, {i64, d}, {DT_BOOL, f}, {f, DT_BOOL}}) {
+    const DType to = to_binding;  // clang 14 (sanitizer builds) cannot capture a binding
     cases.push_back(
         {fmt::format("Cast {} to {}", DTypeName(from), DTypeName(to)),
          {{from, {6, 7}, -5, 5}},

@@ -229,7 +229,8 @@ TEST_CASE("A second ApplyGradients on one slot optimizer reuses its slots", "[tr
       {"RMSProp", [] { return std::make_unique<train::RMSProp>(0.1, 0.9, 0.5); }},
       {"AdaGrad", [] { return std::make_unique<train::AdaGrad>(0.1); }},
   };
-  for (const auto& [name, make] : optimizers) {
+  for (const auto& [name, make_binding] : optimizers) {
+    const Make& make = make_binding;  // clang 14 (sanitizer builds) cannot capture a binding
     INFO(name);
     // Two steps through two train ops (second ApplyGradients) against two steps of one op.
     auto two_steps = [&](bool second_op) {
