@@ -17,6 +17,7 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "placeflow/ops/math/matmul.h"
 #include "placeflow/ops/nn/nn_ops.h"
@@ -68,7 +69,7 @@ bool UseOmp() {
 
 struct Prim {
   dnnl::matmul prim;
-  memory::desc src, wei, bias, dst;
+  memory::desc src, wei, bias, dst, scratch;
 };
 
 // rows, n, k, lda, ldb, transpose_a, transpose_b
@@ -83,13 +84,18 @@ std::unique_ptr<Prim> MakePrim(const Key& key, bool relu) {
   p->bias = memory::desc({1, n}, f32, memory::dims{n, 1});
   p->dst = memory::desc({rows, n}, f32, memory::dims{n, 1});
   dnnl::primitive_attr attr;
+  // Shards run the same primitive at once: each brings its own scratchpad (the library's
+  // shared one is not safe for concurrent calls in Debian's oneDNN build).
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (relu) {
     dnnl::post_ops po;
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     attr.set_post_ops(po);
   }
-  p->prim = dnnl::matmul(dnnl::matmul::primitive_desc(
-      dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst), attr, Engine()));
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst), attr,
+                                  Engine());
+  p->prim = dnnl::matmul(pd);
+  p->scratch = pd.scratchpad_desc();
   return p;
 }
 
@@ -142,10 +148,14 @@ class FusedMatMulFloatOp : public OpKernel {
           return memory(d, Engine(), const_cast<float*>(ptr));
         };
         thread_local dnnl::stream stream(Engine());
-        p.prim.execute(stream, {{DNNL_ARG_SRC, mem(p.src, a0)},
-                                {DNNL_ARG_WEIGHTS, mem(p.wei, pb)},
-                                {DNNL_ARG_BIAS, mem(p.bias, pbias)},
-                                {DNNL_ARG_DST, mem(p.dst, c + r0 * n)}});
+        thread_local std::vector<uint8_t> scratch;
+        scratch.resize(std::max(scratch.size(), p.scratch.get_size()));
+        p.prim.execute(stream,
+                       {{DNNL_ARG_SRC, mem(p.src, a0)},
+                        {DNNL_ARG_WEIGHTS, mem(p.wei, pb)},
+                        {DNNL_ARG_BIAS, mem(p.bias, pbias)},
+                        {DNNL_ARG_DST, mem(p.dst, c + r0 * n)},
+                        {DNNL_ARG_SCRATCHPAD, memory(p.scratch, Engine(), scratch.data())}});
         stream.wait();
       } catch (const dnnl::error& e) {
         std::lock_guard<std::mutex> lock(err_mu);

@@ -70,6 +70,8 @@ TEST_CASE("All-reduce towers across 2 and 3 worker tasks match one process bit f
   cluster.target = servers[0]->target();
   SessionOptions local;
   local.device_count["CPU"] = workers;
+  // Cluster sessions run no remapper (docs/architecture.md): the same kernels on both sides.
+  local.rewrite_options.remapping = false;
   constexpr int kSteps = 3;
   const auto across = Train(task_devices, cluster, kSteps);
   const auto one = Train(local_devices, local, kSteps);

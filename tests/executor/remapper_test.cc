@@ -78,6 +78,32 @@ TEST_CASE("Remapper: MatMul, BiasAdd and Relu run as one _FusedMatMul named afte
   CHECK(on.DevicePlacement().count("mm") == 1);
 }
 
+// Large enough that the fused kernel splits the rows over the pool: the shards run the same
+// primitive at once, each with its own scratchpad (sharing oneDNN's library scratchpad gave
+// NaN and garbage rows). Four parallel branches keep both threads busy too.
+TEST_CASE("Remapper: sharded _FusedMatMul calls running at once match the unfused graph",
+          "[remapper][session]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 784});
+  std::vector<Output> outs;
+  for (int i = 0; i < 4; ++i) {
+    Output w = ops::Const(root, RandomTensor({784, 500}, 10 + i));
+    Output b = ops::Const(root, RandomTensor({500}, 20 + i));
+    outs.push_back(ops::Relu(root, ops::BiasAdd(root, ops::MatMul(root, x, w), b)));
+  }
+  Session on(g, Remapping(true)), off(g, Remapping(false));
+  const FeedDict feed = {{x, RandomTensor({100, 784}, 5)}};
+  const std::vector<Tensor> want = off.Run(feed, outs);
+  for (int rep = 0; rep < 20; ++rep) {
+    const std::vector<Tensor> got = on.Run(feed, outs);
+    for (int i = 0; i < 4; ++i) {
+      INFO("run " << rep << " branch " << i);
+      CHECK(MaxAbsDiff(got[i], want[i]) < 1e-4);
+    }
+  }
+}
+
 TEST_CASE("Remapper: a fetched intermediate is not absorbed", "[remapper][session]") {
   Layer l;
   Session sess(l.g);

@@ -623,6 +623,8 @@ const std::map<std::string, std::string>& ExemptOps() {
         // Debugging ops read their tensors on the host; soft placement runs them on the CPU.
         {"CheckNumerics", "CPU only: a debugging check (ops/debug/debug_ops.cc, docs/api.md)"},
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
+        {"_FusedMatMul",
+         "CPU only: the remapper fuses on CPU partitions only (executor/remapper.h)"},
     };
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.
