@@ -24,7 +24,7 @@ const std::vector<std::pair<DType, tfp::DataType>>& DTypePairs() {
   static const std::vector<std::pair<DType, tfp::DataType>> kPairs = {
       {DT_FLOAT, tfp::DT_FLOAT}, {DT_DOUBLE, tfp::DT_DOUBLE},     {DT_INT32, tfp::DT_INT32},
       {DT_INT64, tfp::DT_INT64}, {DT_BOOL, tfp::DT_BOOL},         {DT_HALF, tfp::DT_HALF},
-      {DT_BFLOAT16, tfp::DT_BFLOAT16},
+      {DT_BFLOAT16, tfp::DT_BFLOAT16}, {DT_UINT8, tfp::DT_UINT8},   {DT_STRING, tfp::DT_STRING},
   };
   return kPairs;
 }
@@ -66,7 +66,11 @@ Status ToProtoTensor(const Tensor& t, tfp::TensorProto* p) {
   PF_ASSIGN_OR_RETURN(tfp::DataType dt, ToProtoDType(t.dtype()));
   p->set_dtype(dt);
   ToProtoShape(t.shape(), p->mutable_tensor_shape());
-  p->set_tensor_content(static_cast<const char*>(t.raw_data()), t.TotalBytes());
+  if (t.dtype() == DT_STRING) {
+    for (const std::string& v : t.flat<std::string>()) p->add_string_val(v);
+  } else {
+    p->set_tensor_content(static_cast<const char*>(t.raw_data()), t.TotalBytes());
+  }
   return Status();
 }
 
@@ -91,7 +95,7 @@ StatusOr<Tensor> FromProtoTensor(const tfp::TensorProto& p) {
     return errors::InvalidArgument("TensorProto has a shape that is not fully defined: ",
                                    shape.ToString());
   Tensor t(dtype, shape);
-  if (!p.tensor_content().empty()) {
+  if (!p.tensor_content().empty() && dtype != DT_STRING) {
     if (p.tensor_content().size() != t.TotalBytes()) {
       return errors::InvalidArgument("TensorProto's tensor_content has ", p.tensor_content().size(),
                                      " bytes, but ", DTypeName(dtype), " ", shape.ToString(),
@@ -107,6 +111,16 @@ StatusOr<Tensor> FromProtoTensor(const tfp::TensorProto& p) {
     case DT_INT32: s = FillFromList<int32_t>(p.int_val(), &t); break;
     case DT_INT64: s = FillFromList<int64_t>(p.int64_val(), &t); break;
     case DT_BOOL: s = FillFromList<bool>(p.bool_val(), &t); break;
+    case DT_UINT8: s = FillFromList<uint8_t>(p.int_val(), &t); break;
+    case DT_STRING: {
+      const int64_t n = t.num_elements();
+      const auto& list = p.string_val();
+      if (list.size() != 0 && list.size() != 1 && list.size() != n)
+        return errors::InvalidArgument("TensorProto has ", list.size(), " strings for ", n);
+      for (int64_t i = 0; i < n && list.size() > 0; ++i)
+        t.flat<std::string>()[i] = list.Get(list.size() == 1 ? 0 : static_cast<int>(i));
+      break;
+    }
     case DT_HALF:
     case DT_BFLOAT16: {
       const int64_t n = t.num_elements();
@@ -384,7 +398,7 @@ Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
   bool parsed = text ? google::protobuf::TextFormat::ParseFromString(std::string(bytes), &def)
                      : def.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   if (!parsed || bytes.size() > INT32_MAX)
-    return errors::InvalidArgument("cannot parse a GraphDef from ", bytes.size(), " bytes");
+    return errors::DataLoss("cannot parse a GraphDef from ", bytes.size(), " bytes");
   // Order: a node after every node it names as an input (Kahn's algorithm; a GraphDef need not
   // be sorted). Inputs must name nodes of the same GraphDef.
   std::unordered_map<std::string, int> index;
