@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "placeflow/devices/device.h"
 #include "placeflow/graph/kernel.h"
 #include "placeflow/io/proto/summary.pb.h"
 #include "placeflow/ops/ops.h"
