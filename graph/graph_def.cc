@@ -22,8 +22,8 @@ namespace tfp = ::tensorflow;
 // placeflow's dtypes and TensorFlow's DataType numbers.
 const std::vector<std::pair<DType, tfp::DataType>>& DTypePairs() {
   static const std::vector<std::pair<DType, tfp::DataType>> kPairs = {
-      {DT_FLOAT, tfp::DT_FLOAT}, {DT_DOUBLE, tfp::DT_DOUBLE},     {DT_INT32, tfp::DT_INT32},
-      {DT_INT64, tfp::DT_INT64}, {DT_BOOL, tfp::DT_BOOL},         {DT_HALF, tfp::DT_HALF},
+      {DT_FLOAT, tfp::DT_FLOAT},       {DT_DOUBLE, tfp::DT_DOUBLE}, {DT_INT32, tfp::DT_INT32},
+      {DT_INT64, tfp::DT_INT64},       {DT_BOOL, tfp::DT_BOOL},     {DT_HALF, tfp::DT_HALF},
       {DT_BFLOAT16, tfp::DT_BFLOAT16}, {DT_UINT8, tfp::DT_UINT8},   {DT_STRING, tfp::DT_STRING},
   };
   return kPairs;
@@ -106,12 +106,24 @@ StatusOr<Tensor> FromProtoTensor(const tfp::TensorProto& p) {
   }
   Status s;
   switch (dtype) {
-    case DT_FLOAT: s = FillFromList<float>(p.float_val(), &t); break;
-    case DT_DOUBLE: s = FillFromList<double>(p.double_val(), &t); break;
-    case DT_INT32: s = FillFromList<int32_t>(p.int_val(), &t); break;
-    case DT_INT64: s = FillFromList<int64_t>(p.int64_val(), &t); break;
-    case DT_BOOL: s = FillFromList<bool>(p.bool_val(), &t); break;
-    case DT_UINT8: s = FillFromList<uint8_t>(p.int_val(), &t); break;
+    case DT_FLOAT:
+      s = FillFromList<float>(p.float_val(), &t);
+      break;
+    case DT_DOUBLE:
+      s = FillFromList<double>(p.double_val(), &t);
+      break;
+    case DT_INT32:
+      s = FillFromList<int32_t>(p.int_val(), &t);
+      break;
+    case DT_INT64:
+      s = FillFromList<int64_t>(p.int64_val(), &t);
+      break;
+    case DT_BOOL:
+      s = FillFromList<bool>(p.bool_val(), &t);
+      break;
+    case DT_UINT8:
+      s = FillFromList<uint8_t>(p.int_val(), &t);
+      break;
     case DT_STRING: {
       const int64_t n = t.num_elements();
       const auto& list = p.string_val();
@@ -132,7 +144,8 @@ StatusOr<Tensor> FromProtoTensor(const tfp::TensorProto& p) {
         d[i] = static_cast<uint16_t>(list.Get(list.size() == 1 ? 0 : i));
       break;
     }
-    default: return errors::Unimplemented("TensorProto of dtype ", DTypeName(dtype));
+    default:
+      return errors::Unimplemented("TensorProto of dtype ", DTypeName(dtype));
   }
   PF_RETURN_IF_ERROR(s);
   return t;
@@ -173,10 +186,14 @@ Status ToProtoAttr(const AttrValue& v, tfp::AttrValue* p) {
 // element type.
 StatusOr<AttrValue> FromProtoAttr(const tfp::AttrValue& p, const AttrValue* declared) {
   switch (p.value_case()) {
-    case tfp::AttrValue::kS: return AttrValue(p.s());
-    case tfp::AttrValue::kI: return AttrValue(static_cast<int64_t>(p.i()));
-    case tfp::AttrValue::kF: return AttrValue(p.f());
-    case tfp::AttrValue::kB: return AttrValue(p.b());
+    case tfp::AttrValue::kS:
+      return AttrValue(p.s());
+    case tfp::AttrValue::kI:
+      return AttrValue(static_cast<int64_t>(p.i()));
+    case tfp::AttrValue::kF:
+      return AttrValue(p.f());
+    case tfp::AttrValue::kB:
+      return AttrValue(p.b());
     case tfp::AttrValue::kType: {
       PF_ASSIGN_OR_RETURN(DType t, FromProtoDType(p.type()));
       return AttrValue(t);
@@ -193,18 +210,20 @@ StatusOr<AttrValue> FromProtoAttr(const tfp::AttrValue& p, const AttrValue* decl
       const auto& l = p.list();
       if (l.f_size() || l.b_size() || l.type_size() || l.shape_size() || l.tensor_size() ||
           l.func_size()) {
-        return errors::Unimplemented("list attrs of floats, bools, types, shapes, tensors or "
-                                     "functions are not supported");
+        return errors::Unimplemented(
+            "list attrs of floats, bools, types, shapes, tensors or "
+            "functions are not supported");
       }
-      if (l.s_size() > 0 ||
-          (l.i_size() == 0 && declared && std::holds_alternative<std::vector<std::string>>(*declared)))
+      if (l.s_size() > 0 || (l.i_size() == 0 && declared &&
+                             std::holds_alternative<std::vector<std::string>>(*declared)))
         return AttrValue(std::vector<std::string>(l.s().begin(), l.s().end()));
       return AttrValue(std::vector<int64_t>(l.i().begin(), l.i().end()));
     }
     case tfp::AttrValue::kFunc:
     case tfp::AttrValue::kPlaceholder:
       return errors::Unimplemented("function and placeholder attrs are not supported");
-    case tfp::AttrValue::VALUE_NOT_SET: break;
+    case tfp::AttrValue::VALUE_NOT_SET:
+      break;
   }
   return errors::InvalidArgument("an attr without a value");
 }
@@ -226,8 +245,8 @@ StatusOr<tfp::GraphDef> ToGraphDef(const Graph& graph,
     nd->set_name(n->name());
     nd->set_op(n->op());
     for (const Output& in : n->inputs())
-      nd->add_input(in.index == 0 ? in.node->name() : in.node->name() + ":" +
-                                                          std::to_string(in.index));
+      nd->add_input(in.index == 0 ? in.node->name()
+                                  : in.node->name() + ":" + std::to_string(in.index));
     for (const Node* c : n->control_inputs()) nd->add_input("^" + c->name());
     nd->set_device(DeviceFor(n, placement));
     auto* attrs = nd->mutable_attr();
@@ -298,7 +317,8 @@ Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, G
   std::vector<std::string> colocation;
   for (const InputRef& r : inputs.at(nd.name())) {
     Node* src = graph->FindNode(full(r.node));
-    if (src == nullptr) return errors::NotFound("GraphDef ", where, ": input '", r.node, "' missing");
+    if (src == nullptr)
+      return errors::NotFound("GraphDef ", where, ": input '", r.node, "' missing");
     if (r.control) {
       control.push_back(src);
     } else {
@@ -415,13 +435,13 @@ Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
     for (const std::string& s : nd.input()) {
       auto r = ParseInput(s);
       if (!r.ok()) {
-        return errors::InvalidArgument("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): ",
-                                       r.status().message());
+        return errors::InvalidArgument("GraphDef node '", nd.name(), "' (op: '", nd.op(),
+                                       "'): ", r.status().message());
       }
       auto it = index.find(r->node);
       if (it == index.end()) {
-        return errors::NotFound("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): input '",
-                                s, "' names no node of the GraphDef");
+        return errors::NotFound("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): input '", s,
+                                "' names no node of the GraphDef");
       }
       refs.push_back(*r);
       ++pending[i];

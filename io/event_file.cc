@@ -11,8 +11,7 @@
 namespace pf::io {
 
 double WallTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string EventFileName(double wall_time, const std::string& host, const std::string& suffix) {
@@ -87,7 +86,7 @@ std::string RunMetadataEvent(double wall_time, int64_t step, const std::string& 
 }
 
 StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Open(const std::string& logdir,
-                                                                  const std::string& suffix) {
+                                                                 const std::string& suffix) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(logdir, ec);
@@ -159,7 +158,8 @@ StatusOr<std::vector<EventRecord>> ReadEventFile(const std::string& path) {
           sv.colorspace = v.image().colorspace();
           sv.png = v.image().encoded_image_string();
           break;
-        default: break;
+        default:
+          break;
       }
       ev.values.push_back(std::move(sv));
     }

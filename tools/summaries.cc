@@ -16,7 +16,8 @@ class Impl : public TrainingSummaries {
     // Built outside the towers: the collection is not used, so the train graph's own summaries
     // (none today) would not mix in.
     std::vector<Output> scalars = {summary::Scalar(s, "loss", m.loss)};
-    if (m.learning_rate.node) scalars.push_back(summary::Scalar(s, "learning_rate", m.learning_rate));
+    if (m.learning_rate.node)
+      scalars.push_back(summary::Scalar(s, "learning_rate", m.learning_rate));
     scalars_ = summary::Merge(s.WithOpName("scalars"), scalars);
     std::vector<Output> histograms;
     for (const auto& [grad, var] : m.grads) {

@@ -2,6 +2,8 @@
 // scalar summaries fetched every step, histograms of every weight and gradient every 100 steps,
 // two host scalars per step, all through an asynchronous SummaryWriter) against the same step
 // without, in alternating blocks of 100 steps so both see the same machine noise.
+#include "tools/summaries_bench.h"
+
 #include <filesystem>
 #include <random>
 
@@ -9,7 +11,6 @@
 #include "placeflow/train/summary_writer.h"
 #include "tools/bench_util.h"
 #include "tools/models.h"
-#include "tools/summaries_bench.h"
 
 namespace pf::bench {
 
@@ -39,7 +40,8 @@ void SummariesOverhead() {
     }
   };
   Built plain(false), logged(true);
-  const fs::path logdir = fs::temp_directory_path() / ("pf_bench_summaries_" + std::to_string(getpid()));
+  const fs::path logdir =
+      fs::temp_directory_path() / ("pf_bench_summaries_" + std::to_string(getpid()));
   pf::SummaryWriterOptions wo;
   wo.flush_secs = 10;
   wo.max_queue = 100;
@@ -66,7 +68,8 @@ void SummariesOverhead() {
       std::vector<pf::Output> fetches = {b.scalars};
       if (step % 100 == 0) fetches.push_back(b.histograms);
       auto out = b.sess->Run({{b.m.input, x}, {b.m.target, y}}, fetches, {b.m.train_op});
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double dt =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       writer->AddSummary(out[0], step);
       if (out.size() > 1) writer->AddSummary(out[1], step);
       writer->AddScalar("step_time_ms", dt * 1e3, step);

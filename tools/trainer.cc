@@ -276,8 +276,8 @@ double Trainer::RunRegression() {
   }
   if (mode == progress::Mode::kQuiet || interrupted_) {
     std::fprintf(o_.out, "step %lld/%lld loss=%.6g%s\n",
-                 static_cast<long long>(std::min(step, o_.steps)),
-                 static_cast<long long>(o_.steps), loss, interrupted_ ? " (interrupted)" : "");
+                 static_cast<long long>(std::min(step, o_.steps)), static_cast<long long>(o_.steps),
+                 loss, interrupted_ ? " (interrupted)" : "");
   }
   MaybeSave();
   return loss;
@@ -335,10 +335,10 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
       accuracy = TestAccuracy(test);
       if (o_.hooks.after_epoch) o_.hooks.after_epoch(step + 1, accuracy);
       if (bar) {
-        bar->Finish(in_epoch,
-                    {{"loss", loss_sum / std::max<int64_t>(1, loss_count)},
-                     {"test_accuracy", accuracy}},
-                    loss_count * batch / train_s);
+        bar->Finish(
+            in_epoch,
+            {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}, {"test_accuracy", accuracy}},
+            loss_count * batch / train_s);
         bar.reset();
       } else {
         std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
@@ -353,8 +353,9 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
     }
   }
   if (interrupted_) {
-    if (bar) bar->Finish(step % per_epoch + 1, {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}},
-                         loss_count * batch / Seconds(start));
+    if (bar)
+      bar->Finish(step % per_epoch + 1, {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}},
+                  loss_count * batch / Seconds(start));
     std::fprintf(o_.out, "interrupted after step %lld\n", static_cast<long long>(step + 1));
     std::fflush(o_.out);
     MaybeSave();

@@ -82,17 +82,22 @@ std::string EncodePng(const uint8_t* pixels, int height, int width, int channels
 
 namespace {
 
-const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
+const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64,
                                        DT_HALF,  DT_BFLOAT16, DT_UINT8};
 
 // Element i of a real tensor as a double.
 double ValueAt(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DT_FLOAT: return t.data<float>()[i];
-    case DT_DOUBLE: return t.data<double>()[i];
-    case DT_INT32: return t.data<int32_t>()[i];
-    case DT_INT64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DT_UINT8: return t.data<uint8_t>()[i];
+    case DT_FLOAT:
+      return t.data<float>()[i];
+    case DT_DOUBLE:
+      return t.data<double>()[i];
+    case DT_INT32:
+      return t.data<int32_t>()[i];
+    case DT_INT64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DT_UINT8:
+      return t.data<uint8_t>()[i];
     case DT_HALF: {
       const uint16_t h = static_cast<const uint16_t*>(t.raw_data())[i];
       const int exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
@@ -108,7 +113,8 @@ double ValueAt(const Tensor& t, int64_t i) {
       std::memcpy(&f, &bits, 4);
       return f;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -264,7 +270,8 @@ class ImageSummaryOp : public OpKernel {
         for (int64_t i = 0; i < per_image; ++i) {
           const double v = ValueAt(images, offset + i);
           // Non-finite pixels get TF's default bad colour, red (for one channel: 0).
-          const double p = std::isfinite(v) ? v * scale + shift : ((i % c) == 0 && c >= 3 ? 255 : 0);
+          const double p =
+              std::isfinite(v) ? v * scale + shift : ((i % c) == 0 && c >= 3 ? 255 : 0);
           pixels[i] = static_cast<uint8_t>(std::clamp(std::lround(p), 0L, 255L));
         }
       }

@@ -1,11 +1,12 @@
 // GraphDef export and import (graph/graph_def.h): placeflow graphs round-trip with their ops,
 // inputs, attrs, colocation and assigned devices and compute the same values; a GraphDef written
 // the way TensorFlow writes one imports; bad files give errors naming the node and the op.
+#include "placeflow/graph/graph_def.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "placeflow/graph/graph_def.h"
 #include "placeflow/io/proto/graph.pb.h"
 #include "tests/testing/test_util.h"
 
@@ -32,9 +33,9 @@ struct Model {
     x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 3});
     Scope c1 = root.WithDevice("/cpu:1");
     Output w = ops::Variable(c1.WithOpName("w"), {3, 2}, DT_FLOAT);
-    init = ops::Assign(c1.WithOpName("w/Assign"), w,
-                       ops::Const(c1.WithOpName("w/init"), {1.f, -2.f, 3.f, 0.5f, -1.f, 2.f},
-                                  Shape{3, 2}));
+    init = ops::Assign(
+        c1.WithOpName("w/Assign"), w,
+        ops::Const(c1.WithOpName("w/init"), {1.f, -2.f, 3.f, 0.5f, -1.f, 2.f}, Shape{3, 2}));
     Output read = ops::Identity(c1.ColocateWith(w).WithOpName("w/read"), w);
     Output y = ops::MatMul(root.WithOpName("y"), x, read);
     Output z = ops::Relu(root.WithOpName("z"), y);
@@ -99,7 +100,8 @@ TEST_CASE("GraphDef round-trip keeps nodes, attrs and assigned devices, and comp
     REQUIRE(n2->control_inputs().size() == n->control_inputs().size());
     CHECK(n2->colocation_group() == n->colocation_group());
     REQUIRE(n2->attrs().size() == n->attrs().size());
-    for (const auto& [k, v] : n->attrs()) CHECK(AttrValueToString(n2->attrs().at(k)) == AttrValueToString(v));
+    for (const auto& [k, v] : n->attrs())
+      CHECK(AttrValueToString(n2->attrs().at(k)) == AttrValueToString(v));
   }
   Session sess2(g2, TwoCpus());
   sess2.RunNamed({}, {}, {"w/Assign"});
@@ -130,26 +132,87 @@ TEST_CASE("GraphDef text format round-trips (.pbtxt)", "[graph_def]") {
 // What TensorFlow 1.x writes for y = relu(a @ b): nodes out of order, a Const broadcast from one
 // float_val, attrs placeflow's ops do not have (grad_a, _output_shapes).
 constexpr char kTfGraph[] = R"pb(
-node { name: "r" op: "Relu" input: "m" attr { key: "T" value { type: DT_FLOAT } } }
-node {
-  name: "m" op: "MatMul" input: "a" input: "b"
-  attr { key: "T" value { type: DT_FLOAT } }
-  attr { key: "transpose_a" value { b: false } }
-  attr { key: "transpose_b" value { b: false } }
-  attr { key: "grad_a" value { b: false } }
-  attr { key: "_output_shapes" value { list { shape { dim { size: -1 } dim { size: 2 } } } } }
-}
-node {
-  name: "a" op: "Placeholder"
-  attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "shape" value { shape { dim { size: -1 } dim { size: 2 } } } }
-}
-node {
-  name: "b" op: "Const"
-  attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } dim { size: 2 } } float_val: 0.5 } } }
-}
-versions { producer: 134 }
+  node {
+    name: "r"
+    op: "Relu"
+    input: "m"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "m"
+    op: "MatMul"
+    input: "a"
+    input: "b"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "transpose_a"
+      value { b: false }
+    }
+    attr {
+      key: "transpose_b"
+      value { b: false }
+    }
+    attr {
+      key: "grad_a"
+      value { b: false }
+    }
+    attr {
+      key: "_output_shapes"
+      value {
+        list {
+          shape {
+            dim { size: -1 }
+            dim { size: 2 }
+          }
+        }
+      }
+    }
+  }
+  node {
+    name: "a"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "shape"
+      value {
+        shape {
+          dim { size: -1 }
+          dim { size: 2 }
+        }
+      }
+    }
+  }
+  node {
+    name: "b"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value {
+        tensor {
+          dtype: DT_FLOAT
+          tensor_shape {
+            dim { size: 2 }
+            dim { size: 2 }
+          }
+          float_val: 0.5
+        }
+      }
+    }
+  }
+  versions { producer: 134 }
 )pb";
 
 TEST_CASE("A GraphDef written as TensorFlow writes it imports and runs", "[graph_def]") {
@@ -186,8 +249,24 @@ TEST_CASE("Bad GraphDefs give errors naming the node, the op and the problem", "
   CHECK_THROWS_WITH(ImportGraphDef("/nonexistent/g.pb", &g2), Contains("/nonexistent/g.pb"));
   Graph g3;
   s = ImportGraphDefFromBytes(
-      R"pb(node { name: "a" op: "Identity" input: "b" attr { key: "T" value { type: DT_FLOAT } } }
-           node { name: "b" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOAT } } })pb",
+      R"pb(node {
+             name: "a"
+             op: "Identity"
+             input: "b"
+             attr {
+               key: "T"
+               value { type: DT_FLOAT }
+             }
+           }
+           node {
+             name: "b"
+             op: "Identity"
+             input: "a"
+             attr {
+               key: "T"
+               value { type: DT_FLOAT }
+             }
+           })pb",
       &g3, {}, true);
   CHECK_THAT(s.message(), Contains("cycle"));
 }

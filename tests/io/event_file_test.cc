@@ -139,8 +139,7 @@ TEST_CASE("A damaged event file is DataLoss naming the file and offset", "[event
   auto junk = ReadEventFile((dir.path / "junk").string());
   CHECK(junk.status().code() == Code::kDataLoss);
   CHECK_THAT(junk.status().message(), Contains("offset 0"));
-  CHECK(EventFileWriter::Open("/proc/no_such_dir/x").status().code() ==
-        Code::kFailedPrecondition);
+  CHECK(EventFileWriter::Open("/proc/no_such_dir/x").status().code() == Code::kFailedPrecondition);
 }
 
 }  // namespace

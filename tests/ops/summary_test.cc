@@ -1,13 +1,14 @@
 // Summary ops (ops/summary/summary.h) against independent references: scalar values and tags,
 // histogram buckets counted by a linear scan over the limits, PNG bytes inflated back to the
 // pixels, merging, TF's errors, and the collection (tower 0's only with towers).
+#include "placeflow/ops/summary/summary.h"
+
 #include <zlib.h>
 
 #include <cfloat>
 #include <cmath>
 
 #include "placeflow/io/proto/summary.pb.h"
-#include "placeflow/ops/summary/summary.h"
 #include "placeflow/train/towers.h"
 #include "tests/testing/test_util.h"
 
@@ -146,8 +147,7 @@ std::string PngPixels(const std::string& png, int* w, int* h, int* colour_type) 
   return raw;
 }
 
-TEST_CASE("ImageSummary encodes PNGs: uint8 as is, floats scaled as TensorFlow does",
-          "[summary]") {
+TEST_CASE("ImageSummary encodes PNGs: uint8 as is, floats scaled as TensorFlow does", "[summary]") {
   Graph g;
   Scope root = Scope::Root(&g);
   // Two 2x3 grayscale uint8 images; max_images 1 keeps the first.
@@ -206,8 +206,8 @@ TEST_CASE("With towers, MergeAll keeps tower 0's summaries", "[summary][towers]"
   train::TowerOptions o;
   o.devices = {"/cpu:0", "/cpu:1"};
   o.num_cpus = 2;
-  train::Towers t = train::ReplicateTowers(
-      root, o, {x}, [](const Scope& s, const std::vector<Output>& in) {
+  train::Towers t =
+      train::ReplicateTowers(root, o, {x}, [](const Scope& s, const std::vector<Output>& in) {
         Variable w = GetVariable(s, "w", {2}, init::Zeros());
         Output loss = ops::Mean(s, ops::Square(s, ops::Sub(s, in[0], w.value())), {0, 1});
         summary::Scalar(s, "tower_loss", loss);

@@ -44,7 +44,8 @@ void WriteIdx(const fs::path& path, uint32_t magic, const std::vector<uint32_t>&
     be(d);
     n *= d;
   }
-  for (size_t i = 0; i < n; ++i) s.push_back(static_cast<char>((i * 37) % (magic == 0x801 ? 10 : 256)));
+  for (size_t i = 0; i < n; ++i)
+    s.push_back(static_cast<char>((i * 37) % (magic == 0x801 ? 10 : 256)));
   std::ofstream(path, std::ios::binary) << s;
 }
 
@@ -205,8 +206,8 @@ TEST_CASE("pf-train's progress: a bar redrawn on a terminal, plain lines in a pi
           "[observability][progress]") {
   TempDir dir("progress");
   WriteMnist(dir.path / "data", 500, 100);
-  const std::string args = "--model mnist_mlp --towers 1 --batch 50 --epochs 2 --data " +
-                           (dir.path / "data").string();
+  const std::string args =
+      "--model mnist_mlp --towers 1 --batch 50 --epochs 2 --data " + (dir.path / "data").string();
   Child tty(Split(args), true);
   REQUIRE(tty.Wait() == 0);
   const std::string t = tty.out();
@@ -222,8 +223,8 @@ TEST_CASE("pf-train's progress: a bar redrawn on a terminal, plain lines in a pi
   REQUIRE(pipe.Wait() == 0);
   INFO(pipe.out());
   CHECK(pipe.out().find('\r') == std::string::npos);
-  CHECK_THAT(pipe.out(), Contains("epoch 1 step 5/10 loss=") &&
-                             Contains("epoch 2 loss=") && Contains("test_accuracy="));
+  CHECK_THAT(pipe.out(), Contains("epoch 1 step 5/10 loss=") && Contains("epoch 2 loss=") &&
+                             Contains("test_accuracy="));
 
   Child quiet(Split(args + " --quiet"), true);
   REQUIRE(quiet.Wait() == 0);
@@ -233,17 +234,18 @@ TEST_CASE("pf-train's progress: a bar redrawn on a terminal, plain lines in a pi
   CHECK_THAT(quiet.out(), Contains("epoch 2 loss="));
 }
 
-TEST_CASE("Ctrl-C stops pf-train after the step: a complete checkpoint, a readable event file, "
-          "exit 130",
-          "[observability][sigint]") {
+TEST_CASE(
+    "Ctrl-C stops pf-train after the step: a complete checkpoint, a readable event file, "
+    "exit 130",
+    "[observability][sigint]") {
   TempDir dir("sigint");
   WriteMnist(dir.path / "data", 200, 100);
   const std::string common = "--model mnist_mlp --towers 1 --batch 100 --data " +
                              (dir.path / "data").string() + " --checkpoint " +
                              (dir.path / "ckpt").string();
-  Child c(Split(common + " --epochs 100000 --print-every 1 --logdir " +
-                (dir.path / "logs").string()),
-          false);
+  Child c(
+      Split(common + " --epochs 100000 --print-every 1 --logdir " + (dir.path / "logs").string()),
+      false);
   REQUIRE(c.WaitFor("epoch 3 ", 120));
   kill(c.pid(), SIGINT);
   const int status = c.Wait();
