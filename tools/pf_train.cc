@@ -473,6 +473,13 @@ int Main(int argc, char** argv) {
       Usage(
           "--sync_replicas trains the workers of a cluster: add --job_name ... or --local-cluster");
     pf::models::Model m = pf::models::BuildModel(a.model, root, mo);
+    std::unique_ptr<pf::summaries::TrainingSummaries> summaries;
+    if (!a.logdir.empty()) {
+      pf::summaries::SummaryOptions so;
+      so.logdir = a.logdir;
+      so.histogram_every = a.histogram_every;
+      summaries = pf::summaries::TrainingSummaries::Create(root, m, so);
+    }
     pf::Operation init = pf::GlobalVariablesInitializer(root);
     // Sync replicas: what the chief puts in place once the variables are ready (again after a
     // restore), and every worker's local step.
