@@ -625,6 +625,10 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
         {"_FusedMatMul",
          "CPU only: the remapper fuses on CPU partitions only (executor/remapper.h)"},
+        // String inputs live in host memory (DT_STRING): parsing ops are CPU kernels.
+        {"DecodeRaw", "CPU only: its input is DT_STRING (ops/parse/decode_ops.cc)"},
+        {"ParseExampleDense", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
+        {"ParseExampleVarLen", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
     };
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.
