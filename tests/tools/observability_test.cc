@@ -46,10 +46,13 @@ void WriteIdx(const fs::path& path, uint32_t magic, const std::vector<uint32_t>&
   }
   for (size_t i = 0; i < n; ++i)
     s.push_back(static_cast<char>((i * 37) % (magic == 0x801 ? 10 : 256)));
-  std::ofstream(path, std::ios::binary) << s;
+  std::ofstream f(path, std::ios::binary);
+  f << s;
+  REQUIRE(f.good());
 }
 
 void WriteMnist(const fs::path& dir, uint32_t train, uint32_t test) {
+  fs::create_directories(dir);
   WriteIdx(dir / "train-images-idx3-ubyte", 0x803, {train, 28, 28});
   WriteIdx(dir / "train-labels-idx1-ubyte", 0x801, {train});
   WriteIdx(dir / "t10k-images-idx3-ubyte", 0x803, {test, 28, 28});
