@@ -20,9 +20,10 @@ declare -A allowed=(
   [executor]="core graph devices placer"
   [distributed]="core graph devices placer executor"
   [train]="core graph devices ops placer executor distributed"
-  [include]="core graph devices ops placer executor train"
-  [tools]="core graph devices ops placer executor distributed train include"
-  [tests]="core graph devices ops placer executor distributed train include"
+  [data]="core io graph devices ops placer executor"
+  [include]="core graph devices ops placer executor train data"
+  [tools]="core graph devices ops placer executor distributed train data include"
+  [tests]="core graph devices ops placer executor distributed train data include"
 )
 status=0
 fail() {
@@ -41,7 +42,7 @@ while IFS= read -r file; do
     case "$inc" in
       placeflow/placeflow.h) layer=include ;;
       placeflow/*) layer="${inc#placeflow/}"; layer="${layer%%/*}" ;;
-      core/* | graph/* | devices/* | ops/* | placer/* | executor/* | distributed/* | train/*)
+      core/* | graph/* | devices/* | ops/* | placer/* | executor/* | distributed/* | train/* | data/*)
         fail "$where" "'$inc' must be named from the prefix: placeflow/$inc"
         continue
         ;;
@@ -59,7 +60,7 @@ while IFS= read -r file; do
       fail "$where" "device code includes $inc (only .cuh and launch headers: nvcc sees no fmt)"
     fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file" || true)
-done < <(find core graph devices ops placer executor distributed train include tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+done < <(find core graph devices ops placer executor distributed train data include tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 
 # The public umbrella header must not reach the runtime's internals, even through other headers.
 internals="placeflow/executor/executor.h placeflow/graph/kernel.h placeflow/placer/ placeflow/devices/cuda/ placeflow/devices/gpu_probe.h placeflow/executor/rendezvous.h placeflow/executor/collective.h"
