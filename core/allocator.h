@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <string>
 
 namespace pf {
@@ -39,6 +40,7 @@ class Buffer {
   Buffer(void* data, size_t bytes, bool on_host)
       : allocator_(nullptr), data_(data), bytes_(bytes), on_host_(on_host) {}
   ~Buffer() {
+    DestroyStrings();
     if (allocator_ != nullptr && data_ != nullptr) allocator_->Free(data_, bytes_);
   }
   Buffer(const Buffer&) = delete;
@@ -52,11 +54,28 @@ class Buffer {
   // Whether the host can read the bytes (host or pinned memory), or only a device can.
   bool on_host() const { return on_host_; }
 
+  // DT_STRING storage: placement-constructs `n` empty std::strings at the start of the (host)
+  // memory, which must hold them; the buffer destroys them before it frees the memory. Views
+  // never own strings.
+  void ConstructStrings(size_t n) {
+    auto* s = static_cast<std::string*>(data_);
+    for (size_t i = 0; i < n; ++i) new (s + i) std::string();
+    num_strings_ = n;
+  }
+  size_t num_strings() const { return num_strings_; }
+
  private:
+  void DestroyStrings() {
+    auto* s = static_cast<std::string*>(data_);
+    for (size_t i = 0; i < num_strings_; ++i) s[i].~basic_string();
+    num_strings_ = 0;
+  }
+
   Allocator* allocator_;
   void* data_;
   size_t bytes_;
   bool on_host_;
+  size_t num_strings_ = 0;
 };
 
 }  // namespace pf

@@ -18,6 +18,10 @@ std::string_view DTypeName(DType t) {
       return "half";
     case DT_BFLOAT16:
       return "bfloat16";
+    case DT_UINT8:
+      return "uint8";
+    case DT_STRING:
+      return "string";
     case DT_INVALID:
       break;
   }
@@ -33,7 +37,10 @@ size_t DTypeSize(DType t) {
     case DT_INT64:
       return 8;
     case DT_BOOL:
+    case DT_UINT8:
       return 1;
+    case DT_STRING:
+      return sizeof(std::string);
     case DT_HALF:
     case DT_BFLOAT16:
       return 2;
@@ -44,7 +51,8 @@ size_t DTypeSize(DType t) {
 }
 
 StatusOr<DType> ParseDType(std::string_view name) {
-  for (DType t : {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16}) {
+  for (DType t : {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16, DT_UINT8,
+                  DT_STRING}) {
     if (DTypeName(t) == name) return t;
   }
   if (name == "float32") return DT_FLOAT;

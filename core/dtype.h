@@ -1,5 +1,7 @@
 // Element types. float16/bfloat16 are storage-only: tensors hold them, kernels do not compute on
-// them.
+// them. DT_UINT8 holds bytes (images, DecodeRaw). DT_STRING elements are std::string objects in
+// host memory only: they are constructed and destroyed with the buffer, never memcpy'd, and a
+// copy of a DT_STRING tensor to a device that is not the host is refused.
 //
 //   pf::DType t = pf::DT_FLOAT;
 //   pf::DTypeName(t) == "float";  pf::DTypeSize(t) == 4;
@@ -7,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "placeflow/core/status.h"
 
@@ -22,10 +26,16 @@ enum DType : int8_t {
   DT_BOOL,
   DT_HALF,
   DT_BFLOAT16,
+  DT_UINT8,
+  DT_STRING,
 };
 
-std::string_view DTypeName(DType t);  // TensorFlow's names: float, double, int32, int64, bool, half
+std::string_view DTypeName(DType t);  // TensorFlow's names: float, double, int32, int64, bool,
+                                      // half, bfloat16, uint8, string
+// Bytes per element; for DT_STRING sizeof(std::string), which is no size to memcpy.
 size_t DTypeSize(DType t);
+// Whether the elements are plain bytes that may be memcpy'd (every dtype but DT_STRING).
+inline bool DTypeIsPod(DType t) { return t != DT_STRING; }
 StatusOr<DType> ParseDType(std::string_view name);
 
 struct Half {
@@ -51,6 +61,10 @@ constexpr DType DataTypeOf() {
     return DT_HALF;
   else if constexpr (std::is_same_v<T, BFloat16>)
     return DT_BFLOAT16;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DT_UINT8;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return DT_STRING;
   else
     return DT_INVALID;
 }

@@ -32,6 +32,8 @@ std::string_view CodeName(Code code) {
       return "Unavailable";
     case Code::kUnauthenticated:
       return "Unauthenticated";
+    case Code::kDataLoss:
+      return "DataLoss";
   }
   return "Unknown";
 }

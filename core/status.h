@@ -33,6 +33,7 @@ enum class Code {
   kDeadlineExceeded,
   kUnavailable,      // a task or service cannot be reached (retrying may help)
   kUnauthenticated,  // a request without valid credentials (cluster token, TLS)
+  kDataLoss,         // unrecoverable data corruption (a bad CRC in a record file)
 };
 
 std::string_view CodeName(Code code);
@@ -123,6 +124,7 @@ PF_DEFINE_ERROR(Internal)
 PF_DEFINE_ERROR(Aborted)
 PF_DEFINE_ERROR(DeadlineExceeded)
 PF_DEFINE_ERROR(Unavailable)
+PF_DEFINE_ERROR(DataLoss)
 PF_DEFINE_ERROR(Unauthenticated)
 #undef PF_DEFINE_ERROR
 }  // namespace errors

@@ -21,7 +21,7 @@ std::optional<size_t> BytesFor(int64_t num_elements, DType dtype) {
 
 Tensor::Tensor(DType dtype, const Shape& shape) {
   *this = Allocate(CpuAllocator(), dtype, shape).ValueOrThrow();
-  if (buffer_) std::memset(buffer_->data(), 0, buffer_->bytes());
+  if (buffer_ && dtype != DT_STRING) std::memset(buffer_->data(), 0, buffer_->bytes());
 }
 
 Tensor::Tensor(Allocator* allocator, DType dtype, const Shape& shape)
@@ -29,7 +29,9 @@ Tensor::Tensor(Allocator* allocator, DType dtype, const Shape& shape)
   // A shape that is not fully defined, or a size that overflows, gets no buffer (and is not
   // initialised, since num_elements_ is then -1 or nonzero).
   std::optional<size_t> bytes = BytesFor(num_elements_, dtype);
+  if (dtype == DT_STRING && !allocator->host_accessible()) return;  // strings live on the host
   if (bytes) buffer_ = Buffer::Allocate(allocator, *bytes);
+  if (buffer_ && dtype == DT_STRING) buffer_->ConstructStrings(static_cast<size_t>(num_elements_));
 }
 
 StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DType dtype, const Shape& shape) {
@@ -41,6 +43,11 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DType dtype, const Shape
     return errors::InvalidArgument("Cannot allocate a tensor of shape ", shape.ToString(),
                                    ": more than ", std::numeric_limits<int64_t>::max(),
                                    " elements");
+  }
+  if (dtype == DT_STRING && !allocator->host_accessible()) {
+    return errors::InvalidArgument("Cannot allocate a string tensor of shape ", shape.ToString(),
+                                   " with allocator ", allocator->Name(),
+                                   ": DT_STRING tensors live in host memory only");
   }
   Tensor t(allocator, dtype, shape);
   if (!t.IsInitialized()) {
@@ -102,23 +109,67 @@ StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
 Tensor Tensor::Clone() const {
   assert(InHostMemory() && "Clone copies host memory; copy device tensors with the CopyRegistry");
   Tensor t(dtype_, shape_);
-  if (TotalBytes() > 0 && raw_data() != nullptr)
+  if (dtype_ == DT_STRING) {
+    if (num_elements_ > 0) std::copy_n(data<std::string>(), num_elements_, t.data<std::string>());
+  } else if (TotalBytes() > 0 && raw_data() != nullptr) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  }
   return t;
 }
 
 bool Tensor::BitwiseEqual(const Tensor& o) const {
   if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
   if (TotalBytes() == 0) return true;
+  if (dtype_ == DT_STRING)
+    return std::equal(data<std::string>(), data<std::string>() + num_elements_,
+                      o.data<std::string>());
   return std::memcmp(raw_data(), o.raw_data(), TotalBytes()) == 0;
 }
 
 namespace {
 
+// "abc\n\x01" with C escapes, cut after kMaxStringBytes bytes ("...).
+void AppendQuoted(std::string* s, const std::string& v) {
+  constexpr size_t kMaxStringBytes = 64;
+  *s += '"';
+  for (size_t i = 0; i < std::min(v.size(), kMaxStringBytes); ++i) {
+    const unsigned char c = static_cast<unsigned char>(v[i]);
+    switch (c) {
+      case '\n':
+        *s += "\\n";
+        break;
+      case '\r':
+        *s += "\\r";
+        break;
+      case '\t':
+        *s += "\\t";
+        break;
+      case '"':
+        *s += "\\\"";
+        break;
+      case '\\':
+        *s += "\\\\";
+        break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          fmt::format_to(std::back_inserter(*s), "\\x{:02x}", c);
+        } else {
+          *s += static_cast<char>(c);
+        }
+    }
+  }
+  *s += '"';
+  if (v.size() > kMaxStringBytes) *s += "...";
+}
+
 template <typename T>
 void AppendValue(std::string* s, const Tensor& t, int64_t i) {
   if constexpr (std::is_same_v<T, bool>) {
     *s += t.data<bool>()[i] ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    AppendQuoted(s, t.data<std::string>()[i]);
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    fmt::format_to(std::back_inserter(*s), "{}", static_cast<int>(t.data<uint8_t>()[i]));
   } else {
     fmt::format_to(std::back_inserter(*s), "{}", t.data<T>()[i]);
   }
@@ -130,14 +181,26 @@ std::string Tensor::DebugString(int max_entries) const {
   std::string s = fmt::format("Tensor<{} {}>", DTypeName(dtype_), shape_.ToString());
   if (!IsInitialized()) return s + " <uninitialized>";
   if (!InHostMemory()) return s + " <device memory>";
-  if (!VisitDType(dtype_, [](auto) {})) return s;
+  // The computable types, and the two storage types whose values print.
+  auto visit = [this](auto&& fn) {
+    if (dtype_ == DT_STRING) {
+      fn(std::string{});
+      return true;
+    }
+    if (dtype_ == DT_UINT8) {
+      fn(uint8_t{});
+      return true;
+    }
+    return VisitDType(dtype_, fn);
+  };
+  if (!visit([](auto) {})) return s;
   s += ' ';
   const int rank = shape_.rank();
   // block[d]: elements spanned by one index of dim d-1, i.e. by one bracket pair at depth d.
   std::vector<int64_t> block(rank, 1);
   for (int d = rank - 1; d >= 0; --d) block[d] = (d + 1 < rank ? block[d + 1] : 1) * shape_.dim(d);
   if (rank == 0) {
-    VisitDType(dtype_, [&](auto v) { AppendValue<decltype(v)>(&s, *this, 0); });
+    visit([&](auto v) { AppendValue<decltype(v)>(&s, *this, 0); });
     return s;
   }
   int64_t shown = std::min<int64_t>(num_elements_, max_entries);
@@ -145,7 +208,7 @@ std::string Tensor::DebugString(int max_entries) const {
     for (int d = 0; d < rank; ++d) {
       if (i % block[d] == 0) s += '[';
     }
-    VisitDType(dtype_, [&](auto v) { AppendValue<decltype(v)>(&s, *this, i); });
+    visit([&](auto v) { AppendValue<decltype(v)>(&s, *this, i); });
     int closed = 0;
     for (int d = 0; d < rank; ++d) {
       if ((i + 1) % block[d] == 0) ++closed;

@@ -7,6 +7,8 @@
 //   std::vector<float> copy = m.ToVector<float>();       // owned values
 //   m.scalar<int32_t>();                                 // throws pf::Error: m holds float
 //   fmt::print("{}", t.DebugString());                   // Tensor<float [2,3]> [[1, 0, 0], ...]
+//   pf::Tensor names(pf::DT_STRING, {2});                // two empty std::strings, host only
+//   names.flat<std::string>()[0] = "cat";
 #pragma once
 
 #include <algorithm>
@@ -25,22 +27,25 @@ namespace pf {
 class Tensor {
  public:
   Tensor() = default;  // uninitialised: no dtype, no buffer
-  // Allocates host memory (zero-filled) for a fully defined shape. Throws pf::Error:
+  // Allocates host memory (zero-filled; DT_STRING: empty strings) for a fully defined shape.
+  // Throws pf::Error:
   // ResourceExhausted ("OOM when allocating tensor with shape ...") when the memory cannot be
   // had, InvalidArgument for a shape that is not fully defined or has more than 2^63-1 elements.
   Tensor(DType dtype, const Shape& shape);
-  // Allocates from `allocator` (uninitialised memory) and never throws: on any failure the
-  // tensor has no buffer and `IsInitialized()` is false. Prefer Allocate, which says why.
+  // Allocates from `allocator` (uninitialised memory; DT_STRING: empty strings, and only from a
+  // host-accessible allocator) and never throws: on any failure the tensor has no buffer and
+  // `IsInitialized()` is false. Prefer Allocate, which says why.
   Tensor(Allocator* allocator, DType dtype, const Shape& shape);
   // Allocates from `allocator`, with the error Tensor(dtype, shape) would throw.
   static StatusOr<Tensor> Allocate(Allocator* allocator, DType dtype, const Shape& shape);
-  // Shares `buffer` (which must hold at least shape.num_elements() elements).
+  // Shares `buffer` (which must hold at least shape.num_elements() elements; for DT_STRING,
+  // constructed strings).
   Tensor(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer);
 
   template <typename T>
   static Tensor Scalar(T v) {
     Tensor t(DataTypeOf<T>(), Shape{});
-    t.flat<T>()[0] = v;
+    t.flat<T>()[0] = std::move(v);
     return t;
   }
   // Throws pf::Error when `values` does not hold exactly shape.num_elements() values.
@@ -63,6 +68,8 @@ class Tensor {
   int rank() const { return shape_.rank(); }
   int64_t dim(int i) const { return shape_.dim(i); }
   int64_t num_elements() const { return num_elements_; }
+  // Bytes of the buffer the elements take. For DT_STRING (n * sizeof(std::string)) this is no
+  // size to memcpy: code that copies raw bytes must refuse DT_STRING (DTypeIsPod).
   size_t TotalBytes() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
   bool IsInitialized() const {
     return buffer_ != nullptr || (dtype_ != DT_INVALID && num_elements_ == 0);
@@ -104,12 +111,13 @@ class Tensor {
   StatusOr<Tensor> Reshaped(const Shape& shape) const;
   // Rows [begin, end) of dimension 0, sharing this buffer (no copy; rank >= 1).
   StatusOr<Tensor> SliceRows(int64_t begin, int64_t end) const;
-  // A deep copy in host memory (of a tensor in host memory).
+  // A deep copy in host memory (of a tensor in host memory); DT_STRING copies the strings.
   Tensor Clone() const;
-  // True when dtype, shape and bytes match.
+  // True when dtype, shape and bytes match (DT_STRING: the strings' values).
   bool BitwiseEqual(const Tensor& o) const;
 
-  // "Tensor<float [2,3]> [[1, 2, 3], [4, 5, 6]]", eliding after `max_entries` values.
+  // "Tensor<float [2,3]> [[1, 2, 3], [4, 5, 6]]", eliding after `max_entries` values. Strings
+  // are quoted with C escapes and cut after 64 bytes ("abc"...).
   std::string DebugString(int max_entries = 20) const;
 
  private:

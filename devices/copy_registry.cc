@@ -24,6 +24,14 @@ void CopyRegistry::Register(const std::string& src_type, const std::string& dst_
 
 void CopyRegistry::CopyAsync(const Tensor& in, Device* src, Device* dst, CopyDone done) const {
   const std::string src_type = in.InHostMemory() ? std::string(kDeviceCpu) : src->device_type();
+  // std::string elements cannot be memcpy'd to a device: DT_STRING stays in host memory.
+  if (in.dtype() == DT_STRING && (src_type != kDeviceCpu || dst->device_type() != kDeviceCpu)) {
+    return done(
+        errors::InvalidArgument("Cannot copy a string tensor of shape ", in.shape().ToString(),
+                                " from ", src->name(), " to ", dst->name(),
+                                ": DT_STRING tensors live in host memory only (keep the nodes that "
+                                "produce and consume them on a CPU device)"));
+  }
   const CopyFn* fn = nullptr;
   {
     std::shared_lock lock(mu_);

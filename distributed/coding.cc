@@ -24,7 +24,11 @@ StatusOr<Shape> ShapeFromProto(const rpc::ShapeProto& p) {
 namespace {
 
 StatusOr<DType> CheckedDType(int32_t value) {
-  if (value <= DT_INVALID || value > DT_BFLOAT16)
+  if (value == DT_STRING) {
+    return errors::Unimplemented(
+        "A string tensor cannot cross between tasks: DT_STRING is not encoded on the wire");
+  }
+  if (value <= DT_INVALID || value > DT_UINT8)
     return errors::InvalidArgument("Unknown dtype ", value, " on the wire");
   return static_cast<DType>(value);
 }

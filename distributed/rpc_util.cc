@@ -85,6 +85,9 @@ Status FromGrpc(const grpc::Status& s, std::string_view what) {
     case grpc::StatusCode::PERMISSION_DENIED:
       code = Code::kUnauthenticated;
       break;
+    case grpc::StatusCode::DATA_LOSS:
+      code = Code::kDataLoss;
+      break;
     default:
       break;
   }
@@ -132,6 +135,9 @@ grpc::Status ToGrpc(const Status& s) {
       break;
     case Code::kUnauthenticated:
       code = grpc::StatusCode::UNAUTHENTICATED;
+      break;
+    case Code::kDataLoss:
+      code = grpc::StatusCode::DATA_LOSS;
       break;
     default:
       break;

@@ -10,9 +10,10 @@ shift || true
 build_dir="${BUILD_DIR:-build}"
 
 # clang-format: the format check in the test suite. ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config requires OpenCL.
-# gRPC and protobuf: the cluster runtime (distributed/). openssl and iproute2: the cluster tests
+# libisal-dev: CRC32C of TFRecord files (optional: SSE4.2 without it). gRPC and protobuf: the
+# cluster runtime (distributed/), protobuf also tf.Example (io/proto). openssl and iproute2: the cluster tests
 # (TLS certificates, network namespaces).
-packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev dataset-fashion-mnist
+packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libisal-dev dataset-fashion-mnist
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2)
 source tools/ensure_packages.sh
 ensure_packages placeflow "${packages[@]}"

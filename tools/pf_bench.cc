@@ -36,6 +36,7 @@
 #include "tools/cnn_bench.h"
 #include "tools/dist_bench.h"
 #include "tools/gemm_bench.h"
+#include "tools/io_bench.h"
 #include "tools/models.h"
 #include "tools/tower_timing.h"
 
@@ -465,7 +466,9 @@ const std::vector<Figure>& Figures() {
       {"mobilenet_small_step", "ms per mobilenet_v2_small training step at batch 128, peak RSS",
        pf::bench::MobilenetSmallStep},
       {"conv2d_gflops", "a 3x3 conv layer forward and backward next to oneDNN called directly",
-       pf::bench::Conv2dGflops}};
+       pf::bench::Conv2dGflops},
+      {"crc32c", "GB/s of TFRecord's CRC32C: the library's (ISA-L) and the SSE4.2 fallback",
+       pf::bench::Crc32cFigure}};
   return figures;
 }
 

@@ -6,6 +6,13 @@
 namespace pf {
 namespace {
 
+// Const, Placeholder, Identity and StopGradient take every dtype; on GPUs all but DT_STRING,
+// which lives in host memory only (the placer keeps string nodes on the CPU).
+const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
+                                      DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_STRING};
+const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,    DT_INT64,
+                                         DT_BOOL,  DT_HALF,   DT_BFLOAT16, DT_UINT8};
+
 class ConstOp : public OpKernel {
  public:
   explicit ConstOp(const Node& n) : OpKernel(n), value_(n.attr<Tensor>("value")) {}
@@ -20,8 +27,7 @@ PF_REGISTER_OP(OpDef("Const")
                    .SetIsConstant()
                    .Output("output", "dtype")
                    .RequiredAttr("value")
-                   .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF,
-                                       DT_BFLOAT16})
+                   .TypeAttr("dtype", kAllTypes)
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      c.set_output(0, c.attr<Tensor>("value").shape());
@@ -42,8 +48,7 @@ class PlaceholderOp : public OpKernel {
 
 PF_REGISTER_OP(OpDef("Placeholder")
                    .Output("output", "dtype")
-                   .TypeAttr("dtype", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF,
-                                       DT_BFLOAT16})
+                   .TypeAttr("dtype", kAllTypes)
                    .Attr("shape", Shape::Unknown())
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
@@ -58,9 +63,6 @@ class IdentityOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override { return ctx->ForwardInput(0, 0); }
   bool IsExpensive() const override { return false; }
 };
-
-const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
-                                      DT_BOOL,  DT_HALF,   DT_BFLOAT16};
 
 PF_REGISTER_OP(OpDef("Identity")
                    .SetForwardsInput()
@@ -90,10 +92,13 @@ class NoOpKernel : public OpKernel {
 };
 PF_REGISTER_OP(OpDef("NoOp").SetNotDifferentiable().SetShapeFn(NoOutputsShape));
 PF_REGISTER_KERNEL(KernelDef("NoOp", kDeviceCpu), NoOpKernel);
-PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Identity", kDeviceGpu), IdentityOp);
-PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("StopGradient", kDeviceGpu), IdentityOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Identity", kDeviceGpu).TypeConstraint("T", kDeviceTypes),
+                                IdentityOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(
+    KernelDef("StopGradient", kDeviceGpu).TypeConstraint("T", kDeviceTypes), IdentityOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("NoOp", kDeviceGpu), NoOpKernel);
-PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Placeholder", kDeviceGpu), PlaceholderOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(
+    KernelDef("Placeholder", kDeviceGpu).TypeConstraint("dtype", kDeviceTypes), PlaceholderOp);
 
 }  // namespace
 

@@ -11,8 +11,11 @@
 namespace pf {
 namespace {
 
-const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
-                                 DT_BOOL,  DT_HALF,   DT_BFLOAT16};
+// DT_STRING crosses between CPU devices only (they share the buffer): GPU kernels leave it out.
+const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
+                                 DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_STRING};
+const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,    DT_INT64,
+                                         DT_BOOL,  DT_HALF,   DT_BFLOAT16, DT_UINT8};
 
 std::string KeyOf(const Node& n) {
   const uint64_t incarnation =
@@ -116,9 +119,10 @@ PF_REGISTER_OP(OpDef("_Arg")
 PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceCpu), SendOp);
 PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceCpu), RecvOp);
 PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceCpu), ArgOp);
-PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu), SendOp);
-PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu), RecvOp);
-PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu), ArgOp);
+PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu).TypeConstraint("T", kDeviceTypes), SendOp);
+PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu).TypeConstraint("tensor_type", kDeviceTypes),
+                   RecvOp);
+PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu).TypeConstraint("T", kDeviceTypes), ArgOp);
 
 }  // namespace
 }  // namespace pf
