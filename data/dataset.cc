@@ -8,8 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "placeflow/data/internal.h"
 #include "placeflow/data/idx.h"
+#include "placeflow/data/internal.h"
 
 namespace pf::data {
 
@@ -59,8 +59,30 @@ const DatasetNode& Dataset::checked() const {
 }
 const ElementSpec& Dataset::spec() const { return checked().spec(); }
 std::string Dataset::DebugString() const { return checked().DebugString(); }
+namespace {
+// The iterator a Dataset handle gives: it owns the dataset graph (iterators inside it point
+// into their nodes), so the iterator outlives the handles it was made from.
+class OwningIterator : public Iterator {
+ public:
+  OwningIterator(std::shared_ptr<const DatasetNode> node, const IteratorContext& ctx)
+      : node_(std::move(node)), it_(node_->MakeIterator(ctx)) {}
+  StatusOr<bool> GetNext(Element* out) override { return it_->GetNext(out); }
+  bool SupportsAsync() const override { return it_->SupportsAsync(); }
+  void GetNextAsync(Element* out, CancellationManager* cm,
+                    std::function<void(StatusOr<bool>)> done) override {
+    it_->GetNextAsync(out, cm, std::move(done));
+  }
+  void Cancel() override { it_->Cancel(); }
+
+ private:
+  std::shared_ptr<const DatasetNode> node_;  // destroyed after it_
+  std::unique_ptr<Iterator> it_;
+};
+}  // namespace
+
 std::unique_ptr<Iterator> Dataset::MakeIterator(IteratorContext ctx) const {
-  return checked().MakeIterator(ctx);
+  checked();
+  return std::make_unique<OwningIterator>(node_, ctx);
 }
 
 namespace {
@@ -126,8 +148,7 @@ ElementSpec SpecOf(const Element& e, bool drop_first) {
 
 class MapIt : public UnaryIterator {
  public:
-  MapIt(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec,
-        int64_t iteration)
+  MapIt(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec, int64_t iteration)
       : UnaryIterator(std::move(in)), fn_(fn), spec_(spec), iteration_(iteration) {}
   StatusOr<bool> GetNext(Element* out) override {
     Element e;
@@ -150,7 +171,7 @@ class MapNode : public UnaryNode {
   MapNode(Dataset in, MapFn fn, int parallel, ElementSpec spec)
       : UnaryNode(std::move(in), std::move(spec)), fn_(std::move(fn)), parallel_(parallel) {}
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
-    auto in = input().MakeIterator(ctx);
+    auto in = input().node()->MakeIterator(ctx);
     if (parallel_ <= 1) return std::make_unique<MapIt>(std::move(in), &fn_, &spec(), ctx.iteration);
     return MakeParallelMapIterator(std::move(in), &fn_, &spec(), parallel_, ctx.iteration);
   }
@@ -211,7 +232,7 @@ class ShuffleNode : public UnaryNode {
       : UnaryNode(in, in.spec()), buffer_(buffer), seed_(seed), reshuffle_(reshuffle) {}
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
     const uint64_t seed = MixSeed(seed_, reshuffle_ ? static_cast<uint64_t>(ctx.iteration) : 0);
-    return std::make_unique<ShuffleIt>(input().MakeIterator(ctx), buffer_, seed);
+    return std::make_unique<ShuffleIt>(input().node()->MakeIterator(ctx), buffer_, seed);
   }
   std::string DebugString() const override {
     return fmt::format("{} -> Shuffle({})", input().DebugString(), buffer_);
@@ -232,7 +253,7 @@ class BatchIt : public UnaryIterator {
   StatusOr<bool> GetNext(Element* out) override {
     if (done_) return false;
     std::vector<Element> rows;
-    rows.reserve(n_);
+    rows.reserve(static_cast<size_t>(std::min<int64_t>(n_, 4096)));
     while (static_cast<int64_t>(rows.size()) < n_) {
       Element e;
       PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(&e));
@@ -269,7 +290,7 @@ class BatchNode : public UnaryNode {
     return spec;
   }
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
-    return std::make_unique<BatchIt>(input().MakeIterator(ctx), n_, drop_, &what_);
+    return std::make_unique<BatchIt>(input().node()->MakeIterator(ctx), n_, drop_, &what_);
   }
   std::string DebugString() const override {
     return fmt::format("{} -> Batch({}{})", input().DebugString(), n_,
@@ -369,7 +390,7 @@ class SelectNode : public UnaryNode {
         take_(take),
         stride_(stride) {}
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
-    return std::make_unique<SelectIt>(input().MakeIterator(ctx), skip_, take_, stride_);
+    return std::make_unique<SelectIt>(input().node()->MakeIterator(ctx), skip_, take_, stride_);
   }
   std::string DebugString() const override {
     return fmt::format("{} -> {}", input().DebugString(), name_);
@@ -447,14 +468,17 @@ class InterleaveIt : public UnaryIterator {
 class InterleaveNode : public UnaryNode {
  public:
   InterleaveNode(Dataset in, InterleaveFn fn, int64_t cycle, int64_t block, ElementSpec spec)
-      : UnaryNode(std::move(in), std::move(spec)), fn_(std::move(fn)), cycle_(cycle), block_(block) {}
+      : UnaryNode(std::move(in), std::move(spec)),
+        fn_(std::move(fn)),
+        cycle_(cycle),
+        block_(block) {}
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
-    return std::make_unique<InterleaveIt>(input().MakeIterator(ctx), &fn_, &spec(), cycle_, block_,
-                                          ctx);
+    return std::make_unique<InterleaveIt>(input().node()->MakeIterator(ctx), &fn_, &spec(), cycle_,
+                                          block_, ctx);
   }
   std::string DebugString() const override {
-    return fmt::format("{} -> Interleave(cycle_length={}, block_length={})",
-                       input().DebugString(), cycle_, block_);
+    return fmt::format("{} -> Interleave(cycle_length={}, block_length={})", input().DebugString(),
+                       cycle_, block_);
   }
 
  private:
@@ -472,9 +496,8 @@ StatusOr<Element> RunMapFn(const MapFn& fn, Element e, const MapContext& ctx,
                            const ElementSpec& spec) {
   StatusOr<Element> r = fn(std::move(e), ctx);
   if (!r.ok()) {
-    return Status(r.status().code(),
-                  fmt::format("Map function failed on element {}: {}", ctx.index,
-                              r.status().message()));
+    return Status(r.status().code(), fmt::format("Map function failed on element {}: {}", ctx.index,
+                                                 r.status().message()));
   }
   PF_RETURN_IF_ERROR(CheckElement(*r, spec, fmt::format("Map function (element {})", ctx.index)));
   return r;
@@ -488,19 +511,28 @@ StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& wha
     for (size_t r = 1; r < rows.size(); ++r) {
       const Tensor& t = rows[r][c];
       if (t.dtype() != t0.dtype() || t.shape() != t0.shape()) {
-        return errors::InvalidArgument(
-            "Cannot batch tensors with different shapes in component ", c,
-            ". First element had shape ", t0.shape().ToString(), " and element ", r,
-            " had shape ", t.shape().ToString(), " (", what, ")");
+        return errors::InvalidArgument("Cannot batch tensors with different shapes in component ",
+                                       c, ". First element had shape ", t0.shape().ToString(),
+                                       " and element ", r, " had shape ", t.shape().ToString(),
+                                       " (", what, ")");
       }
     }
     Shape s = t0.shape();
     s.InsertDim(0, static_cast<int64_t>(rows.size()));
     Tensor b(t0.dtype(), s);
-    const size_t bytes = t0.TotalBytes();
-    char* dst = static_cast<char*>(b.raw_data());
-    for (size_t r = 0; r < rows.size(); ++r)
-      std::memcpy(dst + r * bytes, rows[r][c].raw_data(), bytes);
+    if (!DTypeIsPod(t0.dtype())) {  // strings are objects: copied one by one
+      std::string* dst = b.data<std::string>();
+      const int64_t n = t0.num_elements();
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const std::string* src = rows[r][c].data<std::string>();
+        std::copy(src, src + n, dst + r * n);
+      }
+    } else {
+      const size_t bytes = t0.TotalBytes();
+      char* dst = static_cast<char*>(b.raw_data());
+      for (size_t r = 0; r < rows.size(); ++r)
+        std::memcpy(dst + r * bytes, rows[r][c].raw_data(), bytes);
+    }
     out.push_back(std::move(b));
   }
   return out;
@@ -576,8 +608,7 @@ Dataset Dataset::Repeat(int64_t count) const {
 
 Dataset Dataset::Take(int64_t count) const {
   if (count < -1) throw Error(errors::InvalidArgument("Take: count must be >= -1, got ", count));
-  return Dataset(
-      std::make_shared<SelectNode>(*this, fmt::format("Take({})", count), 0, count, 1));
+  return Dataset(std::make_shared<SelectNode>(*this, fmt::format("Take({})", count), 0, count, 1));
 }
 
 Dataset Dataset::Skip(int64_t count) const {
@@ -590,8 +621,8 @@ Dataset Dataset::Skip(int64_t count) const {
 Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
   CheckPositive(num_shards, "num_shards", "Shard");
   if (index < 0 || index >= num_shards) {
-    throw Error(errors::InvalidArgument("Shard: index must be in [0, ", num_shards, "), got ",
-                                        index));
+    throw Error(
+        errors::InvalidArgument("Shard: index must be in [0, ", num_shards, "), got ", index));
   }
   return Dataset(std::make_shared<SelectNode>(
       *this, fmt::format("Shard({}, {})", num_shards, index), index, -1, num_shards));

@@ -25,6 +25,7 @@
 
 #include "placeflow/core/status.h"
 #include "placeflow/core/tensor.h"
+#include "placeflow/io/record_io.h"
 
 namespace pf {
 class CancellationManager;
@@ -102,7 +103,15 @@ class Dataset {
   // MNIST / Fashion-MNIST IDX files (gzip or plain): elements (float [rows*cols] scaled to
   // [0, 1], int32 [] label). The files are read when the dataset is built.
   static Dataset FromIdx(const std::string& images_path, const std::string& labels_path);
-  // Records of TFRecord files, in order, as DT_STRING scalars (see data/tfrecord.h).
+  // The records of TFRecord files, file after file, as DT_STRING scalars (TensorFlow's
+  // TFRecordDataset; parse them with a Map). Errors name the file and offset (io/record_io.h);
+  // skip_corrupt skips records with a wrong data CRC (counted and logged per file).
+  static Dataset FromTFRecord(std::vector<std::string> files,
+                              io::Compression compression = io::Compression::kNone,
+                              bool skip_corrupt = false);
+  // Each file name of `files` (a DT_STRING vector, or names) as a DT_STRING scalar element: the
+  // input of an Interleave over files.
+  static Dataset FromFileNames(std::vector<std::string> files);
 
   // fn on each element, on num_parallel_calls threads (1: on the consumer's thread); the output
   // order is the input order at every thread count. `output_spec`: what fn returns (default:

@@ -1,7 +1,6 @@
 #include "placeflow/data/idx.h"
 
 #include <fmt/format.h>
-
 #include <zlib.h>
 
 #include <cstring>

@@ -19,8 +19,8 @@ Status CheckImage(const Tensor& t, const ImageOptions& o, const char* op) {
 
 Status CheckComponent(const Element& e, const ImageOptions& o, const char* op) {
   if (o.component < 0 || o.component >= static_cast<int>(e.size())) {
-    return errors::InvalidArgument(op, ": the element has ", e.size(),
-                                   " components, no component ", o.component);
+    return errors::InvalidArgument(op, ": the element has ", e.size(), " components, no component ",
+                                   o.component);
   }
   return CheckImage(e[o.component], o, op);
 }
@@ -58,8 +58,7 @@ StatusOr<Tensor> FlipLeftRight(const Tensor& image, const ImageOptions& o) {
   const int64_t h = o.height, w = o.width, c = o.channels;
   for (int64_t y = 0; y < h; ++y)
     for (int64_t x = 0; x < w; ++x)
-      for (int64_t k = 0; k < c; ++k)
-        dst[(y * w + x) * c + k] = in[(y * w + (w - 1 - x)) * c + k];
+      for (int64_t k = 0; k < c; ++k) dst[(y * w + x) * c + k] = in[(y * w + (w - 1 - x)) * c + k];
   return out;
 }
 

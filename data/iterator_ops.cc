@@ -1,6 +1,7 @@
 // MakeIterator and IteratorGetNext: the kernels, the iterator resource and the builder.
 #include "placeflow/data/iterator_ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -12,6 +13,25 @@
 
 namespace pf::data {
 namespace {
+
+// The dtypes a dataset component may have, in the order of IteratorGetNext's output lists.
+const DType kGroups[] = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_UINT8, DT_STRING};
+
+// Output index of each component: its dtype's list, then its place among that dtype's.
+StatusOr<std::vector<int>> ComponentOutputs(const ElementSpec& spec) {
+  for (const ComponentSpec& c : spec) {
+    if (std::find(std::begin(kGroups), std::end(kGroups), c.dtype) == std::end(kGroups))
+      return errors::InvalidArgument("A dataset component of dtype ", DTypeName(c.dtype),
+                                     " cannot be an IteratorGetNext output");
+  }
+  std::vector<int> where(spec.size());
+  int base = 0;
+  for (DType t : kGroups) {
+    for (size_t i = 0; i < spec.size(); ++i)
+      if (spec[i].dtype == t) where[i] = base++;
+  }
+  return where;
+}
 
 // Datasets by id: a graph's MakeIterator nodes name theirs by id (attrs hold no C++ objects);
 // the graph's extension removes them when the graph goes.
@@ -64,13 +84,18 @@ class IteratorResource : public Resource {
       std::lock_guard<std::mutex> lock(mu_);
       old = std::move(it_);
     }
-    if (old) old->Cancel();  // its threads stop; a waiting GetNext ends Cancelled
+    if (old) {
+      // Its threads stop; a waiting GetNext ends Cancelled. A synchronous GetNext in progress
+      // finishes first (iterators are not thread-safe).
+      std::lock_guard<std::mutex> lock(sync_mu_);
+      old->Cancel();
+    }
     old.reset();
     IteratorContext ctx;
     std::lock_guard<std::mutex> lock(mu_);
     ctx.iteration = passes_++;
     node_ = node;  // keeps the dataset alive as long as its iterator
-    it_ = node->MakeIterator(ctx);
+    it_ = Dataset(node).MakeIterator(ctx);
   }
   std::shared_ptr<Iterator> current() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -121,6 +146,8 @@ class IteratorGetNextOp : public OpKernel {
     auto spec = DecodeSpec(n.attr<std::vector<int64_t>>("output_types"),
                            n.attr<std::vector<int64_t>>("output_shapes"));
     if (spec.ok()) spec_ = *spec;
+    auto where = ComponentOutputs(spec_);
+    if (where.ok()) where_ = *where;
   }
   bool IsAsync() const override { return true; }
   bool IsExpensive() const override { return false; }
@@ -148,17 +175,17 @@ class IteratorGetNextOp : public OpKernel {
     // to its work: the rest of the step then continues on the device's pool.
     const std::thread::id caller = std::this_thread::get_id();
     auto returned = std::make_shared<std::atomic<bool>>(false);
-    it->GetNextAsync(element.get(), ctx->cancellation(),
-                     [this, ctx, element, done, caller, returned](StatusOr<bool> more) {
-                       Status s = Finish(ctx, more, *element);
-                       element->clear();
-                       if (!returned->load() && std::this_thread::get_id() == caller) {
-                         done(s);
-                       } else {
-                         ctx->device()->intra_op_pool()->Schedule(
-                             [done, s = std::move(s)] { done(s); });
-                       }
-                     });
+    it->GetNextAsync(
+        element.get(), ctx->cancellation(),
+        [this, ctx, element, done, caller, returned](StatusOr<bool> more) {
+          Status s = Finish(ctx, more, *element);
+          element->clear();
+          if (!returned->load() && std::this_thread::get_id() == caller) {
+            done(s);
+          } else {
+            ctx->device()->intra_op_pool()->Schedule([done, s = std::move(s)] { done(s); });
+          }
+        });
     returned->store(true);
   }
 
@@ -166,13 +193,14 @@ class IteratorGetNextOp : public OpKernel {
   Status Finish(OpKernelContext* ctx, const StatusOr<bool>& more, Element& e) const {
     if (!more.ok()) return more.status();
     if (!*more) return errors::OutOfRange("End of sequence");
-    PF_RETURN_IF_ERROR(CheckElement(e, spec_, "The dataset of iterator '" +
-                                                  node().attr<std::string>("shared_name") + "'"));
+    PF_RETURN_IF_ERROR(CheckElement(
+        e, spec_, "The dataset of iterator '" + node().attr<std::string>("shared_name") + "'"));
     for (size_t i = 0; i < e.size(); ++i)
-      PF_RETURN_IF_ERROR(ctx->SetOutput(static_cast<int>(i), std::move(e[i])));
+      PF_RETURN_IF_ERROR(ctx->SetOutput(where_[i], std::move(e[i])));
     return Status::OK();
   }
   ElementSpec spec_;
+  std::vector<int> where_;  // component -> output index
 };
 
 PF_REGISTER_OP(OpDef("MakeIterator")
@@ -181,21 +209,29 @@ PF_REGISTER_OP(OpDef("MakeIterator")
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn(NoOutputsShape));
-PF_REGISTER_OP(OpDef("IteratorGetNext")
-                   .OutputTypeList("components", "output_types")
-                   .RequiredAttr("shared_name")
-                   .RequiredAttr("output_shapes")
-                   .SetStateful()
-                   .SetNotDifferentiable()
-                   .SetShapeFn([](ShapeContext& c) {
-                     PF_ASSIGN_OR_RETURN(
-                         ElementSpec spec,
-                         DecodeSpec(c.attr<std::vector<int64_t>>("output_types"),
-                                    c.attr<std::vector<int64_t>>("output_shapes")));
-                     for (size_t i = 0; i < spec.size(); ++i)
-                       c.set_output(static_cast<int>(i), spec[i].shape);
-                     return Status::OK();
-                   }));
+// The outputs: one list per dtype, in kGroups' order (the op schema has no list(type)); the
+// builder hands them back in component order (ComponentOutputs).
+OpDef GetNextDef() {
+  OpDef def("IteratorGetNext");
+  for (DType t : kGroups) {
+    const std::string name(DTypeName(t));
+    def.OutputList(name + "_components", name, "num_" + name).Attr("num_" + name, int64_t{0});
+  }
+  return def.RequiredAttr("shared_name")
+      .RequiredAttr("output_types")
+      .RequiredAttr("output_shapes")
+      .SetStateful()
+      .SetNotDifferentiable()
+      .SetShapeFn([](ShapeContext& c) {
+        PF_ASSIGN_OR_RETURN(ElementSpec spec,
+                            DecodeSpec(c.attr<std::vector<int64_t>>("output_types"),
+                                       c.attr<std::vector<int64_t>>("output_shapes")));
+        PF_ASSIGN_OR_RETURN(std::vector<int> where, ComponentOutputs(spec));
+        for (size_t i = 0; i < spec.size(); ++i) c.set_output(where[i], spec[i].shape);
+        return Status::OK();
+      });
+}
+PF_REGISTER_OP(GetNextDef());
 PF_REGISTER_KERNEL(KernelDef("MakeIterator", kDeviceCpu), MakeIteratorOp);
 PF_REGISTER_KERNEL(KernelDef("IteratorGetNext", kDeviceCpu), IteratorGetNextOp);
 
@@ -221,8 +257,7 @@ StatusOr<ElementSpec> DecodeSpec(const std::vector<int64_t>& types,
     const int64_t rank = shapes[pos++];
     Shape s = Shape::Unknown();
     if (rank >= 0) {
-      if (pos + rank > shapes.size())
-        return errors::InvalidArgument("output_shapes is truncated");
+      if (pos + rank > shapes.size()) return errors::InvalidArgument("output_shapes is truncated");
       PF_ASSIGN_OR_RETURN(s, Shape::FromDims(std::span<const int64_t>(shapes.data() + pos, rank)));
       pos += rank;
     }
@@ -247,12 +282,19 @@ GraphIterator MakeIterator(const Scope& scope, const Dataset& dataset, const std
                        .Finalize();
   std::vector<int64_t> types;
   for (const ComponentSpec& c : spec) types.push_back(static_cast<int64_t>(c.dtype));
-  Node* next = NodeBuilder(s.ColocateWith(it.initializer), "IteratorGetNext")
-                   .Attr("shared_name", it.shared_name)
+  const std::vector<int> where = ComponentOutputs(spec).ValueOrThrow();
+  const Scope colocated = s.ColocateWith(it.initializer);  // NodeBuilder keeps a reference
+  NodeBuilder b(colocated, "IteratorGetNext");
+  for (DType t : kGroups) {
+    const int64_t n = std::count_if(spec.begin(), spec.end(),
+                                    [t](const ComponentSpec& c) { return c.dtype == t; });
+    b.Attr("num_" + std::string(DTypeName(t)), n);
+  }
+  Node* next = b.Attr("shared_name", it.shared_name)
                    .Attr("output_types", types)
                    .Attr("output_shapes", EncodeShapes(spec))
                    .Finalize();
-  for (int i = 0; i < next->num_outputs(); ++i) it.next.push_back(Output(next, i));
+  for (size_t i = 0; i < spec.size(); ++i) it.next.push_back(Output(next, where[i]));
   return it;
 }
 

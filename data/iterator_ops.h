@@ -8,7 +8,8 @@
 //   Output logits = Model(it.next[0]);  ...  loss uses it.next[1]
 //   sess.Run({}, {}, {it.initializer});            // each epoch
 //   try { for (;;) sess.Run({}, {loss}, {train_op}); }
-//   catch (const pf::Error& e) { if (e.code() != pf::Code::kOutOfRange) throw; }  // "End of sequence"
+//   catch (const pf::Error& e) { if (e.code() != pf::Code::kOutOfRange) throw; }  // "End of
+//   sequence"
 //
 // IteratorGetNext is an asynchronous kernel: an element that is ready is returned at once; else
 // (a Prefetch on top of the pipeline) the pipeline's thread completes it when the element is
@@ -27,9 +28,9 @@
 namespace pf::data {
 
 struct GraphIterator {
-  Operation initializer;    // MakeIterator: run before the first element and for each new pass
+  Operation initializer;     // MakeIterator: run before the first element and for each new pass
   std::vector<Output> next;  // IteratorGetNext's outputs, one per component
-  std::string shared_name;  // the resource's name in the device's ResourceMgr
+  std::string shared_name;   // the resource's name in the device's ResourceMgr
 };
 
 // Nodes "<name>/MakeIterator" and "<name>/IteratorGetNext" (name scope made unique), colocated;

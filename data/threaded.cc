@@ -35,6 +35,7 @@ class ParallelMapIt : public Iterator {
 
   StatusOr<bool> GetNext(Element* out) override {
     std::unique_lock<std::mutex> lock(mu_);
+    if (failed_) return false;
     if (!started_) Start();
     cv_.wait(lock, [&] {
       return cancelled_ || results_.count(next_) || (input_end_ && next_ >= end_seq_);
@@ -48,9 +49,10 @@ class ParallelMapIt : public Iterator {
     cv_.notify_all();
     if (!r.ok()) {
       // Sticky: later calls see the end (TensorFlow's iterators end after an error too).
+      failed_ = true;
       input_end_ = true;
-      end_seq_ = next_;
       results_.clear();
+      cv_.notify_all();
       return r.status();
     }
     *out = std::move(*r);
@@ -93,18 +95,19 @@ class ParallelMapIt : public Iterator {
           seq = issued_++;
         }
         more = input_->GetNext(&e);
-      }
-      if (!more.ok() || !*more) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!more.ok()) {
-          results_.emplace(seq, more.status());
-          end_seq_ = seq + 1;
-        } else {
-          end_seq_ = seq;
+        if (!more.ok() || !*more) {
+          // Still under input_mu_: no other worker reads the input past its end.
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!more.ok()) {
+            results_.emplace(seq, more.status());
+            end_seq_ = seq + 1;
+          } else {
+            end_seq_ = seq;
+          }
+          input_end_ = true;
+          cv_.notify_all();
+          return;
         }
-        input_end_ = true;
-        cv_.notify_all();
-        return;
       }
       StatusOr<Element> r = RunMapFn(*fn_, std::move(e), MapContext{seq, iteration_}, *spec_);
       std::lock_guard<std::mutex> lock(mu_);
@@ -121,7 +124,7 @@ class ParallelMapIt : public Iterator {
   std::mutex input_mu_;  // serialises input_->GetNext and the sequence numbers it goes with
   std::mutex mu_;
   std::condition_variable cv_;
-  bool started_ = false, cancelled_ = false, input_end_ = false;
+  bool started_ = false, cancelled_ = false, input_end_ = false, failed_ = false;
   int64_t issued_ = 0, next_ = 0, end_seq_ = 0;
   std::map<int64_t, StatusOr<Element>> results_;
   std::vector<std::thread> threads_;
@@ -264,9 +267,8 @@ class PrefetchIt : public Iterator {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(s.mu);
-        s.cv.wait(lock, [&] {
-          return s.cancelled || static_cast<int64_t>(s.buffer.size()) < capacity_;
-        });
+        s.cv.wait(lock,
+                  [&] { return s.cancelled || static_cast<int64_t>(s.buffer.size()) < capacity_; });
         if (s.cancelled) return;
       }
       Element e;
@@ -303,7 +305,7 @@ class PrefetchNode : public UnaryNode {
  public:
   PrefetchNode(Dataset in, int64_t n) : UnaryNode(in, in.spec()), n_(n) {}
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
-    return std::make_unique<PrefetchIt>(input().MakeIterator(ctx), n_);
+    return std::make_unique<PrefetchIt>(input().node()->MakeIterator(ctx), n_);
   }
   std::string DebugString() const override {
     return fmt::format("{} -> Prefetch({})", input().DebugString(), n_);

@@ -156,8 +156,6 @@ std::vector<bool> ArgSlots(const std::vector<ArgDef>& args, const Node& node,
     int n = 1;
     if (!a.number_attr.empty() && node.HasAttr(a.number_attr))
       n = static_cast<int>(node.attr<int64_t>(a.number_attr));
-    if (!a.type_list_attr.empty() && node.HasAttr(a.type_list_attr))
-      n = static_cast<int>(node.attr<std::vector<int64_t>>(a.type_list_attr).size());
     const bool on_host = std::find(names.begin(), names.end(), a.name) != names.end();
     for (int k = 0; k < n && slot < num_slots; ++k, ++slot) host[slot] = on_host;
   }

@@ -24,12 +24,6 @@ OpDef& OpDef::OutputList(std::string name, std::string type, std::string number_
   outputs_.push_back({std::move(name), std::move(type), std::move(number_attr), false});
   return *this;
 }
-
-OpDef& OpDef::OutputTypeList(std::string name, std::string types_attr) {
-  outputs_.push_back({std::move(name), "", "", false, types_attr});
-  attrs_[std::move(types_attr)] = std::nullopt;
-  return *this;
-}
 OpDef& OpDef::Attr(std::string name, AttrValue default_value) {
   attrs_[std::move(name)] = std::move(default_value);
   return *this;

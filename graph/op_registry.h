@@ -41,9 +41,6 @@ struct ArgDef {
   std::string type;         // a type attr name ("T") or a fixed dtype ("int32")
   std::string number_attr;  // non-empty for a list argument of that many tensors
   bool is_ref = false;      // the input is a variable reference (colocated, not read)
-  // Outputs only: one output per dtype in this list attr (TensorFlow's list(type), stored as
-  // std::vector<int64_t> of DType values), as IteratorGetNext's components.
-  std::string type_list_attr;
 };
 
 class OpDef {
@@ -55,8 +52,6 @@ class OpDef {
   OpDef& InputList(std::string name, std::string type, std::string number_attr);
   OpDef& Output(std::string name, std::string type);
   OpDef& OutputList(std::string name, std::string type, std::string number_attr);
-  // Outputs whose dtypes are the list attr `types_attr` (std::vector<int64_t> of DType values).
-  OpDef& OutputTypeList(std::string name, std::string types_attr);
   OpDef& Attr(std::string name, AttrValue default_value);
   OpDef& RequiredAttr(std::string name);
   // A dtype attr with its allowed values (empty: any computable dtype).

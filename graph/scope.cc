@@ -259,22 +259,6 @@ Status NodeBuilder::Check(NodeSpec* spec) {
     }
   }
   for (const ArgDef& arg : def->outputs()) {
-    if (!arg.type_list_attr.empty()) {
-      const auto* types = std::get_if<std::vector<int64_t>>(&spec->attrs[arg.type_list_attr]);
-      if (types == nullptr || static_cast<int64_t>(types->size()) > kMaxOutputs) {
-        return errors::InvalidArgument("Attr '", arg.type_list_attr,
-                                       "' must be a list of at most ", kMaxOutputs, " dtypes",
-                                       where);
-      }
-      for (int64_t code : *types) {
-        const DType t = static_cast<DType>(code);
-        if (code <= 0 || code > 127 || DTypeName(t) == "invalid")
-          return errors::InvalidArgument("Attr '", arg.type_list_attr, "' holds ", code,
-                                         ", which is not a dtype", where);
-        spec->output_dtypes.push_back(t);
-      }
-      continue;
-    }
     PF_ASSIGN_OR_RETURN(DType t, ResolveType(arg.type, spec->attrs));
     int64_t n = 1;
     if (!arg.number_attr.empty()) {

@@ -16,6 +16,7 @@
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/placer/placer.h"
 #include "tools/flags.h"
+#include "tools/tfrecord_input.h"
 #include "tools/tower_timing.h"
 #ifdef PF_WITH_GRPC
 #include "tools/cluster_train.h"
@@ -371,7 +372,7 @@ int TowersTable(const Args& a) {
 
 struct TrainingData {
   pf::data::MnistArrays train, test;  // train: only without the pipeline
-  pf::data::Dataset train_ds;          // only with it
+  pf::data::Dataset train_ds;         // only with it
   int64_t train_examples = 0;
 };
 
@@ -387,8 +388,24 @@ int64_t CountElements(const pf::data::Dataset& d) {
 // dataset (the pipeline) or as arrays (fed), the test part as arrays (evaluation feeds them).
 TrainingData LoadTrainingData(const Args& a, const std::string& dir, bool pipeline) {
   TrainingData d;
-  if (a.data_format == "tfrecord") Usage("--data-format tfrecord is not available yet");
   using pf::data::Split;
+  if (a.data_format == "tfrecord") {
+    if (!pf::tfrecord_input::Available())
+      Usage("--data-format tfrecord needs a placeflow built with protobuf (PF_WITH_PROTOBUF)");
+    auto train_files = pf::tfrecord_input::Files(dir, Split::kTrain).ValueOrThrow();
+    auto test_files =
+        pf::tfrecord_input::Files(std::filesystem::is_directory(dir)
+                                      ? dir
+                                      : std::filesystem::path(dir).parent_path().string(),
+                                  Split::kTest)
+            .ValueOrThrow();
+    d.test = pf::data::Take(pf::tfrecord_input::LoadMnistArrays(test_files).ValueOrThrow(),
+                            a.test_limit);
+    d.train_ds =
+        pf::data::Dataset::FromTFRecord(train_files).Take(a.train_limit > 0 ? a.train_limit : -1);
+    d.train_examples = CountElements(d.train_ds);
+    return d;
+  }
   d.test = pf::data::Take(pf::data::LoadMnist(dir, Split::kTest).ValueOrThrow(), a.test_limit);
   if (!pipeline) {
     d.train = pf::data::Take(pf::data::LoadMnist(dir, Split::kTrain).ValueOrThrow(), a.train_limit);
@@ -396,7 +413,8 @@ TrainingData LoadTrainingData(const Args& a, const std::string& dir, bool pipeli
     return d;
   }
   auto [images, labels] = pf::data::MnistPaths(dir, Split::kTrain);
-  d.train_ds = pf::data::Dataset::FromIdx(images, labels).Take(a.train_limit > 0 ? a.train_limit : -1);
+  d.train_ds =
+      pf::data::Dataset::FromIdx(images, labels).Take(a.train_limit > 0 ? a.train_limit : -1);
   d.train_examples = CountElements(d.train_ds);
   return d;
 }
@@ -434,10 +452,11 @@ int Main(int argc, char** argv) {
     int64_t train_examples = 0;
     // Classifiers read their batches through a dataset in the graph, except in a cluster (each
     // worker feeds its own).
-    const bool use_pipeline =
-        a.input == "dataset" && a.job_name.empty() && a.local_cluster.empty();
+    const bool use_pipeline = a.input == "dataset" && a.job_name.empty() && a.local_cluster.empty();
     if (a.data_format == "tfrecord" && !use_pipeline)
-      Usage("--data-format tfrecord reads through the input pipeline: not with --input feed or a cluster");
+      Usage(
+          "--data-format tfrecord reads through the input pipeline: not with --input feed or a "
+          "cluster");
     pf::models::ModelOptions mo;
     mo.init = a.init;
     mo.seed = a.seed;
@@ -498,8 +517,16 @@ int Main(int argc, char** argv) {
     if (classifier && use_pipeline) {
       const int64_t batch =
           pf::trainer::EffectiveBatch(a.batch > 0 ? a.batch : 100, train_examples).ValueOrThrow();
+      pf::data::MapFn parse;  // TFRecord: serialized tf.Examples, parsed a batch at a time
+      if (a.data_format == "tfrecord") {
+        parse = [](pf::data::Element e, const pf::data::MapContext&) {
+          return pf::tfrecord_input::ParseMnistBatch(e[0]);
+        };
+      }
       train_iterator = pf::data::MakeIterator(
-          root, pf::trainer::TrainingPipeline(train_ds, train_examples, batch, a.seed),
+          root,
+          pf::trainer::TrainingPipeline(train_ds, train_examples, batch, a.seed, parse,
+                                        {{pf::DT_FLOAT, {-1, -1}}, {pf::DT_INT32, {-1}}}),
           "train_input");
       mo.input = train_iterator->next[0];
       mo.target = train_iterator->next[1];

@@ -207,10 +207,13 @@ void Trainer::MaybeSave() {
 }
 
 data::Dataset TrainingPipeline(const data::Dataset& examples, int64_t num_examples, int64_t batch,
-                               uint64_t seed) {
-  return examples.Shuffle(std::max<int64_t>(1, num_examples), seed)
-      .Batch(batch, /*drop_remainder=*/true)
-      .Prefetch(2);
+                               uint64_t seed, data::MapFn parse_batch,
+                               data::ElementSpec parsed_spec) {
+  data::Dataset d = examples.Shuffle(std::max<int64_t>(1, num_examples), seed)
+                        .Take(num_examples / batch * batch)
+                        .Batch(batch);
+  if (parse_batch) d = d.Map(std::move(parse_batch), 2, std::move(parsed_spec));
+  return d.Prefetch(2);
 }
 
 double Trainer::Run(const data::MnistArrays* train, const data::MnistArrays* test) {
@@ -248,7 +251,8 @@ double Trainer::RunRegression() {
 }
 
 void Trainer::ReplayIterator(int64_t first, int64_t per_epoch) {
-  for (int64_t pass = 0; pass < first / per_epoch; ++pass) sess_.Run({}, {}, {o_.iterator->initializer});
+  for (int64_t pass = 0; pass < first / per_epoch; ++pass)
+    sess_.Run({}, {}, {o_.iterator->initializer});
   if (first % per_epoch == 0) return;
   sess_.Run({}, {}, {o_.iterator->initializer});
   for (int64_t k = 0; k < first % per_epoch; ++k) sess_.Run({o_.iterator->next.back()});

@@ -60,9 +60,13 @@ struct Options {
 };
 
 // pf-train's training input: the examples shuffled (a buffer of all of them: a uniform
-// shuffle, a new order per pass), in batches of `batch` (the remainder dropped), prefetched.
+// shuffle, a new order per pass), the first num_examples / batch * batch of them in batches of
+// `batch` (the static batch dimension stays unknown, so evaluation can feed other sizes),
+// mapped by `parse_batch` when given (TFRecord: serialized examples parsed a batch at a time,
+// on 2 threads, into `parsed_spec`), prefetched.
 data::Dataset TrainingPipeline(const data::Dataset& examples, int64_t num_examples, int64_t batch,
-                               uint64_t seed);
+                               uint64_t seed, data::MapFn parse_batch = nullptr,
+                               data::ElementSpec parsed_spec = {});
 
 // OK when `dir` can hold checkpoints: an existing, writable directory, or one that can be
 // created (it is, with its parents). Otherwise FailedPrecondition naming the path and why (a

@@ -1,14 +1,16 @@
 // pf::data transformations against naive references: slices, batches, shuffle (a permutation,
 // TensorFlow's buffer algorithm), shard / take / skip / repeat counts, interleave order (TF's
 // documented example), parallel map determinism, prefetch, cancellation without leaks.
+#include "placeflow/data/dataset.h"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <set>
 #include <thread>
 
-#include "placeflow/data/dataset.h"
 #include "placeflow/data/idx.h"
 #include "placeflow/data/image.h"
 #include "tests/testing/test_util.h"
@@ -45,7 +47,7 @@ int64_t Threads() {
   return -1;
 }
 
-TEST_CASE("FromTensorSlices yields rows in order; FromTensors one element", "[data]") {
+TEST_CASE("FromTensorSlices yields rows in order, FromTensors one element", "[data]") {
   Tensor x = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
   Tensor y = Tensor::FromVector<int32_t>({7, 8, 9});
   Dataset d = Dataset::FromTensorSlices({x, y});
@@ -64,12 +66,12 @@ TEST_CASE("FromTensorSlices yields rows in order; FromTensors one element", "[da
   CHECK_FALSE(it->GetNext(&e).ValueOrThrow());
   CHECK_FALSE(it->GetNext(&e).ValueOrThrow());  // stays at the end
   CHECK(Values(Dataset::FromTensors({Tensor::Scalar<int64_t>(5)})) == std::vector<int64_t>{5});
-  CHECK_THROWS_WITH(Dataset::FromTensorSlices({x, Tensor::FromVector<int32_t>({1, 2})}),
-                    Catch::Contains("component 0 has 3 rows") &&
-                        Catch::Contains("component 1 has 2"));
+  CHECK_THROWS_WITH(
+      Dataset::FromTensorSlices({x, Tensor::FromVector<int32_t>({1, 2})}),
+      Catch::Contains("component 0 has 3 rows") && Catch::Contains("component 1 has 2"));
 }
 
-TEST_CASE("Batch stacks consecutive elements in order; short last batch or dropped", "[data]") {
+TEST_CASE("Batch stacks consecutive elements in order, the last batch short or dropped", "[data]") {
   Dataset d = Range(10).Batch(4);
   CHECK(d.spec()[0].shape == Shape{-1});
   CHECK(Range(10).Batch(4, true).spec()[0].shape == Shape{4});
@@ -87,12 +89,11 @@ TEST_CASE("Batch stacks consecutive elements in order; short last batch or dropp
 
 TEST_CASE("A ragged batch is an error naming the component and the shapes", "[data]") {
   // Element i is a vector of length 1 + (i == 2).
-  Dataset d = Range(4).Map(
-      PlainMapFn([](Element e) -> StatusOr<Element> {
-        const int64_t n = e[0].scalar<int64_t>() == 2 ? 2 : 1;
-        return Element{Tensor::Scalar<int32_t>(0), Tensor(DT_FLOAT, {n})};
-      }),
-      1, {{DT_INT32, Shape{}}, {DT_FLOAT, Shape{-1}}});
+  Dataset d = Range(4).Map(PlainMapFn([](Element e) -> StatusOr<Element> {
+                             const int64_t n = e[0].scalar<int64_t>() == 2 ? 2 : 1;
+                             return Element{Tensor::Scalar<int32_t>(0), Tensor(DT_FLOAT, {n})};
+                           }),
+                           1, {{DT_INT32, Shape{}}, {DT_FLOAT, Shape{-1}}});
   auto it = d.Batch(4).MakeIterator();
   Element e;
   StatusOr<bool> r = it->GetNext(&e);
@@ -173,17 +174,13 @@ TEST_CASE("Interleave follows TensorFlow's documented order", "[data]") {
   // cycle_length=2, block_length=4.
   Dataset in = Dataset::FromTensorSlices({Tensor::FromVector<int64_t>({1, 2, 3, 4, 5})});
   Dataset d = in.Interleave(
-      [](const Element& e) -> StatusOr<Dataset> {
-        return Dataset::FromTensors({e[0]}).Repeat(6);
-      },
+      [](const Element& e) -> StatusOr<Dataset> { return Dataset::FromTensors({e[0]}).Repeat(6); },
       2, 4);
   CHECK(Values(d) == std::vector<int64_t>{1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3,
                                           3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5});
   // cycle_length 1 is a flat map.
   Dataset flat = in.Interleave(
-      [](const Element& e) -> StatusOr<Dataset> {
-        return Dataset::FromTensors({e[0]}).Repeat(2);
-      },
+      [](const Element& e) -> StatusOr<Dataset> { return Dataset::FromTensors({e[0]}).Repeat(2); },
       1);
   CHECK(Values(flat) == std::vector<int64_t>{1, 1, 2, 2, 3, 3, 4, 4, 5, 5});
 }
@@ -197,10 +194,14 @@ TEST_CASE("Parallel map gives the same order at 1, 2 and 8 threads", "[data]") {
     return Element{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * 1000 + int64_t(r % 1000))};
   };
   auto run = [&](int threads) {
-    return Values(Range(300).Shuffle(50, 1).Map(fn, threads).Batch(7).Map(
-        PlainMapFn([](Element e) -> StatusOr<Element> {
-          return Element{Tensor::Scalar<int64_t>(e[0].data<int64_t>()[0])};
-        })));
+    return Values(Range(300)
+                      .Shuffle(50, 1)
+                      .Map(fn, threads)
+                      .Batch(7)
+                      .Map(PlainMapFn([](Element e) -> StatusOr<Element> {
+                             return Element{Tensor::Scalar<int64_t>(e[0].data<int64_t>()[0])};
+                           }),
+                           1, {{DT_INT64, Shape{}}}));
   };
   std::vector<int64_t> one = run(1);
   CHECK(one.size() == 43);
@@ -215,12 +216,12 @@ TEST_CASE("Parallel map gives the same order at 1, 2 and 8 threads", "[data]") {
 
 TEST_CASE("Map errors and wrong outputs name the element", "[data]") {
   for (int threads : {1, 4}) {
-    Dataset d = Range(10).Map(
-        PlainMapFn([](Element e) -> StatusOr<Element> {
-          if (e[0].scalar<int64_t>() == 6) return errors::InvalidArgument("six is bad");
-          return e;
-        }),
-        threads);
+    Dataset d = Range(10).Map(PlainMapFn([](Element e) -> StatusOr<Element> {
+                                if (e[0].scalar<int64_t>() == 6)
+                                  return errors::InvalidArgument("six is bad");
+                                return e;
+                              }),
+                              threads);
     auto it = d.Prefetch(3).MakeIterator();
     Element e;
     for (int i = 0; i < 6; ++i) REQUIRE(it->GetNext(&e).ValueOrThrow());
@@ -235,13 +236,14 @@ TEST_CASE("Map errors and wrong outputs name the element", "[data]") {
                    }))
                    .MakeIterator();
   Element e;
-  CHECK_THAT(wrong->GetNext(&e).status().message(),
-             Catch::Contains("produced component 0 as float []") &&
-                 Catch::Contains("expected int64 []"));
+  CHECK_THAT(
+      wrong->GetNext(&e).status().message(),
+      Catch::Contains("produced component 0 as float []") && Catch::Contains("expected int64 []"));
 }
 
 TEST_CASE("Prefetch yields the same elements, synchronously and asynchronously", "[data]") {
-  CHECK(Values(Range(100).Map(PlainMapFn([](Element e) { return StatusOr<Element>(e); }), 3)
+  CHECK(Values(Range(100)
+                   .Map(PlainMapFn([](Element e) { return StatusOr<Element>(e); }), 3)
                    .Prefetch(4)) == Iota(0, 100));
   auto it = Range(20).Prefetch(2).MakeIterator();
   REQUIRE(it->SupportsAsync());
@@ -260,7 +262,7 @@ TEST_CASE("Prefetch yields the same elements, synchronously and asynchronously",
     });
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done; });
-    if (!result.ValueOrThrow()) break;
+    if (!std::move(result).ValueOrThrow()) break;
     got.push_back(e[0].scalar<int64_t>());
   }
   CHECK(got == Iota(0, 20));
@@ -306,11 +308,13 @@ TEST_CASE("Image helpers match naive crops, flips and normalisation", "[data][im
   CHECK(crop.shape() == img.shape());
   for (int64_t y = 0; y < 4; ++y)
     for (int64_t x = 0; x < 5; ++x)
-      for (int64_t c = 0; c < 2; ++c) CHECK(crop.data<float>()[(y * 5 + x) * 2 + c] == at(y + 1, x - 2, c));
+      for (int64_t c = 0; c < 2; ++c)
+        CHECK(crop.data<float>()[(y * 5 + x) * 2 + c] == at(y + 1, x - 2, c));
   Tensor flip = FlipLeftRight(img, o).ValueOrThrow();
   for (int64_t y = 0; y < 4; ++y)
     for (int64_t x = 0; x < 5; ++x)
-      for (int64_t c = 0; c < 2; ++c) CHECK(flip.data<float>()[(y * 5 + x) * 2 + c] == at(y, 4 - x, c));
+      for (int64_t c = 0; c < 2; ++c)
+        CHECK(flip.data<float>()[(y * 5 + x) * 2 + c] == at(y, 4 - x, c));
   Element norm = Normalize(o, {0.5f, -1.f}, {2.f, 4.f})({img}, MapContext{}).ValueOrThrow();
   for (int64_t i = 0; i < img.num_elements(); ++i) {
     const float want = i % 2 == 0 ? (p[i] - 0.5f) / 2.f : (p[i] + 1.f) / 4.f;

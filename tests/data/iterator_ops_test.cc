@@ -1,10 +1,11 @@
 // Datasets in a graph: MakeIterator / IteratorGetNext through Session::Run, OutOfRange at the
 // end of an epoch, re-initialisation, feeding, step cancellation, sessions closing mid-epoch.
+#include "placeflow/data/iterator_ops.h"
+
 #include <chrono>
 #include <fstream>
 #include <thread>
 
-#include "placeflow/data/iterator_ops.h"
 #include "tests/testing/test_util.h"
 
 namespace pf::data {
@@ -40,7 +41,7 @@ TEST_CASE("IteratorGetNext feeds a graph until OutOfRange, and re-initialises", 
     CHECK(it.next[0].shape() == Shape{-1, 3});
     CHECK(it.next[1].dtype() == DT_INT32);
     CHECK(it.next[1].shape() == Shape{-1});
-    Output sum = ops::Sum(root, it.next[0], ops::Const(root, Tensor::FromVector<int32_t>({0, 1})));
+    Output sum = ops::Sum(root, it.next[0], {0, 1});
     Session sess(g);
     // Not initialised yet: TensorFlow's FailedPrecondition.
     try {
@@ -180,8 +181,8 @@ TEST_CASE("IteratorGetNext checks elements against its static spec", "[data][gra
   sess.Run({it.next[0]});
   CHECK_THROWS_WITH(sess.Run({it.next[0]}),
                     Catch::Contains("produced component 0 as float [2], expected float [3]"));
-  CHECK(DecodeSpec({DT_FLOAT, DT_INT32}, EncodeShapes({{DT_FLOAT, Shape{-1, 784}},
-                                                       {DT_INT32, Shape::Unknown()}}))
+  CHECK(DecodeSpec({DT_FLOAT, DT_INT32},
+                   EncodeShapes({{DT_FLOAT, Shape{-1, 784}}, {DT_INT32, Shape::Unknown()}}))
             .ValueOrThrow() ==
         ElementSpec{{DT_FLOAT, Shape{-1, 784}}, {DT_INT32, Shape::Unknown()}});
 }
