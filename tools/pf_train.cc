@@ -474,10 +474,11 @@ int Main(int argc, char** argv) {
       test = std::move(td.test);
       train_ds = td.train_ds;
       train_examples = td.train_examples;
-      std::printf("data: %s (%s, %lld train, %lld test examples%s)\n", dir.c_str(),
-                  a.data_format.c_str(), static_cast<long long>(train_examples),
-                  static_cast<long long>(test.size()),
-                  use_pipeline ? ", input pipeline: shuffle, batch, prefetch" : "");
+      std::printf("data: %s (%lld train, %lld test examples)\n", dir.c_str(),
+                  static_cast<long long>(train_examples), static_cast<long long>(test.size()));
+      std::printf("input: %s files, %s\n", a.data_format.c_str(),
+                  use_pipeline ? "read through the pipeline (shuffle, batch, prefetch)"
+                               : "batches prepared on a thread and fed");
       mo.steps_per_epoch = std::max<int64_t>(1, train_examples / (a.batch > 0 ? a.batch : 100));
     }
     const TowerPlan plan = PlanTowers(a);

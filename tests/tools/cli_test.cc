@@ -110,7 +110,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
       break;  // the examples follow
     }
   }
-  CHECK(entries.size() == 36);
+  CHECK(entries.size() == 38);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
@@ -125,6 +125,8 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--log-device-placement",
                            "--seed",
                            "--data",
+                           "--data-format",
+                           "--input",
                            "--init",
                            "--checkpoint",
                            "--restore",
@@ -175,7 +177,7 @@ TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
   CHECK_THAT(r.out,
              Contains("  executor_chain         us per node of a chain of 10,000 tiny ops\n"));
   CHECK_THAT(r.out, Contains("  conv2d_gflops          a 3x3 conv layer"));
-  // One described line per figure: 22 figures.
+  // One described line per figure: 25 figures.
   std::istringstream in(r.out.substr(r.out.find("figures:\n")));
   int figures = 0;
   for (std::string line; std::getline(in, line);) {
@@ -184,7 +186,7 @@ TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
     INFO(line);
     CHECK(line.size() > 26);  // name, padding, description
   }
-  CHECK(figures == 22);
+  CHECK(figures == 25);
   ToolRun bad = RunTool(PF_BENCH_BINARY, "--nope");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, StartsWith("pf-bench: unknown figure '--nope'; figures: executor_chain"));
