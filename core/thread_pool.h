@@ -6,6 +6,7 @@
 //   pool->ParallelFor(n, /*cost_per_unit=*/10, [&](int64_t begin, int64_t end) { ... });
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -44,14 +45,23 @@ class ThreadPool {
   // True on one of this pool's threads.
   bool InPool() const;
 
+  // How long an idle worker, or a ParallelFor caller waiting for its helpers, polls before it
+  // sleeps: a step's next task usually comes within microseconds, and waking a sleeping thread
+  // costs tens of them (TensorFlow's pool spins too). PF_POOL_SPIN_US sets it; 0 never polls.
+  static int64_t SpinMicros();
+
  private:
   void WorkerLoop();
+  // Polls `ready` for up to SpinMicros(); true when it became true.
+  template <typename Ready>
+  static bool SpinUntil(Ready ready);
 
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
+  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace pf

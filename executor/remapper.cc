@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
+#include <string_view>
 
 #include "placeflow/graph/kernel.h"
 #include "placeflow/graph/op_registry.h"
@@ -11,17 +13,51 @@
 namespace pf {
 namespace {
 
-// The only consumer of `o` is input 0 of a node running `op` on this partition; no control edge
-// leaves o's node and o is not fetched.
-Node* SoleConsumer(const Output& o, const char* op, const std::set<Output>& fetched) {
+// An input that reads only its tensor's shape (a gradient's "like" operand): it can read the
+// shape from the fused node's output instead, which has the product's shape.
+bool ReadsShapeOnly(const Edge& e) {
+  return (e.dst->op() == "SumToShape" || e.dst->op() == "ReduceGrad") && e.dst_input == 1;
+}
+
+// The only consumer of `o` is a node running one of `ops` on this partition; no control edge
+// leaves o's node and o is not fetched. *input is the consumer's input that o feeds. Inputs that
+// read only o's shape do not count: they are appended to *shape_uses.
+Node* SoleConsumer(const Output& o, std::initializer_list<std::string_view> ops,
+                   const std::set<Output>& fetched, std::vector<Edge>* shape_uses,
+                   int* input = nullptr) {
   if (fetched.count(o) || o.node->num_outputs() != 1) return nullptr;
   Node* consumer = nullptr;
+  std::vector<Edge> shape_only;
   for (const Edge& e : o.node->out_edges()) {
+    if (!e.IsControl() && ReadsShapeOnly(e)) {
+      shape_only.push_back(e);
+      continue;
+    }
     if (e.IsControl() || consumer != nullptr) return nullptr;
     consumer = e.dst;
-    if (e.dst_input != 0) return nullptr;
+    if (input != nullptr) *input = e.dst_input;
   }
-  return consumer != nullptr && consumer->op() == op ? consumer : nullptr;
+  if (consumer == nullptr || std::find(ops.begin(), ops.end(), consumer->op()) == ops.end())
+    return nullptr;
+  if (input == nullptr && consumer->input(0) != o) return nullptr;
+  shape_uses->insert(shape_uses->end(), shape_only.begin(), shape_only.end());
+  return consumer;
+}
+
+// The bias a node adds to the product `mm` (a rank-2 [M, N] matrix), or an empty Output:
+// BiasAdd's [N], or an Add whose other operand is a scalar or an [N] vector (a bias as
+// TensorFlow's remapper reads an Add: broadcast along the rows).
+Output BiasOf(const Node& add, int mm_input, const Output& mm) {
+  if (add.op() == "BiasAdd") {
+    const Shape& b = add.input(1).shape();
+    return mm_input == 0 && !b.unknown_rank() && b.rank() == 1 ? add.input(1) : Output();
+  }
+  const Output other = add.input(1 - mm_input);
+  const Shape& b = other.shape();
+  if (b.unknown_rank() || b.rank() > 1 || add.output_shape(0) != mm.shape()) return Output();
+  if (b.rank() == 1 && (b.dim(0) < 0 || mm.shape().unknown_rank() || b.dim(0) != mm.shape().dim(1)))
+    return Output();
+  return other;
 }
 
 bool IsRank2(const Output& o) { return o.shape().unknown_rank() || o.shape().rank() == 2; }
@@ -52,11 +88,16 @@ std::vector<Fusion> Remap(Partitions::Part* part, const std::set<Output>& fetche
   const std::vector<Node*> nodes = part->nodes;
   for (Node* matmul : nodes) {
     if (replaced_by.count(matmul) || matmul->op() != "MatMul") continue;
-    Node* bias_add = SoleConsumer(Output(matmul, 0), "BiasAdd", fetched);
-    if (bias_add == nullptr || !IsRank2(Output(matmul, 0))) continue;
-    if (bias_add->input(1).shape().unknown_rank() || bias_add->input(1).shape().rank() != 1)
-      continue;
-    Node* relu = SoleConsumer(Output(bias_add, 0), "Relu", fetched);
+    const Output product(matmul, 0);
+    int mm_input = 0;
+    std::vector<Edge> shape_uses;  // move to the fused node's output, of the same shape
+    Node* bias_add = SoleConsumer(product, {"BiasAdd", "Add"}, fetched, &shape_uses, &mm_input);
+    if (bias_add == nullptr || !IsRank2(product)) continue;
+    const Output bias = BiasOf(*bias_add, mm_input, product);
+    if (bias.node == nullptr) continue;
+    std::vector<Edge> relu_shape_uses = shape_uses;
+    Node* relu = SoleConsumer(Output(bias_add, 0), {"Relu"}, fetched, &relu_shape_uses);
+    if (relu != nullptr) shape_uses = std::move(relu_shape_uses);
     std::vector<Node*> group = {matmul, bias_add};
     if (relu != nullptr) group.push_back(relu);
     Node* last = group.back();
@@ -71,7 +112,7 @@ std::vector<Fusion> Remap(Partitions::Part* part, const std::set<Output>& fetche
                                                 : std::vector<std::string>{"BiasAdd"}}};
     if (KernelRegistry::Global()->Find("_FusedMatMul", device_type, spec.attrs) == nullptr)
       continue;  // e.g. a GPU: the patterns stay as they are
-    spec.inputs = {matmul->input(0), matmul->input(1), bias_add->input(1)};
+    spec.inputs = {matmul->input(0), matmul->input(1), bias};
     for (const Node* n : group) {
       for (Node* c : n->control_inputs()) {
         if (std::find(spec.control_inputs.begin(), spec.control_inputs.end(), c) ==
@@ -94,6 +135,7 @@ std::vector<Fusion> Remap(Partitions::Part* part, const std::set<Output>& fetche
         g.UpdateEdge(Output(fused, e.src_output), e.dst, e.dst_input);
       }
     }
+    for (const Edge& e : shape_uses) g.UpdateEdge(Output(fused, 0), e.dst, e.dst_input);
     Fusion f;
     f.op = "_FusedMatMul";
     f.fused_ops = fused->attr<std::vector<std::string>>("fused_ops");

@@ -53,15 +53,24 @@ done
 
 summary=()
 status=0
+# CPU seconds (user + system) of this shell's finished children: unlike wall time, it does not
+# grow when other work shares the machine, so a loaded machine still measures CI's cost.
+child_cpu_seconds() {
+  local s
+  read -ra s </proc/$$/stat
+  echo $(((s[15] + s[16]) / $(getconf CLK_TCK)))
+}
 stage() {  # stage NAME COMMAND...: runs, times and records one stage
-  local name=$1 start rc
+  local name=$1 start cpu0 rc
   shift
   start=$(date +%s)
+  cpu0=$(child_cpu_seconds)
   echo "== $name: $*"
   "$@"
   rc=$?
-  local secs=$(($(date +%s) - start))
-  summary+=("$(printf '%-12s %s  %dm%02ds' "$name" "$([[ $rc -eq 0 ]] && echo ok || echo "FAILED ($rc)")" $((secs / 60)) $((secs % 60)))")
+  local secs=$(($(date +%s) - start)) cpu=$(($(child_cpu_seconds) - cpu0))
+  summary+=("$(printf '%-12s %s  %dm%02ds wall, %dm%02ds cpu' "$name" "$([[ $rc -eq 0 ]] && echo ok || echo "FAILED ($rc)")" \
+    $((secs / 60)) $((secs % 60)) $((cpu / 60)) $((cpu % 60)))")
   [[ $rc -eq 0 ]] || status=1
   return $rc
 }

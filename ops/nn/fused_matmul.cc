@@ -1,9 +1,10 @@
 // _FusedMatMul (TensorFlow's name): MatMul, then BiasAdd, then optionally Relu, in one kernel.
 // Nobody builds it: the session's remapper (executor/remapper.h) puts it in place of
 // MatMul -> BiasAdd [-> Relu] at prepare time, after placement and gradients, so it has no
-// gradient. float32 runs one oneDNN matmul primitive with the bias and an eltwise_relu post-op
-// (the bias and the activation are applied while the output tile is still in registers); float64
-// runs loops (the gradient checker runs with the rewrite on, too).
+// gradient. The bias is [N], or a scalar (an Add of a scalar the remapper read as a bias, as the
+// seed models' `x*w + b` with a scalar b). float32 runs one oneDNN matmul primitive with the bias
+// and an eltwise_relu post-op (the bias and the activation are applied while the output tile is
+// still in registers); float64 runs loops (the gradient checker runs with the rewrite on, too).
 //
 // Threading: the output's rows are split over the intra-op pool as MatMul does (matmul.cc), each
 // shard a primitive at one OpenMP thread. PF_FUSED_MATMUL_OMP=1 instead runs one primitive on
@@ -17,8 +18,10 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "placeflow/core/logging.h"
 #include "placeflow/ops/math/matmul.h"
 #include "placeflow/ops/nn/nn_ops.h"
 #include "placeflow/ops/op_util.h"
@@ -40,6 +43,12 @@ Status ParseFusedOps(const std::vector<std::string>& fused_ops, bool* relu) {
   return Status::OK();
 }
 
+// A scalar broadcasts over the whole product; otherwise BiasAdd's rule ([N] for [M, N]).
+Status ValidateBias(const Shape& product, const Shape& bias) {
+  if (!bias.unknown_rank() && bias.rank() == 0) return Status::OK();
+  return ValidateBiasAdd(product, bias);
+}
+
 Status FusedMatMulShape(ShapeContext& c) {
   bool relu = false;
   PF_RETURN_IF_ERROR(ParseFusedOps(c.attr<std::vector<std::string>>("fused_ops"), &relu));
@@ -49,7 +58,7 @@ Status FusedMatMulShape(ShapeContext& c) {
   PF_RETURN_IF_ERROR(ValidateMatMul(a, b, ta, tb));
   const Shape out{a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0),
                   b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1)};
-  PF_RETURN_IF_ERROR(ValidateBiasAdd(out, c.input(2)));
+  PF_RETURN_IF_ERROR(ValidateBias(out, c.input(2)));
   c.set_output(0, out);
   return Status::OK();
 }
@@ -81,6 +90,8 @@ std::unique_ptr<Prim> MakePrim(const Key& key, bool relu) {
   auto p = std::make_unique<Prim>();
   p->src = memory::desc({rows, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
   p->wei = memory::desc({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  // Always [1, N]: a [1, 1] bias makes oneDNN 2.7 fall back to its reference matmul, hundreds
+  // of times slower; a scalar is spread into a row first.
   p->bias = memory::desc({1, n}, f32, memory::dims{n, 1});
   p->dst = memory::desc({rows, n}, f32, memory::dims{n, 1});
   dnnl::primitive_attr attr;
@@ -94,6 +105,12 @@ std::unique_ptr<Prim> MakePrim(const Key& key, bool relu) {
   }
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst), attr,
                                   Engine());
+  // oneDNN's reference kernels are correct but hundreds of times slower: say so (once per
+  // shape, as primitives are cached).
+  if (std::string impl = pd.impl_info_str(); impl.rfind("ref", 0) == 0) {
+    PF_LOG_WARN("_FusedMatMul: oneDNN chose its reference matmul ({}) for [{}, {}] x [{}, {}]",
+                impl, rows, k, k, n);
+  }
   p->prim = dnnl::matmul(pd);
   p->scratch = pd.scratchpad_desc();
   return p;
@@ -113,7 +130,7 @@ class FusedMatMulBase : public OpKernel {
     const Tensor& a = ctx->input(0);
     PF_RETURN_IF_ERROR(ValidateMatMul(a.shape(), ctx->input(1).shape(), ta_, tb_));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    PF_RETURN_IF_ERROR(ValidateBiasAdd(out->shape(), ctx->input(2).shape()));
+    PF_RETURN_IF_ERROR(ValidateBias(out->shape(), ctx->input(2).shape()));
     return out;
   }
 
@@ -135,9 +152,18 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     const float* pbias = bias.data<float>();
+    const bool scalar_bias = bias.rank() == 0;
+    std::vector<float> bias_row;
+    if (scalar_bias) {
+      bias_row.assign(n, pbias[0]);
+      pbias = bias_row.data();
+    }
     if (k == 0) {  // oneDNN rejects empty reductions: the product is zero
       for (int64_t r = 0; r < m; ++r) {
-        for (int64_t j = 0; j < n; ++j) c[r * n + j] = relu_ ? std::max(pbias[j], 0.f) : pbias[j];
+        for (int64_t j = 0; j < n; ++j) {
+          const float v = pbias[j];
+          c[r * n + j] = relu_ ? std::max(v, 0.f) : v;
+        }
       }
       return Status::OK();
     }
@@ -227,6 +253,7 @@ class FusedMatMulDoubleOp : public FusedMatMulBase {
     const double* pa = a.data<double>();
     const double* pb = b.data<double>();
     const double* pbias = bias.data<double>();
+    const bool scalar_bias = bias.rank() == 0;
     double* c = out->data<double>();
     ParallelFor(ctx, m, 2 * n * k, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) {
@@ -237,7 +264,7 @@ class FusedMatMulDoubleOp : public FusedMatMulBase {
           for (int64_t j = 0; j < n; ++j) ci[j] += av * (tb_ ? pb[j * ldb + p] : pb[p * ldb + j]);
         }
         for (int64_t j = 0; j < n; ++j) {
-          ci[j] += pbias[j];
+          ci[j] += pbias[scalar_bias ? 0 : j];
           if (relu_) ci[j] = std::max(ci[j], 0.0);
         }
       }

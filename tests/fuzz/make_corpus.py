@@ -105,3 +105,13 @@ put("graph", "xent", b"".join([
 rng = random.Random(20)
 for i in range(3):
     put("graph", f"random{i}", bytes(rng.randrange(256) for _ in range(48)))
+
+# tfrecord: mode byte (bits 0-1 compression none/ZLIB/GZIP, bit 2 skip_corrupt, bit 3 parse as
+# tf.Example), then the file: TensorFlow's own fixture (tests/data/make_tfrecord_fixture.py).
+DATA = os.path.join(HERE, "..", "data")
+for name, compression in (("tf_fixture.tfrecord", 0), ("tf_fixture.tfrecord.zz", 1),
+                          ("tf_fixture.tfrecord.gz", 2)):
+    with open(os.path.join(DATA, name), "rb") as f:
+        body = f.read()
+    for extra, what in ((0, "frames"), (8, "parsed"), (12, "parsed_skip")):
+        put("tfrecord", f"{name.replace('.', '_')}_{what}", bytes([compression | extra]) + body)

@@ -629,6 +629,10 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"MakeIterator", "CPU only: (re)starts a host-side input pipeline (data/iterator_ops.h)"},
         {"IteratorGetNext",
          "CPU only: the input pipeline's elements are host tensors (data/iterator_ops.h)"},
+        // String inputs live in host memory (DT_STRING): parsing ops are CPU kernels.
+        {"DecodeRaw", "CPU only: its input is DT_STRING (ops/parse/decode_ops.cc)"},
+        {"ParseExampleDense", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
+        {"ParseExampleVarLen", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
     };
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.
