@@ -112,8 +112,10 @@ pf::flags::FlagSet MakeFlags(Args& a) {
   f.String("--init", &a.init, "weight initialiser (seed: the article's N(0, 1), which diverges)",
            {"glorot", "seed"});
   f.Int("--seed", &a.seed, "graph seed (initial weights, dropout, batch order)", 0, kMaxCount);
-  f.String("--data", &a.data, "directory of MNIST-format IDX files (classifiers)")
-      .Value("DIR")
+  f.String("--data", &a.data,
+           "classifiers' data: a directory of MNIST-format IDX files, or with --data-format "
+           "tfrecord a TFRecord file or directory")
+      .Value("PATH")
       .Default("/usr/share/datasets/fashion-mnist when present");
   f.String("--data-format", &a.data_format,
            "idx: --data is a directory of IDX files; tfrecord: --data is a TFRecord file of "
