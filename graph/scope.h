@@ -110,7 +110,7 @@ class NodeBuilder {
     std::vector<Output> values;
   };
   Status Check(NodeSpec* spec);
-  const Scope& scope_;
+  Scope scope_;  // a copy: NodeBuilder b(scope.WithOpName("x"), ...) must not dangle
   std::string op_;
   std::string default_name_;
   std::vector<InputArg> args_;

@@ -36,6 +36,7 @@ Model BuildCnn(const std::string& name, const Scope& root, const ModelOptions& o
       o.learning_rate > 0 ? o.learning_rate : (m.optimizer_name == "sgd" ? 0.05 : 1e-3);
   Output lr = train::ExponentialDecay(root, base, m.global_step,
                                       static_cast<double>(o.steps_per_epoch), 0.9, true);
+  m.learning_rate = lr;
   auto opt = MakeOptimizer(m.optimizer_name, lr);
   const size_t updates_before = root.graph()->GetCollection(kUpdateOps).size();
   auto grads = LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m);

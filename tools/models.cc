@@ -68,6 +68,7 @@ std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOp
 Operation ApplyUpdate(const Scope& root, const ModelOptions& o,
                       std::unique_ptr<train::Optimizer> opt,
                       const std::vector<train::GradAndVar>& grads, Model* m) {
+  m->grads = grads;
   m->optimizer = std::move(opt);
   if (o.replicas_to_aggregate <= 0)
     return m->optimizer->ApplyGradients(root, grads, &m->global_step);
@@ -129,6 +130,7 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
       o.learning_rate > 0 ? o.learning_rate : (m.optimizer_name == "sgd" ? 0.3 : 0.001);
   Output lr = train::ExponentialDecay(root, base, m.global_step,
                                       static_cast<double>(o.steps_per_epoch), 0.99, true);
+  m.learning_rate = lr;
   auto opt = MakeOptimizer(m.optimizer_name, lr);
   auto grads = LossAndGradients(root, o, {m.input, m.target}, tower, *opt, &m);
   Operation step = ApplyUpdate(root, o, std::move(opt), grads, &m);

@@ -62,6 +62,8 @@ struct Model {
   Output loss;      // scalar: data loss plus regularisation
   Output accuracy;  // scalar fraction (classifiers), with moving-average weights
   Operation train_op;
+  Output learning_rate;                  // the scheduled rate (null when a constant)
+  std::vector<train::GradAndVar> grads;  // what the optimizer applies (for summaries)
   Variable global_step;
   bool classifier = false;
   std::vector<std::string> tower_devices;  // empty for the plain graph

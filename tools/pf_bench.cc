@@ -39,6 +39,7 @@
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
 #include "tools/models.h"
+#include "tools/summaries_bench.h"
 #include "tools/tower_timing.h"
 
 namespace {
@@ -474,6 +475,8 @@ const std::vector<Figure>& Figures() {
        pf::bench::MobilenetSmallStep},
       {"conv2d_gflops", "a 3x3 conv layer forward and backward next to oneDNN called directly",
        pf::bench::Conv2dGflops},
+      {"summaries_overhead", "a mnist_mlp step with pf-train's --logdir summaries against none",
+       pf::bench::SummariesOverhead},
       {"crc32c", "GB/s of TFRecord's CRC32C: the library's (ISA-L) and the SSE4.2 fallback",
        pf::bench::Crc32cFigure}};
   return figures;

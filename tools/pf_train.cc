@@ -6,6 +6,13 @@
 //   pf-train --model mlp_seed000 --steps 1000 --towers-table 1,2        # seed 000's experiment
 //   pf-train --model mnist_mlp --data ../shared/data/mnist --epochs 5 --checkpoint ckpt
 //   pf-train --model mnist_mlp --checkpoint ckpt --restore --epochs 10   # continues exactly
+//   pf-train --model mnist_mlp --logdir runs/a --cpu-devices 2            # then: tensorboard
+//
+// Ctrl-C (SIGINT) finishes the step in progress, saves a checkpoint when --checkpoint is set,
+// flushes the summaries and exits with status 130; a second Ctrl-C kills at once.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -16,6 +23,7 @@
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/placer/placer.h"
 #include "tools/flags.h"
+#include "tools/summaries.h"
 #include "tools/tfrecord_input.h"
 #include "tools/tower_timing.h"
 #ifdef PF_WITH_GRPC
@@ -62,7 +70,24 @@ struct Args {
   bool sync_replicas = false;
   int64_t replicas_to_aggregate = 0;  // 0: one gradient per worker
   double sync_timeout = 120;          // seconds a sync step may wait for the others
+  std::string logdir;                 // TensorBoard event files (tools/summaries.h)
+  int64_t histogram_every = 100;      // steps between weight and gradient histograms
+  bool quiet = false;                 // no progress bar or periodic lines
 };
+
+// Set by SIGINT: the trainer stops after the step in progress.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void OnSigint(int) { g_interrupted.store(true); }
+
+void InstallSigintHandler() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnSigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C gets the default action: the process ends
+  sigaction(SIGINT, &sa, nullptr);
+}
 
 // Bad flags and settings: one line on stderr, exit status 2 (as for a usage error).
 [[noreturn]] void Usage(const std::string& error) {
@@ -87,7 +112,8 @@ const char kExamples[] =
     "/usr/share/datasets/fashion-mnist), or any directory of IDX files named\n"
     "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz] and\n"
     "t10k-labels-idx1-ubyte[.gz].\n"
-    "Exit status: 0 done, 1 an error while running, 2 a bad flag or value.\n";
+    "Ctrl-C finishes the step, saves a checkpoint (--checkpoint), flushes --logdir and exits 130.\n"
+    "Exit status: 0 done, 1 an error while running, 2 a bad flag or value, 130 interrupted.\n";
 
 // Every flag of pf-train: the parser, the range checks and --help come from this table.
 pf::flags::FlagSet MakeFlags(Args& a) {
@@ -144,6 +170,14 @@ pf::flags::FlagSet MakeFlags(Args& a) {
   f.Int("--save-every", &a.save_every, "also save every N steps", 1, kMaxCount)
       .Default("only after each epoch or at the end");
   f.String("--trace", &a.trace, "write a Chrome trace of the second step to FILE").Value("FILE");
+  f.String("--logdir", &a.logdir,
+           "write TensorBoard event files here: scalars every step, histograms, the placed graph "
+           "and one traced step (needs PF_WITH_PROTOBUF)")
+      .Value("DIR");
+  f.Int("--histogram-every", &a.histogram_every,
+        "steps between weight and gradient histograms (--logdir)", 1, kMaxCount);
+  f.Switch("--quiet", &a.quiet,
+           "no progress bar (terminals) or periodic progress lines; epoch results still print");
   f.String("--towers", &a.towers, "tower count, or auto: one per GPU, else 2 on CPU devices")
       .Value("N|auto");
   f.String("--devices", &a.devices,
@@ -535,6 +569,13 @@ int Main(int argc, char** argv) {
       mo.target = train_iterator->next[1];
     }
     pf::models::Model m = pf::models::BuildModel(a.model, root, mo);
+    std::unique_ptr<pf::summaries::TrainingSummaries> summaries;
+    if (!a.logdir.empty()) {
+      pf::summaries::SummaryOptions so;
+      so.logdir = a.logdir;
+      so.histogram_every = a.histogram_every;
+      summaries = pf::summaries::TrainingSummaries::Create(root, m, so);
+    }
     pf::Operation init = pf::GlobalVariablesInitializer(root);
     // Sync replicas: what the chief puts in place once the variables are ready (again after a
     // restore), and every worker's local step.
@@ -618,6 +659,9 @@ int Main(int argc, char** argv) {
     to.train_examples = train_examples;
     to.allow_nan = a.allow_nan;
     to.check_numerics = a.check_numerics;
+    to.progress = a.quiet ? pf::progress::Mode::kQuiet : pf::progress::Mode::kAuto;
+    to.stop = &g_interrupted;
+    if (summaries) summaries->Attach(sess, &to);
     pf::trainer::Trainer* trainer_ptr = nullptr;
     int sync_timeouts = 0;
 #ifdef PF_WITH_GRPC
@@ -648,7 +692,19 @@ int Main(int argc, char** argv) {
 #endif
     pf::trainer::Trainer trainer(m, sess, to);
     trainer_ptr = &trainer;
+    InstallSigintHandler();
     trainer.Run(classifier ? &train : nullptr, classifier ? &test : nullptr);
+    if (summaries) {
+      summaries->Close();
+      std::printf("summaries: %s\n", summaries->path().c_str());
+    }
+    if (trainer.interrupted()) {
+      std::fprintf(stderr, "pf-train: interrupted (SIGINT) at step %lld%s%s\n",
+                   static_cast<long long>(trainer.global_step()),
+                   a.checkpoint.empty() ? "" : "; checkpoint saved",
+                   summaries ? "; summaries flushed" : "");
+      return 130;
+    }
 #ifdef PF_WITH_GRPC
     if (sync_chief) {
       sync_chief->Stop();

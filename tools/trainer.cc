@@ -144,10 +144,10 @@ std::string Trainer::GlobalStepNote() const {
 
 int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
 
-float Trainer::Step(const FeedDict& feeds, bool trace) {
+float Trainer::Step(const FeedDict& feeds, bool trace, int64_t step, int64_t examples) {
   while (true) {
     try {
-      return StepOnce(feeds, trace);
+      return StepOnce(feeds, trace, step, examples);
     } catch (const Error& e) {
       if (!o_.recover || !o_.recover(e)) throw;
       std::fprintf(o_.out, "step failed (%s); recovered, trying again\n",
@@ -157,21 +157,46 @@ float Trainer::Step(const FeedDict& feeds, bool trace) {
   }
 }
 
-float Trainer::StepOnce(const FeedDict& feeds, bool trace) {
+float Trainer::StepOnce(const FeedDict& feeds, bool trace, int64_t step, int64_t examples) {
   std::vector<Output> fetches = {m_.loss};
   if (m_.step_after.node) fetches.push_back(m_.step_after);
+  const size_t first_extra = fetches.size();
+  if (o_.hooks.fetches) {
+    for (const Output& o : o_.hooks.fetches(step)) fetches.push_back(o);
+  }
   RunOptions ro;
-  ro.trace = trace && !o_.trace_path.empty();
+  const bool chrome_trace = trace && !o_.trace_path.empty();
+  const bool hook_trace = o_.hooks.trace && o_.hooks.trace(step);
+  ro.trace = chrome_trace || hook_trace;
   ro.timeout_in_ms = o_.step_timeout_ms;
   RunMetadata md;
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> out = sess_.Run(ro, feeds, fetches, {m_.train_op}, &md);
+  const double step_s = Seconds(start);
   if (m_.step_after.node) global_after_ = out[1].scalar<int64_t>();
-  if (ro.trace) {
+  if (chrome_trace) {
     ThrowIfError(WriteChromeTrace(md, o_.trace_path));
     std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n",
                  md.step_stats.size(), md.step_us / 1e3, o_.trace_path.c_str());
   }
+  if (o_.hooks.after) {
+    std::vector<Tensor> extra(out.begin() + first_extra, out.end());
+    StepResult r;
+    r.step = step;
+    r.loss = out[0].scalar<float>();
+    r.extra = &extra;
+    r.step_s = step_s;
+    r.examples = examples;
+    r.metadata = hook_trace ? &md : nullptr;
+    o_.hooks.after(r);
+  }
   return out[0].scalar<float>();
+}
+
+bool Trainer::StopRequested() {
+  if (o_.stop == nullptr || !o_.stop->load()) return false;
+  interrupted_ = true;
+  return true;
 }
 
 void Trainer::CheckLoss(float loss, int64_t step) const {
@@ -231,12 +256,20 @@ double Trainer::RunRegression() {
   const int64_t first = o_.count_local_steps ? 0 : global_step();
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, o_.steps / 10);
   auto window = std::chrono::steady_clock::now();
+  const auto run_start = window;
   double loss = 0;
-  for (int64_t step = first + 1; More(step, o_.steps); ++step) {
-    loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2);
+  const progress::Mode mode = progress::Resolve(o_.progress, o_.out);
+  std::optional<progress::ProgressBar> bar;
+  if (mode == progress::Mode::kBar) bar.emplace(o_.out, o_.steps - first);
+  int64_t step = first + 1;
+  for (; More(step, o_.steps); ++step) {
+    loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2, step, batch);
     CheckLoss(static_cast<float>(loss), step);
     if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step != o_.steps) MaybeSave();
-    if (step % every == 0 || step == o_.steps || !More(step + 1, o_.steps)) {
+    if (bar) {
+      bar->Update(step - first, {{"loss", loss}}, (step - first) * batch / Seconds(run_start));
+    } else if (mode == progress::Mode::kLines &&
+               (step % every == 0 || step == o_.steps || !More(step + 1, o_.steps))) {
       const int64_t n = step % every == 0 ? every : step % every;
       const double dt = Seconds(window);
       std::fprintf(o_.out, "step %lld/%lld loss=%.6g step_ms=%.3f examples/s=%.0f%s\n",
@@ -245,6 +278,16 @@ double Trainer::RunRegression() {
       std::fflush(o_.out);
       window = std::chrono::steady_clock::now();
     }
+    if (StopRequested()) break;
+  }
+  if (bar) {
+    bar->Finish(std::min(step, o_.steps) - first, {{"loss", loss}},
+                (std::min(step, o_.steps) - first) * batch / Seconds(run_start));
+  }
+  if (mode == progress::Mode::kQuiet || interrupted_) {
+    std::fprintf(o_.out, "step %lld/%lld loss=%.6g%s\n",
+                 static_cast<long long>(std::min(step, o_.steps)), static_cast<long long>(o_.steps),
+                 loss, interrupted_ ? " (interrupted)" : "");
   }
   MaybeSave();
   return loss;
@@ -283,17 +326,17 @@ double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistA
     if (!o_.iterator) {
       Tensor x, y;
       batches->Next(&x, &y);
-      return Step({{m_.input, x}, {m_.target, y}}, trace);
+      return Step({{m_.input, x}, {m_.target, y}}, trace, step + 1, batch);
     }
     if (step % per_epoch == 0) sess_.Run({}, {}, {o_.iterator->initializer});
     try {
-      return Step({}, trace);
+      return Step({}, trace, step + 1, batch);
     } catch (const Error& e) {
       if (e.code() != Code::kOutOfRange) throw;
       std::fprintf(o_.out, "the input ended before step %lld of the epoch: a new pass\n",
                    static_cast<long long>(step % per_epoch + 1));
       sess_.Run({}, {}, {o_.iterator->initializer});
-      return Step({}, trace);
+      return Step({}, trace, step + 1, batch);
     }
   };
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, per_epoch / 5);
@@ -301,32 +344,63 @@ double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistA
   auto start = std::chrono::steady_clock::now();
   double loss_sum = 0;
   int64_t loss_count = 0;
-  for (int64_t step = first; More(step + 1, o_.epochs * per_epoch); ++step) {
+  const progress::Mode mode = progress::Resolve(o_.progress, o_.out);
+  std::optional<progress::ProgressBar> bar;
+  int64_t step = first;
+  for (; More(step + 1, o_.epochs * per_epoch); ++step) {
     const float loss = train_step(step, step == first + 1);
     CheckLoss(loss, step + 1);
     loss_sum += loss;
     ++loss_count;
     if (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0) MaybeSave();
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
-    if (in_epoch % every == 0 && in_epoch != per_epoch) {
+    const bool epoch_end = in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch);
+    if (mode == progress::Mode::kBar) {
+      if (!bar) {
+        std::fprintf(o_.out, "Epoch %lld/%lld\n", static_cast<long long>(epoch),
+                     static_cast<long long>(o_.epochs));
+        bar.emplace(o_.out, per_epoch);
+      }
+      if (!epoch_end)
+        bar->Update(in_epoch, {{"loss", loss_sum / loss_count}},
+                    loss_count * batch / Seconds(start));
+    } else if (mode == progress::Mode::kLines && in_epoch % every == 0 && in_epoch != per_epoch) {
       std::fprintf(o_.out, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n",
                    static_cast<long long>(epoch), static_cast<long long>(in_epoch),
                    static_cast<long long>(per_epoch), loss_sum / loss_count,
                    loss_count * batch / Seconds(start));
       std::fflush(o_.out);
     }
-    if (in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch)) {
+    if (StopRequested()) break;
+    if (epoch_end) {
       const double train_s = Seconds(start);
       accuracy = TestAccuracy(test);
-      std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
-                   static_cast<long long>(epoch), loss_sum / std::max<int64_t>(1, loss_count),
-                   accuracy, loss_count * batch / train_s);
+      if (o_.hooks.after_epoch) o_.hooks.after_epoch(step + 1, accuracy);
+      if (bar) {
+        bar->Finish(
+            in_epoch,
+            {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}, {"test_accuracy", accuracy}},
+            loss_count * batch / train_s);
+        bar.reset();
+      } else {
+        std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
+                     static_cast<long long>(epoch), loss_sum / std::max<int64_t>(1, loss_count),
+                     accuracy, loss_count * batch / train_s);
+      }
       std::fflush(o_.out);
       MaybeSave();
       start = std::chrono::steady_clock::now();
       loss_sum = 0;
       loss_count = 0;
     }
+  }
+  if (interrupted_) {
+    if (bar)
+      bar->Finish(step % per_epoch + 1, {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}},
+                  loss_count * batch / Seconds(start));
+    std::fprintf(o_.out, "interrupted after step %lld\n", static_cast<long long>(step + 1));
+    std::fflush(o_.out);
+    MaybeSave();
   }
   return accuracy;
 }

@@ -9,6 +9,7 @@
 // a run restored from a checkpoint at step s sees exactly the batches a straight run would.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
@@ -21,8 +22,31 @@
 #include "placeflow/data/iterator_ops.h"
 #include "tools/mnist_data.h"
 #include "tools/models.h"
+#include "tools/progress_bar.h"
 
 namespace pf::trainer {
+
+// What one training step gave, for StepHooks::after.
+struct StepResult {
+  int64_t step = 0;  // the global step this step made (1 for the first step of a fresh run)
+  float loss = 0;
+  const std::vector<Tensor>* extra = nullptr;  // StepHooks::fetches' values, in order
+  double step_s = 0;                           // wall time of the step's Run
+  int64_t examples = 0;                        // examples in the batch
+  const RunMetadata* metadata = nullptr;       // when StepHooks::trace asked for this step
+};
+
+// Extra work riding on the training steps (pf-train's --logdir summaries): fetched in the same
+// Run as the loss, so a step is not run twice. Every hook is optional.
+struct StepHooks {
+  // Tensors to fetch with the loss in the step that makes global step `step`.
+  std::function<std::vector<Output>(int64_t step)> fetches;
+  // Whether to trace that step (RunOptions::trace); the trace reaches `after`.
+  std::function<bool(int64_t step)> trace;
+  std::function<void(const StepResult&)> after;
+  // After each epoch's evaluation (classifiers): the global step and the test accuracy.
+  std::function<void(int64_t step, double test_accuracy)> after_epoch;
+};
 
 struct Options {
   int64_t epochs = 1;       // classifiers
@@ -57,6 +81,13 @@ struct Options {
   // already trained on, so it sees exactly the batches a straight run would.
   std::optional<data::GraphIterator> iterator;
   int64_t train_examples = 0;  // with iterator: the examples per pass (the train arg may be null)
+  // Progress: a bar redrawn in place (terminals), plain periodic lines, or none (pf-train
+  // --quiet). The tests and tools that read the lines keep kLines.
+  progress::Mode progress = progress::Mode::kLines;
+  // Set from outside (pf-train's SIGINT handler) to stop after the step in progress: the trainer
+  // saves a checkpoint when checkpoint_dir is set and returns; interrupted() is then true.
+  const std::atomic<bool>* stop = nullptr;
+  StepHooks hooks;
 };
 
 // pf-train's training input: the examples shuffled (a buffer of all of them: a uniform
@@ -110,6 +141,8 @@ class Trainer {
   // (classifiers) or the last loss.
   double Run(const data::MnistArrays* train, const data::MnistArrays* test);
   int64_t global_step();
+  // Whether Run returned early because `stop` was set.
+  bool interrupted() const { return interrupted_; }
   // The latest checkpoint of checkpoint_dir back into the session (at start with `restore`, or
   // a chief after its ps lost the variables). False when there is none (or no checkpoint_dir).
   bool RestoreLatest();
@@ -121,9 +154,11 @@ class Trainer {
   // skips the batches of its pass already trained on.
   void ReplayIterator(int64_t first, int64_t per_epoch);
   double TestAccuracy(const data::MnistArrays& test);
-  // One training step; traced (and written to trace_path) when `trace` is set.
-  float Step(const FeedDict& feeds, bool trace);
-  float StepOnce(const FeedDict& feeds, bool trace);
+  // One training step, making global step `step`; traced (and written to trace_path) when
+  // `trace` is set; runs the hooks.
+  float Step(const FeedDict& feeds, bool trace, int64_t step, int64_t examples);
+  float StepOnce(const FeedDict& feeds, bool trace, int64_t step, int64_t examples);
+  bool StopRequested();
   // Throws when `loss` (of global step `step`) is NaN or infinite, unless allow_nan.
   void CheckLoss(float loss, int64_t step) const;
   void MaybeRestore();
@@ -139,6 +174,7 @@ class Trainer {
   Session& sess_;
   Options o_;
   int64_t global_after_ = 0;  // with until_global_step: the global step after the last step
+  bool interrupted_ = false;
   std::optional<Saver> saver_;
 };
 

@@ -7,6 +7,7 @@
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/ops/ops.h"
+#include "placeflow/ops/summary/summary.h"
 #include "placeflow/train/gradients.h"
 
 namespace pf::train {
@@ -167,9 +168,17 @@ class Replicator {
     if (!mirrored_ && i > 0) ts = ts.WithReuse(Reuse::kReuse);
     ts = ts.WithCustomGetter(!mirrored_ || i == 0 ? SharedGetter(i) : ReplicaGetter(i));
     const size_t updates_before = g_->GetCollection(kUpdateOps).size();
+    const size_t summaries_before = g_->GetCollection(summary::kSummaries).size();
     TowerOutputs out = model_fn(ts, inputs);
     CheckTowerOutputs(i, out);
     KeepUpdateOpsOfTower0(i, updates_before);
+    // Summaries too: tower 0's describe the model once (TensorFlow's multi-tower examples merge
+    // one tower's); the other towers' stay in the graph, out of summary::MergeAll.
+    if (i > 0) {
+      std::vector<Output> summaries = g_->GetCollection(summary::kSummaries);
+      summaries.resize(summaries_before);
+      g_->SetCollection(summary::kSummaries, std::move(summaries));
+    }
     t_.towers.push_back(out);
     tower_scopes_.push_back(ts.WithNoCustomGetter());
     if (n_ > 1) weights_.push_back(BatchSize(ts.NewSubScope("batch_size"), inputs[0]));

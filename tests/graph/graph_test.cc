@@ -29,6 +29,18 @@ TEST_CASE("Unique node names under name scopes", "[graph]") {
   CHECK(g.FindNode("nope") == nullptr);
 }
 
+TEST_CASE("A NodeBuilder keeps its own copy of a temporary scope", "[graph]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Const(root, 1.f);
+  // The scope is a temporary that dies before Finalize: the builder must not refer to it.
+  NodeBuilder b(root.NewSubScope("outer").WithOpName("named").WithDevice("/cpu:0"), "Identity");
+  b.Input(a);
+  Node* n = b.Finalize();
+  CHECK(n->name() == "outer/named");
+  CHECK(n->requested_device() == "/device:CPU:0");
+}
+
 TEST_CASE("Edges: data and control", "[graph]") {
   Graph g;
   Scope root = Scope::Root(&g);

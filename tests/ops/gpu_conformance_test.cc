@@ -633,6 +633,11 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"DecodeRaw", "CPU only: its input is DT_STRING (ops/parse/decode_ops.cc)"},
         {"ParseExampleDense", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
         {"ParseExampleVarLen", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
+        // Summaries serialize protos into DT_STRING scalars, host memory (ops/summary/).
+        {"ScalarSummary", "CPU only: its output is a DT_STRING Summary proto"},
+        {"HistogramSummary", "CPU only: its output is a DT_STRING Summary proto"},
+        {"ImageSummary", "CPU only: encodes PNGs into a DT_STRING Summary proto"},
+        {"MergeSummary", "CPU only: joins DT_STRING Summary protos"},
     };
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.

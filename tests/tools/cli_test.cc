@@ -110,7 +110,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
       break;  // the examples follow
     }
   }
-  CHECK(entries.size() == 38);
+  CHECK(entries.size() == 41);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
@@ -152,7 +152,10 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--replicas_to_aggregate",
                            "--sync_timeout",
                            "--allow-nan",
-                           "--no-soft-placement"}) {
+                           "--no-soft-placement",
+                           "--logdir",
+                           "--histogram-every",
+                           "--quiet"}) {
     INFO(flag);
     CHECK(std::count_if(entries.begin(), entries.end(), [&](const std::string& e) {
             return e.rfind(std::string("  ") + flag + " ", 0) == 0;

@@ -1,0 +1,493 @@
+#include "placeflow/graph/graph_def.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "placeflow/core/logging.h"
+#include "placeflow/graph/op_registry.h"
+#include "placeflow/graph/scope.h"
+#include "placeflow/io/proto/graph.pb.h"
+
+namespace pf {
+namespace {
+
+namespace tfp = ::tensorflow;
+
+// placeflow's dtypes and TensorFlow's DataType numbers.
+const std::vector<std::pair<DType, tfp::DataType>>& DTypePairs() {
+  static const std::vector<std::pair<DType, tfp::DataType>> kPairs = {
+      {DT_FLOAT, tfp::DT_FLOAT},       {DT_DOUBLE, tfp::DT_DOUBLE}, {DT_INT32, tfp::DT_INT32},
+      {DT_INT64, tfp::DT_INT64},       {DT_BOOL, tfp::DT_BOOL},     {DT_HALF, tfp::DT_HALF},
+      {DT_BFLOAT16, tfp::DT_BFLOAT16}, {DT_UINT8, tfp::DT_UINT8},   {DT_STRING, tfp::DT_STRING},
+  };
+  return kPairs;
+}
+
+StatusOr<tfp::DataType> ToProtoDType(DType t) {
+  for (const auto& [ours, theirs] : DTypePairs())
+    if (ours == t) return theirs;
+  return errors::InvalidArgument("dtype ", DTypeName(t), " has no GraphDef DataType");
+}
+
+StatusOr<DType> FromProtoDType(int t) {
+  // Reference types (a TF 1.x variable's output) are their value types here.
+  if (t > 100) t -= 100;
+  for (const auto& [ours, theirs] : DTypePairs())
+    if (static_cast<int>(theirs) == t) return ours;
+  const std::string& name = tfp::DataType_Name(static_cast<tfp::DataType>(t));
+  return errors::Unimplemented("DataType ", name.empty() ? std::to_string(t) : name,
+                               " is not supported by placeflow");
+}
+
+void ToProtoShape(const Shape& s, tfp::TensorShapeProto* p) {
+  if (s.unknown_rank()) {
+    p->set_unknown_rank(true);
+    return;
+  }
+  for (int64_t d : s.dims()) p->add_dim()->set_size(d);
+}
+
+StatusOr<Shape> FromProtoShape(const tfp::TensorShapeProto& p) {
+  if (p.unknown_rank()) return Shape::Unknown();
+  std::vector<int64_t> dims;
+  for (const auto& d : p.dim()) dims.push_back(d.size());
+  return Shape::FromDims(dims);
+}
+
+Status ToProtoTensor(const Tensor& t, tfp::TensorProto* p) {
+  if (!t.IsInitialized()) return errors::InvalidArgument("an uninitialised tensor");
+  if (!t.InHostMemory()) return errors::InvalidArgument("a tensor outside host memory");
+  PF_ASSIGN_OR_RETURN(tfp::DataType dt, ToProtoDType(t.dtype()));
+  p->set_dtype(dt);
+  ToProtoShape(t.shape(), p->mutable_tensor_shape());
+  if (t.dtype() == DT_STRING) {
+    for (const std::string& v : t.flat<std::string>()) p->add_string_val(v);
+  } else {
+    p->set_tensor_content(static_cast<const char*>(t.raw_data()), t.TotalBytes());
+  }
+  return Status();
+}
+
+// Fills `n` elements of `out` from a typed value list: none (zeros), one (repeated) or n.
+template <typename T, typename List>
+Status FillFromList(const List& list, Tensor* out) {
+  const int64_t n = out->num_elements();
+  if (list.size() == 0) return Status();
+  if (list.size() != 1 && list.size() != n) {
+    return errors::InvalidArgument("TensorProto of shape ", out->shape().ToString(), " has ",
+                                   list.size(), " values (expected 1 or ", n, ")");
+  }
+  T* d = out->data<T>();
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(list.Get(list.size() == 1 ? 0 : i));
+  return Status();
+}
+
+StatusOr<Tensor> FromProtoTensor(const tfp::TensorProto& p) {
+  PF_ASSIGN_OR_RETURN(DType dtype, FromProtoDType(p.dtype()));
+  PF_ASSIGN_OR_RETURN(Shape shape, FromProtoShape(p.tensor_shape()));
+  if (!shape.IsFullyDefined())
+    return errors::InvalidArgument("TensorProto has a shape that is not fully defined: ",
+                                   shape.ToString());
+  Tensor t(dtype, shape);
+  if (!p.tensor_content().empty() && dtype != DT_STRING) {
+    if (p.tensor_content().size() != t.TotalBytes()) {
+      return errors::InvalidArgument("TensorProto's tensor_content has ", p.tensor_content().size(),
+                                     " bytes, but ", DTypeName(dtype), " ", shape.ToString(),
+                                     " needs ", t.TotalBytes());
+    }
+    std::memcpy(t.raw_data(), p.tensor_content().data(), t.TotalBytes());
+    return t;
+  }
+  Status s;
+  switch (dtype) {
+    case DT_FLOAT:
+      s = FillFromList<float>(p.float_val(), &t);
+      break;
+    case DT_DOUBLE:
+      s = FillFromList<double>(p.double_val(), &t);
+      break;
+    case DT_INT32:
+      s = FillFromList<int32_t>(p.int_val(), &t);
+      break;
+    case DT_INT64:
+      s = FillFromList<int64_t>(p.int64_val(), &t);
+      break;
+    case DT_BOOL:
+      s = FillFromList<bool>(p.bool_val(), &t);
+      break;
+    case DT_UINT8:
+      s = FillFromList<uint8_t>(p.int_val(), &t);
+      break;
+    case DT_STRING: {
+      const int64_t n = t.num_elements();
+      const auto& list = p.string_val();
+      if (list.size() != 0 && list.size() != 1 && list.size() != n)
+        return errors::InvalidArgument("TensorProto has ", list.size(), " strings for ", n);
+      for (int64_t i = 0; i < n && list.size() > 0; ++i)
+        t.flat<std::string>()[i] = list.Get(list.size() == 1 ? 0 : static_cast<int>(i));
+      break;
+    }
+    case DT_HALF:
+    case DT_BFLOAT16: {
+      const int64_t n = t.num_elements();
+      const auto& list = p.half_val();
+      if (list.size() != 0 && list.size() != 1 && list.size() != n)
+        return errors::InvalidArgument("TensorProto has ", list.size(), " half values for ", n);
+      auto* d = static_cast<uint16_t*>(t.raw_data());
+      for (int64_t i = 0; i < n && list.size() > 0; ++i)
+        d[i] = static_cast<uint16_t>(list.Get(list.size() == 1 ? 0 : i));
+      break;
+    }
+    default:
+      return errors::Unimplemented("TensorProto of dtype ", DTypeName(dtype));
+  }
+  PF_RETURN_IF_ERROR(s);
+  return t;
+}
+
+Status ToProtoAttr(const AttrValue& v, tfp::AttrValue* p) {
+  return std::visit(
+      [p](const auto& x) -> Status {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          p->set_b(x);
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          p->set_i(x);
+        } else if constexpr (std::is_same_v<T, float>) {
+          p->set_f(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          p->set_s(x);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          PF_ASSIGN_OR_RETURN(tfp::DataType dt, ToProtoDType(x));
+          p->set_type(dt);
+        } else if constexpr (std::is_same_v<T, Shape>) {
+          ToProtoShape(x, p->mutable_shape());
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          auto* list = p->mutable_list();
+          for (int64_t i : x) list->add_i(i);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          auto* list = p->mutable_list();
+          for (const std::string& s : x) list->add_s(s);
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          PF_RETURN_IF_ERROR(ToProtoTensor(x, p->mutable_tensor()));
+        }
+        return Status();
+      },
+      v);
+}
+
+// `declared` is the schema's default for the attr (when it has one): it tells an empty list's
+// element type.
+StatusOr<AttrValue> FromProtoAttr(const tfp::AttrValue& p, const AttrValue* declared) {
+  switch (p.value_case()) {
+    case tfp::AttrValue::kS:
+      return AttrValue(p.s());
+    case tfp::AttrValue::kI:
+      return AttrValue(static_cast<int64_t>(p.i()));
+    case tfp::AttrValue::kF:
+      return AttrValue(p.f());
+    case tfp::AttrValue::kB:
+      return AttrValue(p.b());
+    case tfp::AttrValue::kType: {
+      PF_ASSIGN_OR_RETURN(DType t, FromProtoDType(p.type()));
+      return AttrValue(t);
+    }
+    case tfp::AttrValue::kShape: {
+      PF_ASSIGN_OR_RETURN(Shape s, FromProtoShape(p.shape()));
+      return AttrValue(s);
+    }
+    case tfp::AttrValue::kTensor: {
+      PF_ASSIGN_OR_RETURN(Tensor t, FromProtoTensor(p.tensor()));
+      return AttrValue(t);
+    }
+    case tfp::AttrValue::kList: {
+      const auto& l = p.list();
+      if (l.f_size() || l.b_size() || l.type_size() || l.shape_size() || l.tensor_size() ||
+          l.func_size()) {
+        return errors::Unimplemented(
+            "list attrs of floats, bools, types, shapes, tensors or "
+            "functions are not supported");
+      }
+      if (l.s_size() > 0 || (l.i_size() == 0 && declared &&
+                             std::holds_alternative<std::vector<std::string>>(*declared)))
+        return AttrValue(std::vector<std::string>(l.s().begin(), l.s().end()));
+      return AttrValue(std::vector<int64_t>(l.i().begin(), l.i().end()));
+    }
+    case tfp::AttrValue::kFunc:
+    case tfp::AttrValue::kPlaceholder:
+      return errors::Unimplemented("function and placeholder attrs are not supported");
+    case tfp::AttrValue::VALUE_NOT_SET:
+      break;
+  }
+  return errors::InvalidArgument("an attr without a value");
+}
+
+std::string DeviceFor(const Node* n, const std::map<std::string, std::string>& placement) {
+  auto it = placement.find(n->name());
+  if (it != placement.end()) return it->second;
+  if (!n->assigned_device().empty()) return n->assigned_device();
+  return n->requested_device();
+}
+
+StatusOr<tfp::GraphDef> ToGraphDef(const Graph& graph,
+                                   const std::map<std::string, std::string>& placement) {
+  tfp::GraphDef def;
+  // TensorFlow 1.15's producer version: readers that check versions accept it.
+  def.mutable_versions()->set_producer(134);
+  for (const Node* n : graph.nodes()) {
+    tfp::NodeDef* nd = def.add_node();
+    nd->set_name(n->name());
+    nd->set_op(n->op());
+    for (const Output& in : n->inputs())
+      nd->add_input(in.index == 0 ? in.node->name()
+                                  : in.node->name() + ":" + std::to_string(in.index));
+    for (const Node* c : n->control_inputs()) nd->add_input("^" + c->name());
+    nd->set_device(DeviceFor(n, placement));
+    auto* attrs = nd->mutable_attr();
+    for (const auto& [name, value] : n->attrs()) {
+      Status s = ToProtoAttr(value, &(*attrs)[name]);
+      if (!s.ok()) {
+        return errors::InvalidArgument("cannot export attr '", name, "' of node '", n->name(),
+                                       "' (op: '", n->op(), "'): ", s.message());
+      }
+    }
+    if (!n->colocation_group().empty()) {
+      auto* list = (*attrs)["_class"].mutable_list();
+      for (const std::string& c : n->colocation_group()) list->add_s("loc:@" + c);
+    }
+  }
+  return def;
+}
+
+// "name", "name:1", "^name" -> (name, index, control).
+struct InputRef {
+  std::string node;
+  int index = 0;
+  bool control = false;
+};
+
+StatusOr<InputRef> ParseInput(const std::string& s) {
+  InputRef r;
+  std::string_view v = s;
+  if (!v.empty() && v[0] == '^') {
+    r.control = true;
+    v.remove_prefix(1);
+  }
+  size_t colon = v.rfind(':');
+  if (!r.control && colon != std::string_view::npos) {
+    std::string_view idx = v.substr(colon + 1);
+    if (idx.empty() || idx.find_first_not_of("0123456789") != std::string_view::npos)
+      return errors::InvalidArgument("malformed input '", s, "'");
+    r.index = std::stoi(std::string(idx));
+    v = v.substr(0, colon);
+  }
+  if (v.empty()) return errors::InvalidArgument("malformed input '", s, "'");
+  r.node = std::string(v);
+  return r;
+}
+
+Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, Graph* graph,
+                 const std::unordered_map<std::string, std::vector<InputRef>>& inputs) {
+  const std::string where = fmt::format("node '{}' (op: '{}')", nd.name(), nd.op());
+  const OpDef* def = OpRegistry::Global()->Find(nd.op());
+  if (def == nullptr)
+    return errors::NotFound("GraphDef ", where, ": op type not registered in placeflow");
+  auto full = [&](const std::string& name) {
+    return options.prefix.empty() ? name : options.prefix + "/" + name;
+  };
+  Scope scope = Scope::Root(graph).WithExactNameScope("").WithOpName(full(nd.name()));
+  if (options.import_devices && !nd.device().empty()) {
+    try {
+      scope = scope.WithDevice(nd.device());
+    } catch (const Error& e) {
+      return errors::InvalidArgument("GraphDef ", where, ": ", e.what());
+    }
+  }
+  NodeBuilder b(scope, nd.op());
+  // Data inputs, grouped by the schema's arguments (a list argument takes its length attr's
+  // count); control inputs after them.
+  std::vector<Output> data;
+  std::vector<Node*> control;
+  std::vector<std::string> colocation;
+  for (const InputRef& r : inputs.at(nd.name())) {
+    Node* src = graph->FindNode(full(r.node));
+    if (src == nullptr)
+      return errors::NotFound("GraphDef ", where, ": input '", r.node, "' missing");
+    if (r.control) {
+      control.push_back(src);
+    } else {
+      if (r.index >= src->num_outputs()) {
+        return errors::InvalidArgument("GraphDef ", where, ": input '", r.node, ":", r.index,
+                                       "' but '", r.node, "' has ", src->num_outputs(), " outputs");
+      }
+      data.emplace_back(src, r.index);
+    }
+  }
+  size_t next = 0;
+  for (const ArgDef& arg : def->inputs()) {
+    if (arg.number_attr.empty()) {
+      if (next >= data.size())
+        return errors::InvalidArgument("GraphDef ", where, ": too few inputs (", data.size(), ")");
+      b.Input(data[next++]);
+      continue;
+    }
+    int64_t n = -1;
+    auto it = nd.attr().find(arg.number_attr);
+    if (it != nd.attr().end() && it->second.value_case() == tfp::AttrValue::kI) n = it->second.i();
+    if (n < 0) n = static_cast<int64_t>(data.size() - next);  // the rest
+    if (next + n > data.size())
+      return errors::InvalidArgument("GraphDef ", where, ": list input '", arg.name, "' needs ", n,
+                                     " tensors, ", data.size() - next, " left");
+    b.InputList(std::vector<Output>(data.begin() + next, data.begin() + next + n));
+    next += n;
+  }
+  if (next != data.size()) {
+    return errors::InvalidArgument("GraphDef ", where, ": ", data.size(), " data inputs, op '",
+                                   nd.op(), "' takes ", next);
+  }
+  for (Node* c : control) b.ControlInput(c);
+  for (const auto& [name, value] : nd.attr()) {
+    if (name == "_class") {
+      for (const std::string& s : value.list().s())
+        if (s.rfind("loc:@", 0) == 0) colocation.push_back(full(s.substr(5)));
+      continue;
+    }
+    auto declared = def->attrs().find(name);
+    if (declared == def->attrs().end()) {
+      // Internal attrs ("_output_shapes", ...) and attrs of newer TF versions.
+      if (name[0] == '_' || options.drop_unknown_attrs) {
+        PF_LOG_DEBUG("ImportGraphDef: dropping attr '{}' of {}", name, where);
+        continue;
+      }
+      return errors::InvalidArgument("GraphDef ", where, ": attr '", name,
+                                     "' is not in placeflow's op schema");
+    }
+    auto v = FromProtoAttr(value, declared->second ? &*declared->second : nullptr);
+    if (!v.ok()) {
+      return Status(v.status().code(),
+                    fmt::format("GraphDef {}: attr '{}': {}", where, name, v.status().message()));
+    }
+    b.Attr(name, std::move(v).value());
+  }
+  Node* n = nullptr;
+  try {
+    n = b.Finalize();
+  } catch (const Error& e) {
+    return Status(e.code(), fmt::format("GraphDef {}: {}", where, e.status().message()));
+  }
+  if (n->name() != full(nd.name())) {
+    return errors::AlreadyExists("GraphDef ", where, ": a node named '", full(nd.name()),
+                                 "' already exists in the graph");
+  }
+  for (std::string& c : colocation) n->AddColocation(std::move(c));
+  return Status();
+}
+
+bool IsText(const std::string& path) {
+  return path.size() >= 6 && path.compare(path.size() - 6, 6, ".pbtxt") == 0;
+}
+
+}  // namespace
+
+StatusOr<std::string> SerializeGraphDef(const Graph& graph,
+                                        const std::map<std::string, std::string>& placement) {
+  PF_ASSIGN_OR_RETURN(tfp::GraphDef def, ToGraphDef(graph, placement));
+  std::string out;
+  if (!def.SerializeToString(&out)) return errors::Internal("GraphDef serialization failed");
+  return out;
+}
+
+StatusOr<std::string> GraphDefText(const Graph& graph,
+                                   const std::map<std::string, std::string>& placement) {
+  PF_ASSIGN_OR_RETURN(tfp::GraphDef def, ToGraphDef(graph, placement));
+  std::string out;
+  if (!google::protobuf::TextFormat::PrintToString(def, &out))
+    return errors::Internal("GraphDef text formatting failed");
+  return out;
+}
+
+Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
+                               const ImportGraphDefOptions& options, bool text) {
+  tfp::GraphDef def;
+  bool parsed = text ? google::protobuf::TextFormat::ParseFromString(std::string(bytes), &def)
+                     : def.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  if (!parsed || bytes.size() > INT32_MAX)
+    return errors::DataLoss("cannot parse a GraphDef from ", bytes.size(), " bytes");
+  // Order: a node after every node it names as an input (Kahn's algorithm; a GraphDef need not
+  // be sorted). Inputs must name nodes of the same GraphDef.
+  std::unordered_map<std::string, int> index;
+  for (int i = 0; i < def.node_size(); ++i) {
+    if (!index.emplace(def.node(i).name(), i).second)
+      return errors::InvalidArgument("GraphDef has two nodes named '", def.node(i).name(), "'");
+  }
+  std::unordered_map<std::string, std::vector<InputRef>> inputs;
+  std::vector<int> pending(def.node_size(), 0);
+  std::vector<std::vector<int>> consumers(def.node_size());
+  for (int i = 0; i < def.node_size(); ++i) {
+    const tfp::NodeDef& nd = def.node(i);
+    auto& refs = inputs[nd.name()];
+    for (const std::string& s : nd.input()) {
+      auto r = ParseInput(s);
+      if (!r.ok()) {
+        return errors::InvalidArgument("GraphDef node '", nd.name(), "' (op: '", nd.op(),
+                                       "'): ", r.status().message());
+      }
+      auto it = index.find(r->node);
+      if (it == index.end()) {
+        return errors::NotFound("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): input '", s,
+                                "' names no node of the GraphDef");
+      }
+      refs.push_back(*r);
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  std::vector<int> ready;
+  for (int i = 0; i < def.node_size(); ++i)
+    if (pending[i] == 0) ready.push_back(i);
+  int done = 0;
+  // Nodes with no inputs first, in file order; the rest as they become ready.
+  for (size_t k = 0; k < ready.size(); ++k) {
+    const int i = ready[k];
+    PF_RETURN_IF_ERROR(ImportOne(def.node(i), options, graph, inputs));
+    ++done;
+    for (int c : consumers[i])
+      if (--pending[c] == 0) ready.push_back(c);
+  }
+  if (done != def.node_size()) {
+    for (int i = 0; i < def.node_size(); ++i) {
+      if (pending[i] > 0)
+        return errors::InvalidArgument("GraphDef has a cycle through node '", def.node(i).name(),
+                                       "'");
+    }
+  }
+  return Status();
+}
+
+void ExportGraphDef(const Graph& graph, const std::string& path,
+                    const std::map<std::string, std::string>& placement) {
+  auto bytes = IsText(path) ? GraphDefText(graph, placement) : SerializeGraphDef(graph, placement);
+  ThrowIfError(bytes.status());
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) ThrowIfError(errors::NotFound("cannot open '", path, "' for writing"));
+  f.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  f.close();
+  if (!f) ThrowIfError(errors::Internal("cannot write GraphDef to '", path, "'"));
+}
+
+void ImportGraphDef(const std::string& path, Graph* graph, const ImportGraphDefOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) ThrowIfError(errors::NotFound("cannot open GraphDef file '", path, "'"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Status s = ImportGraphDefFromBytes(ss.str(), graph, options, IsText(path));
+  if (!s.ok()) ThrowIfError(Status(s.code(), fmt::format("{} (file '{}')", s.message(), path)));
+}
+
+}  // namespace pf

@@ -1,0 +1,59 @@
+// GraphDef export and import: TensorFlow's serialized graph format (io/proto/graph.proto), so a
+// graph built in C++ can be saved, opened in TensorBoard or Netron, and loaded again.
+//
+//   pf::ExportGraphDef(g, "model.pb", sess.DevicePlacement());   // devices as placed
+//   pf::Graph g2;
+//   pf::ImportGraphDef("model.pb", &g2);                         // same nodes, attrs, devices
+//   pf::Session sess2(g2);
+//   sess2.RunNamed({{"x", batch}}, {"loss"});
+//
+// Each NodeDef carries the node's op, inputs ("name", "name:1", then "^ctrl"), attrs and a device:
+// the placement's entry for the node when one is given, else its assigned device, else the
+// device it requested. Colocation goes into TensorFlow's "_class" attr (["loc:@name"]). A path
+// ending in ".pbtxt" is written and read as protobuf text format, any other as binary.
+// Only built with protobuf (PF_WITH_PROTOBUF); docs/observability.md says what importing a
+// TensorFlow-written GraphDef supports.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "placeflow/core/status.h"
+#include "placeflow/graph/graph.h"
+
+namespace pf {
+
+// The graph as a serialized GraphDef (binary). InvalidArgument for an attr value GraphDef has no
+// form for.
+StatusOr<std::string> SerializeGraphDef(const Graph& graph,
+                                        const std::map<std::string, std::string>& placement = {});
+// The same in protobuf text format (what TensorFlow's tf.io.write_graph(as_text=True) writes).
+StatusOr<std::string> GraphDefText(const Graph& graph,
+                                   const std::map<std::string, std::string>& placement = {});
+
+struct ImportGraphDefOptions {
+  // Prepended to every imported node name ("imported" makes "x" into "imported/x").
+  std::string prefix;
+  // Attrs the op's schema does not declare (TensorFlow-written files carry some placeflow's ops
+  // lack, such as MatMul's grad_a) are dropped; false makes them an error.
+  bool drop_unknown_attrs = true;
+  // The NodeDef's device becomes the node's requested device (as in TensorFlow); false ignores
+  // devices.
+  bool import_devices = true;
+};
+
+// Adds the nodes of a serialized GraphDef (binary, or text when `text`) to `graph`, in an order
+// where each node follows its inputs. Every op must be registered; errors name the node, the op
+// and the attr or input at fault.
+Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
+                               const ImportGraphDefOptions& options = {}, bool text = false);
+
+// The public forms: throw pf::Error (NotFound / DataLoss naming the file for I/O and parse
+// failures).
+void ExportGraphDef(const Graph& graph, const std::string& path,
+                    const std::map<std::string, std::string>& placement = {});
+void ImportGraphDef(const std::string& path, Graph* graph,
+                    const ImportGraphDefOptions& options = {});
+
+}  // namespace pf
