@@ -631,6 +631,9 @@ const std::map<std::string, std::string>& ExemptOps() {
          "CPU only: the input pipeline's elements are host tensors (data/iterator_ops.h)"},
         // String inputs live in host memory (DT_STRING): parsing ops are CPU kernels.
         {"DecodeRaw", "CPU only: its input is DT_STRING (ops/parse/decode_ops.cc)"},
+    };
+#ifdef PF_WITH_PROTOBUF  // these ops exist only in builds with protobuf
+    m->insert({
         {"ParseExampleDense", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
         {"ParseExampleVarLen", "CPU only: parses DT_STRING tf.Examples (ops/parse/)"},
         // Summaries serialize protos into DT_STRING scalars, host memory (ops/summary/).
@@ -638,7 +641,8 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"HistogramSummary", "CPU only: its output is a DT_STRING Summary proto"},
         {"ImageSummary", "CPU only: encodes PNGs into a DT_STRING Summary proto"},
         {"MergeSummary", "CPU only: joins DT_STRING Summary protos"},
-    };
+    });
+#endif
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.
     for (const char* op :
