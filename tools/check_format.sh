@@ -10,7 +10,7 @@ if ! command -v clang-format > /dev/null; then
   echo "skipped: clang-format is not installed (Debian: apt-get install clang-format)" >&2
   exit 4
 fi
-mapfile -t files < <(find core io graph devices ops placer executor distributed train include tools tests -type f \
+mapfile -t files < <(find core io graph devices ops placer executor distributed train data include tools tests -type f \
   \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 clang-format --dry-run -Werror "${files[@]}"
 echo "format: ${#files[@]} files follow .clang-format"

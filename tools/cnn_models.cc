@@ -19,8 +19,10 @@ Model BuildCnn(const std::string& name, const Scope& root, const ModelOptions& o
   Model m;
   m.name = name;
   m.classifier = true;
-  m.input = ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
-  m.target = ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
+  m.input =
+      o.input.node ? o.input : ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
+  m.target =
+      o.target.node ? o.target : ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
   auto images = [](const Scope& s, Output x) { return ops::Reshape(s, x, {-1, 28, 28, 1}); };
   auto tower = [&](const Scope& s, const std::vector<Output>& in) {
     Output logits = net(s, images(s, in[0]), /*training=*/true);

@@ -108,8 +108,10 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   Model m;
   m.name = "mnist_mlp";
   m.classifier = true;
-  m.input = ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
-  m.target = ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
+  m.input =
+      o.input.node ? o.input : ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
+  m.target =
+      o.target.node ? o.target : ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
   auto tower = [&o](const Scope& s, const std::vector<Output>& in) {
     Dense l1 = MakeDense(s, "layer1", 784, 500, o, 1, Shape{500});
     Dense l2 = MakeDense(s, "layer2", 500, 10, o, 2, Shape{10});

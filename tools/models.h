@@ -49,6 +49,9 @@ struct ModelOptions {
   // CNNs: trainable variables whose name matches this regex are left out of the update
   // (fine-tuning; the tests' controls train with frozen conv layers).
   std::string freeze;
+  // Classifiers: when set (an iterator's IteratorGetNext outputs: float [?, 784], int32 [?]),
+  // the model reads these instead of making placeholders (Model::input/target are these).
+  Output input, target;
 };
 
 struct Model {

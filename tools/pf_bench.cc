@@ -34,6 +34,7 @@
 #include "placeflow/placer/placer.h"
 #include "tools/bench_util.h"
 #include "tools/cnn_bench.h"
+#include "tools/data_bench.h"
 #include "tools/dist_bench.h"
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
@@ -443,6 +444,12 @@ const std::vector<Figure>& Figures() {
        MlpSeed000Step},
       {"mnist_mlp_epoch", "examples/s of a mnist_mlp epoch at batch 100 (synthetic data)",
        MnistMlpEpoch},
+      {"mnist_mlp_epoch_pipeline",
+       "mnist_mlp_epoch reading IteratorGetNext (shuffle, batch, prefetch) against feeds",
+       pf::bench::MnistMlpEpochPipeline},
+      {"input_pipeline",
+       "examples/s of MNIST from TFRecord: shuffle, batch, parse, prefetch (tf.data's peer)",
+       pf::bench::InputPipeline},
       {"placer", "seconds to place a 100,000-node graph on 4 CPU devices", PlacerFigure},
       {"towers_overhead", "a 1-tower replicated mlp_seed000 step against the plain graph's",
        TowersOverhead},

@@ -24,6 +24,7 @@
 #include "placeflow/placer/placer.h"
 #include "tools/flags.h"
 #include "tools/summaries.h"
+#include "tools/tfrecord_input.h"
 #include "tools/tower_timing.h"
 #ifdef PF_WITH_GRPC
 #include "tools/cluster_train.h"
@@ -42,6 +43,8 @@ struct Args {
   bool log_placement = false;
   int64_t seed = 1;
   std::string data;
+  std::string data_format = "idx";  // idx | tfrecord
+  std::string input = "dataset";    // dataset (IteratorGetNext in the graph) | feed
   std::string init = "glorot";
   std::string checkpoint;
   bool restore = false;
@@ -135,9 +138,22 @@ pf::flags::FlagSet MakeFlags(Args& a) {
   f.String("--init", &a.init, "weight initialiser (seed: the article's N(0, 1), which diverges)",
            {"glorot", "seed"});
   f.Int("--seed", &a.seed, "graph seed (initial weights, dropout, batch order)", 0, kMaxCount);
-  f.String("--data", &a.data, "directory of MNIST-format IDX files (classifiers)")
-      .Value("DIR")
+  f.String("--data", &a.data,
+           "classifiers' data: a directory of MNIST-format IDX files, or with --data-format "
+           "tfrecord a TFRecord file or directory")
+      .Value("PATH")
       .Default("/usr/share/datasets/fashion-mnist when present");
+  f.String("--data-format", &a.data_format,
+           "idx: --data is a directory of IDX files; tfrecord: --data is a TFRecord file of "
+           "tf.Example records (pf-data convert) or a directory of them (train*.tfrecord, "
+           "test*.tfrecord)",
+           {"idx", "tfrecord"})
+      .Default("idx");
+  f.String("--input", &a.input,
+           "how classifiers get their training batches: dataset (a shuffle/batch/prefetch "
+           "pipeline read by IteratorGetNext in the graph) or feed (prepared on a thread, fed)",
+           {"dataset", "feed"})
+      .Default("dataset (feed in a cluster)");
   f.Int("--train-limit", &a.train_limit, "use only the first N training examples (0: all)", 0,
         kMaxCount);
   f.Int("--test-limit", &a.test_limit, "use only the first N test examples (0: all)", 0, kMaxCount);
@@ -390,6 +406,55 @@ int TowersTable(const Args& a) {
   return 0;
 }
 
+struct TrainingData {
+  pf::data::MnistArrays train, test;  // train: only without the pipeline
+  pf::data::Dataset train_ds;         // only with it
+  int64_t train_examples = 0;
+};
+
+int64_t CountElements(const pf::data::Dataset& d) {
+  int64_t n = 0;
+  auto it = d.Batch(4096).MakeIterator();
+  std::vector<pf::Tensor> e;
+  while (it->GetNext(&e).ValueOrThrow()) n += e[0].dim(0);
+  return n;
+}
+
+// The classifiers' data: IDX files or TFRecord files of tf.Example, the training part as a
+// dataset (the pipeline) or as arrays (fed), the test part as arrays (evaluation feeds them).
+TrainingData LoadTrainingData(const Args& a, const std::string& dir, bool pipeline) {
+  TrainingData d;
+  using pf::data::Split;
+  if (a.data_format == "tfrecord") {
+    if (!pf::tfrecord_input::Available())
+      Usage("--data-format tfrecord needs a placeflow built with protobuf (PF_WITH_PROTOBUF)");
+    auto train_files = pf::tfrecord_input::Files(dir, Split::kTrain).ValueOrThrow();
+    auto test_files =
+        pf::tfrecord_input::Files(std::filesystem::is_directory(dir)
+                                      ? dir
+                                      : std::filesystem::path(dir).parent_path().string(),
+                                  Split::kTest)
+            .ValueOrThrow();
+    d.test = pf::data::Take(pf::tfrecord_input::LoadMnistArrays(test_files).ValueOrThrow(),
+                            a.test_limit);
+    d.train_ds =
+        pf::data::Dataset::FromTFRecord(train_files).Take(a.train_limit > 0 ? a.train_limit : -1);
+    d.train_examples = CountElements(d.train_ds);
+    return d;
+  }
+  d.test = pf::data::Take(pf::data::LoadMnist(dir, Split::kTest).ValueOrThrow(), a.test_limit);
+  if (!pipeline) {
+    d.train = pf::data::Take(pf::data::LoadMnist(dir, Split::kTrain).ValueOrThrow(), a.train_limit);
+    d.train_examples = d.train.size();
+    return d;
+  }
+  auto [images, labels] = pf::data::MnistPaths(dir, Split::kTrain);
+  d.train_ds =
+      pf::data::Dataset::FromIdx(images, labels).Take(a.train_limit > 0 ? a.train_limit : -1);
+  d.train_examples = CountElements(d.train_ds);
+  return d;
+}
+
 std::string DefaultData() {
   for (const char* candidate : {"/usr/share/datasets/fashion-mnist", "../shared/data/mnist"}) {
     if (std::filesystem::exists(candidate)) return candidate;
@@ -418,7 +483,16 @@ int Main(int argc, char** argv) {
     if (!a.local_cluster.empty() || !a.job_name.empty())
       Usage("cluster flags need a placeflow built with the cluster runtime (PF_WITH_GRPC)");
 #endif
-    pf::data::Dataset train, test;
+    pf::data::MnistArrays train, test;
+    pf::data::Dataset train_ds;
+    int64_t train_examples = 0;
+    // Classifiers read their batches through a dataset in the graph, except in a cluster (each
+    // worker feeds its own).
+    const bool use_pipeline = a.input == "dataset" && a.job_name.empty() && a.local_cluster.empty();
+    if (a.data_format == "tfrecord" && !use_pipeline)
+      Usage(
+          "--data-format tfrecord reads through the input pipeline: not with --input feed or a "
+          "cluster");
     pf::models::ModelOptions mo;
     mo.init = a.init;
     mo.seed = a.seed;
@@ -431,13 +505,17 @@ int Main(int argc, char** argv) {
         Usage(
             "--data DIR is required: no default data set found (apt-get install "
             "dataset-fashion-mnist)");
-      train = pf::data::Take(pf::data::LoadMnist(dir, pf::data::Split::kTrain).ValueOrThrow(),
-                             a.train_limit);
-      test = pf::data::Take(pf::data::LoadMnist(dir, pf::data::Split::kTest).ValueOrThrow(),
-                            a.test_limit);
+      TrainingData td = LoadTrainingData(a, dir, use_pipeline);
+      train = std::move(td.train);
+      test = std::move(td.test);
+      train_ds = td.train_ds;
+      train_examples = td.train_examples;
       std::printf("data: %s (%lld train, %lld test examples)\n", dir.c_str(),
-                  static_cast<long long>(train.size()), static_cast<long long>(test.size()));
-      mo.steps_per_epoch = std::max<int64_t>(1, train.size() / (a.batch > 0 ? a.batch : 100));
+                  static_cast<long long>(train_examples), static_cast<long long>(test.size()));
+      std::printf("input: %s files, %s\n", a.data_format.c_str(),
+                  use_pipeline ? "read through the pipeline (shuffle, batch, prefetch)"
+                               : "batches prepared on a thread and fed");
+      mo.steps_per_epoch = std::max<int64_t>(1, train_examples / (a.batch > 0 ? a.batch : 100));
     }
     const TowerPlan plan = PlanTowers(a);
     if (!plan.note.empty()) std::printf("pf-train: %s\n", plan.note.c_str());
@@ -472,6 +550,24 @@ int Main(int argc, char** argv) {
     if (a.sync_replicas && mo.replicas_to_aggregate == 0)
       Usage(
           "--sync_replicas trains the workers of a cluster: add --job_name ... or --local-cluster");
+    std::optional<pf::data::GraphIterator> train_iterator;
+    if (classifier && use_pipeline) {
+      const int64_t batch =
+          pf::trainer::EffectiveBatch(a.batch > 0 ? a.batch : 100, train_examples).ValueOrThrow();
+      pf::data::MapFn parse;  // TFRecord: serialized tf.Examples, parsed a batch at a time
+      if (a.data_format == "tfrecord") {
+        parse = [](pf::data::Element e, const pf::data::MapContext&) {
+          return pf::tfrecord_input::ParseMnistBatch(e[0]);
+        };
+      }
+      train_iterator = pf::data::MakeIterator(
+          root,
+          pf::trainer::TrainingPipeline(train_ds, train_examples, batch, a.seed, parse,
+                                        {{pf::DT_FLOAT, {-1, -1}}, {pf::DT_INT32, {-1}}}),
+          "train_input");
+      mo.input = train_iterator->next[0];
+      mo.target = train_iterator->next[1];
+    }
     pf::models::Model m = pf::models::BuildModel(a.model, root, mo);
     std::unique_ptr<pf::summaries::TrainingSummaries> summaries;
     if (!a.logdir.empty()) {
@@ -559,6 +655,8 @@ int Main(int argc, char** argv) {
     }
 #endif
     to.checkpoint_every = a.save_every;
+    to.iterator = train_iterator;
+    to.train_examples = train_examples;
     to.allow_nan = a.allow_nan;
     to.check_numerics = a.check_numerics;
     to.progress = a.quiet ? pf::progress::Mode::kQuiet : pf::progress::Mode::kAuto;

@@ -18,7 +18,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 // `batch` when 1 <= batch <= data.size(); throws InvalidArgument otherwise.
-int64_t CheckBatch(const data::Dataset& data, int64_t batch) {
+int64_t CheckBatch(const data::MnistArrays& data, int64_t batch) {
   if (batch < 1 || batch > data.size())
     throw Error(errors::InvalidArgument("Batches of ", batch, " from a data set of ", data.size(),
                                         " examples: the batch must be in [1, ", data.size(), "]"));
@@ -62,7 +62,7 @@ StatusOr<int64_t> EffectiveBatch(int64_t batch, int64_t examples) {
   return std::min(batch, examples);
 }
 
-BatchPrefetcher::BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed,
+BatchPrefetcher::BatchPrefetcher(const data::MnistArrays& data, int64_t batch, uint64_t seed,
                                  int64_t first_step)
     : data_(data),
       batch_(CheckBatch(data, batch)),
@@ -231,9 +231,19 @@ void Trainer::MaybeSave() {
   std::fprintf(o_.out, "saved %s\n", path.c_str());
 }
 
-double Trainer::Run(const data::Dataset* train, const data::Dataset* test) {
+data::Dataset TrainingPipeline(const data::Dataset& examples, int64_t num_examples, int64_t batch,
+                               uint64_t seed, data::MapFn parse_batch,
+                               data::ElementSpec parsed_spec) {
+  data::Dataset d = examples.Shuffle(std::max<int64_t>(1, num_examples), seed)
+                        .Take(num_examples / batch * batch)
+                        .Batch(batch);
+  if (parse_batch) d = d.Map(std::move(parse_batch), 2, std::move(parsed_spec));
+  return d.Prefetch(2);
+}
+
+double Trainer::Run(const data::MnistArrays* train, const data::MnistArrays* test) {
   MaybeRestore();
-  double result = m_.classifier ? RunClassifier(*train, *test) : RunRegression();
+  double result = m_.classifier ? RunClassifier(train, *test) : RunRegression();
   std::fflush(o_.out);
   return result;
 }
@@ -283,18 +293,52 @@ double Trainer::RunRegression() {
   return loss;
 }
 
-double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& test) {
+void Trainer::ReplayIterator(int64_t first, int64_t per_epoch) {
+  for (int64_t pass = 0; pass < first / per_epoch; ++pass)
+    sess_.Run({}, {}, {o_.iterator->initializer});
+  if (first % per_epoch == 0) return;
+  sess_.Run({}, {}, {o_.iterator->initializer});
+  for (int64_t k = 0; k < first % per_epoch; ++k) sess_.Run({o_.iterator->next.back()});
+}
+
+double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistArrays& test) {
   const int64_t asked = o_.batch > 0 ? o_.batch : 100;
-  const int64_t batch = EffectiveBatch(asked, train.size()).ValueOrThrow();
+  const int64_t examples = o_.iterator ? o_.train_examples : train->size();
+  const int64_t batch = EffectiveBatch(asked, examples).ValueOrThrow();
   if (test.size() == 0) throw Error(errors::InvalidArgument("The test set has no examples"));
   if (batch < asked) {
     std::fprintf(o_.out, "batch %lld is larger than the %lld training examples: batches of %lld\n",
-                 static_cast<long long>(asked), static_cast<long long>(train.size()),
+                 static_cast<long long>(asked), static_cast<long long>(examples),
                  static_cast<long long>(batch));
   }
   const int64_t first = o_.count_local_steps ? 0 : global_step();
-  BatchPrefetcher batches(train, batch, o_.seed, first);
-  const int64_t per_epoch = batches.steps_per_epoch();
+  std::optional<BatchPrefetcher> batches;
+  int64_t per_epoch = examples / batch;
+  if (o_.iterator) {
+    ReplayIterator(first, per_epoch);
+  } else {
+    batches.emplace(*train, batch, o_.seed, first);
+    per_epoch = batches->steps_per_epoch();
+  }
+  // One training step's feeds: a prepared batch, or none when the graph reads its iterator
+  // (which starts a new pass at each epoch's first step, and once more if a pass ends early).
+  auto train_step = [&](int64_t step, bool trace) -> float {
+    if (!o_.iterator) {
+      Tensor x, y;
+      batches->Next(&x, &y);
+      return Step({{m_.input, x}, {m_.target, y}}, trace, step + 1, batch);
+    }
+    if (step % per_epoch == 0) sess_.Run({}, {}, {o_.iterator->initializer});
+    try {
+      return Step({}, trace, step + 1, batch);
+    } catch (const Error& e) {
+      if (e.code() != Code::kOutOfRange) throw;
+      std::fprintf(o_.out, "the input ended before step %lld of the epoch: a new pass\n",
+                   static_cast<long long>(step % per_epoch + 1));
+      sess_.Run({}, {}, {o_.iterator->initializer});
+      return Step({}, trace, step + 1, batch);
+    }
+  };
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, per_epoch / 5);
   double accuracy = 0;
   auto start = std::chrono::steady_clock::now();
@@ -304,9 +348,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
   std::optional<progress::ProgressBar> bar;
   int64_t step = first;
   for (; More(step + 1, o_.epochs * per_epoch); ++step) {
-    Tensor x, y;
-    batches.Next(&x, &y);
-    const float loss = Step({{m_.input, x}, {m_.target, y}}, step == first + 1, step + 1, batch);
+    const float loss = train_step(step, step == first + 1);
     CheckLoss(loss, step + 1);
     loss_sum += loss;
     ++loss_count;
@@ -365,7 +407,7 @@ double Trainer::RunClassifier(const data::Dataset& train, const data::Dataset& t
 
 // In chunks of at most 1000 examples, so a CNN's activations for the whole test set never have to
 // fit in memory at once; weighted by the chunk sizes.
-double Trainer::TestAccuracy(const data::Dataset& test) {
+double Trainer::TestAccuracy(const data::MnistArrays& test) {
   constexpr int64_t kChunk = 1000;
   const int64_t n = test.size();
   if (n <= kChunk) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "placeflow/data/iterator_ops.h"
 #include "tools/mnist_data.h"
 #include "tools/models.h"
 #include "tools/progress_bar.h"
@@ -73,6 +74,13 @@ struct Options {
   // Restoring a checkpoint with NaN or Inf values is an error (else a warning per variable).
   bool check_numerics = false;
   FILE* out = stdout;  // progress lines
+  // Classifiers: the model reads its training batches from this iterator (its IteratorGetNext
+  // outputs are the model's input and target) instead of feeds. Each epoch runs the initializer
+  // (a new pass: Shuffle's new order) and takes train_examples / batch batches; an OutOfRange
+  // before that ends the epoch early. A restored run replays the passes and skips the batches
+  // already trained on, so it sees exactly the batches a straight run would.
+  std::optional<data::GraphIterator> iterator;
+  int64_t train_examples = 0;  // with iterator: the examples per pass (the train arg may be null)
   // Progress: a bar redrawn in place (terminals), plain periodic lines, or none (pf-train
   // --quiet). The tests and tools that read the lines keep kLines.
   progress::Mode progress = progress::Mode::kLines;
@@ -81,6 +89,15 @@ struct Options {
   const std::atomic<bool>* stop = nullptr;
   StepHooks hooks;
 };
+
+// pf-train's training input: the examples shuffled (a buffer of all of them: a uniform
+// shuffle, a new order per pass), the first num_examples / batch * batch of them in batches of
+// `batch` (the static batch dimension stays unknown, so evaluation can feed other sizes),
+// mapped by `parse_batch` when given (TFRecord: serialized examples parsed a batch at a time,
+// on 2 threads, into `parsed_spec`), prefetched.
+data::Dataset TrainingPipeline(const data::Dataset& examples, int64_t num_examples, int64_t batch,
+                               uint64_t seed, data::MapFn parse_batch = nullptr,
+                               data::ElementSpec parsed_spec = {});
 
 // OK when `dir` can hold checkpoints: an existing, writable directory, or one that can be
 // created (it is, with its parents). Otherwise FailedPrecondition naming the path and why (a
@@ -95,7 +112,7 @@ StatusOr<int64_t> EffectiveBatch(int64_t batch, int64_t examples);
 // Prepares batch s+1 while the caller trains on batch s.
 class BatchPrefetcher {
  public:
-  BatchPrefetcher(const data::Dataset& data, int64_t batch, uint64_t seed, int64_t first_step);
+  BatchPrefetcher(const data::MnistArrays& data, int64_t batch, uint64_t seed, int64_t first_step);
   ~BatchPrefetcher();
   // The batch for the next step, in order. Rethrows what preparing it threw.
   void Next(Tensor* images, Tensor* labels);
@@ -103,7 +120,7 @@ class BatchPrefetcher {
 
  private:
   void Produce(int64_t step, Tensor* images, Tensor* labels);
-  const data::Dataset& data_;
+  const data::MnistArrays& data_;
   const int64_t batch_, steps_per_epoch_;
   const uint64_t seed_;
   int64_t next_step_;
@@ -122,7 +139,7 @@ class Trainer {
   Trainer(const models::Model& model, Session& session, Options options);
   // Trains until the option's epochs/steps are done; returns the last test accuracy
   // (classifiers) or the last loss.
-  double Run(const data::Dataset* train, const data::Dataset* test);
+  double Run(const data::MnistArrays* train, const data::MnistArrays* test);
   int64_t global_step();
   // Whether Run returned early because `stop` was set.
   bool interrupted() const { return interrupted_; }
@@ -132,8 +149,11 @@ class Trainer {
 
  private:
   double RunRegression();
-  double RunClassifier(const data::Dataset& train, const data::Dataset& test);
-  double TestAccuracy(const data::Dataset& test);
+  double RunClassifier(const data::MnistArrays* train, const data::MnistArrays& test);
+  // With an iterator: runs the initializer for the passes before global step `first` and
+  // skips the batches of its pass already trained on.
+  void ReplayIterator(int64_t first, int64_t per_epoch);
+  double TestAccuracy(const data::MnistArrays& test);
   // One training step, making global step `step`; traced (and written to trace_path) when
   // `trace` is set; runs the hooks.
   float Step(const FeedDict& feeds, bool trace, int64_t step, int64_t examples);

@@ -46,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WriteFile(pf::fuzz::ScratchDir("idx") + "/train-labels-idx1-ubyte", data + split, size - split);
   auto loaded = pf::data::LoadMnist(pf::fuzz::ScratchDir("idx"), pf::data::Split::kTrain);
   if (!loaded.ok()) return 0;
-  const pf::data::Dataset& d = *loaded;
+  const pf::data::MnistArrays& d = *loaded;
   CHECK(d.images.dim(0) == d.size());
-  pf::data::Dataset head = pf::data::Take(d, 1 + (mode >> 1) % 4);
+  pf::data::MnistArrays head = pf::data::Take(d, 1 + (mode >> 1) % 4);
   CHECK(head.size() <= d.size());
   if (d.size() == 0) return 0;
   std::vector<int64_t> order;

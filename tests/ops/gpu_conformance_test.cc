@@ -625,6 +625,10 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
         {"_FusedMatMul",
          "CPU only: the remapper fuses on CPU partitions only (executor/remapper.h)"},
+        // The input pipeline's ops: host-side iterator state (data/iterator_ops.h).
+        {"MakeIterator", "CPU only: (re)starts a host-side input pipeline (data/iterator_ops.h)"},
+        {"IteratorGetNext",
+         "CPU only: the input pipeline's elements are host tensors (data/iterator_ops.h)"},
         // String inputs live in host memory (DT_STRING): parsing ops are CPU kernels.
         {"DecodeRaw", "CPU only: its input is DT_STRING (ops/parse/decode_ops.cc)"},
     };

@@ -110,7 +110,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
       break;  // the examples follow
     }
   }
-  CHECK(entries.size() == 39);
+  CHECK(entries.size() == 41);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
@@ -125,6 +125,8 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--log-device-placement",
                            "--seed",
                            "--data",
+                           "--data-format",
+                           "--input",
                            "--init",
                            "--checkpoint",
                            "--restore",

@@ -13,8 +13,8 @@ namespace {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-data::Dataset Synthetic(int64_t n) {
-  data::Dataset d;
+data::MnistArrays Synthetic(int64_t n) {
+  data::MnistArrays d;
   d.images = Tensor(DT_FLOAT, {n, 784});
   d.labels = Tensor(DT_INT32, {n});
   for (float& v : d.images.flat<float>()) v = 0.5f;
@@ -29,7 +29,7 @@ TEST_CASE("Batches larger than the data set are clamped and an empty data set is
   CHECK(trainer::EffectiveBatch(100, 0).status().message() == "The training set has no examples");
   CHECK(trainer::EffectiveBatch(0, 30).status().code() == Code::kInvalidArgument);
   // The prefetcher used to read past the shuffled order (heap overflow) for these.
-  data::Dataset small = Synthetic(30);
+  data::MnistArrays small = Synthetic(30);
   CHECK_THROWS_WITH(trainer::BatchPrefetcher(small, 100, 1, 0),
                     "InvalidArgument: Batches of 100 from a data set of 30 examples: the batch "
                     "must be in [1, 30]");
@@ -45,7 +45,7 @@ TEST_CASE("Batches larger than the data set are clamped and an empty data set is
 
 TEST_CASE("A mnist_mlp run on fewer examples than its batch trains on one short batch",
           "[trainer]") {
-  data::Dataset train = Synthetic(30), test = Synthetic(10);
+  data::MnistArrays train = Synthetic(30), test = Synthetic(10);
   Graph g;
   Scope root = Scope::Root(&g);
   models::ModelOptions mo;
@@ -64,7 +64,7 @@ TEST_CASE("A mnist_mlp run on fewer examples than its batch trains on one short 
   CHECK_THAT(std::string(buf),
              Contains("batch 100 is larger than the 30 training examples: batches of 30\n"));
   CHECK(t.global_step() == 2);  // one step per epoch
-  data::Dataset empty = Synthetic(0);
+  data::MnistArrays empty = Synthetic(0);
   CHECK_THROWS_WITH(trainer::Trainer(m, sess, o).Run(&empty, &test),
                     "InvalidArgument: The training set has no examples");
   CHECK_THROWS_WITH(trainer::Trainer(m, sess, o).Run(&train, &empty),

@@ -37,7 +37,10 @@ FIGURES = {
     "session_run_overhead": {"us_per_run": "session_run_overhead"},
     "conv_lenet_step": {"ms": "conv_lenet_step"},
     "peak_rss": {},
+    "input_pipeline": {"examples_per_s": "input_pipeline"},
 }
+# Figures only TensorFlow has a twin of (tf.data).
+TF_ONLY = {"input_pipeline"}
 # row -> (label, unit, higher is better)
 ROWS = {
     "mlp_seed000_step": ("mlp_seed000 SGD step, batch 2000", "ms/step", False),
@@ -48,6 +51,8 @@ ROWS = {
     "session_run_overhead": ("session_run_overhead, 2 nodes", "µs/run", False),
     "conv_lenet_step": ("conv_lenet_step, batch 128", "ms/step", False),
     "peak_rss": ("peak RSS, 50 mlp_seed000 steps", "MiB", False),
+    "input_pipeline": ("input_pipeline, MNIST TFRecord: shuffle, batch 100, parse, prefetch",
+                       "examples/s", True),
 }
 
 
@@ -242,8 +247,8 @@ def main():
             if side not in peers:
                 continue
             for setting in settings:
-                fs = [f for f in timing if side == "tf" or not setting[1] or
-                      f == "mlp_seed000_step"]
+                fs = [f for f in timing if side == "tf" or (f not in TF_ONLY and (
+                      not setting[1] or f == "mlp_seed000_step"))]
                 if fs:
                     values, versions[side] = peer_figures(a.python, side, fs, setting, env)
                     for (row, variant), v in values.items():

@@ -21,7 +21,7 @@ import time
 REPEATS = 5
 SEED = 1
 FIGURES = ["mlp_seed000_step", "mnist_mlp_epoch", "executor_chain", "executor_wide",
-           "session_run_overhead", "conv_lenet_step", "peak_rss"]
+           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline"]
 
 
 def median_seconds(fn, repeats=REPEATS):
@@ -250,6 +250,44 @@ class Tf:
             sess.run(train, feed)
         return median_seconds(lambda: [sess.run(train, feed) for _ in range(5)]) / 5 * 1e3
 
+    def input_pipeline(self, variant):
+        """examples/s of pf-bench input_pipeline's tf.data twin on the same TFRecord file (which
+        pf-bench input_pipeline writes; $PF_BENCH_TFRECORD or /tmp/pf_bench_input_pipeline.tfrecord):
+        TFRecordDataset -> shuffle(10000, seed) -> batch(100) -> map(parse_example + decode_raw,
+        num_parallel_calls=2) -> prefetch(2), every batch pulled through a v1 Session."""
+        tf, v1 = self.tf, self.v1
+        path = os.environ.get("PF_BENCH_TFRECORD", "/tmp/pf_bench_input_pipeline.tfrecord")
+        if not os.path.exists(path):
+            sys.exit(f"compare_peers.py: {path} is missing: run pf-bench input_pipeline first")
+        features = {"image_raw": tf.io.FixedLenFeature([], tf.string),
+                    "label": tf.io.FixedLenFeature([], tf.int64)}
+
+        def parse(serialized):
+            p = tf.io.parse_example(serialized, features)
+            images = tf.cast(tf.io.decode_raw(p["image_raw"], tf.uint8), tf.float32) / 255.0
+            return images, tf.cast(p["label"], tf.int32)
+
+        g = tf.Graph()
+        with g.as_default():
+            ds = (tf.data.TFRecordDataset(path).shuffle(10000, seed=SEED).batch(100)
+                  .map(parse, num_parallel_calls=2).prefetch(2))
+            it = v1.data.make_initializable_iterator(ds)
+            x, y = it.get_next()
+        sess = self.session(g)
+        count = [0]
+
+        def epoch():
+            sess.run(it.initializer)
+            count[0] = 0
+            try:
+                while True:
+                    count[0] += sess.run(y).shape[0]
+            except tf.errors.OutOfRangeError:
+                pass
+
+        epoch()
+        return count[0] / median_seconds(epoch)
+
 
 # --------------------------------------------------------------------------------- PyTorch
 
@@ -422,6 +460,8 @@ def main():
     for figure in a.figures.split(","):
         if figure not in FIGURES:
             sys.exit(f"compare_peers.py: unknown figure '{figure}'")
+        if not hasattr(peer, figure):
+            sys.exit(f"compare_peers.py: {a.side} has no figure '{figure}' (input_pipeline: tf only)")
         variants = ["feed", "const"] if (a.side, figure) == ("tf", "mnist_mlp_epoch") else [""]
         for variant in variants:
             if a.side == "torch" and a.compile:

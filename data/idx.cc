@@ -1,5 +1,6 @@
-#include "tools/mnist_data.h"
+#include "placeflow/data/idx.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -66,35 +67,45 @@ Status ReadIdx(const std::string& path, std::vector<int64_t>* dims, std::vector<
   return Status::OK();
 }
 
-StatusOr<Dataset> LoadMnist(const std::string& dir, Split split) {
+std::pair<std::string, std::string> MnistPaths(const std::string& dir, Split split) {
   const std::string prefix = split == Split::kTrain ? "train" : "t10k";
+  return {Find(dir, prefix + "-images-idx3-ubyte"), Find(dir, prefix + "-labels-idx1-ubyte")};
+}
+
+StatusOr<MnistArrays> LoadMnist(const std::string& dir, Split split) {
+  auto [images, labels] = MnistPaths(dir, split);
+  return LoadIdxPair(images, labels);
+}
+
+StatusOr<MnistArrays> LoadIdxPair(const std::string& images_path, const std::string& labels_path) {
   std::vector<int64_t> idims, ldims;
   std::vector<uint8_t> pixels, labels;
-  PF_RETURN_IF_ERROR(ReadIdx(Find(dir, prefix + "-images-idx3-ubyte"), &idims, &pixels));
-  PF_RETURN_IF_ERROR(ReadIdx(Find(dir, prefix + "-labels-idx1-ubyte"), &ldims, &labels));
+  PF_RETURN_IF_ERROR(ReadIdx(images_path, &idims, &pixels));
+  PF_RETURN_IF_ERROR(ReadIdx(labels_path, &ldims, &labels));
   if (idims.size() != 3 || ldims.size() != 1 || idims[0] != ldims[0]) {
-    return errors::InvalidArgument("MNIST files in '", dir, "' disagree: ", idims.size(),
-                                   "-d images of ", idims.empty() ? 0 : idims[0], " and ",
+    return errors::InvalidArgument("MNIST files '", images_path, "' and '", labels_path,
+                                   "' disagree: ", idims.size(), "-d images of ",
+                                   idims.empty() ? 0 : idims[0], " and ",
                                    ldims.empty() ? 0 : ldims[0], " labels");
   }
   const int64_t n = idims[0], features = idims[1] * idims[2];
-  Dataset d;
+  MnistArrays d;
   d.images = Tensor(DT_FLOAT, {n, features});
   d.labels = Tensor(DT_INT32, {n});
   float* img = d.images.data<float>();
   for (size_t i = 0; i < pixels.size(); ++i) img[i] = pixels[i] / 255.f;
   for (int64_t i = 0; i < n; ++i) {
     if (labels[i] > 9)
-      return errors::InvalidArgument("Label ", int(labels[i]), " at index ", i,
-                                     " is not a digit class");
+      return errors::InvalidArgument("Label ", int(labels[i]), " at index ", i, " of '",
+                                     labels_path, "' is not a digit class");
     d.labels.data<int32_t>()[i] = labels[i];
   }
   return d;
 }
 
-Dataset Take(const Dataset& d, int64_t n) {
+MnistArrays Take(const MnistArrays& d, int64_t n) {
   if (n <= 0 || n >= d.size()) return d;
-  Dataset out;
+  MnistArrays out;
   const int64_t features = d.images.dim(1);
   out.images = Tensor(DT_FLOAT, {n, features});
   out.labels = Tensor(DT_INT32, {n});
@@ -103,7 +114,7 @@ Dataset Take(const Dataset& d, int64_t n) {
   return out;
 }
 
-void Gather(const Dataset& d, const std::vector<int64_t>& order, int64_t begin, int64_t count,
+void Gather(const MnistArrays& d, const std::vector<int64_t>& order, int64_t begin, int64_t count,
             Tensor* images, Tensor* labels) {
   const int64_t features = d.images.dim(1);
   if (begin < 0 || count < 0 || begin + count > static_cast<int64_t>(order.size())) {

@@ -1,0 +1,651 @@
+// Sources and the transformations that run on the consumer's thread. The threaded ones (parallel
+// Map, Prefetch) are in data/threaded.cc.
+#include "placeflow/data/dataset.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "placeflow/data/idx.h"
+#include "placeflow/data/internal.h"
+
+namespace pf::data {
+
+std::string SpecString(const ElementSpec& spec) {
+  std::vector<std::string> parts;
+  for (const ComponentSpec& c : spec)
+    parts.push_back(fmt::format("{} {}", DTypeName(c.dtype), c.shape.ToString()));
+  return fmt::format("({})", fmt::join(parts, ", "));
+}
+
+uint64_t MixSeed(uint64_t seed, uint64_t salt) {
+  // splitmix64 of the pair: nearby seeds and salts give unrelated streams.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (salt + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t MapContext::Seed(uint64_t seed) const {
+  return MixSeed(MixSeed(seed, static_cast<uint64_t>(iteration)), static_cast<uint64_t>(index));
+}
+
+Status CheckElement(const Element& e, const ElementSpec& spec, const std::string& what) {
+  if (e.size() != spec.size()) {
+    return errors::InvalidArgument(what, " produced an element of ", e.size(),
+                                   " components, expected ", spec.size(), " ", SpecString(spec));
+  }
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (!e[i].IsInitialized() || e[i].dtype() != spec[i].dtype ||
+        !e[i].shape().IsCompatibleWith(spec[i].shape) ||
+        (!spec[i].shape.unknown_rank() && e[i].rank() != spec[i].shape.rank())) {
+      return errors::InvalidArgument(
+          what, " produced component ", i, " as ",
+          e[i].IsInitialized() ? std::string(DTypeName(e[i].dtype())) : "an empty tensor", " ",
+          e[i].shape().ToString(), ", expected ", DTypeName(spec[i].dtype), " ",
+          spec[i].shape.ToString(), " (element spec ", SpecString(spec), ")");
+    }
+  }
+  return Status::OK();
+}
+
+// --- handle ---
+
+const DatasetNode& Dataset::checked() const {
+  if (!node_) throw Error(errors::FailedPrecondition("Use of an empty pf::data::Dataset handle"));
+  return *node_;
+}
+const ElementSpec& Dataset::spec() const { return checked().spec(); }
+std::string Dataset::DebugString() const { return checked().DebugString(); }
+namespace {
+// The iterator a Dataset handle gives: it owns the dataset graph (iterators inside it point
+// into their nodes), so the iterator outlives the handles it was made from.
+class OwningIterator : public Iterator {
+ public:
+  OwningIterator(std::shared_ptr<const DatasetNode> node, const IteratorContext& ctx)
+      : node_(std::move(node)), it_(node_->MakeIterator(ctx)) {}
+  StatusOr<bool> GetNext(Element* out) override { return it_->GetNext(out); }
+  bool SupportsAsync() const override { return it_->SupportsAsync(); }
+  void GetNextAsync(Element* out, CancellationManager* cm,
+                    std::function<void(StatusOr<bool>)> done) override {
+    it_->GetNextAsync(out, cm, std::move(done));
+  }
+  void Cancel() override { it_->Cancel(); }
+
+ private:
+  std::shared_ptr<const DatasetNode> node_;  // destroyed after it_
+  std::unique_ptr<Iterator> it_;
+};
+}  // namespace
+
+std::unique_ptr<Iterator> Dataset::MakeIterator(IteratorContext ctx) const {
+  checked();
+  return std::make_unique<OwningIterator>(node_, ctx);
+}
+
+namespace {
+
+// --- sources ---
+
+class TensorsNode : public DatasetNode {
+ public:
+  TensorsNode(Element e, ElementSpec spec, bool slices)
+      : DatasetNode(std::move(spec)), e_(std::move(e)), slices_(slices) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext&) const override {
+    return std::make_unique<It>(this);
+  }
+  std::string DebugString() const override {
+    return slices_ ? fmt::format("FromTensorSlices({})", rows()) : "FromTensors";
+  }
+  int64_t rows() const { return slices_ ? (e_.empty() ? 0 : e_[0].dim(0)) : 1; }
+
+ private:
+  class It : public Iterator {
+   public:
+    explicit It(const TensorsNode* n) : n_(n) {}
+    StatusOr<bool> GetNext(Element* out) override {
+      if (next_ >= n_->rows()) return false;
+      const int64_t r = next_++;
+      if (!n_->slices_) {
+        *out = n_->e_;
+        return true;
+      }
+      Element e;
+      e.reserve(n_->e_.size());
+      for (const Tensor& t : n_->e_) {
+        // A row view: no copy.
+        PF_ASSIGN_OR_RETURN(Tensor row, t.SliceRows(r, r + 1));
+        Shape s = t.shape();
+        s.RemoveDim(0);
+        PF_ASSIGN_OR_RETURN(Tensor v, row.Reshaped(s));
+        e.push_back(std::move(v));
+      }
+      *out = std::move(e);
+      return true;
+    }
+
+   private:
+    const TensorsNode* n_;
+    int64_t next_ = 0;
+  };
+  Element e_;
+  bool slices_;
+};
+
+ElementSpec SpecOf(const Element& e, bool drop_first) {
+  ElementSpec spec;
+  for (const Tensor& t : e) {
+    Shape s = t.shape();
+    if (drop_first) s.RemoveDim(0);
+    spec.push_back({t.dtype(), s});
+  }
+  return spec;
+}
+
+// --- Map (sequential) ---
+
+class MapIt : public UnaryIterator {
+ public:
+  MapIt(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec, int64_t iteration)
+      : UnaryIterator(std::move(in)), fn_(fn), spec_(spec), iteration_(iteration) {}
+  StatusOr<bool> GetNext(Element* out) override {
+    Element e;
+    PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(&e));
+    if (!more) return false;
+    MapContext ctx{index_++, iteration_};
+    PF_ASSIGN_OR_RETURN(Element r, RunMapFn(*fn_, std::move(e), ctx, *spec_));
+    *out = std::move(r);
+    return true;
+  }
+
+ private:
+  const MapFn* fn_;
+  const ElementSpec* spec_;
+  int64_t iteration_, index_ = 0;
+};
+
+class MapNode : public UnaryNode {
+ public:
+  MapNode(Dataset in, MapFn fn, int parallel, ElementSpec spec)
+      : UnaryNode(std::move(in), std::move(spec)), fn_(std::move(fn)), parallel_(parallel) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    auto in = input().node()->MakeIterator(ctx);
+    if (parallel_ <= 1) return std::make_unique<MapIt>(std::move(in), &fn_, &spec(), ctx.iteration);
+    return MakeParallelMapIterator(std::move(in), &fn_, &spec(), parallel_, ctx.iteration);
+  }
+  std::string DebugString() const override {
+    return fmt::format("{} -> Map(num_parallel_calls={})", input().DebugString(), parallel_);
+  }
+
+ private:
+  MapFn fn_;
+  int parallel_;
+};
+
+// --- Shuffle ---
+
+class ShuffleIt : public UnaryIterator {
+ public:
+  ShuffleIt(std::unique_ptr<Iterator> in, int64_t buffer_size, uint64_t seed)
+      : UnaryIterator(std::move(in)), buffer_size_(buffer_size), rng_(seed) {}
+  StatusOr<bool> GetNext(Element* out) override {
+    while (!input_done_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
+      Element e;
+      PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(&e));
+      if (!more) {
+        input_done_ = true;
+        break;
+      }
+      buffer_.push_back(std::move(e));
+    }
+    if (buffer_.empty()) return false;
+    const size_t i = rng_() % buffer_.size();
+    *out = std::move(buffer_[i]);
+    // The next input element takes the slot; at the end, the last buffered one does.
+    Element next;
+    bool more = false;
+    if (!input_done_) {
+      PF_ASSIGN_OR_RETURN(more, input_->GetNext(&next));
+      if (!more) input_done_ = true;
+    }
+    if (more) {
+      buffer_[i] = std::move(next);
+    } else {
+      if (i + 1 != buffer_.size()) buffer_[i] = std::move(buffer_.back());
+      buffer_.pop_back();
+    }
+    return true;
+  }
+
+ private:
+  const int64_t buffer_size_;
+  std::mt19937_64 rng_;
+  std::vector<Element> buffer_;
+  bool input_done_ = false;
+};
+
+class ShuffleNode : public UnaryNode {
+ public:
+  ShuffleNode(Dataset in, int64_t buffer, uint64_t seed, bool reshuffle)
+      : UnaryNode(in, in.spec()), buffer_(buffer), seed_(seed), reshuffle_(reshuffle) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    const uint64_t seed = MixSeed(seed_, reshuffle_ ? static_cast<uint64_t>(ctx.iteration) : 0);
+    return std::make_unique<ShuffleIt>(input().node()->MakeIterator(ctx), buffer_, seed);
+  }
+  std::string DebugString() const override {
+    return fmt::format("{} -> Shuffle({})", input().DebugString(), buffer_);
+  }
+
+ private:
+  int64_t buffer_;
+  uint64_t seed_;
+  bool reshuffle_;
+};
+
+// --- Batch ---
+
+class BatchIt : public UnaryIterator {
+ public:
+  BatchIt(std::unique_ptr<Iterator> in, int64_t n, bool drop, const std::string* what)
+      : UnaryIterator(std::move(in)), n_(n), drop_(drop), what_(what) {}
+  StatusOr<bool> GetNext(Element* out) override {
+    if (done_) return false;
+    std::vector<Element> rows;
+    rows.reserve(static_cast<size_t>(std::min<int64_t>(n_, 4096)));
+    while (static_cast<int64_t>(rows.size()) < n_) {
+      Element e;
+      PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(&e));
+      if (!more) {
+        done_ = true;
+        break;
+      }
+      rows.push_back(std::move(e));
+    }
+    if (rows.empty() || (drop_ && static_cast<int64_t>(rows.size()) < n_)) return false;
+    PF_ASSIGN_OR_RETURN(Element stacked, Stack(rows, *what_));
+    *out = std::move(stacked);
+    return true;
+  }
+
+ private:
+  const int64_t n_;
+  const bool drop_;
+  const std::string* what_;
+  bool done_ = false;
+};
+
+class BatchNode : public UnaryNode {
+ public:
+  BatchNode(Dataset in, int64_t n, bool drop)
+      : UnaryNode(in, BatchSpec(in.spec(), n, drop)),
+        n_(n),
+        drop_(drop),
+        what_(fmt::format("Batch({})", n)) {}
+  static ElementSpec BatchSpec(ElementSpec spec, int64_t n, bool drop) {
+    for (ComponentSpec& c : spec) {
+      if (!c.shape.unknown_rank()) c.shape.InsertDim(0, drop ? n : -1);
+    }
+    return spec;
+  }
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    return std::make_unique<BatchIt>(input().node()->MakeIterator(ctx), n_, drop_, &what_);
+  }
+  std::string DebugString() const override {
+    return fmt::format("{} -> Batch({}{})", input().DebugString(), n_,
+                       drop_ ? ", drop_remainder" : "");
+  }
+
+ private:
+  int64_t n_;
+  bool drop_;
+  std::string what_;
+};
+
+// --- Repeat, Take, Skip, Shard ---
+
+class RepeatIt : public Iterator {
+ public:
+  RepeatIt(const Dataset* in, int64_t count, IteratorContext ctx)
+      : in_(in), count_(count), ctx_(ctx) {}
+  StatusOr<bool> GetNext(Element* out) override {
+    while (count_ < 0 || pass_ < count_) {
+      if (!current_) current_ = in_->MakeIterator(PassContext());
+      PF_ASSIGN_OR_RETURN(bool more, current_->GetNext(out));
+      if (more) {
+        produced_in_pass_ = true;
+        return true;
+      }
+      current_.reset();
+      ++pass_;
+      // An empty input repeated forever would spin: end instead (as TensorFlow does).
+      if (!produced_in_pass_) return false;
+      produced_in_pass_ = false;
+    }
+    return false;
+  }
+  void Cancel() override {
+    if (current_) current_->Cancel();
+  }
+
+ private:
+  IteratorContext PassContext() const {
+    IteratorContext c = ctx_;
+    c.iteration = static_cast<int64_t>(static_cast<uint64_t>(ctx_.iteration) * 1000003u +
+                                       static_cast<uint64_t>(pass_));
+    return c;
+  }
+  const Dataset* in_;
+  const int64_t count_;
+  const IteratorContext ctx_;
+  int64_t pass_ = 0;
+  bool produced_in_pass_ = false;
+  std::unique_ptr<Iterator> current_;
+};
+
+class RepeatNode : public UnaryNode {
+ public:
+  RepeatNode(Dataset in, int64_t count) : UnaryNode(in, in.spec()), count_(count) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    return std::make_unique<RepeatIt>(&input(), count_, ctx);
+  }
+  std::string DebugString() const override {
+    return fmt::format("{} -> Repeat({})", input().DebugString(), count_);
+  }
+
+ private:
+  int64_t count_;
+};
+
+// Take, Skip and Shard: which input positions pass.
+class SelectIt : public UnaryIterator {
+ public:
+  SelectIt(std::unique_ptr<Iterator> in, int64_t skip, int64_t take, int64_t stride)
+      : UnaryIterator(std::move(in)), skip_(skip), take_(take), stride_(stride) {}
+  StatusOr<bool> GetNext(Element* out) override {
+    for (; skipped_ < skip_; ++skipped_) {
+      Element e;
+      PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(&e));
+      if (!more) return false;
+    }
+    if (take_ >= 0 && taken_ >= take_) return false;
+    PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(out));
+    if (!more) return false;
+    ++taken_;
+    skipped_ -= stride_ - 1;  // the next stride - 1 inputs are skipped
+    return true;
+  }
+
+ private:
+  int64_t skip_, take_, stride_, skipped_ = 0, taken_ = 0;
+};
+
+class SelectNode : public UnaryNode {
+ public:
+  SelectNode(Dataset in, std::string name, int64_t skip, int64_t take, int64_t stride)
+      : UnaryNode(in, in.spec()),
+        name_(std::move(name)),
+        skip_(skip),
+        take_(take),
+        stride_(stride) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    return std::make_unique<SelectIt>(input().node()->MakeIterator(ctx), skip_, take_, stride_);
+  }
+  std::string DebugString() const override {
+    return fmt::format("{} -> {}", input().DebugString(), name_);
+  }
+
+ private:
+  std::string name_;
+  int64_t skip_, take_, stride_;
+};
+
+// --- Interleave ---
+
+class InterleaveIt : public UnaryIterator {
+ public:
+  InterleaveIt(std::unique_ptr<Iterator> in, const InterleaveFn* fn, const ElementSpec* spec,
+               int64_t cycle, int64_t block, IteratorContext ctx)
+      : UnaryIterator(std::move(in)),
+        fn_(fn),
+        spec_(spec),
+        block_(block),
+        ctx_(ctx),
+        current_(cycle) {}
+  StatusOr<bool> GetNext(Element* out) override {
+    const size_t cycle = current_.size();
+    while (!input_done_ || open_ > 0) {
+      std::unique_ptr<Iterator>& slot = current_[index_];
+      if (slot) {
+        PF_ASSIGN_OR_RETURN(bool more, slot->GetNext(out));
+        if (more) {
+          PF_RETURN_IF_ERROR(CheckElement(*out, *spec_, "An Interleave function's dataset"));
+          if (++in_block_ == block_) Advance(cycle);
+          return true;
+        }
+        slot.reset();
+        --open_;
+        Advance(cycle);
+      } else if (!input_done_) {
+        Element e;
+        PF_ASSIGN_OR_RETURN(bool more, input_->GetNext(&e));
+        if (!more) {
+          input_done_ = true;
+          continue;
+        }
+        StatusOr<Dataset> d = (*fn_)(e);
+        if (!d.ok()) return d.status();
+        slot = d->MakeIterator(ctx_);
+        ++open_;
+      } else {
+        Advance(cycle);
+      }
+    }
+    return false;
+  }
+  void Cancel() override {
+    UnaryIterator::Cancel();
+    for (auto& it : current_)
+      if (it) it->Cancel();
+  }
+
+ private:
+  void Advance(size_t cycle) {
+    in_block_ = 0;
+    index_ = (index_ + 1) % cycle;
+  }
+  const InterleaveFn* fn_;
+  const ElementSpec* spec_;
+  const int64_t block_;
+  const IteratorContext ctx_;
+  std::vector<std::unique_ptr<Iterator>> current_;
+  size_t index_ = 0;
+  int64_t in_block_ = 0, open_ = 0;
+  bool input_done_ = false;
+};
+
+class InterleaveNode : public UnaryNode {
+ public:
+  InterleaveNode(Dataset in, InterleaveFn fn, int64_t cycle, int64_t block, ElementSpec spec)
+      : UnaryNode(std::move(in), std::move(spec)),
+        fn_(std::move(fn)),
+        cycle_(cycle),
+        block_(block) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    return std::make_unique<InterleaveIt>(input().node()->MakeIterator(ctx), &fn_, &spec(), cycle_,
+                                          block_, ctx);
+  }
+  std::string DebugString() const override {
+    return fmt::format("{} -> Interleave(cycle_length={}, block_length={})", input().DebugString(),
+                       cycle_, block_);
+  }
+
+ private:
+  InterleaveFn fn_;
+  int64_t cycle_, block_;
+};
+
+void CheckPositive(int64_t v, const char* what, const char* op) {
+  if (v < 1) throw Error(errors::InvalidArgument(op, ": ", what, " must be positive, got ", v));
+}
+
+}  // namespace
+
+StatusOr<Element> RunMapFn(const MapFn& fn, Element e, const MapContext& ctx,
+                           const ElementSpec& spec) {
+  StatusOr<Element> r = fn(std::move(e), ctx);
+  if (!r.ok()) {
+    return Status(r.status().code(), fmt::format("Map function failed on element {}: {}", ctx.index,
+                                                 r.status().message()));
+  }
+  PF_RETURN_IF_ERROR(CheckElement(*r, spec, fmt::format("Map function (element {})", ctx.index)));
+  return r;
+}
+
+StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& what) {
+  const Element& first = rows.front();
+  Element out;
+  for (size_t c = 0; c < first.size(); ++c) {
+    const Tensor& t0 = first[c];
+    for (size_t r = 1; r < rows.size(); ++r) {
+      const Tensor& t = rows[r][c];
+      if (t.dtype() != t0.dtype() || t.shape() != t0.shape()) {
+        return errors::InvalidArgument("Cannot batch tensors with different shapes in component ",
+                                       c, ". First element had shape ", t0.shape().ToString(),
+                                       " and element ", r, " had shape ", t.shape().ToString(),
+                                       " (", what, ")");
+      }
+    }
+    Shape s = t0.shape();
+    s.InsertDim(0, static_cast<int64_t>(rows.size()));
+    Tensor b(t0.dtype(), s);
+    if (!DTypeIsPod(t0.dtype())) {  // strings are objects: copied one by one
+      std::string* dst = b.data<std::string>();
+      const int64_t n = t0.num_elements();
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const std::string* src = rows[r][c].data<std::string>();
+        std::copy(src, src + n, dst + r * n);
+      }
+    } else {
+      const size_t bytes = t0.TotalBytes();
+      char* dst = static_cast<char*>(b.raw_data());
+      for (size_t r = 0; r < rows.size(); ++r)
+        std::memcpy(dst + r * bytes, rows[r][c].raw_data(), bytes);
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// --- builders ---
+
+Dataset Dataset::FromTensors(Element components) {
+  ElementSpec spec = SpecOf(components, false);
+  return Dataset(std::make_shared<TensorsNode>(std::move(components), std::move(spec), false));
+}
+
+Dataset Dataset::FromTensorSlices(Element components) {
+  if (components.empty())
+    throw Error(errors::InvalidArgument("FromTensorSlices needs at least one component"));
+  for (size_t i = 0; i < components.size(); ++i) {
+    const Tensor& t = components[i];
+    if (!t.IsInitialized() || t.rank() < 1) {
+      throw Error(errors::InvalidArgument("FromTensorSlices: component ", i,
+                                          " must have rank >= 1, got shape ",
+                                          t.shape().ToString()));
+    }
+    if (t.dim(0) != components[0].dim(0)) {
+      throw Error(errors::InvalidArgument(
+          "FromTensorSlices: all components must have the same size in the 0th dimension; "
+          "component 0 has ",
+          components[0].dim(0), " rows (shape ", components[0].shape().ToString(),
+          ") and component ", i, " has ", t.dim(0), " (shape ", t.shape().ToString(), ")"));
+    }
+  }
+  ElementSpec spec = SpecOf(components, true);
+  return Dataset(std::make_shared<TensorsNode>(std::move(components), std::move(spec), true));
+}
+
+Dataset Dataset::FromIdx(const std::string& images_path, const std::string& labels_path) {
+  MnistArrays a = LoadIdxPair(images_path, labels_path).ValueOrThrow();
+  return FromTensorSlices({a.images, a.labels});
+}
+
+Dataset Dataset::Map(MapFn fn, int num_parallel_calls, ElementSpec output_spec) const {
+  if (!fn) throw Error(errors::InvalidArgument("Map: the function is empty"));
+  CheckPositive(num_parallel_calls, "num_parallel_calls", "Map");
+  if (output_spec.empty()) output_spec = spec();
+  return Dataset(
+      std::make_shared<MapNode>(*this, std::move(fn), num_parallel_calls, std::move(output_spec)));
+}
+
+Dataset Dataset::Map(PlainMapFn fn, int num_parallel_calls, ElementSpec output_spec) const {
+  if (!fn) throw Error(errors::InvalidArgument("Map: the function is empty"));
+  return Map(MapFn([fn = std::move(fn)](Element e, const MapContext&) { return fn(std::move(e)); }),
+             num_parallel_calls, std::move(output_spec));
+}
+
+Dataset Dataset::Shuffle(int64_t buffer_size, uint64_t seed, bool reshuffle) const {
+  CheckPositive(buffer_size, "buffer_size", "Shuffle");
+  return Dataset(std::make_shared<ShuffleNode>(*this, buffer_size, seed, reshuffle));
+}
+
+Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
+  CheckPositive(batch_size, "batch_size", "Batch");
+  return Dataset(std::make_shared<BatchNode>(*this, batch_size, drop_remainder));
+}
+
+Dataset Dataset::Prefetch(int64_t buffer_size) const {
+  CheckPositive(buffer_size, "buffer_size", "Prefetch");
+  return MakePrefetch(*this, buffer_size);
+}
+
+Dataset Dataset::Repeat(int64_t count) const {
+  if (count < -1) throw Error(errors::InvalidArgument("Repeat: count must be >= -1, got ", count));
+  return Dataset(std::make_shared<RepeatNode>(*this, count));
+}
+
+Dataset Dataset::Take(int64_t count) const {
+  if (count < -1) throw Error(errors::InvalidArgument("Take: count must be >= -1, got ", count));
+  return Dataset(std::make_shared<SelectNode>(*this, fmt::format("Take({})", count), 0, count, 1));
+}
+
+Dataset Dataset::Skip(int64_t count) const {
+  if (count < -1) throw Error(errors::InvalidArgument("Skip: count must be >= -1, got ", count));
+  // Skip(-1) skips everything, as TensorFlow's.
+  const int64_t skip = count < 0 ? std::numeric_limits<int64_t>::max() : count;
+  return Dataset(std::make_shared<SelectNode>(*this, fmt::format("Skip({})", count), skip, -1, 1));
+}
+
+Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
+  CheckPositive(num_shards, "num_shards", "Shard");
+  if (index < 0 || index >= num_shards) {
+    throw Error(
+        errors::InvalidArgument("Shard: index must be in [0, ", num_shards, "), got ", index));
+  }
+  return Dataset(std::make_shared<SelectNode>(
+      *this, fmt::format("Shard({}, {})", num_shards, index), index, -1, num_shards));
+}
+
+Dataset Dataset::Interleave(InterleaveFn fn, int64_t cycle_length, int64_t block_length) const {
+  if (!fn) throw Error(errors::InvalidArgument("Interleave: the function is empty"));
+  CheckPositive(cycle_length, "cycle_length", "Interleave");
+  CheckPositive(block_length, "block_length", "Interleave");
+  checked();
+  // The element spec comes from the datasets fn makes: ask fn for the first input element's.
+  auto probe = MakeIterator();
+  Element first;
+  StatusOr<bool> more = probe->GetNext(&first);
+  ElementSpec spec;
+  if (more.ok() && *more) {
+    StatusOr<Dataset> d = fn(first);
+    if (!d.ok()) throw Error(d.status());
+    spec = d->spec();
+  }
+  probe->Cancel();
+  return Dataset(
+      std::make_shared<InterleaveNode>(*this, std::move(fn), cycle_length, block_length, spec));
+}
+
+}  // namespace pf::data

@@ -1,0 +1,44 @@
+// Pieces the dataset implementation files share (not part of the API).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "placeflow/data/dataset.h"
+
+namespace pf::data {
+
+// A transformation of one input dataset.
+class UnaryNode : public DatasetNode {
+ public:
+  UnaryNode(Dataset input, ElementSpec spec) : DatasetNode(std::move(spec)), input_(input) {}
+  const Dataset& input() const { return input_; }
+
+ private:
+  Dataset input_;
+};
+
+// An iterator over one input iterator; cancelling it cancels the input.
+class UnaryIterator : public Iterator {
+ public:
+  explicit UnaryIterator(std::unique_ptr<Iterator> input) : input_(std::move(input)) {}
+  void Cancel() override { input_->Cancel(); }
+
+ protected:
+  std::unique_ptr<Iterator> input_;
+};
+
+// fn on e, its errors and result checked against spec (naming the element).
+StatusOr<Element> RunMapFn(const MapFn& fn, Element e, const MapContext& ctx,
+                           const ElementSpec& spec);
+// Stacks rows (all with equal shapes, else the ragged-batch error naming `what`).
+StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& what);
+
+// data/threaded.cc
+std::unique_ptr<Iterator> MakeParallelMapIterator(std::unique_ptr<Iterator> input, const MapFn* fn,
+                                                  const ElementSpec* spec, int num_threads,
+                                                  int64_t iteration);
+Dataset MakePrefetch(const Dataset& input, int64_t buffer_size);
+
+}  // namespace pf::data
