@@ -88,7 +88,13 @@ StatusOr<MnistArrays> LoadIdxPair(const std::string& images_path, const std::str
                                    idims.empty() ? 0 : idims[0], " and ",
                                    ldims.empty() ? 0 : ldims[0], " labels");
   }
-  const int64_t n = idims[0], features = idims[1] * idims[2];
+  const int64_t n = idims[0];
+  int64_t features = 0;
+  // With no images the data check in ReadIdx passes whatever the other two dims are.
+  if (__builtin_mul_overflow(idims[1], idims[2], &features)) {
+    return errors::InvalidArgument("IDX file '", images_path, "' has images of ", idims[1], "x",
+                                   idims[2], " pixels: more than 2^63");
+  }
   MnistArrays d;
   d.images = Tensor(DT_FLOAT, {n, features});
   d.labels = Tensor(DT_INT32, {n});

@@ -65,6 +65,18 @@ TEST_CASE("IDX files: good data loads, bad magic and truncation are named", "[da
   for (auto* p : {&good, &cut}) std::filesystem::remove(*p);
 }
 
+TEST_CASE("IDX: zero images of more than 2^63 pixels each are an error (fuzz reproducer)",
+          "[data]") {
+  // Found by the idx fuzz target: with 0 images the data check passes, and rows*cols wrapped.
+  const std::string images = WriteGz("huge-images.gz", Header(0x803, {0, 0xc8705142, 0xb19fd56c}));
+  const std::string labels = WriteGz("huge-labels.gz", Header(0x801, {0}));
+  auto loaded = data::LoadIdxPair(images, labels);
+  CHECK(loaded.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(loaded.status().message(), Contains("pixels: more than 2^63"));
+  std::filesystem::remove(images);
+  std::filesystem::remove(labels);
+}
+
 TEST_CASE("MNIST loads with the right shapes and value range", "[data]") {
   const std::string dir = PF_SOURCE_DIR "/../shared/data/mnist";
   if (!std::filesystem::exists(dir)) {
