@@ -19,6 +19,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/placer/placer.h"
@@ -82,10 +83,19 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 extern "C" void OnSigint(int) { g_interrupted.store(true); }
 
 void InstallSigintHandler() {
+  // The handler runs on a stack of its own (on this thread, which the kernel prefers for a
+  // signal sent to the process): the signal frame is never written below the stack pointer of
+  // the code it interrupts (oneDNN's generated kernels).
+  static std::vector<char> alt(1 << 16);
+  stack_t ss = {};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  sigaltstack(&ss, nullptr);
   struct sigaction sa = {};
   sa.sa_handler = OnSigint;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C gets the default action: the process ends
+  // A second Ctrl-C gets the default action: the process ends.
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
   sigaction(SIGINT, &sa, nullptr);
 }
 
