@@ -39,6 +39,7 @@
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
 #include "tools/models.h"
+#include "tools/run_main.h"
 #include "tools/summaries_bench.h"
 #include "tools/tower_timing.h"
 
@@ -520,15 +521,4 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const pf::Error& e) {
-    std::fprintf(stderr, "pf-bench: %s\n", e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pf-bench: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "pf-bench: unknown exception\n");
-  }
-  return 1;
-}
+int main(int argc, char** argv) { return pf::tools::RunMain("pf-bench", Main, argc, argv); }

@@ -15,6 +15,7 @@
 #include "placeflow/io/example.h"
 #include "tools/flags.h"
 #include "tools/mnist_data.h"
+#include "tools/run_main.h"
 
 namespace {
 
@@ -160,11 +161,4 @@ int Main(int argc, const char* const* argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const pf::Error& e) {
-    std::fprintf(stderr, "pf-data: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return pf::tools::RunMain("pf-data", Main, argc, argv); }

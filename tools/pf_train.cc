@@ -24,6 +24,7 @@
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/placer/placer.h"
 #include "tools/flags.h"
+#include "tools/run_main.h"
 #include "tools/summaries.h"
 #include "tools/tfrecord_input.h"
 #include "tools/tower_timing.h"
@@ -733,17 +734,4 @@ int Main(int argc, char** argv) {
 // Anything thrown ends the run with a message and status 1, never an abort: a pf::Error names
 // the node, op and device; anything else (std::filesystem, std::system_error, bad_alloc) gets
 // its what().
-int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const pf::Error& e) {
-    std::fprintf(stderr, "pf-train: %s\n", e.what());
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "pf-train: out of memory (std::bad_alloc)\n");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pf-train: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "pf-train: unknown exception\n");
-  }
-  return 1;
-}
+int main(int argc, char** argv) { return pf::tools::RunMain("pf-train", Main, argc, argv); }
