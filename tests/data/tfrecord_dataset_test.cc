@@ -15,21 +15,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // A temporary directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / fmt::format("pf_tfrecord_dataset_{}", getpid());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 // Record r of file f: "f<f>-r<r>" (5 bytes for f, r < 10).
 std::string Record(int f, int r) { return fmt::format("f{}-r{}", f, r); }
 
 // Writes `records` records of file number `f` to dir/name.
-std::string WriteFile(const TempDir& d, const std::string& name, int f, int records,
+std::string WriteFile(const testing::TempDir& d, const std::string& name, int f, int records,
                       io::Compression c = io::Compression::kNone) {
   const std::string path = (d.path / name).string();
   auto w = io::RecordWriter::Open(path, c).ValueOrThrow();
@@ -54,7 +44,7 @@ StatusOr<std::vector<std::string>> Strings(const Dataset& d) {
 
 TEST_CASE("FromTFRecord reads the records of its files in order, compressed or not",
           "[data][tfrecord]") {
-  TempDir d;
+  testing::TempDir d("tfrecord_dataset");
   const std::vector<int> sizes = {3, 0, 4};  // an empty file in the middle
   std::vector<std::string> plain, gz;
   std::vector<std::string> want;
@@ -83,7 +73,7 @@ TEST_CASE("FromTFRecord reads the records of its files in order, compressed or n
 }
 
 TEST_CASE("Batches of serialized records keep their strings in order", "[data][tfrecord]") {
-  TempDir d;
+  testing::TempDir d("tfrecord_dataset");
   const std::string path = WriteFile(d, "a.tfrecord", 1, 5);
   auto it = Dataset::FromTFRecord({path}).Batch(2).MakeIterator();
   Element e;
@@ -129,7 +119,7 @@ std::vector<std::string> ReferenceInterleave(const std::vector<std::vector<std::
 }
 
 TEST_CASE("Interleave over TFRecord files matches a naive reference", "[data][tfrecord]") {
-  TempDir d;
+  testing::TempDir d("tfrecord_dataset");
   const std::vector<int> sizes = {3, 5, 1, 4, 0, 2};
   std::vector<std::string> names;
   std::vector<std::vector<std::string>> contents;
@@ -162,7 +152,7 @@ TEST_CASE("Interleave over TFRecord files matches a naive reference", "[data][tf
 }
 
 TEST_CASE("A damaged record is DataLoss naming the file, or skipped", "[data][tfrecord]") {
-  TempDir d;
+  testing::TempDir d("tfrecord_dataset");
   const std::string good = WriteFile(d, "good.tfrecord", 0, 2);
   const std::string bad = WriteFile(d, "bad.tfrecord", 1, 3);
   {

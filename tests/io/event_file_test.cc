@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "placeflow/io/proto/event.pb.h"
+#include "tests/testing/test_util.h"
 
 namespace pf::io {
 namespace {
@@ -18,15 +19,6 @@ namespace {
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("pf_events_" + std::to_string(getpid()) + "_" + name)) {
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -41,7 +33,7 @@ uint32_t Le32(const std::string& s, size_t at) {
 
 TEST_CASE("Event files: TF's name, the version record first, records framed with CRCs",
           "[event_file]") {
-  TempDir dir("frame");
+  testing::TempDir dir("events_frame", false);
   auto w = EventFileWriter::Open((dir.path / "run").string()).value();
   const std::string path = w->path();
   CHECK_THAT(fs::path(path).filename().string(), StartsWith("events.out.tfevents."));
@@ -111,7 +103,7 @@ TEST_CASE("A summary's bytes embedded in an Event parse as that Summary", "[even
 }
 
 TEST_CASE("Two writers in one second get two files", "[event_file]") {
-  TempDir dir("two");
+  testing::TempDir dir("events_two", false);
   auto a = EventFileWriter::Open(dir.path.string()).value();
   auto b = EventFileWriter::Open(dir.path.string()).value();
   CHECK(a->path() != b->path());
@@ -119,7 +111,7 @@ TEST_CASE("Two writers in one second get two files", "[event_file]") {
 }
 
 TEST_CASE("A damaged event file is DataLoss naming the file and offset", "[event_file]") {
-  TempDir dir("damage");
+  testing::TempDir dir("events_damage", false);
   auto w = EventFileWriter::Open(dir.path.string()).value();
   REQUIRE(w->Write(ScalarEvent(1, 1, "a", 1)).ok());
   REQUIRE(w->Write(ScalarEvent(1, 2, "a", 2)).ok());

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -112,6 +113,21 @@ inline std::string CaptureStdout(const std::function<void()>& fn) {
   std::remove(path);
   return text;
 }
+
+// A fresh directory under the system's temporary one, "pf_<name>_<pid>", removed with it.
+// create = false leaves only the path, for code that must create the directory itself.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name, bool create = true)
+      : path(std::filesystem::temp_directory_path() /
+             ("pf_" + name + "_" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(path);
+    if (create) std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 }  // namespace pf::testing
 

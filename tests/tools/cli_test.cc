@@ -50,16 +50,6 @@ ToolRun RunTool(const std::string& binary, const std::string& args) {
 ToolRun Train(const std::string& args) { return RunTool(PF_TRAIN_BINARY, args); }
 
 // A temporary directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / fmt::format("pf_cli_{}_{}", getpid(), name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 void WriteIdx(const fs::path& path, uint32_t magic, const std::vector<uint32_t>& dims,
               uint8_t fill) {
   std::string s;
@@ -366,7 +356,7 @@ TEST_CASE("pf-train stops on a NaN or infinite loss unless --allow-nan", "[cli]"
 }
 
 TEST_CASE("pf-train: a data set smaller than the batch trains on clamped batches", "[cli]") {
-  TempDir dir("small_data");
+  testing::TempDir dir("cli_small_data");
   WriteMnist(dir.path, 30, 10);
   const std::string data = "--model mnist_mlp --towers 1 --data " + dir.path.string();
   ToolRun r = Train(data + " --batch 100");
@@ -386,7 +376,7 @@ TEST_CASE("pf-train: a data set smaller than the batch trains on clamped batches
 }
 
 TEST_CASE("pf-train: IDX files with no examples are an error and not a crash", "[cli]") {
-  TempDir dir("empty_data");
+  testing::TempDir dir("cli_empty_data");
   WriteMnist(dir.path, 0, 10);
   ToolRun r = Train("--model mnist_mlp --towers 1 --data " + dir.path.string());
   CHECK(r.status == 1);
@@ -398,7 +388,7 @@ TEST_CASE("pf-train: IDX files with no examples are an error and not a crash", "
 }
 
 TEST_CASE("pf-train checks the --checkpoint directory before training", "[cli]") {
-  TempDir dir("checkpoint");
+  testing::TempDir dir("cli_checkpoint");
   const fs::path file = dir.path / "a_file";
   std::ofstream(file) << "x";
   auto expect_error = [](const std::string& path, const std::string& why) {

@@ -23,16 +23,6 @@ namespace {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / fmt::format("pf_obs_{}_{}", getpid(), name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 void WriteIdx(const fs::path& path, uint32_t magic, const std::vector<uint32_t>& dims) {
   std::string s;
   auto be = [&](uint32_t v) {
@@ -146,7 +136,7 @@ std::vector<std::string> Split(const std::string& s) {
 
 TEST_CASE("pf-train --logdir writes scalars, histograms, the placed graph and a traced step",
           "[observability]") {
-  TempDir dir("logdir");
+  testing::TempDir dir("obs_logdir");
   WriteMnist(dir.path / "data", 400, 100);
   const fs::path logdir = dir.path / "logs";
   // 2 epochs of 4 steps on two CPU towers; histograms every 3 steps.
@@ -207,7 +197,7 @@ TEST_CASE("pf-train --logdir writes scalars, histograms, the placed graph and a 
 
 TEST_CASE("pf-train's progress: a bar redrawn on a terminal, plain lines in a pipe, none quiet",
           "[observability][progress]") {
-  TempDir dir("progress");
+  testing::TempDir dir("obs_progress");
   WriteMnist(dir.path / "data", 500, 100);
   const std::string args =
       "--model mnist_mlp --towers 1 --batch 50 --epochs 2 --data " + (dir.path / "data").string();
@@ -241,7 +231,7 @@ TEST_CASE(
     "Ctrl-C stops pf-train after the step: a complete checkpoint, a readable event file, "
     "exit 130",
     "[observability][sigint]") {
-  TempDir dir("sigint");
+  testing::TempDir dir("obs_sigint");
   WriteMnist(dir.path / "data", 200, 100);
   const std::string common = "--model mnist_mlp --towers 1 --batch 100 --data " +
                              (dir.path / "data").string() + " --checkpoint " +

@@ -19,18 +19,9 @@ namespace {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / fmt::format("pf_sw_{}_{}", getpid(), name)) {
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 TEST_CASE("SummaryWriter writes summaries, scalars, the placed graph and step stats",
           "[summary_writer]") {
-  TempDir dir("all");
+  testing::TempDir dir("sw_all", false);
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 4});
@@ -121,7 +112,7 @@ TEST_CASE("SummaryWriter writes summaries, scalars, the placed graph and step st
 }
 
 TEST_CASE("SummaryWriter is asynchronous: events reach the file on flush", "[summary_writer]") {
-  TempDir dir("async");
+  testing::TempDir dir("sw_async", false);
   SummaryWriterOptions o;
   o.flush_secs = 3600;
   o.max_queue = 1000;
@@ -145,7 +136,7 @@ TEST_CASE("SummaryWriter is asynchronous: events reach the file on flush", "[sum
 }
 
 TEST_CASE("SummaryWriter takes events from several threads", "[summary_writer]") {
-  TempDir dir("threads");
+  testing::TempDir dir("sw_threads", false);
   SummaryWriterOptions o;
   o.max_queue = 7;
   SummaryWriter writer(dir.path.string(), o);
@@ -168,7 +159,7 @@ TEST_CASE("SummaryWriter takes events from several threads", "[summary_writer]")
 }
 
 TEST_CASE("SummaryWriter errors name the directory and the input", "[summary_writer]") {
-  TempDir dir("errors");
+  testing::TempDir dir("sw_errors", false);
   fs::create_directories(dir.path);
   std::ofstream(dir.path / "file") << "x";
   CHECK_THROWS_WITH(SummaryWriter((dir.path / "file" / "logs").string()),
