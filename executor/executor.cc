@@ -471,7 +471,20 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
   }
   // Inputs die as soon as their last consumer has run.
   for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
-  std::vector<int> ready;
+  // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
+  // else is queued here and the rest go to the pool. Each ready node counts as outstanding
+  // before it can run (this node's own count keeps the step alive meanwhile).
+  int keep_expensive = -1;
+  auto ready = [&](int r) {
+    step->outstanding.fetch_add(1, std::memory_order_relaxed);
+    if (!l.items[r].expensive) {
+      inline_ready->push_back(r);
+      return;
+    }
+    if (keep_expensive >= 0)
+      l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
+    keep_expensive = r;
+  };
   if (!s.ok()) {
     // Aborted _Recvs report the step's first error, which already names its node.
     if (!step->group->aborted()) step->group->Fail(Annotate(s, *it.node, *it.device));
@@ -482,28 +495,13 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
         continue;
       }
       step->inputs[e.dst_slot] = (*outputs)[e.src_output];
-      if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        ready.push_back(e.dst_item);
+      if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1) ready(e.dst_item);
     }
     for (int dst : it.out_control) {
-      if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(dst);
+      if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready(dst);
     }
   }
   outputs->clear();
-  // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
-  // else is queued here and the rest go to the pool.
-  if (!ready.empty())
-    step->outstanding.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
-  int keep_expensive = -1;
-  for (int r : ready) {
-    if (!l.items[r].expensive) {
-      inline_ready->push_back(r);
-      continue;
-    }
-    if (keep_expensive >= 0)
-      l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
-    keep_expensive = r;
-  }
   if (keep_expensive >= 0) {
     if (inline_ready->empty()) {
       inline_ready->push_back(keep_expensive);

@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <utility>
 
 #include "placeflow/ops/op_util.h"
 
@@ -19,41 +18,30 @@ dnnl::engine& Engine() {
   return *e;
 }
 
-dnnl::algorithm ToDnnl(DnnlEltwiseAlg alg) {
-  switch (alg) {
-    case DnnlEltwiseAlg::kTanh:
-      return dnnl::algorithm::eltwise_tanh;
-    case DnnlEltwiseAlg::kLogistic:
-      return dnnl::algorithm::eltwise_logistic;
-  }
-  return dnnl::algorithm::eltwise_tanh;
-}
-
-// Primitives per (algorithm, length). A length is a shard of some tensor: a model has few.
-// Executing one primitive from several threads at once is safe (it holds no scratch state).
-std::shared_ptr<dnnl::eltwise_forward> Primitive(DnnlEltwiseAlg alg, int64_t n) {
+// Primitives per length. A length is a shard of some tensor: a model has few. Executing one
+// primitive from several threads at once is safe (it holds no scratch state).
+std::shared_ptr<dnnl::eltwise_forward> Primitive(int64_t n) {
   static std::mutex mu;
-  static auto* cache =
-      new std::map<std::pair<int, int64_t>, std::shared_ptr<dnnl::eltwise_forward>>;
+  static auto* cache = new std::map<int64_t, std::shared_ptr<dnnl::eltwise_forward>>;
   std::lock_guard<std::mutex> lock(mu);
-  const std::pair<int, int64_t> key{static_cast<int>(alg), n};
   // Bounded: a stream of ever-new shapes rebuilds primitives instead of growing forever.
-  if (cache->size() >= 1024 && cache->count(key) == 0) cache->clear();
-  auto& p = (*cache)[key];
+  if (cache->size() >= 1024 && cache->count(n) == 0) cache->clear();
+  auto& p = (*cache)[n];
   if (p == nullptr) {
     dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
-    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, ToDnnl(alg), md, 0.f, 0.f);
+    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
+                                  dnnl::algorithm::eltwise_logistic, md, 0.f, 0.f);
     p = std::make_shared<dnnl::eltwise_forward>(dnnl::eltwise_forward::primitive_desc(d, Engine()));
   }
   return p;
 }
 
-void Run(DnnlEltwiseAlg alg, const float* x, float* y, int64_t n) {
+void Run(const float* x, float* y, int64_t n) {
   // oneDNN parallelises with OpenMP; each call here is already one shard of the pool.
   thread_local bool single = (omp_set_num_threads(1), true);
   (void)single;
   thread_local dnnl::stream stream(Engine());
-  std::shared_ptr<dnnl::eltwise_forward> p = Primitive(alg, n);
+  std::shared_ptr<dnnl::eltwise_forward> p = Primitive(n);
   dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
   dnnl::memory src(md, Engine(), const_cast<float*>(x));
   dnnl::memory dst(md, Engine(), y);
@@ -62,14 +50,14 @@ void Run(DnnlEltwiseAlg alg, const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-void DnnlEltwise(OpKernelContext* ctx, DnnlEltwiseAlg alg, const float* x, float* y, int64_t n) {
+void DnnlLogistic(OpKernelContext* ctx, const float* x, float* y, int64_t n) {
   if (n <= 0) return;
   // Shards are whole blocks, so a tensor's shards come in at most two lengths (one primitive
   // each); ~2 cycles an element.
   constexpr int64_t kBlock = 4096;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   ParallelFor(ctx, blocks, 2 * kBlock, [&](int64_t b, int64_t e) {
-    Run(alg, x + b * kBlock, y + b * kBlock, std::min(n, e * kBlock) - b * kBlock);
+    Run(x + b * kBlock, y + b * kBlock, std::min(n, e * kBlock) - b * kBlock);
   });
 }
 

@@ -1,7 +1,9 @@
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "placeflow/core/timer.h"
 #include "tests/testing/test_util.h"
@@ -86,6 +88,51 @@ TEST_CASE("Shape with unknown dims", "[core]") {
   CHECK(t == Shape{1, 2, 3});
   t.RemoveDim(1);
   CHECK(t == Shape{1, 3});
+}
+
+// Small host blocks are cached per thread by size class: blocks handed out at once never
+// overlap, stay 64-byte aligned, keep what was written into them, and blocks freed on another
+// thread than the one that allocated them are reused there without harm (ASan/TSan builds run
+// this too).
+TEST_CASE("Host allocator: small blocks are reused safely across threads", "[core]") {
+  Allocator* a = CpuAllocator();
+  std::atomic<int> bad{0};  // Catch2 assertions are not thread-safe: count, check after join
+  auto churn = [a, &bad](int seed, std::vector<std::pair<void*, size_t>>* handoff) {
+    std::vector<std::pair<void*, size_t>> live;
+    for (int i = 0; i < 2000; ++i) {
+      const size_t bytes = 1 + static_cast<size_t>((i * 37 + seed * 11) % 4095);
+      auto* p = static_cast<unsigned char*>(a->Allocate(bytes));
+      if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 64 != 0) {
+        ++bad;
+        return;
+      }
+      std::memset(p, (i + seed) & 0xff, bytes);
+      live.emplace_back(p, bytes);
+      if (live.size() > 40) {  // free the oldest, checking nobody else wrote into it
+        auto [q, n] = live.front();
+        const unsigned char want = static_cast<unsigned char>(i - 40 + seed);
+        auto* c = static_cast<unsigned char*>(q);
+        bad += !(c[0] == want && c[n - 1] == want);
+        a->Free(q, n);
+        live.erase(live.begin());
+      }
+    }
+    *handoff = std::move(live);  // freed by the other thread
+  };
+  std::vector<std::pair<void*, size_t>> from_a, from_b;
+  std::thread ta([&] { churn(1, &from_a); });
+  std::thread tb([&] { churn(2, &from_b); });
+  ta.join();
+  tb.join();
+  std::thread fa([&] {
+    for (auto [p, n] : from_b) a->Free(p, n);
+  });
+  std::thread fb([&] {
+    for (auto [p, n] : from_a) a->Free(p, n);
+  });
+  fa.join();
+  fb.join();
+  CHECK(bad == 0);
 }
 
 TEST_CASE("Tensor buffers are shared, aligned and printed", "[core]") {
