@@ -62,6 +62,165 @@ Output BiasOf(const Node& add, int mm_input, const Output& mm) {
 
 bool IsRank2(const Output& o) { return o.shape().unknown_rank() || o.shape().rank() == 2; }
 
+// Replaces `group` (its last node last) by a node made from `spec`, which gets the group's
+// control inputs from outside it, the last node's consumers and control successors, and the
+// inputs in `shape_uses`; it runs where the last node ran. Records the removed nodes in
+// *replaced_by (the last maps to the new node) and returns the Fusion.
+Fusion ReplaceGroup(Partitions::Part* part, const std::vector<Node*>& group, NodeSpec spec,
+                    const std::vector<Edge>& shape_uses, std::vector<std::string> fused_ops,
+                    std::unordered_map<const Node*, Node*>* replaced_by) {
+  Graph& g = *part->graph;
+  Node* last = group.back();
+  for (const Node* n : group) {
+    for (Node* c : n->control_inputs()) {
+      if (std::find(group.begin(), group.end(), c) == group.end() &&
+          std::find(spec.control_inputs.begin(), spec.control_inputs.end(), c) ==
+              spec.control_inputs.end())
+        spec.control_inputs.push_back(c);
+    }
+  }
+  spec.name = last->name();
+  for (int i = 0; i < last->num_outputs(); ++i) {
+    spec.output_dtypes.push_back(last->output_dtype(i));
+    spec.output_shapes.push_back(last->output_shape(i));
+  }
+  spec.requested_device = last->requested_device();
+  spec.colocation = last->colocation_group();
+  std::vector<Edge> out = last->out_edges();
+  Node* fused = g.AddNode(std::move(spec));
+  fused->set_assigned_device(last->assigned_device());
+  for (const Edge& e : out) {
+    if (e.IsControl()) {
+      g.AddControlEdge(fused, e.dst);
+    } else {
+      g.UpdateEdge(Output(fused, e.src_output), e.dst, e.dst_input);
+    }
+  }
+  for (const Edge& e : shape_uses) g.UpdateEdge(Output(fused, 0), e.dst, e.dst_input);
+  Fusion f;
+  f.op = fused->op();
+  f.fused_ops = std::move(fused_ops);
+  for (Node* n : group) f.fused.push_back(n->name());
+  for (auto it = group.rbegin(); it != group.rend(); ++it) {
+    (*replaced_by)[*it] = *it == last ? fused : nullptr;
+    g.RemoveNode(*it);
+  }
+  *std::find(part->nodes.begin(), part->nodes.end(), last) = fused;
+  return f;
+}
+
+// MatMul -> BiasAdd [-> Relu] as one _FusedMatMul (oneDNN's matmul with post-ops).
+void FuseMatMuls(Partitions::Part* part, const std::set<Output>& fetched,
+                 std::unordered_map<const Node*, Node*>* replaced_by, std::vector<Fusion>* done) {
+  const OpDef* fused_def = OpRegistry::Global()->Find("_FusedMatMul");
+  if (fused_def == nullptr) return;
+  const std::string& device_type = part->device->device_type();
+  const std::vector<Node*> nodes = part->nodes;
+  for (Node* matmul : nodes) {
+    if (replaced_by->count(matmul) || matmul->op() != "MatMul") continue;
+    const Output product(matmul, 0);
+    int mm_input = 0;
+    std::vector<Edge> shape_uses;  // move to the fused node's output, of the same shape
+    Node* bias_add = SoleConsumer(product, {"BiasAdd", "Add"}, fetched, &shape_uses, &mm_input);
+    if (bias_add == nullptr || !IsRank2(product)) continue;
+    const Output bias = BiasOf(*bias_add, mm_input, product);
+    if (bias.node == nullptr) continue;
+    std::vector<Edge> relu_shape_uses = shape_uses;
+    Node* relu = SoleConsumer(Output(bias_add, 0), {"Relu"}, fetched, &relu_shape_uses);
+    if (relu != nullptr) shape_uses = std::move(relu_shape_uses);
+    std::vector<Node*> group = {matmul, bias_add};
+    if (relu != nullptr) group.push_back(relu);
+    std::vector<std::string> fused_ops = {"BiasAdd"};
+    if (relu != nullptr) fused_ops.push_back("Relu");
+
+    NodeSpec spec;
+    spec.op_def = fused_def;
+    spec.attrs = {{"T", matmul->attr<DType>("T")},
+                  {"transpose_a", matmul->attr<bool>("transpose_a")},
+                  {"transpose_b", matmul->attr<bool>("transpose_b")},
+                  {"fused_ops", fused_ops}};
+    if (KernelRegistry::Global()->Find("_FusedMatMul", device_type, spec.attrs) == nullptr)
+      continue;  // e.g. a GPU: the patterns stay as they are
+    spec.inputs = {matmul->input(0), matmul->input(1), bias};
+    done->push_back(
+        ReplaceGroup(part, group, std::move(spec), shape_uses, std::move(fused_ops), replaced_by));
+  }
+}
+
+// The input of an Apply op that takes the gradient ("grad", or "delta" for gradient descent).
+int GradientInput(const Node& apply) {
+  const std::vector<ArgDef>& args = apply.op_def().inputs();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].name == "grad" || args[i].name == "delta") return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Apply<Opt>(.., AddN(t0, t1, ..), ..) as one _FusedApply<Opt>: the gradient's sum is made
+// chunk by chunk inside the update (ops/train/apply_kernel.h). A term that is a Mul by a
+// scalar (the gradient of an L2 regulariser, w * c) is absorbed too.
+void FuseGradientSums(Partitions::Part* part, const std::set<Output>& fetched,
+                      std::unordered_map<const Node*, Node*>* replaced_by,
+                      std::vector<Fusion>* done) {
+  const std::string& device_type = part->device->device_type();
+  const std::vector<Node*> nodes = part->nodes;
+  for (Node* apply : nodes) {
+    if (replaced_by->count(apply) || !apply->op().starts_with("Apply")) continue;
+    const OpDef* fused_def = OpRegistry::Global()->Find("_Fused" + apply->op());
+    const int grad = GradientInput(*apply);
+    if (fused_def == nullptr || grad < 0 || apply->input(grad).node->op() != "AddN") continue;
+    Node* addn = apply->input(grad).node;
+    std::vector<Edge> shape_uses;
+    int at = -1;
+    if (SoleConsumer(Output(addn, 0), {apply->op()}, fetched, &shape_uses, &at) != apply ||
+        at != grad || !shape_uses.empty())
+      continue;
+    std::vector<Output> terms, scales;
+    std::vector<int64_t> scaled_terms;
+    std::vector<Node*> group;
+    for (int j = 0; j < addn->num_inputs(); ++j) {
+      const Output t = addn->input(j);
+      int k = -1;
+      std::vector<Edge> mul_shape_uses;
+      if (t.node->op() == "Mul" && !replaced_by->count(t.node) &&
+          SoleConsumer(t, {"AddN"}, fetched, &mul_shape_uses, &k) == addn &&
+          mul_shape_uses.empty()) {
+        const Node& mul = *t.node;
+        const int s = mul.input(1).shape() == Shape{}   ? 1
+                      : mul.input(0).shape() == Shape{} ? 0
+                                                        : -1;
+        if (s >= 0 && mul.input(1 - s).dtype() == t.dtype()) {
+          terms.push_back(mul.input(1 - s));
+          scales.push_back(mul.input(s));
+          scaled_terms.push_back(j);
+          group.push_back(t.node);
+          continue;
+        }
+      }
+      terms.push_back(t);
+    }
+    group.push_back(addn);
+    group.push_back(apply);
+
+    NodeSpec spec;
+    spec.op_def = fused_def;
+    spec.attrs = apply->attrs();
+    spec.attrs["N"] = static_cast<int64_t>(terms.size()) - 1;
+    spec.attrs["K"] = static_cast<int64_t>(scales.size());
+    spec.attrs["scaled_terms"] = scaled_terms;
+    if (KernelRegistry::Global()->Find(fused_def->name(), device_type, spec.attrs) == nullptr)
+      continue;  // e.g. a GPU
+    spec.inputs = apply->inputs();
+    spec.inputs[grad] = terms[0];
+    spec.inputs.insert(spec.inputs.end(), terms.begin() + 1, terms.end());
+    spec.inputs.insert(spec.inputs.end(), scales.begin(), scales.end());
+    std::vector<std::string> fused_ops = {"AddN"};
+    if (!scales.empty()) fused_ops.insert(fused_ops.begin(), "Mul");
+    done->push_back(
+        ReplaceGroup(part, group, std::move(spec), {}, std::move(fused_ops), replaced_by));
+  }
+}
+
 }  // namespace
 
 bool RemappingEnabled(bool option) {
@@ -80,75 +239,9 @@ std::string FusionLogLine(const Fusion& f, const std::string& device) {
 std::vector<Fusion> Remap(Partitions::Part* part, const std::set<Output>& fetched,
                           std::unordered_map<const Node*, Node*>* copy_of) {
   std::vector<Fusion> done;
-  const OpDef* fused_def = OpRegistry::Global()->Find("_FusedMatMul");
-  if (fused_def == nullptr) return done;
-  Graph& g = *part->graph;
-  const std::string& device_type = part->device->device_type();
   std::unordered_map<const Node*, Node*> replaced_by;  // removed copy -> fused node (or null)
-  const std::vector<Node*> nodes = part->nodes;
-  for (Node* matmul : nodes) {
-    if (replaced_by.count(matmul) || matmul->op() != "MatMul") continue;
-    const Output product(matmul, 0);
-    int mm_input = 0;
-    std::vector<Edge> shape_uses;  // move to the fused node's output, of the same shape
-    Node* bias_add = SoleConsumer(product, {"BiasAdd", "Add"}, fetched, &shape_uses, &mm_input);
-    if (bias_add == nullptr || !IsRank2(product)) continue;
-    const Output bias = BiasOf(*bias_add, mm_input, product);
-    if (bias.node == nullptr) continue;
-    std::vector<Edge> relu_shape_uses = shape_uses;
-    Node* relu = SoleConsumer(Output(bias_add, 0), {"Relu"}, fetched, &relu_shape_uses);
-    if (relu != nullptr) shape_uses = std::move(relu_shape_uses);
-    std::vector<Node*> group = {matmul, bias_add};
-    if (relu != nullptr) group.push_back(relu);
-    Node* last = group.back();
-
-    NodeSpec spec;
-    spec.name = last->name();
-    spec.op_def = fused_def;
-    spec.attrs = {{"T", matmul->attr<DType>("T")},
-                  {"transpose_a", matmul->attr<bool>("transpose_a")},
-                  {"transpose_b", matmul->attr<bool>("transpose_b")},
-                  {"fused_ops", relu != nullptr ? std::vector<std::string>{"BiasAdd", "Relu"}
-                                                : std::vector<std::string>{"BiasAdd"}}};
-    if (KernelRegistry::Global()->Find("_FusedMatMul", device_type, spec.attrs) == nullptr)
-      continue;  // e.g. a GPU: the patterns stay as they are
-    spec.inputs = {matmul->input(0), matmul->input(1), bias};
-    for (const Node* n : group) {
-      for (Node* c : n->control_inputs()) {
-        if (std::find(spec.control_inputs.begin(), spec.control_inputs.end(), c) ==
-            spec.control_inputs.end())
-          spec.control_inputs.push_back(c);
-      }
-    }
-    spec.output_dtypes = {last->output_dtype(0)};
-    spec.output_shapes = {last->output_shape(0)};
-    spec.requested_device = last->requested_device();
-    spec.colocation = last->colocation_group();
-    // Consumers and control successors of the last node move to the fused node.
-    std::vector<Edge> out = last->out_edges();
-    Node* fused = g.AddNode(std::move(spec));
-    fused->set_assigned_device(last->assigned_device());
-    for (const Edge& e : out) {
-      if (e.IsControl()) {
-        g.AddControlEdge(fused, e.dst);
-      } else {
-        g.UpdateEdge(Output(fused, e.src_output), e.dst, e.dst_input);
-      }
-    }
-    for (const Edge& e : shape_uses) g.UpdateEdge(Output(fused, 0), e.dst, e.dst_input);
-    Fusion f;
-    f.op = "_FusedMatMul";
-    f.fused_ops = fused->attr<std::vector<std::string>>("fused_ops");
-    for (Node* n : group) f.fused.push_back(n->name());
-    for (auto it = group.rbegin(); it != group.rend(); ++it) {
-      replaced_by[*it] = *it == last ? fused : nullptr;
-      g.RemoveNode(*it);
-    }
-    // Runs where the last node ran (its successors' order in the part does not matter).
-    auto pos = std::find(part->nodes.begin(), part->nodes.end(), last);
-    *pos = fused;
-    done.push_back(std::move(f));
-  }
+  FuseMatMuls(part, fetched, &replaced_by, &done);
+  FuseGradientSums(part, fetched, &replaced_by, &done);
   if (done.empty()) return done;
   part->nodes.erase(std::remove_if(part->nodes.begin(), part->nodes.end(),
                                    [&](Node* n) { return replaced_by.count(n) > 0; }),

@@ -614,6 +614,8 @@ SessionOptions WithGpu() {
 // has a GPU kernel, until that kernel is compared against the CPU) or is listed here. Ops whose
 // name starts with "Test" are registered by the executor and placer tests themselves.
 const std::map<std::string, std::string>& ExemptOps() {
+  static const char kCpuFusion[] =
+      "CPU only: the remapper fuses on CPU partitions only (executor/remapper.h)";
   static const auto* exempt = [] {
     auto* m = new std::map<std::string, std::string>{
         {"_Send", "inserted by the partitioner on every cross-device edge of every GPU case"},
@@ -623,8 +625,12 @@ const std::map<std::string, std::string>& ExemptOps() {
         // Debugging ops read their tensors on the host; soft placement runs them on the CPU.
         {"CheckNumerics", "CPU only: a debugging check (ops/debug/debug_ops.cc, docs/api.md)"},
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
-        {"_FusedMatMul",
-         "CPU only: the remapper fuses on CPU partitions only (executor/remapper.h)"},
+        {"_FusedMatMul", kCpuFusion},
+        {"_FusedApplyGradientDescent", kCpuFusion},
+        {"_FusedApplyMomentum", kCpuFusion},
+        {"_FusedApplyAdam", kCpuFusion},
+        {"_FusedApplyRMSProp", kCpuFusion},
+        {"_FusedApplyAdagrad", kCpuFusion},
         // The input pipeline's ops: host-side iterator state (data/iterator_ops.h).
         {"MakeIterator", "CPU only: (re)starts a host-side input pipeline (data/iterator_ops.h)"},
         {"IteratorGetNext",
