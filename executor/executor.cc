@@ -271,14 +271,17 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
 
 void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
                            std::condition_variable* cv) {
-  // While other threads finish the step, help with queued work instead of idling.
+  // While other threads finish the step, help with queued work instead of idling. With
+  // nothing queued, poll briefly before sleeping: the step's end, or its next task, is
+  // usually microseconds away, and waking from the condition variable costs tens of them.
   std::unique_lock<std::mutex> lock(*mu);
-  while (remaining->load(std::memory_order_acquire) > 0) {
+  auto done = [remaining] { return remaining->load(std::memory_order_acquire) == 0; };
+  while (!done()) {
     lock.unlock();
     bool ran = pool->TryRunOne();
+    if (!ran) ThreadPool::SpinUntil([&] { return done() || pool->HasQueued(); });
     lock.lock();
-    if (!ran && remaining->load(std::memory_order_acquire) > 0)
-      cv->wait_for(lock, std::chrono::microseconds(200));
+    if (!ran && !done() && !pool->HasQueued()) cv->wait_for(lock, std::chrono::microseconds(200));
   }
 }
 
@@ -472,17 +475,29 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
   // Inputs die as soon as their last consumer has run.
   for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
   // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
-  // else is queued here and the rest go to the pool. Each ready node counts as outstanding
-  // before it can run (this node's own count keeps the step alive meanwhile).
+  // else is queued here and the rest go to the pool. A node counts as outstanding before it
+  // can run, except the first that will run inline here: it takes over this node's count (so
+  // a chain of nodes never touches the shared counter, which both threads would contend for).
   int keep_expensive = -1;
-  auto ready = [&](int r) {
+  bool handed_over = false;
+  auto run_here = [&](int r) {
+    if (handed_over) {
+      step->outstanding.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      handed_over = true;
+    }
+    inline_ready->push_back(r);
+  };
+  auto schedule = [&](int r) {
     step->outstanding.fetch_add(1, std::memory_order_relaxed);
+    l.pool->Schedule([this, step, r] { Process(step, {r}); });
+  };
+  auto ready = [&](int r) {
     if (!l.items[r].expensive) {
-      inline_ready->push_back(r);
+      run_here(r);
       return;
     }
-    if (keep_expensive >= 0)
-      l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
+    if (keep_expensive >= 0) schedule(keep_expensive);
     keep_expensive = r;
   };
   if (!s.ok()) {
@@ -504,12 +519,12 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
   outputs->clear();
   if (keep_expensive >= 0) {
     if (inline_ready->empty()) {
-      inline_ready->push_back(keep_expensive);
+      run_here(keep_expensive);
     } else {
-      l.pool->Schedule([this, step, k = keep_expensive] { Process(step, {k}); });
+      schedule(keep_expensive);
     }
   }
-  if (step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  if (!handed_over && step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::function<void()> done = std::move(step->done);
     delete step;
     done();

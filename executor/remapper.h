@@ -7,6 +7,9 @@
 // Patterns (on one device, whose type has the fused kernel):
 //   MatMul -> BiasAdd -> Relu   becomes   _FusedMatMul(fused_ops = [BiasAdd, Relu])
 //   MatMul -> BiasAdd           becomes   _FusedMatMul(fused_ops = [BiasAdd])
+//   [Mul(w, scalar) ->] AddN -> Apply<Opt> (its gradient input)
+//                               becomes   _FusedApply<Opt>(fused_ops = [Mul, AddN] or [AddN]),
+//                                         the sum made inside the update (ops/train/apply_kernel.h)
 // only when each intermediate output has no consumer but the next node of the pattern (a _Send
 // to another device is a consumer), no control edge leaves it, and it is not fetched. The fused
 // node takes the name of the pattern's last node, as in TensorFlow, so traces and errors name
@@ -23,7 +26,7 @@
 namespace pf {
 
 struct Fusion {
-  std::string op;                      // "_FusedMatMul"
+  std::string op;                      // "_FusedMatMul", "_FusedApplyGradientDescent", ...
   std::vector<std::string> fused;      // the replaced nodes, first to last ("MatMul", ...)
   std::vector<std::string> fused_ops;  // the fused node's fused_ops attr
 };
