@@ -7,7 +7,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -45,19 +44,17 @@ class ThreadPool {
 
   // True on one of this pool's threads.
   bool InPool() const;
-  // Whether a task waits in the queue.
-  bool HasQueued() const { return queued_.load(std::memory_order_acquire) > 0; }
 
   // How long an idle worker, or a ParallelFor caller waiting for its helpers, polls before it
   // sleeps: a step's next task usually comes within microseconds, and waking a sleeping thread
   // costs tens of them (TensorFlow's pool spins too). PF_POOL_SPIN_US sets it; 0 never polls.
   static int64_t SpinMicros();
-  // Polls `ready` for up to SpinMicros(); true when it became true.
-  template <typename Ready>
-  static bool SpinUntil(Ready ready);
 
  private:
   void WorkerLoop();
+  // Polls `ready` for up to SpinMicros(); true when it became true.
+  template <typename Ready>
+  static bool SpinUntil(Ready ready);
 
   std::vector<std::thread> threads_;
   std::mutex mu_;
@@ -66,22 +63,5 @@ class ThreadPool {
   std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock
   std::atomic<bool> stop_{false};
 };
-
-template <typename Ready>
-bool ThreadPool::SpinUntil(Ready ready) {
-  const int64_t us = SpinMicros();
-  if (us == 0) return ready();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  for (int i = 0;; ++i) {
-    if (ready()) return true;
-    // The clock costs ~20 ns: read it every 64 polls.
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return ready();
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
-}
 
 }  // namespace pf

@@ -271,17 +271,16 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
 
 void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
                            std::condition_variable* cv) {
-  // While other threads finish the step, help with queued work instead of idling. With
-  // nothing queued, poll briefly before sleeping: the step's end, or its next task, is
-  // usually microseconds away, and waking from the condition variable costs tens of them.
+  // While other threads finish the step, help with queued work instead of idling. (No
+  // polling before the wait: with the default pool, as many workers as cores, a polling caller
+  // takes a core from them: mnist_mlp_epoch ran about 9% slower, 4 interleaved pairs.)
   std::unique_lock<std::mutex> lock(*mu);
-  auto done = [remaining] { return remaining->load(std::memory_order_acquire) == 0; };
-  while (!done()) {
+  while (remaining->load(std::memory_order_acquire) > 0) {
     lock.unlock();
     bool ran = pool->TryRunOne();
-    if (!ran) ThreadPool::SpinUntil([&] { return done() || pool->HasQueued(); });
     lock.lock();
-    if (!ran && !done() && !pool->HasQueued()) cv->wait_for(lock, std::chrono::microseconds(200));
+    if (!ran && remaining->load(std::memory_order_acquire) > 0)
+      cv->wait_for(lock, std::chrono::microseconds(200));
   }
 }
 
