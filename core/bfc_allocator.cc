@@ -11,9 +11,9 @@ std::string AllocatorStats::DebugString() const {
   return fmt::format(
       "Limit: {}\nInUse: {}\nMaxInUse: {}\nNumAllocs: {}\nMaxAllocSize: {}\nReserved: {}\nRegions: "
       "{}\n"
-      "NumOOMs: {}",
+      "RegionsReleased: {}\nNumOOMs: {}",
       bytes_limit, bytes_in_use, peak_bytes_in_use, num_allocs, largest_alloc_size, bytes_reserved,
-      num_regions, num_ooms);
+      num_regions, num_regions_released, num_ooms);
 }
 
 BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> sub, size_t memory_limit,
@@ -71,7 +71,9 @@ bool BfcAllocator::Extend(size_t rounded) {
     p = sub_->Alloc(want);
   }
   if (p == nullptr) return false;
-  if (options_.allow_growth) next_region_size_ = std::max(next_region_size_, want) * 2;
+  // Capped at the limit: regions given back and taken again must not double it forever.
+  if (options_.allow_growth)
+    next_region_size_ = std::min(std::max(next_region_size_, want) * 2, limit_);
   const size_t id = next_region_id_++;
   regions_[id] = {static_cast<char*>(p), want};
   auto c = std::make_unique<Chunk>();
@@ -92,13 +94,8 @@ void* BfcAllocator::Allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   Chunk* c = FindFree(rounded);
   if (c == nullptr && Extend(rounded)) c = FindFree(rounded);
-  if (c == nullptr && options_.allow_growth) {
-    // Cached but unused regions may be what stands in the way of a bigger one.
-    mu_.unlock();
-    ReleaseFreeRegions();
-    mu_.lock();
-    if (Extend(rounded)) c = FindFree(rounded);
-  }
+  // Cached but wholly free regions may be what stands in the way of a bigger one.
+  if (c == nullptr && ReleaseFreeRegionsLocked(rounded) && Extend(rounded)) c = FindFree(rounded);
   if (c == nullptr) {
     ++stats_.num_ooms;
     return nullptr;
@@ -142,20 +139,52 @@ void BfcAllocator::Free(void* ptr, size_t) {
 
 void BfcAllocator::ReleaseFreeRegions() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = regions_.begin(); it != regions_.end();) {
-    auto c = chunks_.find(it->second.ptr);
-    // A region is free when its first chunk is free and spans the whole region.
-    if (c != chunks_.end() && !c->second->in_use && c->second->size == it->second.size) {
-      EraseFree(c->second.get());
-      chunks_.erase(c);
-      sub_->Free(it->second.ptr, it->second.size);
-      stats_.bytes_reserved -= static_cast<int64_t>(it->second.size);
-      it = regions_.erase(it);
-    } else {
-      ++it;
+  ReleaseFreeRegionsLocked(0);
+}
+
+bool BfcAllocator::ReleaseFreeRegionsLocked(size_t needed) {
+  // A region is free when its first chunk is free and spans the whole region.
+  std::vector<size_t> free_ids;
+  size_t free_bytes = 0;
+  for (const auto& [id, r] : regions_) {
+    const Chunk* c = chunks_.at(r.ptr).get();
+    if (!c->in_use && c->size == r.size) {
+      free_ids.push_back(id);
+      free_bytes += r.size;
     }
   }
+  const size_t unreserved = limit_ - static_cast<size_t>(stats_.bytes_reserved);
+  if (free_ids.empty() || unreserved + free_bytes < needed) return false;
+  for (size_t id : free_ids) {
+    const Region r = regions_.at(id);
+    EraseFree(chunks_.at(r.ptr).get());
+    chunks_.erase(r.ptr);
+    sub_->Free(r.ptr, r.size);
+    stats_.bytes_reserved -= static_cast<int64_t>(r.size);
+    ++stats_.num_regions_released;
+    regions_.erase(id);
+  }
   stats_.num_regions = static_cast<int64_t>(regions_.size());
+  return true;
+}
+
+std::vector<BfcAllocator::RegionSummary> BfcAllocator::Regions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RegionSummary> out;
+  for (const auto& [id, r] : regions_) {
+    RegionSummary s;
+    s.size = r.size;
+    for (const Chunk* c = chunks_.at(r.ptr).get(); c != nullptr; c = c->next) {
+      if (c->in_use) {
+        s.bytes_in_use += c->size;
+      } else {
+        ++s.free_chunks;
+        s.largest_free_chunk = std::max(s.largest_free_chunk, c->size);
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
 }
 
 AllocatorStats BfcAllocator::Stats() const {

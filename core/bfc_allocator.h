@@ -4,6 +4,14 @@
 // fits and splits off the rest, and a freed chunk merges with free neighbours in its region.
 // Nothing CUDA here: the GPU device gives it a cudaMalloc sub-allocator.
 //
+// Regions never merge with each other (nor in TensorFlow's BFC): each is a separate
+// sub-allocation, not contiguous with any other. So once everything is freed, each region is one
+// free chunk of its own size and those chunks add up to bytes_reserved, while LargestFreeChunk()
+// is the largest region, not bytes_reserved. Regions() shows this. When no chunk fits and the
+// limit has no room for a new region that would, the wholly free regions go back to the
+// sub-allocator if that makes the room, and one more region is tried (TensorFlow's garbage
+// collection): small cached regions do not block a big request that the limit allows.
+//
 //   pf::BfcAllocator a(std::make_unique<MySubAllocator>(), /*memory_limit=*/1 << 30,
 //                      {.allow_growth = true, .name = "GPU_0_bfc"});
 //   void* p = a.Allocate(4096);          // nullptr when the limit or the device is exhausted
@@ -41,6 +49,7 @@ struct AllocatorStats {
   int64_t bytes_reserved = 0;  // bytes held in regions (in use + cached)
   int64_t bytes_limit = 0;
   int64_t num_regions = 0;
+  int64_t num_regions_released = 0;  // regions given back to the sub-allocator
   std::string DebugString() const;
 };
 
@@ -71,6 +80,16 @@ class BfcAllocator final : public Allocator {
   // Returns every region with no live allocation to the sub-allocator.
   void ReleaseFreeRegions();
 
+  struct RegionSummary {
+    size_t size = 0;
+    size_t bytes_in_use = 0;
+    size_t free_chunks = 0;
+    size_t largest_free_chunk = 0;
+  };
+  // The regions held now, oldest first, read from their chunk lists. After every allocation is
+  // freed each has bytes_in_use 0, one free chunk, and largest_free_chunk == size.
+  std::vector<RegionSummary> Regions() const;
+
  private:
   struct Chunk {
     char* ptr;
@@ -90,6 +109,9 @@ class BfcAllocator final : public Allocator {
   void InsertFree(Chunk* c);
   void EraseFree(Chunk* c);
   size_t LargestFreeChunkLocked() const;
+  // Gives back the wholly free regions if that leaves the limit room for `needed` bytes (any
+  // room when 0); returns whether any went.
+  bool ReleaseFreeRegionsLocked(size_t needed);
 
   std::unique_ptr<SubAllocator> sub_;
   const size_t limit_;

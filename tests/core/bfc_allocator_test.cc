@@ -44,6 +44,25 @@ std::unique_ptr<BfcAllocator> Make(size_t limit, bool growth, size_t capacity,
       std::make_unique<CountingSubAllocator>(capacity, outstanding), limit, o);
 }
 
+// The state after every allocation is freed. Regions never merge (each is its own
+// sub-allocation), so the invariant is per region: one free chunk spanning it, nothing lost.
+void CheckEveryRegionOneFreeChunk(const BfcAllocator& a) {
+  const AllocatorStats s = a.Stats();
+  CHECK(s.bytes_in_use == 0);
+  const auto regions = a.Regions();
+  CHECK(regions.size() == static_cast<size_t>(s.num_regions));
+  size_t total = 0, largest = 0;
+  for (const auto& r : regions) {
+    CHECK(r.bytes_in_use == 0);
+    CHECK(r.free_chunks == 1);
+    CHECK(r.largest_free_chunk == r.size);
+    total += r.size;
+    largest = std::max(largest, r.size);
+  }
+  CHECK(total == static_cast<size_t>(s.bytes_reserved));
+  CHECK(a.LargestFreeChunk() == largest);  // the free index agrees with the chunk lists
+}
+
 TEST_CASE("BFC reuses a freed chunk and keeps statistics", "[core][allocator]") {
   size_t outstanding = 0;
   auto a = Make(64 * kMiB, true, 64 * kMiB, &outstanding);
@@ -185,9 +204,106 @@ TEST_CASE("BFC stress: random allocations never overlap and everything comes bac
     for (auto& [p, bytes] : live) a->Free(p, bytes);
     CHECK(a->Stats().bytes_in_use == 0);
     CHECK(a->Stats().peak_bytes_in_use <= 32 * static_cast<int64_t>(kMiB));
-    a->ReleaseFreeRegions();  // every region coalesced back into one free chunk
+    CheckEveryRegionOneFreeChunk(*a);
+    a->ReleaseFreeRegions();
     CHECK(a->Stats().num_regions == 0);
     CHECK(outstanding == 0);
+  }
+}
+
+// The GPU test's stress (tests/devices/gpu_device_test.cc, same seed and pattern) on host memory:
+// a 256 MiB limit with growth ends with regions of 2, 4, ... 128 and 2 MiB, so no single chunk
+// can ever span bytes_reserved.
+TEST_CASE("BFC device stress: regions never merge, each ends as one free chunk",
+          "[core][allocator]") {
+  size_t outstanding = 0;
+  const size_t limit = 256 * kMiB;
+  auto a = Make(limit, true, limit, &outstanding);
+  std::mt19937 rng(3);
+  std::vector<std::pair<void*, size_t>> live;
+  int ooms = 0;
+  for (int step = 0; step < 20000; ++step) {
+    if (live.empty() || rng() % 2) {
+      size_t bytes = 1 + rng() % (4 << 20);
+      void* p = a->Allocate(bytes);
+      if (p != nullptr) {
+        live.emplace_back(p, bytes);
+        continue;
+      }
+      // An out-of-memory only when no chunk fits and giving back the wholly free regions
+      // would not leave the limit room for a region that does.
+      ++ooms;
+      const size_t rounded = (bytes + 255) / 256 * 256;
+      size_t room = limit - static_cast<size_t>(a->Stats().bytes_reserved);
+      for (const auto& r : a->Regions()) {
+        CHECK(r.largest_free_chunk < rounded);
+        if (r.bytes_in_use == 0) room += r.size;
+      }
+      CHECK(room < rounded);
+    } else {
+      size_t k = rng() % live.size();
+      a->Free(live[k].first, live[k].second);
+      live.erase(live.begin() + static_cast<long>(k));
+    }
+  }
+  for (auto& [p, b] : live) a->Free(p, b);
+  const AllocatorStats s = a->Stats();
+  CHECK(s.num_ooms == ooms);
+  CHECK(s.bytes_reserved == static_cast<int64_t>(limit));
+  CHECK(s.num_regions > 1);  // 8 here: 2, 4, ... 128 MiB and a last 2 MiB
+  CheckEveryRegionOneFreeChunk(*a);
+  CHECK(a->LargestFreeChunk() < limit);  // the largest region, not bytes_reserved
+  // Reuse: the whole limit in one request. No region holds it; the free ones go back and one
+  // region of the whole limit replaces them.
+  void* all = a->Allocate(limit);
+  REQUIRE(all != nullptr);
+  CHECK(a->Stats().num_regions == 1);
+  CHECK(a->Stats().num_regions_released == s.num_regions_released + s.num_regions);
+  a->Free(all, limit);
+  CheckEveryRegionOneFreeChunk(*a);
+  a->ReleaseFreeRegions();
+  CHECK(outstanding == 0);
+}
+
+TEST_CASE("BFC gives back wholly free regions when only that makes room for a request",
+          "[core][allocator]") {
+  size_t outstanding = 0;
+  SECTION("with growth: regions of 2, 4 and 2 MiB fill an 8 MiB limit") {
+    auto a = Make(8 * kMiB, true, 8 * kMiB, &outstanding);
+    std::vector<void*> blocks;
+    for (size_t mib : {2, 4, 2}) blocks.push_back(a->Allocate(mib * kMiB));
+    for (void* b : blocks) REQUIRE(b != nullptr);
+    REQUIRE(a->Stats().num_regions == 3);
+    REQUIRE(a->Stats().bytes_reserved == static_cast<int64_t>(8 * kMiB));
+    a->Free(blocks[0], 2 * kMiB);
+    a->Free(blocks[1], 4 * kMiB);
+    // 6 MiB free in two regions, the largest chunk 4 MiB, the limit reached.
+    CHECK(a->Allocate(7 * kMiB) == nullptr);  // more than giving them back would make room for
+    CHECK(a->Stats().num_regions == 3);       // so they stay cached
+    void* p = a->Allocate(6 * kMiB);
+    REQUIRE(p != nullptr);
+    CHECK(a->Stats().num_regions == 2);  // the two free regions went, one of 6 MiB came
+    CHECK(a->Stats().num_regions_released == 2);
+    CHECK(outstanding == 8 * kMiB);
+    a->Free(p, 6 * kMiB);
+    a->Free(blocks[2], 2 * kMiB);
+    CheckEveryRegionOneFreeChunk(*a);
+  }
+  SECTION("without growth, when the device first had less than the limit") {
+    // An 8 MiB limit on a 6 MiB device: 8 fails, a 4 MiB region, then a 2 MiB one.
+    auto a = Make(8 * kMiB, false, 6 * kMiB, &outstanding);
+    void* x = a->Allocate(3 * kMiB);
+    void* y = a->Allocate(2 * kMiB);
+    REQUIRE((x && y));
+    REQUIRE(a->Stats().num_regions == 2);
+    a->Free(x, 3 * kMiB);
+    a->Free(y, 2 * kMiB);
+    void* p = a->Allocate(5 * kMiB);  // fits neither region; fits the device once they go
+    REQUIRE(p != nullptr);
+    CHECK(a->Stats().num_regions == 1);
+    CHECK(a->Stats().num_regions_released == 2);
+    a->Free(p, 5 * kMiB);
+    CheckEveryRegionOneFreeChunk(*a);
   }
 }
 
