@@ -70,21 +70,36 @@ std::string GpuBatchNormDesc::ToString() const {
                 height, ",", width, ",", channels, "] (N,H,W,C) epsilon ", epsilon);
 }
 
-StatusOr<GpuConvPlan> PlanGpuConv(const GpuConvDesc& d) {
+Status ValidateGpuConv(const GpuConvDesc& d) {
   if (d.dtype != DT_FLOAT && d.dtype != DT_DOUBLE) {
-    return errors::Unimplemented("cuDNN convolution: no ", DTypeName(d.dtype),
+    return errors::Unimplemented("GPU convolution: no ", DTypeName(d.dtype),
                                  " support: ", d.ToString());
   }
   if (d.batch < 0 || d.in_h <= 0 || d.in_w <= 0 || d.in_c <= 0 || d.out_h < 0 || d.out_w < 0 ||
       d.out_c <= 0 || d.filter_h <= 0 || d.filter_w <= 0 || d.groups <= 0 || d.stride_h <= 0 ||
       d.stride_w <= 0 || d.dilation_h <= 0 || d.dilation_w <= 0 || d.pad_top < 0 ||
       d.pad_bottom < 0 || d.pad_left < 0 || d.pad_right < 0) {
-    return errors::InvalidArgument("cuDNN convolution: bad sizes: ", d.ToString());
+    return errors::InvalidArgument("GPU convolution: bad sizes: ", d.ToString());
   }
   if (d.in_c % d.groups != 0 || d.out_c % d.groups != 0) {
-    return errors::InvalidArgument("cuDNN convolution: groups ", d.groups,
+    return errors::InvalidArgument("GPU convolution: groups ", d.groups,
                                    " must divide the input and output channels: ", d.ToString());
   }
+  // The split (PlanGpuConv) pads explicitly by the difference and symmetrically by the rest:
+  // the same total, so the same output size.
+  const int64_t oh =
+      CudnnOutDim(d.in_h + d.pad_top + d.pad_bottom, 0, d.filter_h, d.stride_h, d.dilation_h);
+  const int64_t ow =
+      CudnnOutDim(d.in_w + d.pad_left + d.pad_right, 0, d.filter_w, d.stride_w, d.dilation_w);
+  if (oh != d.out_h || ow != d.out_w) {
+    return errors::InvalidArgument("GPU convolution: the output is [", d.out_h, ",", d.out_w,
+                                   "] but this padding gives [", oh, ",", ow, "]: ", d.ToString());
+  }
+  return Status::OK();
+}
+
+StatusOr<GpuConvPlan> PlanGpuConv(const GpuConvDesc& d) {
+  PF_RETURN_IF_ERROR(ValidateGpuConv(d));
   GpuConvPlan p;
   p.rows = SplitDnnPadding(d.pad_top, d.pad_bottom);
   p.cols = SplitDnnPadding(d.pad_left, d.pad_right);
@@ -96,12 +111,6 @@ StatusOr<GpuConvPlan> PlanGpuConv(const GpuConvDesc& d) {
   const int64_t f_elems = d.filter_h * d.filter_w * (d.in_c / d.groups) * d.out_c;
   if (!FitsInt(x_elems) || !FitsInt(y_elems) || !FitsInt(f_elems)) {
     return errors::Unimplemented("cuDNN convolution: tensors past 2^31 elements: ", d.ToString());
-  }
-  const int64_t oh = CudnnOutDim(ph, p.rows.common, d.filter_h, d.stride_h, d.dilation_h);
-  const int64_t ow = CudnnOutDim(pw, p.cols.common, d.filter_w, d.stride_w, d.dilation_w);
-  if (oh != d.out_h || ow != d.out_w) {
-    return errors::InvalidArgument("cuDNN convolution: the output is [", d.out_h, ",", d.out_w,
-                                   "] but this padding gives [", oh, ",", ow, "]: ", d.ToString());
   }
   p.padded_h = static_cast<int>(ph);
   p.padded_w = static_cast<int>(pw);
@@ -117,6 +126,82 @@ StatusOr<GpuConvPlan> PlanGpuConv(const GpuConvDesc& d) {
   p.filter_krsc = d.layout == DnnLayout::kNHWC;
   p.filter_elements = f_elems;
   return p;
+}
+
+const char* GpuConvDirectionName(GpuConvDirection dir) {
+  switch (dir) {
+    case GpuConvDirection::kForward:
+      return "forward";
+    case GpuConvDirection::kBackwardData:
+      return "backward data";
+    case GpuConvDirection::kBackwardFilter:
+      return "backward filter";
+  }
+  return "?";
+}
+
+std::vector<GpuConvPath> GpuConvCandidates(const GpuConvDesc& d) {
+  // NCHW is cuDNN's native layout: were it to fail there, NHWC would not do better.
+  if (d.layout == DnnLayout::kNHWC) {
+    return {GpuConvPath::kCudnn, GpuConvPath::kCudnnNchw, GpuConvPath::kDirect};
+  }
+  return {GpuConvPath::kCudnn, GpuConvPath::kDirect};
+}
+
+StatusOr<std::vector<GpuConvPath>> GpuConvCandidates(const GpuConvDesc& d,
+                                                     std::string_view forced) {
+  std::vector<GpuConvPath> all = GpuConvCandidates(d);
+  if (forced.empty() || forced == "auto") return all;
+  if (forced == "direct") return std::vector<GpuConvPath>{GpuConvPath::kDirect};
+  if (forced == "nchw") {
+    if (d.layout == DnnLayout::kNHWC) all.erase(all.begin());  // cuDNN in NHWC
+    return all;
+  }
+  return errors::InvalidArgument("PF_GPU_CONV_PATH must be auto, nchw or direct, not '", forced,
+                                 "'");
+}
+
+DnnLayout GpuConvPathLayout(const GpuConvDesc& d, GpuConvPath path) {
+  return path == GpuConvPath::kCudnnNchw ? DnnLayout::kNCHW : d.layout;
+}
+
+std::string GpuConvPathName(const GpuConvDesc& d, GpuConvPath path) {
+  switch (path) {
+    case GpuConvPath::kCudnn:
+      return StrCat("cudnn ", LayoutName(d.layout));
+    case GpuConvPath::kCudnnNchw:
+      return "cudnn NCHW via transpose";
+    case GpuConvPath::kDirect:
+      return "direct kernel";
+  }
+  return "?";
+}
+
+std::string GpuConvTraceLabel(GpuConvDirection dir, const GpuConvDesc& d, GpuConvPath path,
+                              std::string_view algo) {
+  std::string s = StrCat("conv ", GpuConvDirectionName(dir), ": ", GpuConvPathName(d, path));
+  if (path != GpuConvPath::kDirect && !algo.empty()) s += StrCat(" algo=", algo);
+  return s;
+}
+
+bool GpuConvFallsThrough(const Status& s) { return s.code() == Code::kUnimplemented; }
+
+StatusOr<GpuConvPathChoice> ChooseGpuConvPath(const std::vector<GpuConvPath>& candidates,
+                                              const GpuConvDesc& d,
+                                              const std::function<Status(GpuConvPath)>& try_path) {
+  GpuConvPathChoice choice;
+  for (GpuConvPath path : candidates) {
+    Status s = try_path(path);
+    if (s.ok()) {
+      choice.path = path;
+      return choice;
+    }
+    if (!GpuConvFallsThrough(s)) return s;
+    if (!choice.skipped.empty()) choice.skipped += "\n";
+    choice.skipped += StrCat(GpuConvPathName(d, path), ": ", s.message());
+  }
+  return errors::Unimplemented("GPU convolution: no way to run ", d.ToString(), ":\n",
+                               choice.skipped.empty() ? "no path to try" : choice.skipped);
 }
 
 StatusOr<GpuPoolPlan> PlanGpuPool(const GpuPoolDesc& d) {

@@ -9,7 +9,10 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "placeflow/core/dtype.h"
 #include "placeflow/core/status.h"
@@ -73,6 +76,55 @@ struct GpuConvPlan {
 // Validates the descriptor (positive sizes, groups dividing both channel counts, dims within
 // int, output size equal to what cuDNN computes from the split padding).
 StatusOr<GpuConvPlan> PlanGpuConv(const GpuConvDesc& d);
+// The checks every convolution path shares (PlanGpuConv's, less cuDNN's int limit): the direct
+// kernels index in int64 and take any size. InvalidArgument for bad sizes, Unimplemented for a
+// dtype no GPU path has.
+Status ValidateGpuConv(const GpuConvDesc& d);
+
+// How a convolution runs, tried in this order until one works (decided once per GPU, math mode,
+// direction and GpuConvDesc, and cached with the cuDNN algorithm):
+//   kCudnn           cuDNN in the requested layout;
+//   kCudnnNchw       NHWC only: cuDNN on NCHW copies (transposed on the GPU, fused with the
+//                    explicit padding) -- cuDNN 9 has few NHWC algorithms, for double almost none;
+//   kDirect          plain CUDA kernels (devices/cuda/gpu_dnn_conv.cu): every dtype, layout,
+//                    stride, dilation, padding and group count the CPU kernels accept, slow.
+enum class GpuConvPath : int { kCudnn = 0, kCudnnNchw = 1, kDirect = 2 };
+enum class GpuConvDirection : int { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
+const char* GpuConvDirectionName(GpuConvDirection dir);  // "forward", "backward data", ...
+
+// The paths to try for `d`, in order.
+std::vector<GpuConvPath> GpuConvCandidates(const GpuConvDesc& d);
+// The same under PF_GPU_CONV_PATH (`forced`), which tests and benchmarks set to exercise the
+// fallbacks on a GPU where cuDNN would not need them: "" or "auto": as above; "nchw": NHWC
+// convolutions skip cuDNN in NHWC (NCHW ones are unchanged); "direct": the direct kernels only.
+// Anything else is InvalidArgument.
+StatusOr<std::vector<GpuConvPath>> GpuConvCandidates(const GpuConvDesc& d, std::string_view forced);
+// The layout the cuDNN calls of `path` use for `d` (the direct kernels: d's own).
+DnnLayout GpuConvPathLayout(const GpuConvDesc& d, GpuConvPath path);
+// "cudnn NHWC", "cudnn NCHW", "cudnn NCHW via transpose", "direct kernel".
+std::string GpuConvPathName(const GpuConvDesc& d, GpuConvPath path);
+// What the step trace shows for one run: "conv backward data: cudnn NCHW via transpose
+// algo=IMPLICIT_GEMM" (the algorithm only for cuDNN paths; empty `algo`: none shown).
+std::string GpuConvTraceLabel(GpuConvDirection dir, const GpuConvDesc& d, GpuConvPath path,
+                              std::string_view algo);
+
+// Whether a failed path gives way to the next: Unimplemented (no algorithm fits, cuDNN's
+// NOT_SUPPORTED or BAD_PARAM for this configuration, sizes past cuDNN's int descriptors) does;
+// any other error (out of memory, a CUDA fault) is the call's own.
+bool GpuConvFallsThrough(const Status& s);
+
+// The path that worked and why the ones before it did not ("cudnn NHWC: <message>", one per
+// line; empty when the first worked).
+struct GpuConvPathChoice {
+  GpuConvPath path = GpuConvPath::kCudnn;
+  std::string skipped;
+};
+// Calls try_path(p) for each candidate in order: the first OK wins; an error that
+// GpuConvFallsThrough accepts moves on; any other is returned as is. When every candidate
+// falls through, Unimplemented naming each one's reason.
+StatusOr<GpuConvPathChoice> ChooseGpuConvPath(const std::vector<GpuConvPath>& candidates,
+                                              const GpuConvDesc& d,
+                                              const std::function<Status(GpuConvPath)>& try_path);
 
 // MaxPool / AvgPool and their gradients. Average pooling divides by the number of in-bounds
 // elements (TensorFlow's SAME semantics).

@@ -28,12 +28,14 @@ std::string ChromeTraceJson(const RunMetadata& md) {
                     id, EscapeQuoted(device)));
   }
   for (const NodeExecStats& s : md.step_stats) {
+    const std::string label =
+        s.label.empty() ? "" : fmt::format(", \"label\": \"{}\"", EscapeQuoted(s.label));
     add(fmt::format(
         "{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {}, "
         "\"dur\": {}, "
-        "\"args\": {{\"op\": \"{}\", \"output_bytes\": {}}}}}",
+        "\"args\": {{\"op\": \"{}\", \"output_bytes\": {}{}}}}}",
         EscapeQuoted(s.node), EscapeQuoted(s.op), pid[s.device], s.thread, s.start_us,
-        std::max<int64_t>(s.end_us - s.start_us, 1), EscapeQuoted(s.op), s.output_bytes));
+        std::max<int64_t>(s.end_us - s.start_us, 1), EscapeQuoted(s.op), s.output_bytes, label));
   }
   return out + "\n]}\n";
 }

@@ -31,6 +31,9 @@ struct NodeExecStats {
   int64_t start_us = 0;  // since the step began
   int64_t end_us = 0;
   int64_t output_bytes = 0;
+  // How the kernel ran, when it says (OpKernelContext::SetTraceLabel): e.g. "conv backward data:
+  // cudnn NCHW via transpose algo=ALGO_1". Empty for most kernels.
+  std::string label = {};
 };
 
 struct RunMetadata {

@@ -94,6 +94,7 @@ class OpKernelContext {
     CancellationManager* cancellation = nullptr;  // this step's, for kernels that wait
     const DeviceSet* devices = nullptr;           // the session's devices
     const OpKernel* kernel = nullptr;             // for per-argument memory types
+    std::string* trace_label = nullptr;           // set only when the step is traced
   };
   explicit OpKernelContext(const Params& p) : p_(p) {}
 
@@ -112,6 +113,13 @@ class OpKernelContext {
   CancellationManager* cancellation() const { return p_.cancellation; }
   const OpKernel* kernel() const { return p_.kernel; }
   const DeviceSet* devices() const { return p_.devices; }
+  // Whether this step is traced: a kernel may then say how it ran (an algorithm, a fallback
+  // path) in its trace event's "label" (NodeExecStats::label). Build the text only if so.
+  bool tracing() const { return p_.trace_label != nullptr; }
+  std::string* trace_label() const { return p_.trace_label; }
+  void SetTraceLabel(std::string label) const {
+    if (p_.trace_label != nullptr) *p_.trace_label = std::move(label);
+  }
 
   // Allocates output i with its inferred shape on this device (in host memory when the kernel
   // declared that output HostMemory).

@@ -1,13 +1,19 @@
 #include "placeflow/devices/cuda/gpu_dnn.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "placeflow/core/logging.h"
 #include "placeflow/devices/cuda/gpu_dnn_util.h"
 
 namespace pf {
@@ -63,14 +69,40 @@ bool CudnnAutotuneEnabled() {
 
 namespace {
 
+using Dir = GpuConvDirection;
+
+// PF_GPU_CONV_PATH, read once (GpuConvCandidates checks it).
+std::string_view ForcedConvPath() {
+  static const std::string forced = [] {
+    const char* v = std::getenv("PF_GPU_CONV_PATH");
+    return std::string(v != nullptr ? v : "");
+  }();
+  return forced;
+}
+
 // Workspaces beyond this are not considered (TensorFlow's default scratch limit).
 constexpr size_t kMaxWorkspace = size_t{4} << 30;
 
-enum class ConvKind : int { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
-const char* KindName(ConvKind k) {
-  return k == ConvKind::kForward        ? "forward"
-         : k == ConvKind::kBackwardData ? "backward data"
-                                        : "backward filter";
+const char* CudnnAlgoName(Dir dir, int algo) {
+  static const char* const kForward[] = {
+      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+      "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static const char* const kData[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                      "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const kFilter[] = {
+      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  auto pick = [algo](const char* const* names, int n) {
+    return algo >= 0 && algo < n ? names[algo] : "?";
+  };
+  switch (dir) {
+    case Dir::kForward:
+      return pick(kForward, std::size(kForward));
+    case Dir::kBackwardData:
+      return pick(kData, std::size(kData));
+    case Dir::kBackwardFilter:
+      return pick(kFilter, std::size(kFilter));
+  }
+  return "?";
 }
 
 struct AlgoChoice {
@@ -83,11 +115,17 @@ struct AlgoChoice {
   cudnnMathType_t fallback_math = CUDNN_DEFAULT_MATH;
 };
 
-// Per GPU (ordinal) and TF32 setting: the handle's math rules differ between the two.
-using AlgoKey = std::tuple<int, bool, int, GpuConvDesc>;
-std::mutex g_algo_mu;
-std::map<AlgoKey, AlgoChoice>& AlgoCache() {
-  static auto* cache = new std::map<AlgoKey, AlgoChoice>();
+// What one (GPU, TF32 setting, direction, descriptor) runs: the path GpuConvCandidates' walk
+// settled on and, for the cuDNN paths, the algorithm. Per GPU and TF32 setting because the
+// handle's math rules differ between the two.
+struct ConvChoice {
+  GpuConvPath path = GpuConvPath::kDirect;
+  AlgoChoice algo;
+};
+using ConvKey = std::tuple<int, bool, int, GpuConvDesc>;
+std::mutex g_conv_mu;
+std::map<ConvKey, ConvChoice>& ConvCache() {
+  static auto* cache = new std::map<ConvKey, ConvChoice>();
   return *cache;
 }
 
@@ -100,6 +138,7 @@ struct ConvSetup {
   bool fma_only = false;  // float without TF32: only algorithms running in plain FP32
 };
 
+// `d` in the layout cuDNN is called with.
 Status Setup(const CallSite& site, GpuDevice* gpu, const GpuConvDesc& d, ConvSetup* s) {
   PF_ASSIGN_OR_RETURN(s->plan, PlanGpuConv(d));
   const GpuConvPlan& p = s->plan;
@@ -154,23 +193,19 @@ bool Pick(const std::vector<Perf>& perfs, int n, size_t budget, const ConvSetup&
   return found;
 }
 
-// Device pointers for the autotuning run (it writes `out`, which the real call overwrites).
-struct ConvPtrs {
+// Device pointers of one cuDNN call, in cuDNN's layouts (the autotuning run writes `out`, which
+// the real call overwrites).
+struct CudnnPtrs {
   const void* x = nullptr;  // input (forward, backward filter)
   const void* w = nullptr;  // cuDNN-layout filter (forward, backward data)
-  const void* y = nullptr;  // output or its gradient
+  const void* y = nullptr;  // output gradient (backward data, backward filter)
   void* out = nullptr;      // y, dx or the cuDNN-layout dw
 };
 
-StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandle_t h,
-                                ConvKind kind, const GpuConvDesc& d, ConvSetup& s,
-                                const ConvPtrs& ptr) {
-  const AlgoKey key{gpu->ordinal(), gpu->allow_tf32(), static_cast<int>(kind), d};
-  {
-    std::lock_guard<std::mutex> l(g_algo_mu);
-    auto it = AlgoCache().find(key);
-    if (it != AlgoCache().end()) return it->second;
-  }
+// The algorithm for `s` (uncached: the caller caches it with the path). Unimplemented when none
+// runs within the workspace budget, so the next path is tried.
+StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandle_t h, Dir dir,
+                                ConvSetup& s, const CudnnPtrs& ptr) {
   const bool tune = CudnnAutotuneEnabled();
   size_t budget = std::min<size_t>(kMaxWorkspace, gpu->bfc()->FreeBytes());
   Scratch tune_ws;
@@ -184,7 +219,7 @@ StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandl
   auto xd = s.x.get(), yd = s.y.get();
   auto wd = s.w.get();
   auto cd = s.conv.get();
-  if (kind == ConvKind::kForward) {
+  if (dir == Dir::kForward) {
     PF_DNN_CALL(site, cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(max_count, 1));
     if (tune) {
@@ -202,7 +237,7 @@ StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandl
                             h, xd, wd, cd, yd, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
                             &c.workspace));
     }
-  } else if (kind == ConvKind::kBackwardData) {
+  } else if (dir == Dir::kBackwardData) {
     PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(max_count, 1));
     if (tune) {
@@ -240,11 +275,10 @@ StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandl
     }
   }
   if (!found) {
-    return errors::Unimplemented("cuDNN has no convolution ", KindName(kind), " algorithm (of ", n,
-                                 " tried) fitting a ", budget, "-byte workspace for ", site.what());
+    return errors::Unimplemented("cuDNN has no convolution ", GpuConvDirectionName(dir),
+                                 " algorithm (of ", n, " tried) fitting a ", budget,
+                                 "-byte workspace for ", site.what());
   }
-  std::lock_guard<std::mutex> l(g_algo_mu);
-  AlgoCache()[key] = c;
   return c;
 }
 
@@ -263,10 +297,6 @@ Status Workspace(const CallSite& site, GpuDevice* gpu, const ConvSetup& s, const
   return Status::OK();
 }
 
-CallSite Site(GpuDevice* gpu, const GpuConvDesc& d, const char* what) {
-  return CallSite{gpu->ordinal(), [&d, what] { return std::string(what) + " " + d.ToString(); }};
-}
-
 // The HWIO filter in cuDNN's layout, in scratch.
 Status FilterToCudnn(GpuDevice* gpu, const GpuConvDesc& d, const GpuConvPlan& p, const void* filter,
                      Scratch* out) {
@@ -276,112 +306,237 @@ Status FilterToCudnn(GpuDevice* gpu, const GpuConvDesc& d, const GpuConvPlan& p,
   return Status::OK();
 }
 
-// The input padded by the asymmetric remainder (zeros), in scratch; or x itself.
-StatusOr<const void*> PaddedInput(GpuDevice* gpu, const GpuConvDesc& d, const GpuConvPlan& p,
-                                  const void* x, Scratch* out) {
-  if (!p.explicit_pad) return x;
-  PF_RETURN_IF_ERROR(out->Allocate(gpu, p.padded_x_elements * DTypeSize(d.dtype), "padded input"));
-  const dnn::Dims4 src{d.batch, d.in_c, d.in_h, d.in_w};
-  dnn::LaunchPad4(dnn_util::LaunchType(d.dtype), d.layout == DnnLayout::kNHWC, src,
-                  p.rows.extra_before, p.rows.extra_after, p.cols.extra_before, p.cols.extra_after,
-                  0.0, x, out->get(), gpu->compute_stream());
-  return static_cast<const void*>(out->get());
+// Device pointers of one call as the caller passes them: d.layout tensors, HWIO filters.
+struct ConvArgs {
+  const void* x = nullptr;       // forward, backward filter
+  const void* filter = nullptr;  // forward, backward data
+  const void* dy = nullptr;      // backward data, backward filter
+  void* out = nullptr;           // y, dx or dfilter
+};
+
+dnn::Dims4 InputDims(const GpuConvDesc& d) { return {d.batch, d.in_c, d.in_h, d.in_w}; }
+dnn::Dims4 OutputDims(const GpuConvDesc& d) { return {d.batch, d.out_c, d.out_h, d.out_w}; }
+
+// One cuDNN path (kCudnn or kCudnnNchw) for `d`: the caller's tensors are copied into cuDNN's
+// layout where it differs (fused with the asymmetric padding's explicit part) and the result
+// copied back. `known`: the cached algorithm; null: choose one (into *chosen). *ran: the
+// algorithm that ran (the no-workspace one when the workspace could not be had).
+Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path, const ConvArgs& a,
+                const AlgoChoice* known, AlgoChoice* chosen, int* ran) {
+  GpuConvDesc dc = d;
+  dc.layout = GpuConvPathLayout(d, path);
+  CallSite site{gpu->ordinal(), [&d, &dc, dir] {
+                  return fmt::format("convolution {} (cuDNN in {}) {}", GpuConvDirectionName(dir),
+                                     dnn_util::IsNhwc(dc.layout) ? "NHWC" : "NCHW", d.ToString());
+                }};
+  site.unsupported_is_unimplemented = true;
+  ConvSetup s;
+  PF_RETURN_IF_ERROR(Setup(site, gpu, dc, &s));
+  const GpuConvPlan& p = s.plan;
+  PF_ASSIGN_OR_RETURN(dnn_util::DnnLock lock, dnn_util::LockDnn(gpu, site));
+  const dnn::DType t = dnn_util::LaunchType(d.dtype);
+  const size_t esize = DTypeSize(d.dtype);
+  const bool user_nhwc = dnn_util::IsNhwc(d.layout), dnn_nhwc = dnn_util::IsNhwc(dc.layout);
+  const bool relayout = d.layout != dc.layout;
+  CUstream_st* stream = gpu->compute_stream();
+  const dnn::Dims4 xdims = InputDims(d), ydims = OutputDims(d), pxdims = dnn_util::Dims(p.x);
+  Scratch wbuf, xbuf, dybuf, outbuf, ws;
+  CudnnPtrs ptr;
+  if (dir != Dir::kBackwardData) {  // x, padded and in cuDNN's layout
+    ptr.x = a.x;
+    if (relayout || p.explicit_pad) {
+      PF_RETURN_IF_ERROR(xbuf.Allocate(gpu, p.padded_x_elements * esize, "convolution input"));
+      dnn::LaunchRelayout4(t, user_nhwc, xdims, dnn_nhwc, pxdims, -p.rows.extra_before,
+                           -p.cols.extra_before, a.x, xbuf.get(), stream);
+      ptr.x = xbuf.get();
+    }
+  }
+  if (dir != Dir::kBackwardFilter) {
+    PF_RETURN_IF_ERROR(FilterToCudnn(gpu, dc, p, a.filter, &wbuf));
+    ptr.w = wbuf.get();
+  }
+  if (dir != Dir::kForward) {
+    ptr.y = a.dy;
+    if (relayout) {
+      PF_RETURN_IF_ERROR(dybuf.Allocate(
+          gpu, static_cast<size_t>(d.batch * d.out_c * d.out_h * d.out_w) * esize, "output grad"));
+      dnn::LaunchRelayout4(t, user_nhwc, ydims, dnn_nhwc, ydims, 0, 0, a.dy, dybuf.get(), stream);
+      ptr.y = dybuf.get();
+    }
+  }
+  // Where cuDNN writes: the caller's buffer when the layouts and padding agree.
+  ptr.out = a.out;
+  if (dir == Dir::kForward && relayout) {
+    PF_RETURN_IF_ERROR(outbuf.Allocate(
+        gpu, static_cast<size_t>(d.batch * d.out_c * d.out_h * d.out_w) * esize, "output"));
+    ptr.out = outbuf.get();
+  } else if (dir == Dir::kBackwardData && (relayout || p.explicit_pad)) {
+    // cuDNN computes the gradient of the padded input; the padding's rows and columns are
+    // cropped away on the way back.
+    PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.padded_x_elements * esize, "input gradient"));
+    ptr.out = outbuf.get();
+  } else if (dir == Dir::kBackwardFilter) {
+    PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.filter_elements * esize, "filter gradient"));
+    ptr.out = outbuf.get();
+  }
+  if (known != nullptr) {
+    *chosen = *known;
+  } else {
+    PF_ASSIGN_OR_RETURN(*chosen, ChooseAlgo(site, gpu, lock.handle, dir, s, ptr));
+  }
+  PF_RETURN_IF_ERROR(Workspace(site, gpu, s, *chosen, &ws, ran));
+  const void* one = dnn_util::One(d.dtype);
+  const void* zero = dnn_util::Zero(d.dtype);
+  if (dir == Dir::kForward) {
+    PF_DNN_CALL(site,
+                cudnnConvolutionForward(lock.handle, one, s.x.get(), ptr.x, s.w.get(), ptr.w,
+                                        s.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(*ran),
+                                        ws.get(), ws.size(), zero, s.y.get(), ptr.out));
+    if (relayout) {
+      dnn::LaunchRelayout4(t, dnn_nhwc, ydims, user_nhwc, ydims, 0, 0, ptr.out, a.out, stream);
+    }
+  } else if (dir == Dir::kBackwardData) {
+    PF_DNN_CALL(site, cudnnConvolutionBackwardData(lock.handle, one, s.w.get(), ptr.w, s.y.get(),
+                                                   ptr.y, s.conv.get(),
+                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(*ran),
+                                                   ws.get(), ws.size(), zero, s.x.get(), ptr.out));
+    if (ptr.out != a.out) {
+      dnn::LaunchRelayout4(t, dnn_nhwc, pxdims, user_nhwc, xdims, p.rows.extra_before,
+                           p.cols.extra_before, ptr.out, a.out, stream);
+    }
+  } else {
+    PF_DNN_CALL(site, cudnnConvolutionBackwardFilter(
+                          lock.handle, one, s.x.get(), ptr.x, s.y.get(), ptr.y, s.conv.get(),
+                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(*ran), ws.get(), ws.size(),
+                          zero, s.w.get(), ptr.out));
+    dnn::LaunchFilterTransform(t, /*to_cudnn=*/false, p.filter_krsc, ptr.out, a.out, p.r, p.s, p.c,
+                               p.k, stream);
+  }
+  return Status::OK();
 }
 
-bool Empty(const GpuConvDesc& d) { return d.batch == 0 || d.out_h == 0 || d.out_w == 0; }
+Status RunDirect(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const ConvArgs& a) {
+  PF_RETURN_IF_ERROR(gpu->Activate());
+  const dnn::ConvGeom g{.n = d.batch,
+                        .in_c = d.in_c,
+                        .in_h = d.in_h,
+                        .in_w = d.in_w,
+                        .out_c = d.out_c,
+                        .out_h = d.out_h,
+                        .out_w = d.out_w,
+                        .filter_h = d.filter_h,
+                        .filter_w = d.filter_w,
+                        .groups = d.groups,
+                        .stride_h = d.stride_h,
+                        .stride_w = d.stride_w,
+                        .dilation_h = d.dilation_h,
+                        .dilation_w = d.dilation_w,
+                        .pad_top = d.pad_top,
+                        .pad_left = d.pad_left};
+  const dnn::DType t = dnn_util::LaunchType(d.dtype);
+  const bool nhwc = dnn_util::IsNhwc(d.layout);
+  CUstream_st* stream = gpu->compute_stream();
+  switch (dir) {
+    case Dir::kForward:
+      dnn::LaunchDirectConvForward(t, nhwc, g, a.x, a.filter, a.out, stream);
+      break;
+    case Dir::kBackwardData:
+      dnn::LaunchDirectConvBackwardData(t, nhwc, g, a.filter, a.dy, a.out, stream);
+      break;
+    case Dir::kBackwardFilter:
+      dnn::LaunchDirectConvBackwardFilter(t, nhwc, g, a.x, a.dy, a.out, stream);
+      break;
+  }
+  return Status::OK();
+}
+
+// Runs the cached choice for (GPU, TF32, dir, d), or walks GpuConvCandidates(d) the first time
+// (each candidate runs for real: the first that succeeds has produced the output) and caches
+// what worked. A path that fails after it was chosen is the call's error.
+Status RunConv(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const ConvArgs& a,
+               std::string* trace_label) {
+  const ConvKey key{gpu->ordinal(), gpu->allow_tf32(), static_cast<int>(dir), d};
+  std::optional<ConvChoice> cached;
+  {
+    std::lock_guard<std::mutex> l(g_conv_mu);
+    auto it = ConvCache().find(key);
+    if (it != ConvCache().end()) cached = it->second;
+  }
+  ConvChoice c;
+  int ran = -1;
+  if (cached) {
+    c = *cached;
+    if (c.path == GpuConvPath::kDirect) {
+      PF_RETURN_IF_ERROR(RunDirect(gpu, dir, d, a));
+    } else {
+      AlgoChoice unused;
+      PF_RETURN_IF_ERROR(RunCudnn(gpu, dir, d, c.path, a, &c.algo, &unused, &ran));
+    }
+  } else {
+    auto attempt = [&](GpuConvPath path) -> Status {
+      if (path == GpuConvPath::kDirect) return RunDirect(gpu, dir, d, a);
+      return RunCudnn(gpu, dir, d, path, a, nullptr, &c.algo, &ran);
+    };
+    PF_ASSIGN_OR_RETURN(std::vector<GpuConvPath> candidates,
+                        GpuConvCandidates(d, ForcedConvPath()));
+    PF_ASSIGN_OR_RETURN(GpuConvPathChoice choice, ChooseGpuConvPath(candidates, d, attempt));
+    c.path = choice.path;
+    if (!choice.skipped.empty()) {
+      // Once per shape: the fallback is a performance note, never an error.
+      const std::string how = GpuConvTraceLabel(dir, d, c.path, "");
+      if (c.path == GpuConvPath::kDirect) {
+        PF_LOG_WARN("GPU {}: {} for {} (slow; cuDNN cannot run it: {})", gpu->ordinal(), how,
+                    d.ToString(), choice.skipped);
+      } else {
+        PF_LOG_INFO("GPU {}: {} for {} ({})", gpu->ordinal(), how, d.ToString(), choice.skipped);
+      }
+    }
+    std::lock_guard<std::mutex> l(g_conv_mu);
+    ConvCache()[key] = c;
+  }
+  if (trace_label != nullptr) {
+    *trace_label = GpuConvTraceLabel(dir, d, c.path,
+                                     c.path == GpuConvPath::kDirect ? "" : CudnnAlgoName(dir, ran));
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
 Status GpuConvForward(GpuDevice* gpu, const GpuConvDesc& d, const void* x, const void* filter,
-                      void* y) {
-  const CallSite site = Site(gpu, d, "convolution forward");
-  PF_RETURN_IF_ERROR(PlanGpuConv(d).status());
-  if (Empty(d)) return Status::OK();  // cuDNN refuses zero-sized descriptors
-  ConvSetup s;
-  PF_RETURN_IF_ERROR(Setup(site, gpu, d, &s));
-  PF_ASSIGN_OR_RETURN(dnn_util::DnnLock lock, dnn_util::LockDnn(gpu, site));
-  Scratch w, xp, ws;
-  PF_RETURN_IF_ERROR(FilterToCudnn(gpu, d, s.plan, filter, &w));
-  PF_ASSIGN_OR_RETURN(const void* xin, PaddedInput(gpu, d, s.plan, x, &xp));
-  PF_ASSIGN_OR_RETURN(AlgoChoice c, ChooseAlgo(site, gpu, lock.handle, ConvKind::kForward, d, s,
-                                               {xin, w.get(), nullptr, y}));
-  int algo = 0;
-  PF_RETURN_IF_ERROR(Workspace(site, gpu, s, c, &ws, &algo));
-  PF_DNN_CALL(site, cudnnConvolutionForward(lock.handle, dnn_util::One(d.dtype), s.x.get(), xin,
-                                            s.w.get(), w.get(), s.conv.get(),
-                                            static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws.get(),
-                                            ws.size(), dnn_util::Zero(d.dtype), s.y.get(), y));
-  return Status::OK();
+                      void* y, std::string* trace_label) {
+  PF_RETURN_IF_ERROR(ValidateGpuConv(d));
+  if (d.batch == 0 || d.out_h == 0 || d.out_w == 0) return Status::OK();  // y is empty
+  return RunConv(gpu, Dir::kForward, d, {x, filter, nullptr, y}, trace_label);
 }
 
 Status GpuConvBackwardData(GpuDevice* gpu, const GpuConvDesc& d, const void* filter, const void* dy,
-                           void* dx) {
-  const CallSite site = Site(gpu, d, "convolution backward data");
-  ConvSetup s;
-  PF_RETURN_IF_ERROR(Setup(site, gpu, d, &s));
-  if (d.batch == 0) return Status::OK();
-  const size_t dx_bytes =
-      static_cast<size_t>(d.batch * d.in_h * d.in_w * d.in_c) * DTypeSize(d.dtype);
-  PF_ASSIGN_OR_RETURN(dnn_util::DnnLock lock, dnn_util::LockDnn(gpu, site));
-  if (Empty(d)) {  // no output position: the input gradient is zero
-    PF_DNN_CALL(site, cudaMemsetAsync(dx, 0, dx_bytes, gpu->compute_stream()));
+                           void* dx, std::string* trace_label) {
+  PF_RETURN_IF_ERROR(ValidateGpuConv(d));
+  if (d.batch == 0) return Status::OK();  // dx is empty
+  if (d.out_h == 0 || d.out_w == 0) {     // no output position: the input gradient is zero
+    PF_RETURN_IF_ERROR(gpu->Activate());
+    const size_t bytes =
+        static_cast<size_t>(d.batch * d.in_h * d.in_w * d.in_c) * DTypeSize(d.dtype);
+    PF_GPU_RETURN_IF_ERROR(gpu->ordinal(), cudaMemsetAsync(dx, 0, bytes, gpu->compute_stream()));
     return Status::OK();
   }
-  Scratch w, dxp, ws;
-  PF_RETURN_IF_ERROR(FilterToCudnn(gpu, d, s.plan, filter, &w));
-  // With an asymmetric padding cuDNN computes the gradient of the padded input; the padding's
-  // rows and columns are cropped away.
-  void* out = dx;
-  if (s.plan.explicit_pad) {
-    PF_RETURN_IF_ERROR(
-        dxp.Allocate(gpu, s.plan.padded_x_elements * DTypeSize(d.dtype), "padded input gradient"));
-    out = dxp.get();
-  }
-  PF_ASSIGN_OR_RETURN(AlgoChoice c, ChooseAlgo(site, gpu, lock.handle, ConvKind::kBackwardData, d,
-                                               s, {nullptr, w.get(), dy, out}));
-  int algo = 0;
-  PF_RETURN_IF_ERROR(Workspace(site, gpu, s, c, &ws, &algo));
-  PF_DNN_CALL(site, cudnnConvolutionBackwardData(
-                        lock.handle, dnn_util::One(d.dtype), s.w.get(), w.get(), s.y.get(), dy,
-                        s.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws.get(),
-                        ws.size(), dnn_util::Zero(d.dtype), s.x.get(), out));
-  if (s.plan.explicit_pad) {
-    dnn::LaunchCrop4(dnn_util::LaunchType(d.dtype), d.layout == DnnLayout::kNHWC,
-                     dnn_util::Dims(s.plan.x), {d.batch, d.in_c, d.in_h, d.in_w},
-                     s.plan.rows.extra_before, s.plan.cols.extra_before, out, dx,
-                     gpu->compute_stream());
-  }
-  return Status::OK();
+  return RunConv(gpu, Dir::kBackwardData, d, {nullptr, filter, dy, dx}, trace_label);
 }
 
 Status GpuConvBackwardFilter(GpuDevice* gpu, const GpuConvDesc& d, const void* x, const void* dy,
-                             void* dfilter) {
-  const CallSite site = Site(gpu, d, "convolution backward filter");
-  PF_ASSIGN_OR_RETURN(GpuConvPlan plan, PlanGpuConv(d));
-  if (Empty(d)) {  // nothing to sum: the filter gradient is zero
+                             void* dfilter, std::string* trace_label) {
+  PF_RETURN_IF_ERROR(ValidateGpuConv(d));
+  if (d.batch == 0 || d.out_h == 0 || d.out_w == 0) {  // nothing to sum: the gradient is zero
     PF_RETURN_IF_ERROR(gpu->Activate());
-    PF_DNN_CALL(site, cudaMemsetAsync(dfilter, 0, plan.filter_elements * DTypeSize(d.dtype),
-                                      gpu->compute_stream()));
+    const size_t bytes =
+        static_cast<size_t>(d.filter_h * d.filter_w * (d.in_c / d.groups) * d.out_c) *
+        DTypeSize(d.dtype);
+    PF_GPU_RETURN_IF_ERROR(gpu->ordinal(),
+                           cudaMemsetAsync(dfilter, 0, bytes, gpu->compute_stream()));
     return Status::OK();
   }
-  ConvSetup s;
-  PF_RETURN_IF_ERROR(Setup(site, gpu, d, &s));
-  PF_ASSIGN_OR_RETURN(dnn_util::DnnLock lock, dnn_util::LockDnn(gpu, site));
-  Scratch dw, xp, ws;
-  PF_RETURN_IF_ERROR(dw.Allocate(gpu, s.plan.filter_elements * DTypeSize(d.dtype), "filter"));
-  PF_ASSIGN_OR_RETURN(const void* xin, PaddedInput(gpu, d, s.plan, x, &xp));
-  PF_ASSIGN_OR_RETURN(AlgoChoice c, ChooseAlgo(site, gpu, lock.handle, ConvKind::kBackwardFilter, d,
-                                               s, {xin, nullptr, dy, dw.get()}));
-  int algo = 0;
-  PF_RETURN_IF_ERROR(Workspace(site, gpu, s, c, &ws, &algo));
-  PF_DNN_CALL(site, cudnnConvolutionBackwardFilter(
-                        lock.handle, dnn_util::One(d.dtype), s.x.get(), xin, s.y.get(), dy,
-                        s.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws.get(),
-                        ws.size(), dnn_util::Zero(d.dtype), s.w.get(), dw.get()));
-  dnn::LaunchFilterTransform(dnn_util::LaunchType(d.dtype), /*to_cudnn=*/false, s.plan.filter_krsc,
-                             dw.get(), dfilter, s.plan.r, s.plan.s, s.plan.c, s.plan.k,
-                             gpu->compute_stream());
-  return Status::OK();
+  return RunConv(gpu, Dir::kBackwardFilter, d, {x, nullptr, dy, dfilter}, trace_label);
 }
 
 }  // namespace pf

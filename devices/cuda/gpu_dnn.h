@@ -11,7 +11,16 @@
 // (NHWC) or KCRS (NCHW) happen inside. An asymmetric padding (SAME with an odd total, or
 // EXPLICIT) runs on an explicitly padded scratch copy of the input with the symmetric remainder
 // given to cuDNN, as TensorFlow does.
+//
+// A convolution cuDNN cannot run as asked (cuDNN 9 has almost no NHWC double algorithms) falls
+// back: NHWC through NCHW copies, then direct CUDA kernels (GpuConvCandidates in
+// devices/gpu_dnn_plan.h). The path and algorithm are chosen once per GPU, math mode, direction
+// and GpuConvDesc, logged when a fallback was needed, and reported per call in `trace_label`
+// (when not null) for the step trace: "conv backward data: cudnn NCHW via transpose algo=ALGO_1".
+// PF_GPU_CONV_PATH=nchw or =direct starts the chain further down (tests of the fallbacks).
 #pragma once
+
+#include <string>
 
 #include "placeflow/core/status.h"
 #include "placeflow/devices/cuda/gpu_device.h"
@@ -21,13 +30,13 @@ namespace pf {
 
 // y = conv(x, filter). x [N,H,W,C] or [N,C,H,W] per d.layout; filter HWIO.
 Status GpuConvForward(GpuDevice* gpu, const GpuConvDesc& d, const void* x, const void* filter,
-                      void* y);
+                      void* y, std::string* trace_label = nullptr);
 // dx = the gradient of conv with respect to its input (Conv2DBackpropInput).
 Status GpuConvBackwardData(GpuDevice* gpu, const GpuConvDesc& d, const void* filter, const void* dy,
-                           void* dx);
+                           void* dx, std::string* trace_label = nullptr);
 // dfilter (HWIO) = the gradient with respect to the filter (Conv2DBackpropFilter).
 Status GpuConvBackwardFilter(GpuDevice* gpu, const GpuConvDesc& d, const void* x, const void* dy,
-                             void* dfilter);
+                             void* dfilter, std::string* trace_label = nullptr);
 
 // Max pooling (CUDNN_POOLING_MAX_DETERMINISTIC, NaNs not propagated, as TensorFlow) or average
 // pooling over the in-bounds elements (CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING).

@@ -17,9 +17,18 @@ namespace pf::dnn_util {
 struct CallSite {
   int device = 0;
   std::function<std::string()> what;
+  // cuDNN's NOT_SUPPORTED and BAD_PARAM families become Unimplemented (else Internal): set where
+  // a caller has another way to run (the convolutions' fallbacks, GpuConvFallsThrough).
+  bool unsupported_is_unimplemented = false;
   Status Check(cudnnStatus_t e, const char* call, const char* file, int line) const {
     Status s = cuda::CheckCall(e, call, device, file, line);
-    return s.ok() ? s : s.WithSuffix(" for " + what());
+    if (s.ok()) return s;
+    const int family = CUDNN_STATUS_CATEGORY(static_cast<int>(e));
+    if (unsupported_is_unimplemented &&
+        (family == CUDNN_STATUS_NOT_SUPPORTED || family == CUDNN_STATUS_BAD_PARAM)) {
+      s = Status(Code::kUnimplemented, s.message());
+    }
+    return s.WithSuffix(" for " + what());
   }
   Status Check(cudaError_t e, const char* call, const char* file, int line) const {
     Status s = cuda::CheckCall(e, call, device, file, line);

@@ -5,7 +5,10 @@
 // wrappers transpose the filter and split an asymmetric padding). Depthwise is a grouped
 // convolution with groups = in_depth: its [h, w, in_depth, multiplier] filter is the same
 // memory as HWIO [h, w, 1, in_depth * multiplier]. input_sizes / filter_sizes are HostMemory.
+// What cuDNN cannot run falls back to NCHW copies or direct kernels inside the wrappers; the
+// step trace's label says which ran.
 #include <climits>
+#include <string>
 
 #include "placeflow/devices/cuda/gpu_dnn.h"
 #include "placeflow/ops/array/array_launch.h"
@@ -96,12 +99,16 @@ class ConvGpuOp : public GpuOpKernel {
     }
     PF_RETURN_IF_ERROR(CheckInts(spec, p));
     const GpuConvDesc d = ConvDesc(DataTypeOf<T>(), p);
+    // A traced step shows which path ran: cuDNN as asked, through NCHW copies, or direct.
+    std::string* label = ctx->trace_label();
     if constexpr (kDir == Dir::kForward) {
-      return GpuConvForward(gpu, d, input->raw_data(), filter->raw_data(), out->raw_data());
+      return GpuConvForward(gpu, d, input->raw_data(), filter->raw_data(), out->raw_data(), label);
     } else if constexpr (kDir == Dir::kBackwardData) {
-      return GpuConvBackwardData(gpu, d, filter->raw_data(), dy->raw_data(), out->raw_data());
+      return GpuConvBackwardData(gpu, d, filter->raw_data(), dy->raw_data(), out->raw_data(),
+                                 label);
     } else {
-      return GpuConvBackwardFilter(gpu, d, input->raw_data(), dy->raw_data(), out->raw_data());
+      return GpuConvBackwardFilter(gpu, d, input->raw_data(), dy->raw_data(), out->raw_data(),
+                                   label);
     }
   }
 
