@@ -182,13 +182,14 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
       // session feeds through _Arg copies, so which one is not known here): always recheck.
       it.static_shapes = it.static_shapes && src.shape().IsFullyDefined() && !feed_index.count(src);
       if (n->IsRefInput(k)) {
-        if (!src.node->op_def().is_variable()) {
+        const Node* var = ReferencedVariable(src);
+        if (var == nullptr) {
           return errors::InvalidArgument("Input ", k, " of node '", n->name(),
                                          "' must be a variable reference, but comes from '",
                                          src.node->name(), "' (", src.node->op(), ")");
         }
         it.ref_inputs.resize(n->num_inputs(), nullptr);
-        it.ref_inputs[k] = it.device->resource_mgr()->LookupOrCreateVar(src.node->name());
+        it.ref_inputs[k] = it.device->resource_mgr()->LookupOrCreateVar(var->name());
       }
       auto fed = feed_index.find(src);
       if (fed != feed_index.end()) {
@@ -313,9 +314,8 @@ Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
   for (int k = 0; k < it.num_inputs; ++k) {
     if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr))
       continue;
-    const Node* src = n.input(k).node;
-    if (src->op_def().is_variable())
-      return errors::FailedPrecondition("Attempting to use uninitialized value ", src->name());
+    const Node* var = ReferencedVariable(n.input(k));
+    if (var != nullptr) return errors::UninitializedValue(var->name());
     return errors::Internal("Input ", k, " of node '", n.name(), "' (from '", n.input(k).name(),
                             "') was never produced");
   }
@@ -426,6 +426,7 @@ struct AsyncNode {
   OpKernelContext::Params params;
   std::unique_ptr<OpKernelContext> ctx;
   std::chrono::steady_clock::time_point t0;
+  std::string trace_label;
 };
 
 void Executor::StartAsync(Step* step, int id) const {
@@ -440,21 +441,22 @@ void Executor::StartAsync(Step* step, int id) const {
     if (!ready.empty()) Process(step, std::move(ready));
     return;
   }
+  if (step->group->stats()) state->params.trace_label = &state->trace_label;
   state->params.outputs = state->outputs.data();
   if (!state->shapes.empty()) state->params.output_shapes = state->shapes.data();
   state->ctx = std::make_unique<OpKernelContext>(state->params);
   it.kernel->ComputeAsync(state->ctx.get(), [this, step, id, state](Status done_status) {
     RunCompletion([this, step, id, state, done_status] {
       std::deque<int> ready;
-      Complete(step, id, done_status, &state->outputs, state->t0, &ready);
+      Complete(step, id, done_status, &state->outputs, state->t0, &ready, &state->trace_label);
       if (!ready.empty()) Process(step, std::move(ready));
     });
   });
 }
 
 void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
-                        std::chrono::steady_clock::time_point t0,
-                        std::deque<int>* inline_ready) const {
+                        std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready,
+                        std::string* trace_label) const {
   const Layout& l = *layout_;
   const Layout::Item& it = l.items[id];
   if (step->group->stats() && !step->group->aborted()) {
@@ -469,6 +471,7 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
                      std::chrono::steady_clock::now() - step->group->start())
                      .count();
     for (const Tensor& t : *outputs) rec.output_bytes += static_cast<int64_t>(t.TotalBytes());
+    if (trace_label != nullptr) rec.label = std::move(*trace_label);
     step->group->Record(std::move(rec));
   }
   // Inputs die as soon as their last consumer has run.
@@ -535,6 +538,7 @@ void Executor::Process(Step* step, std::deque<int> inline_ready) const {
   const Layout& l = *layout_;
   std::vector<Tensor> outputs;
   std::vector<Shape> runtime_shapes;
+  std::string trace_label;  // what a traced kernel says about its run (SetTraceLabel)
   while (!inline_ready.empty()) {
     const int id = inline_ready.front();
     inline_ready.pop_front();
@@ -554,10 +558,14 @@ void Executor::Process(Step* step, std::deque<int> inline_ready) const {
     runtime_shapes.clear();
     Status s = PrepareNode(step, id, &outputs, &runtime_shapes, &params);
     if (s.ok()) {
+      if (step->group->stats()) {
+        trace_label.clear();
+        params.trace_label = &trace_label;
+      }
       OpKernelContext ctx(params);
       s = Guarded([&] { return it.kernel->Compute(&ctx); });
     }
-    Complete(step, id, s, &outputs, t0, &inline_ready);
+    Complete(step, id, s, &outputs, t0, &inline_ready, params.trace_label);
   }
 }
 

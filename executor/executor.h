@@ -117,9 +117,10 @@ class Executor {
                      std::vector<Shape>* runtime_shapes, OpKernelContext::Params* p) const;
   // After item `id` ran: frees its inputs, records the error or hands its outputs to their
   // consumers, queues newly ready items (cheap ones on `inline_ready`), and ends the step when
-  // nothing is left.
+  // nothing is left. `trace_label`: what the kernel said about its run, for the trace (moved).
   void Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
-                std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready) const;
+                std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready,
+                std::string* trace_label = nullptr) const;
   void StartAsync(Step* step, int id) const;
   std::unique_ptr<Layout> layout_;
 };

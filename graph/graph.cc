@@ -29,6 +29,13 @@ bool Node::IsRefInput(int i) const {
   return false;
 }
 
+const Node* ReferencedVariable(const Output& o) {
+  for (Output cur = o;; cur = cur.node->input(0)) {
+    if (cur.node->op_def().is_variable()) return cur.node;
+    if (cur.index != 0 || cur.node->num_inputs() == 0 || !cur.node->IsRefInput(0)) return nullptr;
+  }
+}
+
 bool Node::IsStateful() const { return op_def_->stateful(); }
 
 std::string Node::DebugString() const {

@@ -114,6 +114,12 @@ class Node {
   std::vector<std::string> colocation_;
 };
 
+// The variable that `o` refers to when `o` is a reference, or nullptr: a variable's output, or
+// output 0 of an op that updates its reference input 0 in place and returns it (Assign,
+// AssignAdd, AssignSub, the optimizers' Apply ops: TensorFlow's Ref(T) outputs), so that
+// `AssignSub(AssignAdd(v, 1), 1)` updates v twice. A loop, not recursion: chains may be long.
+const Node* ReferencedVariable(const Output& o);
+
 // Everything needed to add a node; Graph::AddNode checks nothing beyond name uniqueness:
 // NodeBuilder (graph/node_builder.h) validates against the op schema first.
 struct NodeSpec {

@@ -110,8 +110,7 @@ class AssignUpdateOp : public OpKernel {
     const Tensor& value = ctx->input(1);
     std::lock_guard<std::mutex> lock(var->mu);
     if (!var->initialized()) {
-      return errors::FailedPrecondition("Attempting to use uninitialized value ",
-                                        node().input(0).node->name());
+      return errors::UninitializedValue(ReferencedVariable(node().input(0))->name());
     }
     PF_RETURN_IF_ERROR(ValidateAssignUpdate(var->value.shape(), value.shape()));
     T* dst = var->value.data<T>();

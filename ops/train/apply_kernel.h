@@ -48,8 +48,7 @@ class ApplyKernel : public OpKernel {
         return errors::Internal(node().op(), ": input ", r, " is not a variable reference");
       locks.emplace_back(v->mu);
       if (!v->initialized()) {
-        return errors::FailedPrecondition("Attempting to use uninitialized value ",
-                                          node().input(r).node->name());
+        return errors::UninitializedValue(ReferencedVariable(node().input(r))->name());
       }
       for (size_t j = 0; j < std::max<size_t>(terms_.size(), 1); ++j) {
         const Tensor& g = terms_.empty() ? grad : ctx->input(terms_[j]);
@@ -57,7 +56,7 @@ class ApplyKernel : public OpKernel {
         return errors::InvalidArgument(
             node().op(), ": var and ", terms_.empty() ? "grad" : "AddN input " + std::to_string(j),
             " do not have the same shape: ", v->value.shape().ToString(), " vs ",
-            g.shape().ToString(), " (variable ", node().input(r).node->name(), ")");
+            g.shape().ToString(), " (variable ", ReferencedVariable(node().input(r))->name(), ")");
       }
       data.push_back(v->value.template data<T>());
     }

@@ -76,10 +76,10 @@ struct Built {
   std::vector<std::string> checked_nodes;  // must land on the GPU
 };
 
-void Build(const Case& c, Built* b) {
+void Build(const Case& c, Built* b, const char* target = kGpu) {
   Scope root = Scope::Root(&b->g);
   Scope cpu = root.WithDevice("/cpu:0");
-  Scope gpu = root.WithDevice(kGpu);
+  Scope gpu = root.WithDevice(target);
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     b->inputs.push_back(ops::Placeholder(cpu.WithOpName(fmt::format("in{}", i)), c.inputs[i].dtype,
                                          c.inputs[i].shape));
@@ -115,15 +115,21 @@ double MaxAbs(const Tensor& t) {
   return m;
 }
 
-void Compare(const std::string& what, const Tensor& cpu, const Tensor& gpu, double tol) {
-  INFO(what << ": cpu " << cpu.DebugString(8) << "\n gpu " << gpu.DebugString(8));
-  REQUIRE(cpu.dtype() == gpu.dtype());
-  REQUIRE(cpu.shape() == gpu.shape());
-  if (IsReal(cpu.dtype())) {
-    CHECK(testing::MaxAbsDiff(cpu, gpu) <= tol * (1.0 + MaxAbs(cpu)));
-  } else {
-    CHECK(cpu.BitwiseEqual(gpu));
+// Empty when `got` matches `want` within `tol` (relative to the largest reference magnitude;
+// bitwise for integers and bools), else what differs.
+std::string Mismatch(const Tensor& want, const Tensor& got, double tol) {
+  if (want.dtype() != got.dtype() || want.shape() != got.shape()) {
+    return fmt::format("{} {} vs {} {}", DTypeName(want.dtype()), want.shape().ToString(),
+                       DTypeName(got.dtype()), got.shape().ToString());
   }
+  if (IsReal(want.dtype())) {
+    const double diff = testing::MaxAbsDiff(want, got), bound = tol * (1.0 + MaxAbs(want));
+    if (diff <= bound) return "";
+    return fmt::format("max |diff| {:.3g} > {:.3g}: want {} got {}", diff, bound,
+                       want.DebugString(6), got.DebugString(6));
+  }
+  if (want.BitwiseEqual(got)) return "";
+  return fmt::format("not bitwise equal: want {} got {}", want.DebugString(6), got.DebugString(6));
 }
 
 std::vector<Case> OpCases() {
@@ -603,10 +609,128 @@ SessionOptions CpuOnly() {
   o.device_count["GPU"] = 0;
   return o;
 }
-SessionOptions WithGpu() {
+
+// Where the cases run, against the CPU's results: /gpu:0, or /cpu:1 to run the harness itself
+// (and every op across a device boundary) in CPU-only builds.
+struct Target {
+  const char* device;  // what the cases request
+  const char* placed;  // what their nodes' assigned device names must contain
+  SessionOptions options;
+};
+Target GpuTarget() {
   SessionOptions o;
   o.allow_soft_placement = true;
-  return o;
+  return {kGpu, "GPU:0", o};
+}
+Target SecondCpuTarget() {
+  SessionOptions o = CpuOnly();
+  o.device_count["CPU"] = 2;
+  return {"/cpu:1", "CPU:1", o};
+}
+
+// The outcome of the cases: each runs on its own; a failure (a mismatch, a misplaced node, or
+// an error from either session) is recorded and the next case runs.
+struct Report {
+  int cases = 0, compared = 0;
+  std::vector<std::string> failures;   // "<case>: <what went wrong>", one per problem
+  std::vector<std::string> fell_back;  // nodes that asked for the target and ran elsewhere
+  std::set<std::string> failing_cases;
+  void Fail(const std::string& name, const std::string& what) {
+    failures.push_back(name + ": " + what);
+    failing_cases.insert(name);
+  }
+  // One line per failing case on stdout (a GPU run's log shows every defect at once), then
+  // the test's verdict.
+  void Check(const char* what) const {
+    for (const std::string& f : failures) fmt::print("conformance FAILED: {}\n", f);
+    INFO(what << ": " << failing_cases.size() << " of " << cases << " cases failed:\n"
+              << fmt::format("{}", fmt::join(failures, "\n")));
+    CHECK(failures.empty());
+    WARN(what << ": " << cases << " cases, " << compared << " tensors compared; nodes that ran "
+              << "on another device than the one asked for: "
+              << (fell_back.empty() ? std::string("none")
+                                    : fmt::format("{}", fmt::join(fell_back, "; "))));
+  }
+};
+
+// Runs `body`, turning any exception into a recorded failure of case `name`.
+template <typename Fn>
+void Isolated(Report* r, const std::string& name, Fn&& body) {
+  ++r->cases;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    r->Fail(name, e.what());
+  }
+}
+
+void RunOpCase(const Case& c, const Target& t, uint32_t* seed, Report* r) {
+  Built b;
+  Build(c, &b, t.device);
+  FeedDict feeds;
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    feeds.emplace_back(b.inputs[i], RandomInput(c.inputs[i], (*seed)++));
+  Session cpu(b.g, CpuOnly());
+  Session target(b.g, t.options);
+  std::vector<Tensor> want = cpu.Run(feeds, b.fetches);
+  std::vector<Tensor> got = target.Run(feeds, b.fetches);
+  auto where = target.DevicePlacement();
+  for (const std::string& n : b.checked_nodes) {
+    if (where.at(n).find(t.placed) == std::string::npos)
+      r->Fail(c.name, fmt::format("node {} ran on {}, not {}", n, where.at(n), t.device));
+  }
+  const std::string asked = DeviceName::ParseOrError(t.device).ValueOrThrow().ToString();
+  for (const auto& [node, dev] : where) {
+    const Node* n = b.g.FindNode(node);
+    if (n && !n->requested_device().empty() &&
+        DeviceName::ParseOrError(n->requested_device()).ValueOrThrow().ToString() == asked &&
+        dev.find(t.placed) == std::string::npos) {
+      r->fell_back.push_back(fmt::format("{} ({})", n->op(), c.name));
+    }
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::string m = Mismatch(want[i], got[i], c.tol);
+    if (!m.empty()) r->Fail(c.name, fmt::format("fetch {} ({}): {}", i, b.fetches[i].name(), m));
+    ++r->compared;
+  }
+}
+
+// Five optimizer steps, a moving average, then an AssignAdd/AssignSub chain, on the CPU and on
+// the target.
+void RunTrainCase(const TrainCase& c, const Target& t, Report* r) {
+  const std::string name = "optimizer " + c.name;
+  std::vector<Tensor> result[2];
+  for (int k = 0; k < 2; ++k) {
+    BuiltTrain b;
+    BuildTrain(c, t.device, &b);
+    Session sess(b.g, k == 0 ? CpuOnly() : t.options);
+    sess.Run({}, {}, {b.init});
+    for (int step = 0; step < 5; ++step) sess.Run({}, {}, {b.step});
+    sess.Run({}, {}, {b.add_one});
+    result[k] = sess.Run({b.var, b.loss, b.average});
+    const std::string w = sess.DevicePlacement().at("w");
+    if (k == 1 && w.find(t.placed) == std::string::npos)
+      r->Fail(name, fmt::format("variable w ran on {}, not {}", w, t.device));
+  }
+  const char* what[] = {"variable", "loss", "moving average"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string m = Mismatch(result[0][i], result[1][i], 1e-5);
+    if (!m.empty()) r->Fail(name, fmt::format("{}: {}", what[i], m));
+    ++r->compared;
+  }
+}
+
+Report RunOpCases(const Target& t) {
+  Report r;
+  uint32_t seed = 1;
+  for (const Case& c : OpCases()) Isolated(&r, c.name, [&] { RunOpCase(c, t, &seed, &r); });
+  return r;
+}
+Report RunTrainCases(const Target& t) {
+  Report r;
+  for (const TrainCase& c : TrainCases())
+    Isolated(&r, "optimizer " + c.name, [&] { RunTrainCase(c, t, &r); });
+  return r;
 }
 
 // Ops with no conformance case, each with the reason. Everything else registered must have a
@@ -797,62 +921,50 @@ TEST_CASE("Every GPU kernel has a conformance case", "[ops][conformance][backend
 
 TEST_CASE("GPU conformance: every op and its gradient match the CPU", "[gpu][conformance]") {
   PF_REQUIRE_GPU();
-  std::vector<std::string> fell_back;
-  int compared = 0;
-  uint32_t seed = 1;
-  for (const Case& c : OpCases()) {
-    INFO("case: " << c.name);
-    Built b;
-    Build(c, &b);
-    FeedDict feeds;
-    for (size_t i = 0; i < b.inputs.size(); ++i)
-      feeds.emplace_back(b.inputs[i], RandomInput(c.inputs[i], seed++));
-    Session cpu(b.g, CpuOnly());
-    Session gpu(b.g, WithGpu());
-    std::vector<Tensor> want = cpu.Run(feeds, b.fetches);
-    std::vector<Tensor> got = gpu.Run(feeds, b.fetches);
-    auto where = gpu.DevicePlacement();
-    for (const std::string& n : b.checked_nodes) {
-      INFO("node " << n);
-      CHECK_THAT(where.at(n), Catch::Contains("GPU:0"));
-    }
-    for (const auto& [node, dev] : where) {
-      const Node* n = b.g.FindNode(node);
-      if (n && n->requested_device().find("gpu") != std::string::npos &&
-          dev.find("GPU") == std::string::npos) {
-        fell_back.push_back(fmt::format("{} ({})", n->op(), c.name));
-      }
-    }
-    for (size_t i = 0; i < want.size(); ++i) {
-      Compare(fmt::format("{} fetch {} ({})", c.name, i, b.fetches[i].name()), want[i], got[i],
-              c.tol);
-      ++compared;
-    }
-  }
-  WARN(compared << " tensors compared; GPU-requested nodes that ran on the CPU: "
-                << (fell_back.empty() ? std::string("none")
-                                      : fmt::format("{}", fmt::join(fell_back, "; "))));
+  RunOpCases(GpuTarget()).Check("GPU op cases");
 }
 
 TEST_CASE("GPU conformance: optimizers and variable updates match the CPU", "[gpu][conformance]") {
   PF_REQUIRE_GPU();
-  for (const TrainCase& c : TrainCases()) {
-    INFO("optimizer " << c.name);
-    std::vector<Tensor> result[2];
-    for (int k = 0; k < 2; ++k) {
-      BuiltTrain b;
-      BuildTrain(c, kGpu, &b);
-      Session sess(b.g, k == 0 ? CpuOnly() : WithGpu());
-      sess.Run({}, {}, {b.init});
-      for (int step = 0; step < 5; ++step) sess.Run({}, {}, {b.step});
-      sess.Run({}, {}, {b.add_one});
-      result[k] = sess.Run({b.var, b.loss, b.average});
-      if (k == 1) CHECK_THAT(sess.DevicePlacement().at("w"), Catch::Contains("GPU:0"));
-    }
-    Compare(c.name + " variable", result[0][0], result[1][0], 1e-5);
-    Compare(c.name + " loss", result[0][1], result[1][1], 1e-5);
-    Compare(c.name + " moving average", result[0][2], result[1][2], 1e-5);
-  }
+  RunTrainCases(GpuTarget()).Check("GPU optimizer cases");
+}
+
+// The same harness with /cpu:1 as the target, in every build: it runs here what the GPU run
+// runs (each op behind a Send/Recv pair, the optimizers and the chained variable updates), so
+// the harness and the cases are known to work before a GPU is lent.
+TEST_CASE("Conformance harness: every case on a second CPU device matches /cpu:0",
+          "[ops][conformance][harness]") {
+  RunOpCases(SecondCpuTarget()).Check("op cases on /cpu:1");
+  RunTrainCases(SecondCpuTarget()).Check("optimizer cases on /cpu:1");
+}
+
+// A failing case does not stop the others: an op case whose graph fails at run time is
+// recorded with its error, and the cases after it still run and pass.
+TEST_CASE("Conformance harness: a failing case is recorded and the next cases still run",
+          "[ops][conformance][harness]") {
+  const Target t = SecondCpuTarget();
+  Report r;
+  uint32_t seed = 1;
+  Case bad{"MatMul mismatched inner dimensions",
+           {{DT_FLOAT, {2, 3}}, {DT_FLOAT, {-1, 2}}},
+           [](const Scope& s, const std::vector<Output>& in) {
+             return std::vector<Output>{ops::MatMul(s, in[0], in[1])};
+           },
+           false};
+  bad.inputs[1].shape = Shape({4, 2});  // fed as [4,2]: fails in both sessions at run time
+  std::vector<Case> cases = {bad, OpCases()[0], bad, OpCases()[1]};
+  for (const Case& c : cases) Isolated(&r, c.name, [&] { RunOpCase(c, t, &seed, &r); });
+  CHECK(r.cases == 4);
+  CHECK(r.failing_cases == std::set<std::string>{bad.name});
+  REQUIRE(r.failures.size() == 2);
+  CHECK_THAT(r.failures[0], Catch::Contains("MatMul"));
+  CHECK(r.compared >= 2);  // both good cases compared their fetches
+  // A wrong result is caught too: the mismatch names the fetch and the difference.
+  Tensor a = Tensor::FromVector<float>({1, 2, 3}), b = Tensor::FromVector<float>({1, 2, 3.5f});
+  CHECK(Mismatch(a, a, 1e-5).empty());
+  CHECK_THAT(Mismatch(a, b, 1e-5), Catch::Contains("max |diff| 0.5"));
+  CHECK_THAT(Mismatch(a, Tensor::FromVector<float>({1, 2}), 1e-5),
+             Catch::Contains("[3] vs float [2]"));
 }
 
 }  // namespace

@@ -128,5 +128,56 @@ TEST_CASE("Assign, AssignAdd and AssignSub update the variable in place", "[ops]
   CHECK_THROWS_WITH(other.Run({v.value()}), Contains("Attempting to use uninitialized value v"));
 }
 
+// TensorFlow 1.x: Assign, AssignAdd, AssignSub and the Apply ops return their reference, so
+// their output can be updated again (tf.assign_sub(tf.assign_add(v, 1), 1)).
+TEST_CASE("Updates return the variable's reference: they chain, on any device", "[ops][state]") {
+  for (const char* dev : {"/cpu:0", "/cpu:1"}) {
+    INFO("device " << dev);
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Scope s = root.WithDevice(dev);
+    Variable v = GetVariable(s, "v", {2}, init::Constant(1.0));
+    Output one = ops::Const(root, Tensor::FromVector<float>({1, 1}));
+    Output three = ops::Const(root, Tensor::FromVector<float>({3, 3}));
+    // v + 3 - 1 = 3, then reset to 7, then a gradient step of 0.5 * 2 on the reset value.
+    Output chain =
+        ops::AssignSub(root.WithOpName("sub"), ops::AssignAdd(root, v.ref(), three), one);
+    Output reset = ops::Assign(root, chain, ops::Const(root, Tensor::FromVector<float>({7, 7})));
+    Output stepped = NodeBuilder(root.WithOpName("gd"), "ApplyGradientDescent")
+                         .Input(reset)
+                         .Input(ops::Const(root, 0.5f))
+                         .Input(ops::Const(root, Tensor::FromVector<float>({2, 4})))
+                         .Finalize();
+    SessionOptions o;
+    o.device_count["CPU"] = 2;
+    Session sess(g, o);
+    // The chain reads no variable before it is initialised: the error names v, not an update.
+    CHECK_THROWS_WITH(sess.Run({chain}), Contains("Attempting to use uninitialized value v"));
+    sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+    CHECK(sess.Run({chain})[0].DebugString() == "Tensor<float [2]> [3, 3]");
+    CHECK(sess.Run({v.value()})[0].DebugString() == "Tensor<float [2]> [3, 3]");
+    CHECK(sess.Run({stepped})[0].DebugString() == "Tensor<float [2]> [6, 5]");
+    CHECK(sess.Run({v.value()})[0].DebugString() == "Tensor<float [2]> [6, 5]");
+    // Every update in the chain is colocated with the variable (they share its storage).
+    auto where = sess.DevicePlacement();
+    const std::string want = std::string(dev).back() == '1' ? "CPU:1" : "CPU:0";
+    for (const char* n : {"sub", "gd"}) CHECK_THAT(where.at(n), Contains(want));
+  }
+}
+
+TEST_CASE("A reference input that is not a reference is a clear error", "[ops][state]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable v = GetVariable(root, "v", {2}, init::Constant(1.0));
+  // Identity reads the value: its output is no reference (TensorFlow's identity of a ref).
+  Output read = ops::Identity(root.WithOpName("read"), v.ref());
+  Output bad =
+      ops::AssignAdd(root.WithOpName("bump"), read, ops::Const(root, Tensor(DT_FLOAT, {2})));
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  CHECK_THROWS_WITH(sess.Run({bad}), Contains("Input 0 of node 'bump' must be a variable "
+                                              "reference, but comes from 'read' (Identity)"));
+}
+
 }  // namespace
 }  // namespace pf
