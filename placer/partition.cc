@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <deque>
 
 #include "placeflow/graph/kernel.h"
@@ -192,46 +193,69 @@ class Partitioner {
         spec.inputs.push_back(RecvFor(d, src_copy, in.name(), src_dev, wants_host));
       }
     }
+    // Cross-device control edges, grouped by the source's device: all of `n`'s sources on one
+    // device send one token together (one _Send/_Recv pair, not one per source).
+    std::map<Device*, std::vector<const Node*>> remote;
     for (const Node* c : n->control_inputs()) {
       auto it = result.copy_of.find(c);
       if (it == result.copy_of.end()) continue;  // pruned away
       Device* src_dev = device_.at(c);
       if (src_dev == d) {
         spec.control_inputs.push_back(it->second);
-        continue;
+      } else {
+        remote[src_dev].push_back(c);
       }
-      // A cross-device control edge, as TensorFlow partitions it: a constant made after `c` is
-      // sent; on `n`'s device its _Recv feeds an Identity, the local source of the control edge
-      // (the _Recv has a data consumer). One per (source, destination device).
-      auto cached = control_recvs_.find({c, d});
-      if (cached == control_recvs_.end()) {
-        NodeSpec token;
-        token.name = fmt::format("{}/_control_token", c->name());
-        if (PartFor(src_dev).graph->FindNode(token.name) == nullptr) {
-          token.op_def = &Def("Const");
-          token.attrs = {{"value", Tensor::Scalar<bool>(true)}, {"dtype", DT_BOOL}};
-          token.output_dtypes = {DT_BOOL};
-          token.output_shapes = {Shape{}};
-          token.control_inputs = {it->second};
-          AddNode(PartFor(src_dev), std::move(token), true);
-        }
-        Output token_out(
-            PartFor(src_dev).graph->FindNode(fmt::format("{}/_control_token", c->name())), 0);
-        Output recv = RecvFor(d, token_out, token_out.node->name() + ":0", src_dev);
-        NodeSpec identity;
-        identity.name = recv.node->name() + "/Identity";
-        identity.op_def = &Def("Identity");
-        identity.attrs = {{"T", DT_BOOL}};
-        identity.inputs = {recv};
-        identity.output_dtypes = {DT_BOOL};
-        identity.output_shapes = {Shape{}};
-        Node* local = AddNode(PartFor(d), std::move(identity), true);
-        cached = control_recvs_.emplace(std::make_pair(c, d), local).first;
-      }
-      spec.control_inputs.push_back(cached->second);
     }
+    for (const auto& [src_dev, sources] : remote)
+      spec.control_inputs.push_back(ControlRecvFor(n, d, src_dev, sources));
     result.copy_of[n] = AddNode(PartFor(d), std::move(spec), true);
     return Status::OK();
+  }
+
+  // A cross-device control edge, as TensorFlow partitions it: a constant made after the
+  // sources is sent; on `d` its _Recv feeds an Identity, the local source of the control edge
+  // (the _Recv has a data consumer). One per (set of sources, destination device). TensorFlow
+  // sends one token per source; a train op grouping N updates on another device then waits
+  // for N round trips, so the sources on one device share a token here.
+  Node* ControlRecvFor(const Node* n, Device* d, Device* src_dev,
+                       std::vector<const Node*> sources) {
+    std::sort(sources.begin(), sources.end(),
+              [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    auto cached = control_recvs_.find({sources, d});
+    if (cached != control_recvs_.end()) return cached->second;
+    Partitions::Part& src_part = PartFor(src_dev);
+    // A shared token is named after its destination node and its device ("train/
+    // _control_token_from_CPU_1", with the job and task when it leaves its task).
+    const DeviceName& from = src_dev->parsed_name();
+    std::string from_name = fmt::format("{}_{}", from.type, from.id);
+    if (from.job != d->parsed_name().job || from.task != d->parsed_name().task)
+      from_name = fmt::format("{}_{}_{}", from.job, from.task, from_name);
+    const std::string token_name =
+        sources.size() == 1 ? fmt::format("{}/_control_token", sources[0]->name())
+                            : fmt::format("{}/_control_token_from_{}", n->name(), from_name);
+    Node* token = src_part.graph->FindNode(token_name);
+    if (token == nullptr) {
+      NodeSpec spec;
+      spec.name = token_name;
+      spec.op_def = &Def("Const");
+      spec.attrs = {{"value", Tensor::Scalar<bool>(true)}, {"dtype", DT_BOOL}};
+      spec.output_dtypes = {DT_BOOL};
+      spec.output_shapes = {Shape{}};
+      for (const Node* c : sources) spec.control_inputs.push_back(result.copy_of.at(c));
+      token = AddNode(src_part, std::move(spec), true);
+    }
+    Output recv = RecvFor(d, Output(token, 0), token_name + ":0", src_dev);
+    NodeSpec identity;
+    identity.name = recv.node->name() + "/Identity";
+    identity.op_def = &Def("Identity");
+    identity.attrs = {{"T", DT_BOOL}};
+    identity.inputs = {recv};
+    identity.output_dtypes = {DT_BOOL};
+    identity.output_shapes = {Shape{}};
+    Node* local = AddNode(PartFor(d), std::move(identity), true);
+    control_recvs_.emplace(std::make_pair(std::move(sources), d), local);
+    ++result.control_tokens;
+    return local;
   }
 
   static void HostMemoryOf(const Node& n, Device* d, std::vector<bool>* in,
@@ -250,7 +274,7 @@ class Partitioner {
   const std::set<Output>& fed_;
   std::map<Device*, size_t> part_index_;
   std::map<std::pair<std::string, Device*>, Output> recvs_;
-  std::map<std::pair<const Node*, Device*>, Node*> control_recvs_;  // their Identity
+  std::map<std::pair<std::vector<const Node*>, Device*>, Node*> control_recvs_;  // Identity
   std::map<std::pair<const Partitions::Part*, std::pair<Output, bool>>, Output> args_;
 };
 

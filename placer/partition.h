@@ -1,6 +1,7 @@
 // Partition: splits a placed subgraph into one graph per device, with a _Send/_Recv pair on
 // every cross-device data edge (one _Recv per tensor and destination device) and a tiny
-// constant sent for every cross-device control edge. Fed tensors enter a partition through
+// constant sent for cross-device control edges (one per destination node and source device,
+// after all of that node's sources there). Fed tensors enter a partition through
 // _Arg nodes. The user's graph is not touched: partitions hold copies of its nodes (same
 // names, so variables and kernels are found by name).
 //
@@ -32,7 +33,8 @@ struct Partitions {
   };
   std::deque<Part> parts;  // a deque: references to parts stay valid as parts are added
   std::unordered_map<const Node*, Node*> copy_of;  // user node -> its copy
-  int send_recv_pairs = 0;
+  int send_recv_pairs = 0;  // _Send/_Recv pairs in all, control tokens included
+  int control_tokens = 0;   // pairs that carry cross-device control edges
 };
 
 // `nodes` must contain every node it needs except fed tensors' producers. Errors: a node without

@@ -62,6 +62,7 @@ std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOp
   m->loss = t.loss;
   m->output = t.extra[0];
   m->tower_devices = t.devices;
+  m->variable_device = t.variable_device;
   return t.grads_and_vars;
 }
 

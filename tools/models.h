@@ -67,6 +67,7 @@ struct Model {
   Variable global_step;
   bool classifier = false;
   std::vector<std::string> tower_devices;  // empty for the plain graph
+  std::string variable_device;             // where the towers put the variables ("": placer)
   std::shared_ptr<train::Optimizer> optimizer;
   std::string optimizer_name;  // the optimizer in use (ModelOptions::optimizer resolved)
   // Sync replicas only: the wrapper (its chief ops) and the train op's result, the global step

@@ -63,7 +63,7 @@ struct Args {
   std::string towers = "auto";  // a count, or auto: one per GPU, else 2 CPU devices
   std::string devices = "all";  // cpu | gpu | all (the GPUs when there are any, else CPUs)
   std::string aggregation = "param";
-  std::string variable_device = "/cpu:0";
+  std::string variable_device = pf::train::kAutoVariableDevice;
   std::string towers_table;  // "1,2": time mlp_seed000 with each tower count, print the table
   // A cluster task (tools/cluster_train.h), or a whole local cluster.
   std::string job_name, ps_hosts, worker_hosts, local_cluster;
@@ -199,8 +199,9 @@ pf::flags::FlagSet MakeFlags(Args& a) {
            "mirrored variables",
            {"param", "allreduce"});
   f.String("--variable-device", &a.variable_device,
-           "where the variables live (--aggregation param)")
-      .Value("DEV");
+           "where the variables live (--aggregation param); auto: the first GPU when every "
+           "tower is on a GPU, else /cpu:0")
+      .Value("DEV|auto");
   f.Int("--cpu-devices", &a.cpu_devices, "CPU devices of the session (/cpu:0..N-1)", 1, kMaxDevices)
       .Default("1, or the CPU tower count when larger");
   f.String("--place", &a.place,
@@ -254,7 +255,8 @@ Args Parse(int argc, char** argv) {
     ParseCount(a.towers_table.substr(start, end - start), "--towers-table");
     start = end + 1;
   }
-  if (auto d = pf::DeviceName::ParseOrError(a.variable_device); !d.ok())
+  if (auto d = pf::DeviceName::ParseOrError(a.variable_device);
+      a.variable_device != pf::train::kAutoVariableDevice && !d.ok())
     Usage("bad --variable-device '" + a.variable_device + "': " + d.status().message());
   return a;
 }
@@ -300,11 +302,11 @@ void ApplyPlacementRules(pf::Graph& g, const std::vector<PlaceRule>& rules) {
 // back under soft placement: say where it went, log or no log, since the user asked for it.
 // Placed here with the session's own devices and rules, as its first Run will place them.
 void ReportFallbacks(const pf::Graph& g, const pf::Session& sess, const Args& a,
-                     const std::vector<PlaceRule>& rules) {
+                     const std::string& variable_device, const std::vector<PlaceRule>& rules) {
   std::vector<std::pair<std::string, std::string>> named;  // (what the user wrote, device)
   for (const PlaceRule& r : rules) named.emplace_back("--place '" + r.text + "'", r.device);
-  if (a.aggregation == "param")
-    named.emplace_back("--variable-device " + a.variable_device, a.variable_device);
+  if (a.aggregation == "param" && !variable_device.empty())
+    named.emplace_back("--variable-device " + a.variable_device, variable_device);
   std::vector<std::pair<std::string, std::string>> missing;
   for (const auto& [what, device] : named) {
     if (sess.devices().Matching(pf::DeviceName::ParseOrError(device).ValueOrThrow()).empty())
@@ -370,6 +372,13 @@ TowerPlan PlanTowers(const Args& a) {
   return p;
 }
 
+// ", variables on /gpu:0 (auto: every tower on a GPU)": which layout was chosen, and why.
+std::string VariableLayout(const Args& a, const std::string& device) {
+  if (a.variable_device != pf::train::kAutoVariableDevice) return ", variables on " + device;
+  return fmt::format(", variables on {} (auto: {}; --variable-device to choose)", device,
+                     device == "/cpu:0" ? "towers on CPU devices" : "every tower on a GPU");
+}
+
 pf::train::Aggregation AggregationOf(const Args& a) {
   return a.aggregation == "allreduce" ? pf::train::Aggregation::kAllReduce
                                       : pf::train::Aggregation::kParameterDevice;
@@ -388,11 +397,17 @@ int TowersTable(const Args& a) {
   o.steps = a.steps;
   o.batch = a.batch > 0 ? a.batch : (a.model == "mlp_seed000" ? 2000 : 100);
   o.threads = a.threads;
+  pf::train::TowerOptions resolve;
+  resolve.variable_device = a.variable_device;
+  const std::string layout =
+      a.aggregation == "param"
+          ? VariableLayout(a, pf::train::ResolveVariableDevice(
+                                  resolve, pf::towers::TowerDevices(plan.kind, 1)))
+          : "";
   std::printf("%s, batch %lld, %lld steps, %s, aggregation %s%s\n", a.model.c_str(),
               static_cast<long long>(o.batch), static_cast<long long>(o.steps),
               a.optimizer.empty() ? "default optimizer" : a.optimizer.c_str(),
-              a.aggregation.c_str(),
-              a.aggregation == "param" ? (", variables on " + a.variable_device).c_str() : "");
+              a.aggregation.c_str(), layout.c_str());
   std::printf("%-7s %-24s %9s %9s %11s %10s %12s\n", "towers", "devices", "total_s", "ms/step",
               "examples/s", "send_recv", "aggregation");
   std::vector<std::pair<int, double>> totals;
@@ -619,12 +634,13 @@ int Main(int argc, char** argv) {
     }
 #endif
     pf::Session sess(g, opts);
-    if (opts.target.empty() && opts.allow_soft_placement) ReportFallbacks(g, sess, a, rules);
+    if (opts.target.empty() && opts.allow_soft_placement)
+      ReportFallbacks(g, sess, a, m.variable_device, rules);
     std::string devices;
     for (const std::string& d : m.tower_devices) devices += (devices.empty() ? "" : ",") + d;
     std::string replication = fmt::format(
         "{} tower(s) on {} (aggregation {}{})", m.tower_devices.size(), devices, a.aggregation,
-        a.aggregation == "param" ? ", variables on " + a.variable_device : "");
+        a.aggregation == "param" ? VariableLayout(a, m.variable_device) : "");
     if (m.tower_devices.empty())
       replication = "between-graph replica on this worker (variables on the ps tasks, async)";
     if (m.sync)

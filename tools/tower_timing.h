@@ -23,7 +23,7 @@ struct TimingOptions {
   int towers = 1;            // 0: the plain graph, no replication
   std::string kind = "cpu";  // towers on /cpu:i (logical CPU devices) or /gpu:i
   train::Aggregation aggregation = train::Aggregation::kParameterDevice;
-  std::string variable_device = "/cpu:0";
+  std::string variable_device = train::kAutoVariableDevice;
   std::string optimizer;  // "": the model's default
   int64_t steps = 100;
   int64_t batch = 2000;

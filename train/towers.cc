@@ -66,6 +66,15 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
   return out;
 }
 
+std::string ResolveVariableDevice(const TowerOptions& o, const std::vector<std::string>& devices) {
+  if (o.variable_device != kAutoVariableDevice) return o.variable_device;
+  for (const std::string& d : devices) {
+    const DeviceName name = DeviceName::ParseOrError(d).ValueOrThrow();
+    if (!name.has_type || name.type == "CPU") return "/cpu:0";
+  }
+  return devices.empty() ? "/cpu:0" : devices[0];
+}
+
 namespace {
 
 // ReplicateTowers, step by step: split the inputs, build each tower with its variable getter,
@@ -78,6 +87,7 @@ class Replicator {
         g_(scope.graph()),
         mirrored_(o.aggregation == Aggregation::kAllReduce) {
     t_.devices = ResolveTowerDevices(o);
+    t_.variable_device = mirrored_ ? t_.devices[0] : ResolveVariableDevice(o, t_.devices);
     n_ = static_cast<int>(t_.devices.size());
     used_.resize(n_);
     replica_of_.resize(n_);
@@ -125,7 +135,7 @@ class Replicator {
   // Parameter device: one set of variables there, tower 0 creates and the others reuse.
   // All-reduce: tower 0 creates the primaries on its own device.
   CustomGetter SharedGetter(int i) {
-    const std::string device = mirrored_ ? "" : o_.variable_device;
+    const std::string device = mirrored_ ? "" : t_.variable_device;
     return [this, i, device](const VariableRequest& req, const VariableGetterFn& next) {
       VariableRequest r = req;
       if (!device.empty()) r.scope = r.scope.WithDevice(device);
@@ -287,7 +297,7 @@ class Replicator {
   // The loss of the whole batch, next to the variables (or tower 0), and each extra output
   // concatenated in batch order.
   void CombineLossAndExtras() {
-    const std::string home = mirrored_ ? t_.devices[0] : o_.variable_device;
+    const std::string& home = t_.variable_device;
     std::vector<Output> losses;
     for (const TowerOutputs& out : t_.towers) losses.push_back(out.loss);
     Scope home_scope = home.empty() ? scope_ : scope_.WithDevice(home);

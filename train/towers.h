@@ -21,7 +21,8 @@
 // tower over the whole batch computes (up to float rounding), even for uneven splits.
 //
 // kParameterDevice: one set of variables on variable_device (tower 0 creates them, the others
-//   reuse them); the gradients are averaged there (WeightedMean) and applied once.
+//   reuse them); the gradients are averaged there (WeightedMean) and applied once. By default
+//   that is the first GPU when all towers are on GPUs, else /cpu:0 (ResolveVariableDevice).
 // kAllReduce (mirrored): tower 0 creates "<name>" on devices[0], tower i a replica
 //   "<name>/replica_i" on devices[i] initialised from it; the gradients of each tower are
 //   all-reduced (CollectiveAllReduce, one per device and dtype) and every replica applies the
@@ -46,11 +47,17 @@ namespace pf::train {
 
 enum class Aggregation { kParameterDevice, kAllReduce };
 
+inline constexpr char kAutoVariableDevice[] = "auto";
+
 struct TowerOptions {
   // Device specifications, or "all_gpus" (/gpu:0.. for every visible GPU) and "all_cpus".
   std::vector<std::string> devices = {"/cpu:0"};
   Aggregation aggregation = Aggregation::kParameterDevice;
-  std::string variable_device = "/cpu:0";  // kParameterDevice; "" leaves variables to the placer
+  // kParameterDevice: where the variables live. kAutoVariableDevice (the default): on the first
+  // tower's device when every tower is on an accelerator (one GPU, or towers on GPUs only: the
+  // variables never cross to the host), else /cpu:0 (the multi-GPU articles' layout, and CPU
+  // towers). "" leaves the variables to the placer.
+  std::string variable_device = kAutoVariableDevice;
   // What "all_cpus" expands to: the session's device_count["CPU"]. 0 (unset) makes "all_cpus"
   // an error rather than a guess that could disagree with the session; ForSession sets it.
   int num_cpus = 0;
@@ -68,7 +75,8 @@ struct TowerOutputs {
 using TowerFn = std::function<TowerOutputs(const Scope& tower, const std::vector<Output>& inputs)>;
 
 struct Towers {
-  std::vector<std::string> devices;        // one per tower, shortcuts expanded
+  std::vector<std::string> devices;  // one per tower, shortcuts expanded
+  std::string variable_device;  // where the variables went (kAllReduce: the primaries, devices[0])
   std::vector<TowerOutputs> towers;        // what model_fn returned for each tower
   Output loss;                             // the example-weighted mean of the tower losses
   std::vector<Output> extra;               // each extra output concatenated in batch order
@@ -81,6 +89,9 @@ struct Towers {
 
 // Expands the shortcuts of options.devices; throws pf::Error for a malformed device.
 std::vector<std::string> ResolveTowerDevices(const TowerOptions& options);
+// options.variable_device with kAutoVariableDevice decided for these (resolved) tower devices.
+std::string ResolveVariableDevice(const TowerOptions& options,
+                                  const std::vector<std::string>& devices);
 
 Towers ReplicateTowers(const Scope& scope, const TowerOptions& options,
                        const std::vector<Output>& inputs, const TowerFn& model_fn);

@@ -60,6 +60,77 @@ TEST_CASE("Partition: one _Send/_Recv pair per tensor and destination", "[partit
   CHECK(g.num_nodes() == 4);
 }
 
+// A train op grouping N updates that run on another device waits for one token from that
+// device, not N (the first GPU run's traces: one round trip per variable).
+TEST_CASE("Partition: a node's control inputs from one device share one token", "[partition]") {
+  FourCpus d;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  std::vector<Operation> updates;
+  std::unordered_map<const Node*, Device*> where;
+  for (int i = 0; i < 5; ++i) {
+    updates.push_back(ops::NoOp(root.WithOpName(fmt::format("update{}", i))));
+    where[updates.back().node] = d.cpu(i < 4 ? 1 : 2);  // four on CPU:1, one on CPU:2
+  }
+  Operation local = ops::NoOp(root.WithOpName("local"));
+  where[local.node] = d.cpu(0);
+  std::vector<Operation> deps = updates;
+  deps.push_back(local);
+  Operation train = ops::NoOp(root.WithOpName("train").WithControlDependencies(deps));
+  Operation again = ops::NoOp(root.WithOpName("again").WithControlDependencies(
+      {updates[3], updates[1], train, updates[0], updates[2]}));  // the same set, reordered
+  where[train.node] = d.cpu(0);
+  where[again.node] = d.cpu(0);
+  auto p = Partition(g.nodes(), where, {});
+  REQUIRE(p.ok());
+  CHECK(p->send_recv_pairs == 2);  // CPU:1's four updates together; CPU:2's one alone
+  CHECK(p->control_tokens == 2);
+  const Node* copy = p->copy_of.at(train.node);
+  std::vector<std::string> inputs;
+  for (const Node* c : copy->control_inputs()) inputs.push_back(c->name());
+  std::sort(inputs.begin(), inputs.end());
+  CHECK(inputs == std::vector<std::string>{
+                      "local", "train/_control_token_from_CPU_1:0/_recv_on_CPU:0/Identity",
+                      "update4/_control_token:0/_recv_on_CPU:0/Identity"});
+  // The shared token runs after all four sources; "again" reuses it.
+  const Node* token = nullptr;
+  for (const auto& part : p->parts) {
+    if (part.device == d.cpu(1)) token = part.graph->FindNode("train/_control_token_from_CPU_1");
+  }
+  REQUIRE(token != nullptr);
+  CHECK(token->control_inputs().size() == 4);
+  const auto& again_inputs = p->copy_of.at(again.node)->control_inputs();
+  REQUIRE(again_inputs.size() == 2);  // train itself, and the shared token
+  CHECK(again_inputs[1]->name() == "train/_control_token_from_CPU_1:0/_recv_on_CPU:0/Identity");
+}
+
+// The same, run: the group waits for every update before it completes, and the placement log
+// counts the one pair.
+TEST_CASE("Partition: a shared control token still orders every update", "[partition]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Scope far = root.WithDevice("/cpu:1");
+  std::vector<Variable> vars;
+  std::vector<Operation> updates;
+  for (int i = 0; i < 4; ++i) {
+    vars.push_back(GetVariable(far, fmt::format("v{}", i), {2}, init::Constant(i)));
+    updates.push_back(Operation(
+        ops::AssignAdd(far, vars.back().ref(), ops::Const(far, Tensor::FromVector<float>({1, 2})))
+            .node));
+  }
+  Operation train =
+      ops::NoOp(root.WithOpName("train").WithDevice("/cpu:0").WithControlDependencies(updates));
+  SessionOptions o;
+  o.device_count["CPU"] = 2;
+  Session sess(g, o);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  for (int step = 0; step < 3; ++step) sess.Run({}, {}, {train});
+  for (int i = 0; i < 4; ++i) {
+    CHECK(sess.Run({vars[i].value()})[0].DebugString() ==
+          fmt::format("Tensor<float [2]> [{}, {}]", i + 3, i + 6));
+  }
+}
+
 TEST_CASE("Partition: cross-device control edges and incomplete graphs", "[partition]") {
   FourCpus d;
   Graph g;
@@ -274,6 +345,80 @@ TEST_CASE("Partition: towers on GPUs copy the batch size's Shape before Slice re
     CHECK(recv->attr<std::string>("send_device") == where.at(slice)->name());
     CHECK(recv->attr<std::string>("recv_device") == where.at(slice)->name());
   }
+}
+
+// Issue 31: one tower on a GPU kept its variables on /cpu:0, so each step sent every weight to
+// the GPU and every gradient back. By default the variables now live with the towers when all
+// of them are on GPUs. Placed as the placer would with GPU kernels for every op: what asks for a
+// GPU goes there, updates go with their variable, the rest to the highest priority device.
+struct MlpStepCopies {
+  int pairs = 0, tokens = 0;              // _Send/_Recv pairs between the devices; control tokens
+  std::vector<std::string> variables_on;  // each variable's device type
+};
+MlpStepCopies PartitionMlpStep(const std::string& variable_device) {
+  DeviceSet d;
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceCpu, 0, 100, true));
+  d.Add(std::make_unique<testing::FakeDevice>(kDeviceGpu, 0, 200, false));
+  Device* cpu = d.Find(DeviceName::FullName("localhost", 0, 0, kDeviceCpu, 0));
+  Device* gpu = d.Find(DeviceName::FullName("localhost", 0, 0, kDeviceGpu, 0));
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {8, 4});
+  Output y = ops::Placeholder(root.WithOpName("y"), DT_FLOAT, {8, 1});
+  train::TowerOptions o;
+  o.devices = {"/gpu:0"};
+  if (variable_device != "default") o.variable_device = variable_device;
+  train::Towers t =
+      train::ReplicateTowers(root, o, {x, y}, [](const Scope& s, const std::vector<Output>& in) {
+        Output h = in[0];
+        for (int layer = 0; layer < 3; ++layer) {
+          Scope vs = s.WithVariableScope(fmt::format("affine{}", layer));
+          Variable w = GetVariable(vs, "w", {layer == 0 ? 4 : 5, layer == 2 ? 1 : 5});
+          Variable b = GetVariable(vs, "b", {layer == 2 ? 1 : 5}, init::Zeros());
+          h = ops::Add(s, ops::MatMul(s, h, w.value()), b.value());
+        }
+        return train::TowerOutputs{ops::Mean(s, ops::Square(s, ops::Sub(s, h, in[1]))), {}};
+      });
+  train::GradientDescent opt(0.1);
+  Operation step = opt.ApplyGradients(root.WithOpName("train"), t.grads_and_vars);
+  std::unordered_map<const Node*, Device*> where;
+  for (Node* n : g.nodes()) {  // in creation order: a variable before its updates
+    DeviceName want;
+    DeviceName::Parse(n->requested_device(), &want);
+    Device* dev = want.has_type && want.type == kDeviceCpu ? cpu : gpu;
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      if (n->IsRefInput(k)) dev = where.at(ReferencedVariable(n->input(k)));
+    }
+    where[n] = dev;
+  }
+  std::vector<Node*> nodes = Prune({x, y}, {}, {step});
+  auto p = Partition(nodes, where, {x, y});
+  REQUIRE(p.ok());
+  // Pairs between devices (a GPU kernel's HostMemory argument adds one within the GPU).
+  MlpStepCopies c{0, p->control_tokens, {}};
+  for (const auto& part : p->parts) {
+    for (const Node* n : part.nodes) {
+      if (n->op() == "_Recv" &&
+          n->attr<std::string>("send_device") != n->attr<std::string>("recv_device"))
+        ++c.pairs;
+    }
+  }
+  for (const Variable& v : t.variables)
+    c.variables_on.push_back(where.at(v.value().node)->device_type());
+  return c;
+}
+
+TEST_CASE("Partition: one GPU tower keeps its variables on the GPU by default: no copies",
+          "[partition][towers]") {
+  const MlpStepCopies on_gpu = PartitionMlpStep("default");
+  CHECK(on_gpu.variables_on == std::vector<std::string>(6, kDeviceGpu));
+  CHECK(on_gpu.pairs == 0);  // the feeds enter through _Args; nothing else crosses
+  // The multi-GPU articles' layout, by flag: every weight goes to the GPU and every gradient
+  // back (2 x 6 tensors), and the updates' control edges to the GPU's train op share a token.
+  const MlpStepCopies on_cpu = PartitionMlpStep("/cpu:0");
+  CHECK(on_cpu.variables_on == std::vector<std::string>(6, kDeviceCpu));
+  CHECK(on_cpu.tokens == 1);
+  CHECK(on_cpu.pairs == 2 * 6 + 1);
 }
 
 TEST_CASE("Partition: a feed read in host and in device memory on one GPU gets two _Args",
