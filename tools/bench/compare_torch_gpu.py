@@ -7,7 +7,11 @@ eager on the same GPU, in one run.
 Needs a CUDA build of PyTorch and a GPU (the lent GPU machine has none of Debian's packages:
 run it where torch.cuda.is_available()); without one it prints a "skipped" line. PyTorch is
 used only here, never by placeflow. Figures are medians of 5 repeats of 10 steps, each repeat
-ending with a device synchronisation.
+ending with a device synchronisation. The inputs are pageable host tensors (as in the first GPU
+run's bench.log).
+
+tools/gpu_check.sh's bench step runs tools/bench/gpu_side_by_side.py instead: this figure (with
+pinned inputs) beside lenet, mnist_mlp and cnn_seed004, interleaved with PyTorch in one call.
 """
 import statistics
 import subprocess
@@ -16,6 +20,9 @@ import time
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
     binary = sys.argv[1] if len(sys.argv) > 1 else "build/tools/pf-bench"
     out = subprocess.run([binary, "mlp_seed000_step_gpu"], check=True, capture_output=True, text=True).stdout
     print(out, end="")
