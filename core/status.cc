@@ -38,6 +38,22 @@ std::string_view CodeName(Code code) {
   return "Unknown";
 }
 
+std::string_view ReasonName(Reason reason) {
+  switch (reason) {
+    case Reason::kNone:
+      return "none";
+    case Reason::kGraphNotRegistered:
+      return "graph_not_registered";
+    case Reason::kStaleIncarnation:
+      return "stale_incarnation";
+    case Reason::kTaskRestarted:
+      return "task_restarted";
+    case Reason::kUninitializedVariable:
+      return "uninitialized_variable";
+  }
+  return "unknown";
+}
+
 Status::Status(Code code, std::string message) {
   if (code != Code::kOk) state_ = std::make_shared<const State>(State{code, std::move(message)});
 }
@@ -52,9 +68,16 @@ std::string Status::ToString() const {
   return fmt::format("{}: {}", CodeName(code()), message());
 }
 
+Status Status::WithReason(Reason reason) const {
+  if (ok()) return *this;
+  Status out;
+  out.state_ = std::make_shared<const State>(State{code(), message(), reason});
+  return out;
+}
+
 Status Status::WithSuffix(std::string_view suffix) const {
   if (ok()) return *this;
-  return Status(code(), message() + std::string(suffix));
+  return Status(code(), message() + std::string(suffix)).WithReason(reason());
 }
 
 }  // namespace pf

@@ -38,6 +38,18 @@ enum class Code {
 
 std::string_view CodeName(Code code);
 
+// Why an error happened, where a caller recovers differently for it: carried with the Status
+// (and across the wire, distributed/rpc_util.h), so that no caller matches message text.
+enum class Reason : uint8_t {
+  kNone = 0,
+  kGraphNotRegistered,     // a task does not know the graph handle (it restarted since)
+  kStaleIncarnation,       // a tensor names a task's earlier incarnation (it restarted since)
+  kTaskRestarted,          // a task was found restarted (its state is gone)
+  kUninitializedVariable,  // a variable was read before it was initialised or restored
+};
+inline constexpr Reason kLastReason = Reason::kUninitializedVariable;
+std::string_view ReasonName(Reason reason);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -46,10 +58,14 @@ class [[nodiscard]] Status {
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return ok() ? Code::kOk : state_->code; }
+  Reason reason() const { return ok() ? Reason::kNone : state_->reason; }
+  // A copy carrying `reason` (an OK status stays OK).
+  Status WithReason(Reason reason) const;
   const std::string& message() const;
   // "InvalidArgument: message", or "OK".
   std::string ToString() const;
-  // Returns a copy with `suffix` appended to the message (used to attach node and device).
+  // Returns a copy with `suffix` appended to the message (used to attach node and device); the
+  // code and reason stay.
   Status WithSuffix(std::string_view suffix) const;
 
   bool operator==(const Status& o) const { return code() == o.code() && message() == o.message(); }
@@ -58,6 +74,7 @@ class [[nodiscard]] Status {
   struct State {
     Code code;
     std::string message;
+    Reason reason = Reason::kNone;
   };
   std::shared_ptr<const State> state_;  // null when OK: keeps the OK path allocation-free
 };
@@ -104,6 +121,16 @@ class [[nodiscard]] StatusOr {
   std::optional<T> value_;
 };
 
+// What recovery asks: did a task of the cluster restart (its graphs or its incarnation are
+// gone: register again, wait for it)? Was a variable read before anyone initialised it?
+inline bool IsTaskRestart(const Status& s) {
+  return s.reason() == Reason::kGraphNotRegistered || s.reason() == Reason::kStaleIncarnation ||
+         s.reason() == Reason::kTaskRestarted;
+}
+inline bool IsUninitializedVariable(const Status& s) {
+  return s.reason() == Reason::kUninitializedVariable;
+}
+
 namespace errors {
 #define PF_DEFINE_ERROR(Name)                                                       \
   template <typename... Args>                                                       \
@@ -127,6 +154,11 @@ PF_DEFINE_ERROR(Unavailable)
 PF_DEFINE_ERROR(DataLoss)
 PF_DEFINE_ERROR(Unauthenticated)
 #undef PF_DEFINE_ERROR
+// TensorFlow's text for a variable read before initialisation, with its reason.
+inline Status UninitializedValue(std::string_view variable) {
+  return FailedPrecondition("Attempting to use uninitialized value ", variable)
+      .WithReason(Reason::kUninitializedVariable);
+}
 }  // namespace errors
 
 }  // namespace pf

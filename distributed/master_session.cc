@@ -91,12 +91,7 @@ class MasterSession final : public SessionBackend {
     PF_ASSIGN_OR_RETURN(auto prepared, Prepare(key, feeds, fetches, targets));
     RunMetadata* trace = run_options.trace ? metadata : nullptr;
     Status s = RunStep(*prepared, feeds, outputs, trace, run_options.timeout_in_ms);
-    const bool lost_graphs = s.code() == Code::kNotFound &&
-                             s.message().find("is not registered on task") != std::string::npos;
-    const bool stale_incarnation =
-        s.code() == Code::kAborted &&
-        s.message().find("expects a different device incarnation") != std::string::npos;
-    if (lost_graphs || stale_incarnation) {
+    if (IsTaskRestart(s)) {
       // A task restarted: it lost its graphs (those of every signature), and the other tasks'
       // graphs name its old incarnation. The step is not retried here (the other tasks may
       // have run part of it: updates would apply twice); later calls learn the tasks'
@@ -108,7 +103,8 @@ class MasterSession final : public SessionBackend {
         refresh_incarnations_ = true;
       }
       for (const auto& [k, p] : stale) Deregister(*p);
-      return s.WithSuffix(" (this session registers its graphs again on the next call)");
+      return s.WithSuffix(" (this session registers its graphs again on the next call)")
+          .WithReason(Reason::kTaskRestarted);
     }
     return s;
   }
@@ -375,25 +371,24 @@ class MasterSession final : public SessionBackend {
       c.req = EncodeRaw(header, parts);
       const Task& task = tasks_.at(tp.task);
       const std::string what = fmt::format("Task {} ({})", tp.task, task.address);
-      task.raw->UnaryCall(&c.ctx, "/pf.rpc.WorkerService/RunGraph", grpc::StubOptions(), &c.req,
-                          &c.resp, [&, what, i](grpc::Status st) {
-                            Status s = FromGrpc(st, what);
-                            if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                                st.error_details() != "remote") {
-                              s = errors::Unavailable(
-                                  what,
-                                  " is unreachable or died during the step: ", st.error_message());
-                            }
-                            bool first_failure = false;
-                            {
-                              std::lock_guard<std::mutex> lock(mu);
-                              calls[i].status = s;
-                              if (!s.ok() && !aborted) first_failure = aborted = true;
-                            }
-                            if (first_failure) abort_all(s);
-                            std::lock_guard<std::mutex> lock(mu);
-                            if (--remaining == 0) cv.notify_all();
-                          });
+      task.raw->UnaryCall(
+          &c.ctx, "/pf.rpc.WorkerService/RunGraph", grpc::StubOptions(), &c.req, &c.resp,
+          [&, what, i](grpc::Status st) {
+            Status s = FromGrpc(st, what);
+            if (st.error_code() == grpc::StatusCode::UNAVAILABLE && !IsRemoteError(st)) {
+              s = errors::Unavailable(
+                  what, " is unreachable or died during the step: ", st.error_message());
+            }
+            bool first_failure = false;
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              calls[i].status = s;
+              if (!s.ok() && !aborted) first_failure = aborted = true;
+            }
+            if (first_failure) abort_all(s);
+            std::lock_guard<std::mutex> lock(mu);
+            if (--remaining == 0) cv.notify_all();
+          });
     }
     {
       std::unique_lock<std::mutex> lock(mu);

@@ -92,8 +92,22 @@ Status FromGrpc(const grpc::Status& s, std::string_view what) {
       break;
   }
   // A remote error already carries its node and device; only transport errors need `what`.
-  if (s.error_details() == "remote") return Status(code, s.error_message());
-  return Status(code, fmt::format("{}: {}", what, s.error_message()));
+  if (!IsRemoteError(s)) return Status(code, fmt::format("{}: {}", what, s.error_message()));
+  Reason reason = Reason::kNone;
+  const std::string details = s.error_details();  // a copy: error_details() returns one
+  if (details.size() > kRemoteDetails.size() + 1) {
+    const std::string name = details.substr(kRemoteDetails.size() + 1);
+    for (int r = 1; r <= static_cast<int>(kLastReason); ++r) {
+      if (ReasonName(static_cast<Reason>(r)) == name) reason = static_cast<Reason>(r);
+    }
+  }
+  return Status(code, s.error_message()).WithReason(reason);
+}
+
+bool IsRemoteError(const grpc::Status& s) {
+  const std::string details = s.error_details();  // a copy: error_details() returns one
+  return details.substr(0, kRemoteDetails.size()) == kRemoteDetails &&
+         (details.size() == kRemoteDetails.size() || details[kRemoteDetails.size()] == ' ');
 }
 
 grpc::Status ToGrpc(const Status& s) {
@@ -142,7 +156,11 @@ grpc::Status ToGrpc(const Status& s) {
     default:
       break;
   }
-  return grpc::Status(code, s.message(), "remote");
+  // The details say "remote" (the message already names the node and device), then the
+  // reason by name when there is one: "remote stale_incarnation".
+  std::string details(kRemoteDetails);
+  if (s.reason() != Reason::kNone) details += " " + std::string(ReasonName(s.reason()));
+  return grpc::Status(code, s.message(), details);
 }
 
 void SetCommonArguments(grpc::ChannelArguments* args) {

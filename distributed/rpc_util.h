@@ -19,9 +19,13 @@ namespace pf {
 
 inline constexpr char kTokenMetadataKey[] = "pf-cluster-token";
 
-// A status from a failed call, prefixed with `what` (which task, which call).
+// A status from a failed call, prefixed with `what` (which task, which call) unless a server
+// made it (ToGrpc); its code and Reason (core/status.h) survive the trip.
 Status FromGrpc(const grpc::Status& s, std::string_view what);
 grpc::Status ToGrpc(const Status& s);
+// Made by a server's ToGrpc, not by the transport (a connection refused is not).
+bool IsRemoteError(const grpc::Status& s);
+inline constexpr std::string_view kRemoteDetails = "remote";
 
 // The process-wide channel to `address` with these credentials (made on first use). Each
 // `stream` is a connection of its own (stream 0 is the one every other call shares).

@@ -429,7 +429,8 @@ grpc::ServerUnaryReactor* Worker::RunGraph(grpc::CallbackServerContext* ctx,
   if (!reg) {
     reactor->Finish(
         ToGrpc(errors::NotFound("Graph handle ", req->graph_handle(), " is not registered on task ",
-                                task_name_, " (the task restarted?)")));
+                                task_name_, " (the task restarted?)")
+                   .WithReason(Reason::kGraphNotRegistered)));
     return reactor;
   }
   for (int64_t ended : req->ended_step()) EndStep(ended);
@@ -596,11 +597,13 @@ grpc::ServerUnaryReactor* Worker::RecvTensor(grpc::CallbackServerContext* ctx,
   // its tensor will never be sent. TensorFlow's message and code.
   if (const uint64_t want = Rendezvous::SendIncarnation(req.key());
       want != 0 && want != src->incarnation()) {
-    reactor->Finish(ToGrpc(errors::Aborted(
-        "RecvTensor expects a different device incarnation: ", want, " vs. ", src->incarnation(),
-        ". Your worker job (\"", task_name_,
-        "\") was probably restarted. Check your worker job for the reason why it was "
-        "restarted.")));
+    reactor->Finish(
+        ToGrpc(errors::Aborted(
+                   "RecvTensor expects a different device incarnation: ", want, " vs. ",
+                   src->incarnation(), ". Your worker job (\"", task_name_,
+                   "\") was probably restarted. Check your worker job for the reason why it was "
+                   "restarted.")
+                   .WithReason(Reason::kStaleIncarnation)));
     return reactor;
   }
   std::shared_ptr<StepRendezvous> step = FindOrCreateStep(req.step_id());

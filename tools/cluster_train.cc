@@ -67,14 +67,10 @@ namespace {
 // What a task that is down, or back after a restart, answers: worth waiting on.
 bool TaskComingBack(const Status& s) {
   return s.code() == Code::kUnavailable || s.code() == Code::kAborted ||
-         s.code() == Code::kCancelled || s.code() == Code::kDeadlineExceeded ||
-         (s.code() == Code::kNotFound &&
-          s.message().find("is not registered on task") != std::string::npos);
+         s.code() == Code::kCancelled || s.code() == Code::kDeadlineExceeded || IsTaskRestart(s);
 }
 
-bool Uninitialized(const Status& s) {
-  return s.message().find("uninitialized") != std::string::npos;
-}
+bool Uninitialized(const Status& s) { return IsUninitializedVariable(s); }
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 

@@ -35,6 +35,26 @@ TEST_CASE("Status carries a code and message; OK is cheap", "[core]") {
   }
 }
 
+TEST_CASE("Status carries a reason through suffixes and errors", "[core]") {
+  Status s = errors::NotFound("gone").WithReason(Reason::kGraphNotRegistered);
+  CHECK(s.reason() == Reason::kGraphNotRegistered);
+  CHECK(s.code() == Code::kNotFound);
+  CHECK(s.message() == "gone");
+  const Status longer = s.WithSuffix(" (on task 1)");
+  CHECK(longer.reason() == Reason::kGraphNotRegistered);
+  CHECK(longer.message() == "gone (on task 1)");
+  CHECK(IsTaskRestart(longer));
+  CHECK(s.WithReason(Reason::kNone).reason() == Reason::kNone);
+  CHECK(Status::OK().WithReason(Reason::kTaskRestarted).ok());
+  CHECK(Status::OK().reason() == Reason::kNone);
+  CHECK(errors::InvalidArgument("x").reason() == Reason::kNone);
+  const Status u = errors::UninitializedValue("affine0/w");
+  CHECK(u.ToString() == "FailedPrecondition: Attempting to use uninitialized value affine0/w");
+  CHECK(IsUninitializedVariable(u));
+  CHECK(Error(u).status().reason() == Reason::kUninitializedVariable);
+  CHECK(ReasonName(Reason::kStaleIncarnation) == "stale_incarnation");
+}
+
 TEST_CASE("StatusOr and pf::Error", "[core]") {
   auto parse = [](int v) -> StatusOr<int> {
     if (v < 0) return errors::OutOfRange("negative: ", v);

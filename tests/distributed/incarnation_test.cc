@@ -7,6 +7,7 @@
 
 #include "placeflow/distributed/cluster_spec.h"
 #include "placeflow/distributed/rpc.grpc.pb.h"
+#include "placeflow/distributed/rpc_util.h"
 #include "placeflow/distributed/server.h"
 #include "placeflow/graph/rendezvous.h"
 #include "placeflow/placer/partition.h"
@@ -48,6 +49,8 @@ TEST_CASE("A RecvTensor for a device's old incarnation is rejected, naming the t
   rpc::RecvTensorHeader header;
   grpc::Status st = stub->RecvTensor(&ctx, req, &header);
   CHECK(st.error_code() == grpc::StatusCode::ABORTED);
+  CHECK(FromGrpc(st, "RecvTensor").reason() == Reason::kStaleIncarnation);
+  CHECK(IsTaskRestart(FromGrpc(st, "RecvTensor")));
   CHECK(st.error_message() ==
         fmt::format("RecvTensor expects a different device incarnation: {} vs. {}. Your worker "
                     "job (\"/job:worker/replica:0/task:0\") was probably restarted. Check your "
@@ -103,8 +106,8 @@ TEST_CASE("After a task restarts, a session fails one step, then runs with its n
   for (int attempt = 0; attempt < 50; ++attempt) {
     s = sess.RunWithStatus({}, {y}, {}, &out);
     if (s.ok()) break;
-    told_to_register_again |=
-        s.message().find("registers its graphs again on the next call") != std::string::npos;
+    // The reason, not the text, says so (the text is for people).
+    told_to_register_again |= s.reason() == Reason::kTaskRestarted && IsTaskRestart(s);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   INFO(s.ToString());
@@ -112,6 +115,75 @@ TEST_CASE("After a task restarts, a session fails one step, then runs with its n
   CHECK(told_to_register_again);
   CHECK(out[0].scalar<float>() == 9.f);
   CHECK(sess.Run({y})[0].scalar<float>() == 9.f);
+}
+
+// Recovery reads the reason, never the message: every reason survives a trip over gRPC under
+// any wording, and the old texts without a reason are not taken for one.
+TEST_CASE("Error reasons travel with the status over gRPC, whatever the message says",
+          "[distributed][core]") {
+  for (int r = 0; r <= static_cast<int>(kLastReason); ++r) {
+    const auto reason = static_cast<Reason>(r);
+    INFO("reason " << ReasonName(reason));
+    for (const Status& made :
+         {errors::NotFound("reworded: ", r).WithReason(reason),
+          errors::Aborted("nothing a caller could match").WithReason(reason)}) {
+      const Status back = FromGrpc(ToGrpc(made.WithSuffix(" (on task 3)")), "RunGraph");
+      CHECK(back.code() == made.code());
+      CHECK(back.reason() == reason);
+      CHECK(back.message() == made.message() + " (on task 3)");  // a server's: no prefix
+      CHECK(IsTaskRestart(back) ==
+            (reason == Reason::kGraphNotRegistered || reason == Reason::kStaleIncarnation ||
+             reason == Reason::kTaskRestarted));
+      CHECK(IsUninitializedVariable(back) == (reason == Reason::kUninitializedVariable));
+    }
+  }
+  // The texts that recovery used to search for mean nothing without their reason.
+  for (const Status& text_only :
+       {errors::NotFound("Graph handle 3 is not registered on task /job:ps/replica:0/task:0"),
+        errors::Aborted("RecvTensor expects a different device incarnation: 1 vs. 2"),
+        errors::FailedPrecondition("Attempting to use uninitialized value w")}) {
+    const Status back = FromGrpc(ToGrpc(text_only), "RunGraph");
+    CHECK(back.reason() == Reason::kNone);
+    CHECK_FALSE(IsTaskRestart(back));
+    CHECK_FALSE(IsUninitializedVariable(back));
+  }
+  // A transport error (not made by ToGrpc) is prefixed with the call and has no reason.
+  const Status transport =
+      FromGrpc(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"), "Task ps:0");
+  CHECK(transport.message() == "Task ps:0: connection refused");
+  CHECK(transport.reason() == Reason::kNone);
+  CHECK_FALSE(IsRemoteError(grpc::Status(grpc::StatusCode::UNAVAILABLE, "x", "remotely")));
+  CHECK(IsRemoteError(ToGrpc(errors::Unavailable("x"))));
+}
+
+// A variable read before initialisation says so by reason, in process and from a ps task.
+TEST_CASE("An uninitialised variable is a typed error, in process and across tasks",
+          "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(testing::LoopbackCluster({{"ps", 1}, {"worker", 1}}, &addr))
+                  .ValueOrThrow();
+  Server ps(spec, "ps", 0);
+  Server worker(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable v = GetVariable(root.WithDevice("/job:ps/task:0"), "v", {2});
+  Output y = ops::Neg(root.WithDevice("/job:worker/task:0"), v.value());
+  SessionOptions o;
+  o.target = worker.target();
+  o.cluster.connect_timeout_s = 20;
+  Session remote(g, o);
+  Graph plain;
+  Scope plain_root = Scope::Root(&plain);
+  Output plain_y = ops::Neg(plain_root, GetVariable(plain_root, "v", {2}).value());
+  Session local(plain);
+  for (auto [sess, fetch] : {std::pair{&remote, y}, std::pair{&local, plain_y}}) {
+    std::vector<Tensor> out;
+    const Status s = sess->RunWithStatus({}, {fetch}, {}, &out);
+    INFO(s.ToString());
+    CHECK(s.code() == Code::kFailedPrecondition);
+    CHECK(IsUninitializedVariable(s));
+    CHECK_FALSE(IsTaskRestart(s));
+  }
 }
 
 }  // namespace
