@@ -103,9 +103,20 @@ class [[nodiscard]] StatusOr {
   }
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
+  // The value; throws pf::Error with the status when there is none (as absl's value() throws).
+  // operator* and -> do not check: use them after ok().
+  T& value() & {
+    ThrowIfError(status_);
+    return *value_;
+  }
+  const T& value() const& {
+    ThrowIfError(status_);
+    return *value_;
+  }
+  T&& value() && {
+    ThrowIfError(status_);
+    return std::move(*value_);
+  }
   T& operator*() { return *value_; }
   const T& operator*() const { return *value_; }
   T* operator->() { return &*value_; }

@@ -126,9 +126,42 @@ StatusOr<Tensor> TensorFromProto(const rpc::TensorProto& p) {
   return t;
 }
 
+namespace {
+
+// The graph's nodes, each after its inputs: GraphFromProto resolves inputs by name as it goes,
+// and a rewrite (the remapper's fused node, added last) may feed nodes made before it.
+std::vector<const Node*> InputsFirst(const Graph& graph) {
+  std::vector<const Node*> order;
+  std::unordered_set<const Node*> done;
+  std::vector<std::pair<const Node*, bool>> stack;  // (node, its inputs are already queued)
+  for (const Node* root : graph.nodes()) {
+    stack.emplace_back(root, false);
+    while (!stack.empty()) {
+      auto [n, expanded] = stack.back();
+      stack.pop_back();
+      if (done.count(n)) continue;
+      if (expanded) {
+        done.insert(n);
+        order.push_back(n);
+        continue;
+      }
+      stack.emplace_back(n, true);
+      for (const Output& in : n->inputs()) {
+        if (!done.count(in.node)) stack.emplace_back(in.node, false);
+      }
+      for (const Node* c : n->control_inputs()) {
+        if (!done.count(c)) stack.emplace_back(c, false);
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
 void GraphToProto(const Graph& graph, const std::vector<Node*>& runs, rpc::GraphProto* p) {
   std::unordered_set<const Node*> running(runs.begin(), runs.end());
-  for (const Node* n : graph.nodes()) {
+  for (const Node* n : InputsFirst(graph)) {
     rpc::NodeProto* np = p->add_node();
     np->set_name(n->name());
     np->set_op(n->op());
@@ -145,14 +178,10 @@ void GraphToProto(const Graph& graph, const std::vector<Node*>& runs, rpc::Graph
 }
 
 StatusOr<Output> FindOutput(const Graph& graph, const std::string& name) {
-  std::string node = name;
-  int index = 0;
-  if (size_t colon = name.rfind(':'); colon != std::string::npos) {
-    node = name.substr(0, colon);
-    index = std::atoi(name.c_str() + colon + 1);
-  }
-  Node* n = graph.FindNode(node);
-  if (n == nullptr || index < 0 || index >= n->num_outputs())
+  PF_ASSIGN_OR_RETURN(TensorName t, ParseTensorName(name));
+  Node* n = graph.FindNode(t.node);
+  const int index = t.index;
+  if (n == nullptr || index >= n->num_outputs())
     return errors::InvalidArgument("Tensor '", name, "' is not in the registered graph");
   return Output(n, index);
 }

@@ -14,6 +14,8 @@
 #include "placeflow/distributed/coding.h"
 #include "placeflow/distributed/rpc.grpc.pb.h"
 #include "placeflow/distributed/rpc_util.h"
+#include "placeflow/executor/prepared_step.h"
+#include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
 #include "placeflow/placer/partition.h"
 
@@ -200,30 +202,19 @@ class MasterSession final : public SessionBackend {
     }
     std::vector<Output> fed_list;
     for (const auto& [o, t] : feeds) fed_list.push_back(o);
-    std::vector<Node*> nodes = Prune(fed_list, fetches, targets);
-    PF_RETURN_IF_ERROR(CheckCollectivesComplete(nodes));
-    std::sort(nodes.begin(), nodes.end(),
-              [](const Node* a, const Node* b) { return a->id() < b->id(); });
-    PlacerOptions popts;
-    popts.allow_soft_placement = options_.allow_soft_placement;
-    popts.strict_placement = options_.strict_placement;
-    popts.default_task = default_task_;
-    PF_ASSIGN_OR_RETURN(Placement placement, Place(nodes, devices_, popts));
-    std::set<Output> fed(fed_list.begin(), fed_list.end());
-    PF_ASSIGN_OR_RETURN(Partitions partitions, Partition(nodes, placement.device, fed));
-    PF_RETURN_IF_ERROR(AnnotateCrossTaskCollectives(nodes, placement, &partitions));
-    if (options_.log_device_placement) {
-      EmitPlacementLog(PlacementLogText(nodes, placement, partitions.send_recv_pairs, placement_));
-    }
-    for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
-
+    PlanOptions popts;
+    popts.placer.allow_soft_placement = options_.allow_soft_placement;
+    popts.placer.strict_placement = options_.strict_placement;
+    popts.placer.default_task = default_task_;
+    // The workers run the partitions as planned here, fused ops included.
+    popts.remap = RemappingEnabled(options_.rewrite_options.remapping);
+    popts.log_device_placement = options_.log_device_placement;
+    popts.after_partition = AnnotateCrossTaskCollectives;
+    PF_ASSIGN_OR_RETURN(StepPlan plan,
+                        PlanSignature(fed_list, fetches, targets, devices_, popts, &placement_));
+    const Partitions& partitions = plan.partitions;
     auto prepared = std::make_shared<Prepared>();
-    std::map<Output, int> feed_index;
-    for (size_t i = 0; i < fed_list.size(); ++i) feed_index[fed_list[i]] = static_cast<int>(i);
-    for (const Output& f : fetches) {
-      auto it = feed_index.find(f);
-      prepared->fetch_from_feed.push_back(it == feed_index.end() ? -1 : it->second);
-    }
+    prepared->fetch_from_feed = plan.fetch_from_feed;
     std::map<std::string, std::pair<rpc::RegisterGraphRequest, TaskPart>> per_task;
     for (const Partitions::Part& part : partitions.parts) {
       auto& [req, tp] = per_task[TaskOf(*part.device)];
@@ -233,12 +224,9 @@ class MasterSession final : public SessionBackend {
       GraphToProto(*part.graph, part.nodes, pp->mutable_graph());
       for (const auto& [user, arg] : part.args) {
         pp->add_feed(arg.name());
-        tp.feeds.push_back(feed_index.at(user));
+        tp.feeds.push_back(plan.feed_index.at(user));
       }
-      for (size_t i = 0; i < fetches.size(); ++i) {
-        if (prepared->fetch_from_feed[i] >= 0 ||
-            placement.device.at(fetches[i].node) != part.device)
-          continue;
+      for (int i : plan.FetchesOn(part, fetches)) {
         pp->add_fetch(Output(partitions.copy_of.at(fetches[i].node), fetches[i].index).name());
         pp->add_fetch_snapshot(AliasedVariable(fetches[i]) != nullptr);
         tp.fetches.push_back(static_cast<int>(i));

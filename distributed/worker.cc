@@ -12,6 +12,7 @@
 #include "placeflow/distributed/coding.h"
 #include "placeflow/distributed/rpc_util.h"
 #include "placeflow/executor/executor.h"
+#include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/rendezvous.h"
 #include "placeflow/executor/subgraph.h"
 
@@ -241,8 +242,7 @@ struct Worker::Registration {
     std::vector<std::string> snapshot_var;
   };
   std::vector<Part> parts;
-  std::map<std::pair<std::string, const Device*>, std::unique_ptr<OpKernel>> kernels;
-  std::mutex kernels_mu;
+  KernelCache kernels;  // by (name, op, device), as the in-process Session keys them
 };
 
 Worker::Worker(ClusterSpec cluster, std::string job, int task, ClusterOptions options,
@@ -368,14 +368,7 @@ StatusOr<std::shared_ptr<Worker::Registration>> Worker::Register(
       part.snapshot.push_back(k < pp.fetch_snapshot_size() && pp.fetch_snapshot(k));
     spec.devices = &devices_;
     Registration* r = reg.get();
-    auto kernels = [r](const Node& n, Device* d) -> StatusOr<OpKernel*> {
-      std::lock_guard<std::mutex> lock(r->kernels_mu);
-      auto& slot = r->kernels[{n.name(), d}];
-      if (!slot) {
-        PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(n, d->device_type()));
-      }
-      return slot.get();
-    };
+    auto kernels = [r](const Node& n, Device* d) { return r->kernels.Get(n, d); };
     PF_ASSIGN_OR_RETURN(part.executor, Executor::Create(spec, kernels));
     reg->parts.push_back(std::move(part));
   }

@@ -12,6 +12,7 @@
 #include "placeflow/devices/device_manager.h"
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/executor/executor.h"
+#include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
 #include "placeflow/graph/op_registry.h"
@@ -57,7 +58,7 @@ void RegisterSessionBackend(const std::string& scheme, SessionBackendFactory fac
 }
 
 Session::Session(Graph& graph, SessionOptions options)
-    : graph_(graph), options_(std::move(options)) {
+    : graph_(graph), options_(std::move(options)), kernels_(std::make_unique<KernelCache>()) {
   if (!options_.target.empty()) {
     SessionBackendFactory factory;
     bool has_grpc = false;
@@ -117,16 +118,6 @@ std::map<std::string, std::string> Session::DevicePlacement() const {
   return placement_;
 }
 
-StatusOr<OpKernel*> Session::GetKernel(const Node& node, Device* device) {
-  // Called with mu_ held (from Prepare). Keyed by name: partitions copy nodes under their
-  // user-graph names, and a stateful kernel (a random op) must keep its state across signatures.
-  auto& slot = kernels_[{node.name(), node.op(), device}];
-  if (!slot) {
-    PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(node, device->device_type()));
-  }
-  return slot.get();
-}
-
 namespace {
 
 Status CheckInGraph(const Graph& g, const Node* n, std::string_view what) {
@@ -151,55 +142,26 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
 
   std::vector<Output> feed_outputs;
   for (const auto& [o, t] : feeds) feed_outputs.push_back(o);
-  std::vector<Node*> nodes = Prune(feed_outputs, fetches, targets);
-  PF_RETURN_IF_ERROR(CheckCollectivesComplete(nodes));
-  PlacerOptions popts;
-  popts.allow_soft_placement = options_.allow_soft_placement;
-  popts.strict_placement = options_.strict_placement;
-  // The placer reports fallbacks and its first error in the order it is given: graph order.
-  std::vector<Node*> in_graph_order = nodes;
-  std::sort(in_graph_order.begin(), in_graph_order.end(),
-            [](const Node* a, const Node* b) { return a->id() < b->id(); });
-  PF_ASSIGN_OR_RETURN(Placement placement, Place(in_graph_order, devices_, popts));
+  PlanOptions popts;
+  popts.placer.allow_soft_placement = options_.allow_soft_placement;
+  popts.placer.strict_placement = options_.strict_placement;
+  popts.remap = RemappingEnabled(options_.rewrite_options.remapping);
+  popts.log_device_placement = options_.log_device_placement;
+  PF_ASSIGN_OR_RETURN(StepPlan plan,
+                      PlanSignature(feed_outputs, fetches, targets, devices_, popts, &placement_));
   auto prepared = std::make_shared<Prepared>();
-  std::set<Output> fed(feed_outputs.begin(), feed_outputs.end());
-  PF_ASSIGN_OR_RETURN(prepared->partitions, Partition(nodes, placement.device, fed));
-  if (options_.log_device_placement) {
-    EmitPlacementLog(
-        PlacementLogText(nodes, placement, prepared->partitions.send_recv_pairs, placement_));
-  }
-  for (const auto& [n, d] : placement.device) placement_[n->name()] = d->name();
-  if (RemappingEnabled(options_.rewrite_options.remapping)) {
-    auto& copy_of = prepared->partitions.copy_of;
-    for (Partitions::Part& part : prepared->partitions.parts) {
-      std::set<Output> fetched;
-      for (const Output& f : fetches) {
-        auto it = copy_of.find(f.node);
-        auto where = placement.device.find(f.node);
-        if (it != copy_of.end() && where != placement.device.end() && where->second == part.device)
-          fetched.insert(Output(it->second, f.index));
-      }
-      for (const Fusion& f : Remap(&part, fetched, &copy_of)) {
-        if (options_.log_device_placement) PF_LOG_INFO("{}", FusionLogLine(f, part.device->name()));
-      }
-    }
-  }
-
-  auto kernels = [this](const Node& n, Device* d) { return GetKernel(n, d); };
-  std::map<Output, int> feed_index;
-  for (size_t i = 0; i < feed_outputs.size(); ++i)
-    feed_index[feed_outputs[i]] = static_cast<int>(i);
+  prepared->fetch_from_feed = plan.fetch_from_feed;
   for (const Output& f : fetches) {
-    auto it = feed_index.find(f);
-    prepared->fetch_from_feed.push_back(it == feed_index.end() ? -1 : it->second);
     const Node* var = AliasedVariable(f);
-    auto where = var ? placement.device.find(var) : placement.device.end();
-    if (where == placement.device.end()) {  // no variable, or fed: nothing to snapshot
+    auto where = var ? plan.placement.device.find(var) : plan.placement.device.end();
+    if (where == plan.placement.device.end()) {  // no variable, or fed: nothing to snapshot
       prepared->fetch_variable.emplace_back(nullptr, std::string());
     } else {
       prepared->fetch_variable.emplace_back(where->second, var->name());
     }
   }
+  prepared->partitions = std::move(plan.partitions);
+  auto kernels = [this](const Node& n, Device* d) { return kernels_->Get(n, d); };
   for (Partitions::Part& part : prepared->partitions.parts) {
     ExecutorSpec es;
     es.nodes = part.nodes;
@@ -210,15 +172,12 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     p.device = part.device;
     for (const auto& [user, arg] : part.args) {
       es.feeds.push_back(arg);
-      p.feeds.push_back(feed_index.at(user));
+      p.feeds.push_back(plan.feed_index.at(user));
       p.feed_on_host.push_back(FeedStaysOnHost(*arg.node, *part.device));
     }
-    for (size_t i = 0; i < fetches.size(); ++i) {
-      if (prepared->fetch_from_feed[i] >= 0 || placement.device.at(fetches[i].node) != part.device)
-        continue;
+    p.fetches = plan.FetchesOn(part, fetches);
+    for (int i : p.fetches)
       es.fetches.emplace_back(prepared->partitions.copy_of.at(fetches[i].node), fetches[i].index);
-      p.fetches.push_back(static_cast<int>(i));
-    }
     PF_ASSIGN_OR_RETURN(p.executor, Executor::Create(es, kernels));
     prepared->parts.push_back(std::move(p));
   }
@@ -424,17 +383,9 @@ std::vector<Tensor> Session::Run(const RunOptions& run_options, const FeedDict& 
 }
 
 StatusOr<Output> Session::ResolveTensorName(const std::string& name) const {
-  std::string node_name = name;
-  int index = 0;
-  if (auto colon = name.rfind(':'); colon != std::string::npos) {
-    node_name = name.substr(0, colon);
-    try {
-      index = std::stoi(name.substr(colon + 1));
-    } catch (...) {
-      return errors::InvalidArgument("The name '", name,
-                                     "' looks like a Tensor name, but its index is not a number");
-    }
-  }
+  PF_ASSIGN_OR_RETURN(TensorName t, ParseTensorName(name));
+  const std::string& node_name = t.node;
+  const int index = t.index;
   Node* n = graph_.FindNode(node_name);
   if (n == nullptr) {
     return errors::NotFound("The name '", name,

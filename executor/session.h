@@ -116,6 +116,8 @@ using SessionBackendFactory = std::function<StatusOr<std::unique_ptr<SessionBack
 // Makes targets that start with `scheme` ("grpc://") open a backend session.
 void RegisterSessionBackend(const std::string& scheme, SessionBackendFactory factory);
 
+class KernelCache;
+
 class Session {
  public:
   // `graph` must outlive the session.
@@ -157,7 +159,6 @@ class Session {
   StatusOr<std::shared_ptr<const Prepared>> Prepare(const FeedDict& feeds,
                                                     const std::vector<Output>& fetches,
                                                     const std::vector<Operation>& targets);
-  StatusOr<OpKernel*> GetKernel(const Node& node, Device* device);
 
   // The steps of RunWithStatus: check the request, prepare (or find) its signature, stage the
   // feeds on their devices, run every partition, sync the devices, collect the fetches.
@@ -187,8 +188,7 @@ class Session {
   std::unordered_map<std::string, CacheEntry> cache_;
   std::list<std::string> recent_;  // signature keys, most recently used first
   int64_t evicted_ = 0;
-  // By (node name, op, device): a rewrite may give a fused node the name of a node it replaces.
-  std::map<std::tuple<std::string, std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
+  std::unique_ptr<KernelCache> kernels_;  // every signature's kernels (prepared_step.h)
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};
   std::unique_ptr<SessionBackend> backend_;  // when options.target names a cluster

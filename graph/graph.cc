@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 
 #include "placeflow/graph/op_registry.h"
 
@@ -34,6 +36,25 @@ const Node* ReferencedVariable(const Output& o) {
     if (cur.node->op_def().is_variable()) return cur.node;
     if (cur.index != 0 || cur.node->num_inputs() == 0 || !cur.node->IsRefInput(0)) return nullptr;
   }
+}
+
+StatusOr<TensorName> ParseTensorName(std::string_view name) {
+  TensorName t;
+  std::string_view node = name;
+  if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+    node = name.substr(0, colon);
+    const std::string_view digits = name.substr(colon + 1);
+    const char* end = digits.data() + digits.size();
+    auto [ptr, ec] = std::from_chars(digits.data(), end, t.index);
+    if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits[0])) ||
+        ec != std::errc() || ptr != end) {
+      return errors::InvalidArgument("The name '", name,
+                                     "' looks like a Tensor name, but its index is not a number");
+    }
+  }
+  if (node.empty()) return errors::InvalidArgument("The tensor name '", name, "' has no node name");
+  t.node = std::string(node);
+  return t;
 }
 
 bool Node::IsStateful() const { return op_def_->stateful(); }

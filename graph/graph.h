@@ -120,6 +120,15 @@ class Node {
 // `AssignSub(AssignAdd(v, 1), 1)` updates v twice. A loop, not recursion: chains may be long.
 const Node* ReferencedVariable(const Output& o);
 
+// A tensor's name split: "node:3" -> {"node", 3}; "node" -> {"node", 0}. The one parser of
+// tensor names (sessions, GraphDef inputs, the wire): InvalidArgument for an empty node name
+// or an index that is not a plain decimal number below 2^31 ("a:", "a:1x", "a:-1", "a: 2").
+struct TensorName {
+  std::string node;
+  int index = 0;
+};
+StatusOr<TensorName> ParseTensorName(std::string_view name);
+
 // Everything needed to add a node; Graph::AddNode checks nothing beyond name uniqueness:
 // NodeBuilder (graph/node_builder.h) validates against the op schema first.
 struct NodeSpec {

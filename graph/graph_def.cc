@@ -279,16 +279,15 @@ StatusOr<InputRef> ParseInput(const std::string& s) {
     r.control = true;
     v.remove_prefix(1);
   }
-  size_t colon = v.rfind(':');
-  if (!r.control && colon != std::string_view::npos) {
-    std::string_view idx = v.substr(colon + 1);
-    if (idx.empty() || idx.find_first_not_of("0123456789") != std::string_view::npos)
-      return errors::InvalidArgument("malformed input '", s, "'");
-    r.index = std::stoi(std::string(idx));
-    v = v.substr(0, colon);
+  if (r.control) {
+    if (v.empty()) return errors::InvalidArgument("malformed input '", s, "'");
+    r.node = std::string(v);
+    return r;
   }
-  if (v.empty()) return errors::InvalidArgument("malformed input '", s, "'");
-  r.node = std::string(v);
+  auto t = ParseTensorName(v);
+  if (!t.ok()) return errors::InvalidArgument("malformed input '", s, "': ", t.status().message());
+  r.node = std::move(t->node);
+  r.index = t->index;
   return r;
 }
 

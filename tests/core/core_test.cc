@@ -55,6 +55,32 @@ TEST_CASE("Status carries a reason through suffixes and errors", "[core]") {
   CHECK(ReasonName(Reason::kStaleIncarnation) == "stale_incarnation");
 }
 
+TEST_CASE("StatusOr::value() checks; tensor names parse strictly", "[core]") {
+  StatusOr<int> bad(errors::NotFound("no such thing"));
+  CHECK_THROWS_AS(bad.value(), Error);
+  CHECK_THROWS_WITH(std::move(bad).value(), "NotFound: no such thing");
+  StatusOr<int> good(3);
+  CHECK(good.value() == 3);
+  struct Case {
+    const char* text;
+    const char* node;
+    int index;
+  };
+  for (const Case& c : {Case{"a", "a", 0}, Case{"a:0", "a", 0}, Case{"scope/b:12", "scope/b", 12},
+                        Case{"x:y:3", "x:y", 3}}) {
+    auto t = ParseTensorName(c.text);
+    REQUIRE(t.ok());
+    CHECK(t->node == c.node);
+    CHECK(t->index == c.index);
+  }
+  // std::atoi read these as index 0 or 1; std::stoi accepted "1x" as 1.
+  for (const char* junk : {"a:", "a:1x", "a:-1", "a: 2", "a:+2", ":0", "", "a:99999999999"}) {
+    INFO(junk);
+    auto t = ParseTensorName(junk);
+    CHECK(t.status().code() == Code::kInvalidArgument);
+  }
+}
+
 TEST_CASE("StatusOr and pf::Error", "[core]") {
   auto parse = [](int v) -> StatusOr<int> {
     if (v < 0) return errors::OutOfRange("negative: ", v);

@@ -70,8 +70,7 @@ TEST_CASE("All-reduce towers across 2 and 3 worker tasks match one process bit f
   cluster.target = servers[0]->target();
   SessionOptions local;
   local.device_count["CPU"] = workers;
-  // Cluster sessions run no remapper (docs/architecture.md): the same kernels on both sides.
-  local.rewrite_options.remapping = false;
+  // Both sides remap the same way (the master plans as the Session does): the same kernels.
   constexpr int kSteps = 3;
   const auto across = Train(task_devices, cluster, kSteps);
   const auto one = Train(local_devices, local, kSteps);

@@ -473,6 +473,44 @@ TEST_CASE("A traced cluster step merges every task's node stats on one time line
   CHECK(none.step_stats.empty());
 }
 
+// The master plans a cluster step as the in-process Session does (executor/prepared_step.h):
+// the remapper's fusions reach the workers, and the values are those of the unfused graph.
+TEST_CASE("A cluster step runs the remapper's fused ops on the workers", "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(LoopbackCluster({{"ps", 1}, {"worker", 1}}, &addr)).ValueOrThrow();
+  Server ps(spec, "ps", 0), worker(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Scope w = root.WithDevice("/job:worker/task:0");
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 6});
+  Output weights = ops::Const(root.WithOpName("weights").WithDevice("/job:ps/task:0"),
+                              testing::RandomTensor({6, 4}, 1));
+  Output bias = ops::Const(w.WithOpName("bias"), testing::RandomTensor({4}, 2));
+  Output mm = ops::MatMul(w.WithOpName("mm"), x, weights);
+  Output relu = ops::Relu(w.WithOpName("relu"), ops::BiasAdd(w.WithOpName("ba"), mm, bias));
+  // A consumer made before the fused node (the remapper adds it last): the worker's graph must
+  // still arrive inputs first.
+  Output out = ops::Neg(w.WithOpName("out"), relu);
+  const FeedDict feeds = {{x, testing::RandomTensor({5, 6}, 3)}};
+  std::map<std::string, std::string> ops_of[2];
+  std::vector<Tensor> values[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    SessionOptions o;
+    o.rewrite_options.remapping = fused == 1;
+    auto sess = Connect(g, worker.target(), o);
+    RunOptions ro;
+    ro.trace = true;
+    RunMetadata md;
+    values[fused] = sess->Run(ro, feeds, {out}, {}, &md);
+    for (const NodeExecStats& n : md.step_stats) ops_of[fused][n.node] = n.op;
+  }
+  CHECK(ops_of[1].at("relu") == "_FusedMatMul");
+  CHECK(ops_of[1].count("mm") == 0);
+  CHECK(ops_of[0].at("relu") == "Relu");
+  CHECK(ops_of[0].at("mm") == "MatMul");
+  CHECK(testing::MaxAbsDiff(values[0][0], values[1][0]) < 1e-6);
+}
+
 TEST_CASE("A server refuses a busy port, naming the address", "[distributed]") {
   std::vector<std::string> addr;
   auto spec = ClusterSpec::Parse(LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
