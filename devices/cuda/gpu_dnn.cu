@@ -17,26 +17,6 @@ int Blocks(int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
-// Decodes a packed 4-D offset into (n, c, h, w).
-__device__ inline void Decode4(bool nhwc, int64_t i, const Dims4& d, int64_t* n, int64_t* c,
-                               int64_t* h, int64_t* w) {
-  if (nhwc) {
-    *c = i % d.c;
-    i /= d.c;
-    *w = i % d.w;
-    i /= d.w;
-    *h = i % d.h;
-    *n = i / d.h;
-  } else {
-    *w = i % d.w;
-    i /= d.w;
-    *h = i % d.h;
-    i /= d.h;
-    *c = i % d.c;
-    *n = i / d.c;
-  }
-}
-
 template <typename T>
 __global__ void FilterTransformKernel(bool to_cudnn, bool krsc, const T* src, T* dst, int R, int S,
                                       int C, int K) {
@@ -59,7 +39,7 @@ __global__ void Pad4Kernel(bool nhwc, Dims4 src, Dims4 dst, int h0, int w0, T va
   const int64_t total = dst.n * dst.c * dst.h * dst.w;
   PF_DNN_LOOP(i, total) {
     int64_t n, c, h, w;
-    Decode4(nhwc, i, dst, &n, &c, &h, &w);
+    DecodeOffset4(nhwc, i, dst, &n, &c, &h, &w);
     const int64_t sh = h - h0, sw = w - w0;
     out[i] = (sh >= 0 && sh < src.h && sw >= 0 && sw < src.w)
                  ? in[Offset4(nhwc, n, c, sh, sw, src.c, src.h, src.w)]
@@ -72,7 +52,7 @@ __global__ void Crop4Kernel(bool nhwc, Dims4 src, Dims4 dst, int h0, int w0, con
   const int64_t total = dst.n * dst.c * dst.h * dst.w;
   PF_DNN_LOOP(i, total) {
     int64_t n, c, h, w;
-    Decode4(nhwc, i, dst, &n, &c, &h, &w);
+    DecodeOffset4(nhwc, i, dst, &n, &c, &h, &w);
     out[i] = in[Offset4(nhwc, n, c, h + h0, w + w0, src.c, src.h, src.w)];
   }
 }
@@ -83,7 +63,7 @@ __global__ void AvgPoolKernel(bool nhwc, PoolGeom g, const T* x, T* y) {
   const int64_t total = od.n * od.c * od.h * od.w;
   PF_DNN_LOOP(i, total) {
     int64_t n, c, oh, ow, h0, h1, w0, w1;
-    Decode4(nhwc, i, od, &n, &c, &oh, &ow);
+    DecodeOffset4(nhwc, i, od, &n, &c, &oh, &ow);
     Window(oh, g.stride_h, g.pad_top, g.window_h, g.in.h, &h0, &h1);
     Window(ow, g.stride_w, g.pad_left, g.window_w, g.in.w, &w0, &w1);
     T sum = 0;
@@ -100,7 +80,7 @@ __global__ void AvgPoolGradKernel(bool nhwc, PoolGeom g, const T* dy, T* dx) {
   const int64_t total = g.in.n * g.in.c * g.in.h * g.in.w;
   PF_DNN_LOOP(i, total) {
     int64_t n, c, h, w, oh0, oh1, ow0, ow1;
-    Decode4(nhwc, i, g.in, &n, &c, &h, &w);
+    DecodeOffset4(nhwc, i, g.in, &n, &c, &h, &w);
     Covering(h, g.stride_h, g.pad_top, g.window_h, g.out_h, &oh0, &oh1);
     Covering(w, g.stride_w, g.pad_left, g.window_w, g.out_w, &ow0, &ow1);
     T sum = 0;
@@ -162,15 +142,6 @@ __global__ void BnGradInferenceKernel(bool nhwc, Dims4 d, const T* dy, const T* 
 }
 
 }  // namespace
-
-#define PF_DNN_DISPATCH(t, KERNEL, ...) \
-  if ((t) == DType::kF64) {             \
-    using T = double;                   \
-    KERNEL;                             \
-  } else {                              \
-    using T = float;                    \
-    KERNEL;                             \
-  }
 
 void LaunchFilterTransform(DType t, bool to_cudnn, bool krsc, const void* src, void* dst, int R,
                            int S, int C, int K, CUstream_st* stream) {

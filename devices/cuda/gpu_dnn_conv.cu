@@ -83,29 +83,20 @@ __global__ void DirectConvBackwardFilterKernel(bool nhwc, ConvGeom g, const T* x
 
 }  // namespace
 
-#define PF_CONV_DISPATCH(t, KERNEL) \
-  if ((t) == DType::kF64) {         \
-    using T = double;               \
-    KERNEL;                         \
-  } else {                          \
-    using T = float;                \
-    KERNEL;                         \
-  }
-
 void LaunchRelayout4(DType t, bool src_nhwc, Dims4 src, bool dst_nhwc, Dims4 dst, int64_t h0,
                      int64_t w0, const void* src_data, void* dst_data, CUstream_st* stream) {
   const int64_t total = dst.n * dst.c * dst.h * dst.w;
   if (total == 0) return;
-  PF_CONV_DISPATCH(t, (Relayout4Kernel<T><<<Blocks(total), kThreads, 0, stream>>>(
-                          src_nhwc, src, dst_nhwc, dst, h0, w0, static_cast<const T*>(src_data),
-                          static_cast<T*>(dst_data))));
+  PF_DNN_DISPATCH(t, (Relayout4Kernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+                         src_nhwc, src, dst_nhwc, dst, h0, w0, static_cast<const T*>(src_data),
+                         static_cast<T*>(dst_data))));
 }
 
 void LaunchDirectConvForward(DType t, bool nhwc, const ConvGeom& g, const void* x, const void* w,
                              void* y, CUstream_st* stream) {
   const int64_t total = g.n * g.out_c * g.out_h * g.out_w;
   if (total == 0) return;
-  PF_CONV_DISPATCH(
+  PF_DNN_DISPATCH(
       t, (DirectConvForwardKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
              nhwc, g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y))));
 }
@@ -114,7 +105,7 @@ void LaunchDirectConvBackwardData(DType t, bool nhwc, const ConvGeom& g, const v
                                   const void* dy, void* dx, CUstream_st* stream) {
   const int64_t total = g.n * g.in_c * g.in_h * g.in_w;
   if (total == 0) return;
-  PF_CONV_DISPATCH(
+  PF_DNN_DISPATCH(
       t, (DirectConvBackwardDataKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
              nhwc, g, static_cast<const T*>(w), static_cast<const T*>(dy), static_cast<T*>(dx))));
 }
@@ -124,7 +115,7 @@ void LaunchDirectConvBackwardFilter(DType t, bool nhwc, const ConvGeom& g, const
   const int64_t total = g.filter_h * g.filter_w * (g.in_c / g.groups) * g.out_c;
   if (total == 0) return;
   const unsigned blocks = static_cast<unsigned>(total < kMaxBlocks ? total : kMaxBlocks);
-  PF_CONV_DISPATCH(
+  PF_DNN_DISPATCH(
       t, (DirectConvBackwardFilterKernel<T><<<blocks, kThreads, 0, stream>>>(
              nhwc, g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw))));
 }

@@ -18,6 +18,16 @@ namespace pf::dnn {
 
 enum class DType : int { kF32 = 0, kF64 = 1 };
 
+// Runs KERNEL (a launch written with a type T) for the dtype `t`: double or float.
+#define PF_DNN_DISPATCH(t, KERNEL) \
+  if ((t) == DType::kF64) {        \
+    using T = double;              \
+    KERNEL;                        \
+  } else {                         \
+    using T = float;               \
+    KERNEL;                        \
+  }
+
 // TensorFlow's HWIO filter [R, S, C, K] (C = in_c / groups) and cuDNN's [K, C, R, S] filter in
 // KRSC (NHWC filter format) or KCRS (NCHW) memory order: the offset of element (r, s, c, k).
 PF_DNN_HD inline int64_t HwioOffset(int64_t r, int64_t s, int64_t c, int64_t k, int64_t S,
