@@ -397,10 +397,14 @@ class MasterSession final : public SessionBackend {
     Status first;
     for (const Call& c : calls) {
       if (c.status.ok()) continue;
-      const bool derived = c.status.code() == Code::kAborted || c.status.code() == Code::kCancelled;
-      if (first.ok() ||
-          (!derived && (first.code() == Code::kAborted || first.code() == Code::kCancelled)))
-        first = c.status;
+      // An abort with a reason (a stale incarnation) is a root cause, not a derived abort.
+      const bool derived =
+          (c.status.code() == Code::kAborted || c.status.code() == Code::kCancelled) &&
+          c.status.reason() == Reason::kNone;
+      const bool first_derived =
+          (first.code() == Code::kAborted || first.code() == Code::kCancelled) &&
+          first.reason() == Reason::kNone;
+      if (first.ok() || (!derived && first_derived)) first = c.status;
     }
     PF_RETURN_IF_ERROR(first);
     outputs->assign(prepared.fetch_from_feed.size(), Tensor());

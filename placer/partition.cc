@@ -225,11 +225,12 @@ class Partitioner {
     if (cached != control_recvs_.end()) return cached->second;
     Partitions::Part& src_part = PartFor(src_dev);
     // A shared token is named after its destination node and its device ("train/
-    // _control_token_from_CPU_1", with the job and task when it leaves its task).
+    // _control_token_from_CPU_1", with the job, replica and task when it leaves its task).
     const DeviceName& from = src_dev->parsed_name();
     std::string from_name = fmt::format("{}_{}", from.type, from.id);
-    if (from.job != d->parsed_name().job || from.task != d->parsed_name().task)
-      from_name = fmt::format("{}_{}_{}", from.job, from.task, from_name);
+    const DeviceName& to = d->parsed_name();
+    if (from.job != to.job || from.replica != to.replica || from.task != to.task)
+      from_name = fmt::format("{}_{}_{}_{}", from.job, from.replica, from.task, from_name);
     const std::string token_name =
         sources.size() == 1 ? fmt::format("{}/_control_token", sources[0]->name())
                             : fmt::format("{}/_control_token_from_{}", n->name(), from_name);

@@ -1,5 +1,7 @@
 #include "placeflow/train/towers.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -70,7 +72,11 @@ std::string ResolveVariableDevice(const TowerOptions& o, const std::vector<std::
   if (o.variable_device != kAutoVariableDevice) return o.variable_device;
   for (const std::string& d : devices) {
     const DeviceName name = DeviceName::ParseOrError(d).ValueOrThrow();
-    if (!name.has_type || name.type == "CPU") return "/cpu:0";
+    // Any spelling of CPU ("/device:cpu:0" keeps its case).
+    const bool cpu = name.has_type && name.type.size() == 3 &&
+                     std::equal(name.type.begin(), name.type.end(), "CPU",
+                                [](char a, char b) { return std::toupper(a) == b; });
+    if (!name.has_type || cpu) return "/cpu:0";
   }
   return devices.empty() ? "/cpu:0" : devices[0];
 }

@@ -274,6 +274,13 @@ StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandl
                             &c.workspace));
     }
   }
+  if (!found && budget < kMaxWorkspace) {
+    // Memory is short now, not cuDNN: fail this call (the next one chooses again) rather than
+    // fall through to a slower path that would then be cached for good.
+    return errors::ResourceExhausted("cuDNN has no convolution ", GpuConvDirectionName(dir),
+                                     " algorithm (of ", n, " tried) fitting the ", budget,
+                                     " bytes free for a workspace, for ", site.what());
+  }
   if (!found) {
     return errors::Unimplemented("cuDNN has no convolution ", GpuConvDirectionName(dir),
                                  " algorithm (of ", n, " tried) fitting a ", budget,
@@ -447,6 +454,8 @@ Status RunDirect(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const ConvArgs& 
       dnn::LaunchDirectConvBackwardFilter(t, nhwc, g, a.x, a.dy, a.out, stream);
       break;
   }
+  // A launch that failed must not be cached as the path that works.
+  PF_GPU_RETURN_IF_ERROR(gpu->ordinal(), cudaGetLastError());
   return Status::OK();
 }
 

@@ -120,11 +120,22 @@ TEST_CASE("Partition: a shared control token still orders every update", "[parti
   }
   Operation train =
       ops::NoOp(root.WithOpName("train").WithDevice("/cpu:0").WithControlDependencies(updates));
+  // Read on /cpu:0 after the train op, in the same step: it must see every update done.
+  std::vector<Output> reads;
+  for (const Variable& v : vars) reads.push_back(v.value());
+  Scope after = root.WithDevice("/cpu:0").WithControlDependencies({train});
+  Output sum = ops::AddN(after.WithOpName("sum_after"),
+                         {ops::Identity(after, reads[0]), ops::Identity(after, reads[1]),
+                          ops::Identity(after, reads[2]), ops::Identity(after, reads[3])});
   SessionOptions o;
   o.device_count["CPU"] = 2;
   Session sess(g, o);
   sess.Run({}, {}, {GlobalVariablesInitializer(root)});
-  for (int step = 0; step < 3; ++step) sess.Run({}, {}, {train});
+  for (int step = 1; step <= 3; ++step) {
+    // v_i = i + step, i + 2 step: the four sum to 6 + 4 step, 6 + 8 step.
+    CHECK(sess.Run({sum})[0].DebugString() ==
+          fmt::format("Tensor<float [2]> [{}, {}]", 6 + 4 * step, 6 + 8 * step));
+  }
   for (int i = 0; i < 4; ++i) {
     CHECK(sess.Run({vars[i].value()})[0].DebugString() ==
           fmt::format("Tensor<float [2]> [{}, {}]", i + 3, i + 6));

@@ -449,5 +449,22 @@ TEST_CASE("A failing tower aborts the step everywhere and the next step works",
   }
 }
 
+TEST_CASE("Towers' variables default to the first GPU when every tower is on one", "[towers]") {
+  auto resolve = [](std::vector<std::string> devices, std::string variable_device = "auto") {
+    train::TowerOptions o;
+    o.variable_device = std::move(variable_device);
+    return train::ResolveVariableDevice(o, devices);
+  };
+  CHECK(resolve({"/gpu:0"}) == "/gpu:0");
+  CHECK(resolve({"/gpu:1", "/gpu:0"}) == "/gpu:1");
+  CHECK(resolve({"/device:FAKE_GPU:0"}) == "/device:FAKE_GPU:0");
+  CHECK(resolve({"/cpu:0", "/gpu:0"}) == "/cpu:0");
+  CHECK(resolve({"/cpu:1"}) == "/cpu:0");
+  CHECK(resolve({"/device:cpu:1", "/gpu:0"}) == "/cpu:0");     // any spelling of CPU
+  CHECK(resolve({"/job:worker/task:1"}) == "/cpu:0");          // no type: the host
+  CHECK(resolve({"/gpu:0", "/gpu:1"}, "/cpu:0") == "/cpu:0");  // asked for
+  CHECK(resolve({"/gpu:0"}, "").empty());                      // left to the placer
+}
+
 }  // namespace
 }  // namespace pf
