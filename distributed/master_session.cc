@@ -83,7 +83,7 @@ class MasterSession final : public SessionBackend {
             options_.cluster, req, [stub](auto... a) { stub->async()->CleanupStep(a...); });
       }
     }
-    for (const auto& [key, prepared] : cache_) Deregister(*prepared);
+    for (const auto& prepared : cache_.Clear()) Deregister(*prepared);
   }
 
   Status Run(const FeedDict& feeds, const std::vector<Output>& fetches,
@@ -98,13 +98,13 @@ class MasterSession final : public SessionBackend {
       // graphs name its old incarnation. The step is not retried here (the other tasks may
       // have run part of it: updates would apply twice); later calls learn the tasks'
       // incarnations and register again.
-      std::map<std::string, std::shared_ptr<const Prepared>> stale;
+      std::vector<std::shared_ptr<const Prepared>> stale;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        stale.swap(cache_);
+        stale = cache_.Clear();
         refresh_incarnations_ = true;
       }
-      for (const auto& [k, p] : stale) Deregister(*p);
+      for (const auto& p : stale) Deregister(*p);
       return s.WithSuffix(" (this session registers its graphs again on the next call)")
           .WithReason(Reason::kTaskRestarted);
     }
@@ -195,7 +195,7 @@ class MasterSession final : public SessionBackend {
                                                     const std::vector<Output>& fetches,
                                                     const std::vector<Operation>& targets) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    if (auto hit = cache_.Find(key)) return hit;
     if (refresh_incarnations_) {
       PF_RETURN_IF_ERROR(RefreshIncarnations());
       refresh_incarnations_ = false;
@@ -250,7 +250,8 @@ class MasterSession final : public SessionBackend {
       tp.handle = resp.graph_handle();
       prepared->tasks.push_back(std::move(tp));
     }
-    cache_[key] = prepared;
+    // The bound counts the master's signatures too; the tasks drop what it pushed out.
+    for (const auto& old : cache_.Insert(key, prepared)) Deregister(*old);
     return std::shared_ptr<const Prepared>(prepared);
   }
 
@@ -473,7 +474,7 @@ class MasterSession final : public SessionBackend {
   DeviceName default_task_;
   std::map<std::string, Task> tasks_;
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const Prepared>> cache_;
+  SignatureCache<Prepared> cache_{options_.max_cached_signatures};
   std::map<std::string, std::string> placement_;
   std::map<std::string, std::vector<int64_t>> ended_steps_;  // per task, not yet sent
   bool refresh_incarnations_ = false;  // a task restarted: ask every task before partitioning

@@ -58,7 +58,10 @@ void RegisterSessionBackend(const std::string& scheme, SessionBackendFactory fac
 }
 
 Session::Session(Graph& graph, SessionOptions options)
-    : graph_(graph), options_(std::move(options)), kernels_(std::make_unique<KernelCache>()) {
+    : graph_(graph),
+      options_(std::move(options)),
+      cache_(options_.max_cached_signatures),
+      kernels_(std::make_unique<KernelCache>()) {
   if (!options_.target.empty()) {
     SessionBackendFactory factory;
     bool has_grpc = false;
@@ -109,7 +112,7 @@ size_t Session::num_cached_signatures() const {
 
 int64_t Session::num_evicted_signatures() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return evicted_;
+  return cache_.evicted();
 }
 
 std::map<std::string, std::string> Session::DevicePlacement() const {
@@ -135,10 +138,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     const std::vector<Operation>& targets) {
   const std::string key = SignatureKey(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    recent_.splice(recent_.begin(), recent_, it->second.recent);
-    return it->second.prepared;
-  }
+  if (auto hit = cache_.Find(key)) return hit;
 
   std::vector<Output> feed_outputs;
   for (const auto& [o, t] : feeds) feed_outputs.push_back(o);
@@ -181,15 +181,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     PF_ASSIGN_OR_RETURN(p.executor, Executor::Create(es, kernels));
     prepared->parts.push_back(std::move(p));
   }
-  recent_.push_front(key);
-  cache_[key] = CacheEntry{prepared, recent_.begin()};
-  // A step still running an evicted signature keeps it alive through its shared_ptr.
-  const size_t limit = static_cast<size_t>(std::max(0, options_.max_cached_signatures));
-  while (limit > 0 && cache_.size() > limit) {
-    cache_.erase(recent_.back());
-    recent_.pop_back();
-    ++evicted_;
-  }
+  cache_.Insert(key, prepared);  // an evicted signature a step still runs stays alive there
   return std::shared_ptr<const Prepared>(prepared);
 }
 

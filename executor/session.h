@@ -30,6 +30,7 @@
 
 #include "placeflow/devices/device_manager.h"
 #include "placeflow/devices/device_set.h"
+#include "placeflow/executor/signature_cache.h"
 #include "placeflow/executor/trace.h"
 #include "placeflow/graph/graph.h"
 
@@ -80,10 +81,11 @@ struct SessionOptions {
   // Threads that work on a step, the calling thread included (inter- and intra-op share
   // them). 0: the process-wide pool (PF_NUM_THREADS or one per core) plus the caller.
   int num_threads = 0;
-  // Prepared (pruned, placed, partitioned) signatures kept for reuse; the least recently used
-  // beyond this are dropped (and rebuilt if called again). 0: no limit.
+  // Prepared (pruned, placed, partitioned) signatures kept for reuse, by this session or, with a
+  // cluster target, its master; the least recently used beyond this are dropped (and rebuilt
+  // if called again). 0: no limit.
   int max_cached_signatures = 256;
-  // Rewrites applied to each prepared signature's partitions (in-process sessions only).
+  // Rewrites applied to each prepared signature's partitions (in process and in a cluster).
   RewriterOptions rewrite_options;
 };
 
@@ -181,13 +183,7 @@ class Session {
   ThreadPool* pool_;
   DeviceSet devices_;
   mutable std::mutex mu_;
-  struct CacheEntry {
-    std::shared_ptr<const Prepared> prepared;
-    std::list<std::string>::iterator recent;  // its place in recent_
-  };
-  std::unordered_map<std::string, CacheEntry> cache_;
-  std::list<std::string> recent_;  // signature keys, most recently used first
-  int64_t evicted_ = 0;
+  SignatureCache<Prepared> cache_;        // bounded by options.max_cached_signatures
   std::unique_ptr<KernelCache> kernels_;  // every signature's kernels (prepared_step.h)
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};

@@ -511,6 +511,27 @@ TEST_CASE("A cluster step runs the remapper's fused ops on the workers", "[distr
   CHECK(testing::MaxAbsDiff(values[0][0], values[1][0]) < 1e-6);
 }
 
+// max_cached_signatures bounds the master's signatures as it bounds the Session's: the least
+// recently used is dropped (and deregistered from its tasks), and runs again when asked.
+TEST_CASE("A cluster session keeps at most max_cached_signatures signatures", "[distributed]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
+  Server worker(spec, "worker", 0);
+  Graph g;
+  Scope root = Scope::Root(&g).WithDevice("/job:worker/task:0");
+  Output a = ops::Const(root.WithOpName("a"), 2.f);
+  std::vector<Output> outs = {ops::Neg(root, a), ops::Square(root, a), ops::Exp(root, a)};
+  SessionOptions o;
+  o.max_cached_signatures = 2;
+  auto sess = Connect(g, worker.target(), o);
+  for (const Output& y : outs) sess->Run({y});
+  CHECK(sess->num_cached_signatures() == 2);
+  CHECK(sess->Run({outs[0]})[0].scalar<float>() == -2.f);  // evicted, prepared again
+  CHECK(sess->num_cached_signatures() == 2);
+  CHECK(sess->Run({outs[2]})[0].scalar<float>() == Approx(std::exp(2.f)));
+  CHECK(sess->num_cached_signatures() == 2);
+}
+
 TEST_CASE("A server refuses a busy port, naming the address", "[distributed]") {
   std::vector<std::string> addr;
   auto spec = ClusterSpec::Parse(LoopbackCluster({{"worker", 1}}, &addr)).ValueOrThrow();
