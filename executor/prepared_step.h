@@ -27,7 +27,7 @@ namespace pf {
 
 struct PlanOptions {
   PlacerOptions placer;
-  bool remap = true;  // run the remapper's fusions (RemappingEnabled applied)
+  bool remap = true;  // run the remapper (callers pass RemappingEnabled(their option))
   bool log_device_placement = false;
   // Runs after partitioning, before the placement log and the remapper (the master annotates
   // collectives that cross tasks here). Optional.
@@ -43,7 +43,7 @@ struct StepPlan {
   std::vector<Output> feeds;         // the fed tensors, in the call's order
   std::map<Output, int> feed_index;  // fed tensor -> its place in `feeds`
   std::vector<int> fetch_from_feed;  // per fetch: the feed it returns, or -1
-  // Fetches computed on `part` (not fed): their indices in the call and the partition's copies.
+  // The indices (in the call's fetch list) of the fetches computed on `part`, not fed.
   std::vector<int> FetchesOn(const Partitions::Part& part,
                              const std::vector<Output>& fetches) const;
 };
