@@ -13,10 +13,6 @@ int Blocks(int64_t n) {
   return static_cast<int>(b < 65535 ? (b > 0 ? b : 1) : 65535);
 }
 
-#define PF_DNN_LOOP(i, n)                                                                \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename T>
 __global__ void FilterTransformKernel(bool to_cudnn, bool krsc, const T* src, T* dst, int R, int S,
                                       int C, int K) {

@@ -17,15 +17,11 @@ int Blocks(int64_t n) {
   return static_cast<int>(b < kMaxBlocks ? (b > 0 ? b : 1) : kMaxBlocks);
 }
 
-#define PF_CONV_LOOP(i, n)                                                               \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename T>
 __global__ void Relayout4Kernel(bool src_nhwc, Dims4 src, bool dst_nhwc, Dims4 dst, int64_t h0,
                                 int64_t w0, const T* in, T* out) {
   const int64_t total = dst.n * dst.c * dst.h * dst.w;
-  PF_CONV_LOOP(i, total) {
+  PF_DNN_LOOP(i, total) {
     int64_t n, c, h, w;
     DecodeOffset4(dst_nhwc, i, dst, &n, &c, &h, &w);
     const int64_t j = Relayout4Source(src_nhwc, src, n, c, h, w, h0, w0);
@@ -37,7 +33,7 @@ template <typename T>
 __global__ void DirectConvForwardKernel(bool nhwc, ConvGeom g, const T* x, const T* w, T* y) {
   const Dims4 od{g.n, g.out_c, g.out_h, g.out_w};
   const int64_t total = od.n * od.c * od.h * od.w;
-  PF_CONV_LOOP(i, total) {
+  PF_DNN_LOOP(i, total) {
     int64_t n, k, oh, ow;
     DecodeOffset4(nhwc, i, od, &n, &k, &oh, &ow);
     y[i] = DirectConvForwardAt(nhwc, g, x, w, n, k, oh, ow);
@@ -49,7 +45,7 @@ __global__ void DirectConvBackwardDataKernel(bool nhwc, ConvGeom g, const T* w, 
                                              T* dx) {
   const Dims4 id{g.n, g.in_c, g.in_h, g.in_w};
   const int64_t total = id.n * id.c * id.h * id.w;
-  PF_CONV_LOOP(i, total) {
+  PF_DNN_LOOP(i, total) {
     int64_t n, c, ih, iw;
     DecodeOffset4(nhwc, i, id, &n, &c, &ih, &iw);
     dx[i] = DirectConvBackwardDataAt(nhwc, g, w, dy, n, c, ih, iw);

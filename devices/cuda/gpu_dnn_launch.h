@@ -18,6 +18,13 @@ namespace pf::dnn {
 
 enum class DType : int { kF32 = 0, kF64 = 1 };
 
+#ifdef __CUDACC__
+// A grid-stride loop over [0, n) with 64-bit indices (the .cu files' element loops).
+#define PF_DNN_LOOP(i, n)                                                                \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#endif
+
 // Runs KERNEL (a launch written with a type T) for the dtype `t`: double or float.
 #define PF_DNN_DISPATCH(t, KERNEL) \
   if ((t) == DType::kF64) {        \

@@ -10,8 +10,12 @@
 #include <map>
 #include <random>
 
+#include "tests/testing/bfc_checks.h"
+
 namespace pf {
 namespace {
+
+using testing::CheckEveryRegionOneFreeChunk;
 
 // Host memory with a capacity, like a device: Alloc fails past it. Counts what is outstanding.
 class CountingSubAllocator : public SubAllocator {
@@ -42,25 +46,6 @@ std::unique_ptr<BfcAllocator> Make(size_t limit, bool growth, size_t capacity,
   o.name = "test_bfc";
   return std::make_unique<BfcAllocator>(
       std::make_unique<CountingSubAllocator>(capacity, outstanding), limit, o);
-}
-
-// The state after every allocation is freed. Regions never merge (each is its own
-// sub-allocation), so the invariant is per region: one free chunk spanning it, nothing lost.
-void CheckEveryRegionOneFreeChunk(const BfcAllocator& a) {
-  const AllocatorStats s = a.Stats();
-  CHECK(s.bytes_in_use == 0);
-  const auto regions = a.Regions();
-  CHECK(regions.size() == static_cast<size_t>(s.num_regions));
-  size_t total = 0, largest = 0;
-  for (const auto& r : regions) {
-    CHECK(r.bytes_in_use == 0);
-    CHECK(r.free_chunks == 1);
-    CHECK(r.largest_free_chunk == r.size);
-    total += r.size;
-    largest = std::max(largest, r.size);
-  }
-  CHECK(total == static_cast<size_t>(s.bytes_reserved));
-  CHECK(a.LargestFreeChunk() == largest);  // the free index agrees with the chunk lists
 }
 
 TEST_CASE("BFC reuses a freed chunk and keeps statistics", "[core][allocator]") {

@@ -6,6 +6,7 @@
 #include "placeflow/core/bfc_allocator.h"
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_set.h"
+#include "tests/testing/bfc_checks.h"
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
 
@@ -91,16 +92,7 @@ TEST_CASE("GPU caching allocator: stress, statistics and reuse on the device", "
   WARN("device allocator after stress: " << s.DebugString());
   // Regions are separate cudaMallocs and never merge: each ends as one free chunk of its size
   // (with growth, 2, 4, ... MiB regions, so LargestFreeChunk() is less than bytes_reserved).
-  size_t total = 0, largest = 0;
-  for (const auto& r : a->Regions()) {
-    CHECK(r.bytes_in_use == 0);
-    CHECK(r.free_chunks == 1);
-    CHECK(r.largest_free_chunk == r.size);
-    total += r.size;
-    largest = std::max(largest, r.size);
-  }
-  CHECK(total == static_cast<size_t>(s.bytes_reserved));
-  CHECK(a->LargestFreeChunk() == largest);
+  testing::CheckEveryRegionOneFreeChunk(*a);
   // Reuse: the whole limit in one request (the free regions go back for one that holds it).
   void* all = a->Allocate(256 << 20);
   REQUIRE(all != nullptr);
