@@ -46,7 +46,6 @@ StatusOr<StepPlan> PlanSignature(const std::vector<Output>& feeds,
                                  const PlanOptions& options,
                                  std::map<std::string, std::string>* logged) {
   StepPlan plan;
-  plan.feeds = feeds;
   for (size_t i = 0; i < feeds.size(); ++i) plan.feed_index[feeds[i]] = static_cast<int>(i);
   for (const Output& f : fetches) {
     auto it = plan.feed_index.find(f);

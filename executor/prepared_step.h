@@ -40,8 +40,7 @@ struct StepPlan {
   std::vector<Node*> nodes;  // the pruned graph
   Placement placement;
   Partitions partitions;             // remapped when PlanOptions::remap
-  std::vector<Output> feeds;         // the fed tensors, in the call's order
-  std::map<Output, int> feed_index;  // fed tensor -> its place in `feeds`
+  std::map<Output, int> feed_index;  // fed tensor -> its place in the call's feeds
   std::vector<int> fetch_from_feed;  // per fetch: the feed it returns, or -1
   // The indices (in the call's fetch list) of the fetches computed on `part`, not fed.
   std::vector<int> FetchesOn(const Partitions::Part& part,
