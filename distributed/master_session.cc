@@ -228,7 +228,13 @@ class MasterSession final : public SessionBackend {
       }
       for (int i : plan.FetchesOn(part, fetches)) {
         pp->add_fetch(Output(partitions.copy_of.at(fetches[i].node), fetches[i].index).name());
-        pp->add_fetch_snapshot(AliasedVariable(fetches[i]) != nullptr);
+        rpc::FetchVariable* v = pp->add_fetch_variable();
+        const Node* var = AliasedVariable(fetches[i]);
+        auto where = var ? plan.placement.device.find(var) : plan.placement.device.end();
+        if (where != plan.placement.device.end()) {  // not when fed
+          v->set_device(where->second->name());
+          v->set_name(var->name());
+        }
         tp.fetches.push_back(static_cast<int>(i));
       }
     }

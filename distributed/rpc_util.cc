@@ -239,17 +239,19 @@ void AddToken(grpc::ClientContext* ctx, const ClusterOptions& options) {
   if (!options.token.empty()) ctx->AddMetadata(kTokenMetadataKey, options.token);
 }
 
-grpc::Status CheckToken(const grpc::CallbackServerContext* ctx, const std::string& token,
-                        std::string_view method) {
-  if (token.empty()) return grpc::Status::OK;
+bool Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
+                const std::string& token, std::string_view method) {
+  if (token.empty()) return true;
   const auto& md = ctx->client_metadata();
   auto it = md.find(kTokenMetadataKey);
   if (it != md.end() && std::string_view(it->second.data(), it->second.size()) == token)
-    return grpc::Status::OK;
+    return true;
   PF_LOG_WARN("Rejected {} from {}: {} cluster token", method, ctx->peer(),
               it == md.end() ? "no" : "wrong");
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "the request does not carry this cluster's token (ClusterOptions::token)");
+  reactor->Finish(
+      grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                   "the request does not carry this cluster's token (ClusterOptions::token)"));
+  return false;
 }
 
 }  // namespace pf

@@ -38,8 +38,11 @@ void SetCommonArguments(grpc::ChannelArguments* args);
 void SetCommonArguments(grpc::ServerBuilder* builder);
 
 void AddToken(grpc::ClientContext* ctx, const ClusterOptions& options);
-// OK when the server has no token or the request carries it; else Unauthenticated (logged).
-grpc::Status CheckToken(const grpc::CallbackServerContext* ctx, const std::string& token,
-                        std::string_view method);
+// True when the server has no token or the call carries it; else finishes the call's `reactor`
+// with Unauthenticated (logged) and returns false:
+//   auto* reactor = ctx->DefaultReactor();
+//   if (!Authorized(ctx, reactor, options.token, "GetStatus")) return reactor;
+bool Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
+                const std::string& token, std::string_view method);
 
 }  // namespace pf

@@ -4,8 +4,8 @@
 #include <condition_variable>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/distributed/grpc_worker_service.h"
 #include "placeflow/distributed/rpc_util.h"
-#include "placeflow/distributed/worker.h"
 
 namespace pf {
 namespace {
@@ -22,10 +22,7 @@ class Master final : public rpc::MasterService::CallbackService {
                                        const rpc::GetClusterRequest* req,
                                        rpc::GetClusterResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (grpc::Status st = CheckToken(ctx, options_.token, "GetCluster"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
+    if (!Authorized(ctx, reactor, options_.token, "GetCluster")) return reactor;
     for (const auto& [job, tasks] : cluster_.jobs()) {
       rpc::JobProto* jp = resp->mutable_cluster()->add_job();
       jp->set_name(job);
@@ -115,6 +112,7 @@ class Master final : public rpc::MasterService::CallbackService {
 struct Server::Impl {
   std::string address, target;
   std::unique_ptr<Worker> worker;
+  std::unique_ptr<GrpcWorkerService> worker_service;
   std::unique_ptr<Master> master;
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
@@ -130,13 +128,14 @@ Server::Server(const ClusterSpec& cluster, const std::string& job, int task, Ser
   auto creds = NewServerCredentials(options.cluster).ValueOrThrow();
   impl_->worker =
       std::make_unique<Worker>(cluster, job, task, options.cluster, options.cpu_devices);
+  impl_->worker_service = std::make_unique<GrpcWorkerService>(impl_->worker.get());
   impl_->master =
       std::make_unique<Master>(cluster, impl_->worker.get(), job, task, options.cluster);
   grpc::ServerBuilder builder;
   SetCommonArguments(&builder);
   int port = 0;
   builder.AddListeningPort(bind, creds, &port);
-  builder.RegisterService(impl_->worker.get());
+  builder.RegisterService(impl_->worker_service.get());
   builder.RegisterService(impl_->master.get());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || port == 0) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/devices/copy_registry.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
 
@@ -78,6 +79,69 @@ StatusOr<OpKernel*> KernelCache::Get(const Node& node, Device* device) {
     PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(node, device->device_type()));
   }
   return slot.get();
+}
+
+StatusOr<PreparedPart> PreparePart(ExecutorSpec spec, Device* device, KernelCache* kernels,
+                                   std::vector<PreparedPart::Variable> fetch_variable) {
+  PreparedPart part;
+  part.device = device;
+  for (const Node* n : spec.nodes) spec.device[n] = device;
+  for (const Output& arg : spec.feeds)
+    part.feed_on_host.push_back(FeedStaysOnHost(*arg.node, *device));
+  fetch_variable.resize(spec.fetches.size());
+  part.fetch_variable = std::move(fetch_variable);
+  auto source = [kernels](const Node& n, Device* d) { return kernels->Get(n, d); };
+  PF_ASSIGN_OR_RETURN(part.executor, Executor::Create(spec, source));
+  return part;
+}
+
+StatusOr<Tensor> StagedFeed(const PreparedPart& part, int k, const Tensor& value, Device* host) {
+  if (part.feed_on_host[k]) return value;
+  return CopyRegistry::Global()->Copy(value, host, part.device);
+}
+
+void RunPartitionsAsync(const std::vector<const PreparedPart*>& parts, const PartTensors& feeds,
+                        PartTensors* fetches, int64_t step_id, StepGroup* group, ThreadPool* pool,
+                        std::function<void()> done) {
+  if (parts.empty()) return done();
+  struct Countdown {
+    std::atomic<int> remaining;
+    std::function<void()> done;
+  };
+  auto countdown = std::make_shared<Countdown>();
+  countdown->remaining = static_cast<int>(parts.size());
+  countdown->done = std::move(done);
+  auto finished = [countdown] {
+    if (countdown->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) countdown->done();
+  };
+  for (size_t i = 1; i < parts.size(); ++i) {
+    pool->Schedule([part = parts[i], feed = &feeds[i], out = &(*fetches)[i], step_id, group,
+                    finished] { part->executor->RunAsync(*feed, out, step_id, group, finished); });
+  }
+  parts[0]->executor->RunAsync(feeds[0], &(*fetches)[0], step_id, group, finished);
+}
+
+Status SyncDevices(const std::vector<const PreparedPart*>& parts) {
+  Status synced = Status::OK();
+  for (const PreparedPart* part : parts) {
+    Status s = part->device->Sync();
+    if (synced.ok() && !s.ok()) {
+      synced =
+          s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", part->device->name()));
+    }
+  }
+  return synced;
+}
+
+StatusOr<Tensor> FetchedValue(Tensor t, const PreparedPart& part, int k, Device* host) {
+  if (!t.IsInitialized()) return t;
+  if (!t.InHostMemory()) return CopyRegistry::Global()->Copy(t, part.device, host);  // a copy
+  const PreparedPart::Variable& v = part.fetch_variable[k];
+  if (v.device == nullptr) return t;
+  VarState* var = v.device->resource_mgr()->LookupVar(v.name);
+  std::unique_lock<std::mutex> lock;
+  if (var != nullptr) lock = std::unique_lock<std::mutex>(var->mu);
+  return t.Clone();
 }
 
 }  // namespace pf

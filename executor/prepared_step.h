@@ -1,13 +1,15 @@
 // The step pipeline every kind of session shares: plan a signature (prune -> place -> partition
-// -> remap) once, build each partition's executor with kernels from one cache. The in-process
-// Session runs the partitions itself; the cluster master plans and ships the partitions to the
-// tasks, whose workers build the executors with the same KernelCache.
+// -> remap) once, build each partition's executor with kernels from one cache, and per step:
+// stage the feeds, run the partitions, sync their devices, hand out the fetches. The in-process
+// Session does all of it; the cluster master plans and ships the partitions to the tasks, whose
+// workers do the rest with the same functions.
 //
 //   PF_ASSIGN_OR_RETURN(pf::StepPlan plan,
 //                       pf::PlanSignature(feeds, fetches, targets, devices, plan_options));
-//   for (pf::Partitions::Part& part : plan.partitions.parts) ...  // one executor per part
 //   pf::KernelCache kernels;   // lives as long as the session (or the worker's graph)
-//   auto k = kernels.Get(node, device);
+//   PF_ASSIGN_OR_RETURN(pf::PreparedPart part, pf::PreparePart(spec, &kernels));  // per part
+//   pf::RunPartitionsAsync(parts, feeds, &fetches, step_id, &group, pool, done);
+//   PF_ASSIGN_OR_RETURN(pf::Tensor out, pf::FetchedValue(fetches[0][0], part, 0, host));
 #pragma once
 
 #include <functional>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "placeflow/devices/device_set.h"
+#include "placeflow/executor/executor.h"
 #include "placeflow/graph/kernel.h"
 #include "placeflow/placer/partition.h"
 #include "placeflow/placer/placer.h"
@@ -66,5 +69,50 @@ class KernelCache {
   std::mutex mu_;
   std::map<std::tuple<std::string, std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
 };
+
+// One partition, ready to run: its executor and how its feeds come in and its fetches go out.
+struct PreparedPart {
+  Device* device = nullptr;
+  std::unique_ptr<Executor> executor;
+  std::vector<bool> feed_on_host;  // per executor feed: used in host memory (FeedStaysOnHost)
+  // Per executor fetch: the variable it may be a view of ({nullptr, ""} when none, or when the
+  // variable lives in another task: what arrives from there is a copy).
+  struct Variable {
+    Device* device = nullptr;
+    std::string name;
+  };
+  std::vector<Variable> fetch_variable;
+};
+
+// Builds a partition's executor with kernels from `kernels` (which must outlive it). `spec`
+// holds the partition's nodes, all on `device`; its feeds are the partition's _Arg outputs.
+// `fetch_variable` is as in PreparedPart (empty: none may view a variable).
+StatusOr<PreparedPart> PreparePart(ExecutorSpec spec, Device* device, KernelCache* kernels,
+                                   std::vector<PreparedPart::Variable> fetch_variable = {});
+
+// A feed as its partition's executor takes it: host values are copied onto a device with its
+// own memory (asynchronously, ordered before the step's kernels on its compute stream).
+StatusOr<Tensor> StagedFeed(const PreparedPart& part, int k, const Tensor& value, Device* host);
+
+using PartTensors = std::vector<std::vector<Tensor>>;  // per partition, in its executor's order
+
+// Starts every partition's executor within `group`: the first on this thread, the others on
+// `pool` (an executor runs cheap nodes inline and hands expensive ones to the pool, so a long
+// step does not hold the caller's thread). They meet through the group's rendezvous, and the
+// first error anywhere aborts the others. `done` runs once, on some thread, when all finished.
+// `feeds` and `fetches` must live until then.
+void RunPartitionsAsync(const std::vector<const PreparedPart*>& parts, const PartTensors& feeds,
+                        PartTensors* fetches, int64_t step_id, StepGroup* group, ThreadPool* pool,
+                        std::function<void()> done);
+
+// A step ends when the streams of its devices are done: asynchronous GPU errors show here. The
+// first error, naming the device.
+Status SyncDevices(const std::vector<const PreparedPart*>& parts);
+
+// Fetch `k` of `part` as the caller gets it: in host memory, and a snapshot, as in TensorFlow:
+// never a view of a variable that a later step updates in place. The copy holds the variable's
+// lock, which its updates (Assign*, Apply*) take too, so a step training concurrently cannot
+// tear it.
+StatusOr<Tensor> FetchedValue(Tensor t, const PreparedPart& part, int k, Device* host);
 
 }  // namespace pf

@@ -9,8 +9,7 @@
 
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/copy_registry.h"
-#include "placeflow/devices/device_manager.h"
-#include "placeflow/devices/gpu_probe.h"
+#include "placeflow/devices/device_factory.h"
 #include "placeflow/executor/executor.h"
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
@@ -23,20 +22,14 @@ namespace pf {
 
 // One prepared signature: the partitions of its pruned, placed subgraph and their executors.
 struct Session::Prepared {
-  struct Part {
-    Device* device = nullptr;
-    std::unique_ptr<Executor> executor;
-    std::vector<int> feeds;          // session feed index for each executor feed
-    std::vector<bool> feed_on_host;  // per executor feed: stays in host memory (CPU, or only
-                                     // HostMemory consumers)
-    std::vector<int> fetches;        // session fetch index for each executor fetch
+  struct Part : PreparedPart {
+    std::vector<int> feeds;    // session feed index for each executor feed
+    std::vector<int> fetches;  // session fetch index for each executor fetch
   };
   Partitions partitions;  // owns the partition graphs the executors run
   std::vector<Part> parts;
-  std::vector<int> fetch_from_feed;  // per session fetch: the feed that answers it, or -1
-  // Per session fetch that may share a buffer with a variable: that variable's name and device
-  // (its value is snapshotted under the variable's lock); {nullptr, ""} otherwise.
-  std::vector<std::pair<Device*, std::string>> fetch_variable;
+  std::vector<const PreparedPart*> part_list;  // parts, for the shared step functions
+  std::vector<int> fetch_from_feed;            // per session fetch: the feed that answers it, or -1
 };
 
 namespace {
@@ -85,20 +78,18 @@ Session::Session(Graph& graph, SessionOptions options)
   }
   if (options_.num_threads > 0) own_pool_ = std::make_unique<ThreadPool>(options_.num_threads - 1);
   pool_ = own_pool_ ? own_pool_.get() : ThreadPool::Default();
-  int cpus = 1;
+  LocalDeviceOptions local;
   if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end())
-    cpus = std::max(1, it->second);
-  for (int i = 0; i < cpus; ++i) devices_.Add(NewCpuDevice(i, pool_));
-  // GPUs: none without a CUDA build, a driver or a GPU (never an error). Bad options are errors.
-  GpuOptions gpu = options_.gpu_options;
-  if (!options_.visible_device_list.empty()) gpu.visible_device_list = options_.visible_device_list;
+    local.cpu_devices = it->second;
+  local.pool = pool_;
+  local.gpu = options_.gpu_options;
+  if (!options_.visible_device_list.empty())
+    local.gpu.visible_device_list = options_.visible_device_list;
   if (!options_.gpu_logical_devices.empty())
-    gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
+    local.gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
   if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end())
-    gpu.max_count = it->second;
-  const int physical = gpu.max_count == 0 ? 0 : CudaDeviceCount();
-  std::vector<GpuDevicePlan> plan = PlanGpuDevices(physical, gpu).ValueOrThrow();
-  for (auto& d : CreateGpuDevices(plan, gpu).ValueOrThrow()) devices_.Add(std::move(d));
+    local.gpu.max_count = it->second;
+  for (auto& d : CreateLocalDevices(local).ValueOrThrow()) devices_.Add(std::move(d));
   if (options_.log_device_placement) LogDeviceMapping(devices_);
 }
 
@@ -151,36 +142,35 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
                       PlanSignature(feed_outputs, fetches, targets, devices_, popts, &placement_));
   auto prepared = std::make_shared<Prepared>();
   prepared->fetch_from_feed = plan.fetch_from_feed;
-  for (const Output& f : fetches) {
-    const Node* var = AliasedVariable(f);
-    auto where = var ? plan.placement.device.find(var) : plan.placement.device.end();
-    if (where == plan.placement.device.end()) {  // no variable, or fed: nothing to snapshot
-      prepared->fetch_variable.emplace_back(nullptr, std::string());
-    } else {
-      prepared->fetch_variable.emplace_back(where->second, var->name());
-    }
-  }
   prepared->partitions = std::move(plan.partitions);
-  auto kernels = [this](const Node& n, Device* d) { return kernels_->Get(n, d); };
   for (Partitions::Part& part : prepared->partitions.parts) {
     ExecutorSpec es;
     es.nodes = part.nodes;
-    for (const Node* n : part.nodes) es.device[n] = part.device;
     es.pool = pool_;
     es.devices = &devices_;
-    Prepared::Part p;
-    p.device = part.device;
+    std::vector<int> feed_ids;
     for (const auto& [user, arg] : part.args) {
       es.feeds.push_back(arg);
-      p.feeds.push_back(plan.feed_index.at(user));
-      p.feed_on_host.push_back(FeedStaysOnHost(*arg.node, *part.device));
+      feed_ids.push_back(plan.feed_index.at(user));
     }
-    p.fetches = plan.FetchesOn(part, fetches);
-    for (int i : p.fetches)
+    std::vector<int> fetch_ids = plan.FetchesOn(part, fetches);
+    std::vector<PreparedPart::Variable> variables;
+    for (int i : fetch_ids) {
       es.fetches.emplace_back(prepared->partitions.copy_of.at(fetches[i].node), fetches[i].index);
-    PF_ASSIGN_OR_RETURN(p.executor, Executor::Create(es, kernels));
+      const Node* var = AliasedVariable(fetches[i]);
+      auto where = var ? plan.placement.device.find(var) : plan.placement.device.end();
+      variables.push_back(where == plan.placement.device.end()
+                              ? PreparedPart::Variable{}
+                              : PreparedPart::Variable{where->second, var->name()});
+    }
+    Prepared::Part p;
+    PF_ASSIGN_OR_RETURN(static_cast<PreparedPart&>(p),
+                        PreparePart(std::move(es), part.device, kernels_.get(), variables));
+    p.feeds = std::move(feed_ids);
+    p.fetches = std::move(fetch_ids);
     prepared->parts.push_back(std::move(p));
   }
+  for (const Prepared::Part& p : prepared->parts) prepared->part_list.push_back(&p);
   cache_.Insert(key, prepared);  // an evicted signature a step still runs stays alive there
   return std::shared_ptr<const Prepared>(prepared);
 }
@@ -253,16 +243,9 @@ StatusOr<Session::PartTensors> Session::StageFeeds(const Prepared& prepared,
   for (size_t i = 0; i < prepared.parts.size(); ++i) {
     const Prepared::Part& part = prepared.parts[i];
     for (size_t k = 0; k < part.feeds.size(); ++k) {
-      const Tensor& value = feeds[part.feeds[k]].second;
-      if (part.feed_on_host[k]) {
-        part_feeds[i].push_back(value);
-        continue;
-      }
-      // A device with its own memory gets its feeds copied in (asynchronously, ordered
-      // before the step's kernels on its compute stream).
-      PF_ASSIGN_OR_RETURN(Tensor on_device,
-                          CopyRegistry::Global()->Copy(value, devices_.host(), part.device));
-      part_feeds[i].push_back(std::move(on_device));
+      PF_ASSIGN_OR_RETURN(Tensor t, StagedFeed(part, static_cast<int>(k),
+                                               feeds[part.feeds[k]].second, devices_.host()));
+      part_feeds[i].push_back(std::move(t));
     }
   }
   return part_feeds;
@@ -270,24 +253,17 @@ StatusOr<Session::PartTensors> Session::StageFeeds(const Prepared& prepared,
 
 void Session::RunPartitions(const Prepared& prepared, const PartTensors& feeds,
                             PartTensors* fetches, StepGroup* group) {
-  // One executor per device partition, all started at once; they meet through the group's
-  // rendezvous, and the first error anywhere aborts the others.
-  const int64_t step_id = next_step_id_.fetch_add(1);
-  const size_t n = prepared.parts.size();
-  std::atomic<int> remaining{static_cast<int>(n)};
+  // Waits helping the pool. The count drops under the lock: the waiter checks it holding the
+  // lock, so it cannot return (and destroy mu and cv) while `done` still uses them.
+  std::atomic<int> remaining{1};
   std::mutex mu;
   std::condition_variable cv;
-  // Decrement under the lock: the waiter checks `remaining` holding it, so it cannot return
-  // (and destroy mu and cv) while a finishing executor is still about to use them.
-  auto done = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) cv.notify_all();
-  };
-  auto run = [&](size_t i) {
-    prepared.parts[i].executor->RunAsync(feeds[i], &(*fetches)[i], step_id, group, done);
-  };
-  for (size_t i = 1; i < n; ++i) pool_->Schedule([&run, i] { run(i); });
-  if (n > 0) run(0);
+  RunPartitionsAsync(prepared.part_list, feeds, fetches, next_step_id_.fetch_add(1), group, pool_,
+                     [&] {
+                       std::lock_guard<std::mutex> lock(mu);
+                       remaining.fetch_sub(1, std::memory_order_acq_rel);
+                       cv.notify_all();
+                     });
   Executor::WaitHelping(pool_, &remaining, &mu, &cv);
   if (group->stats()) {
     group->stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -297,47 +273,22 @@ void Session::RunPartitions(const Prepared& prepared, const PartTensors& feeds,
 }
 
 Status Session::SyncDevices(const Prepared& prepared) {
-  // A step ends when the streams of its devices are done: asynchronous GPU errors show here.
-  Status synced = Status::OK();
-  for (const Prepared::Part& part : prepared.parts) {
-    Status s = part.device->Sync();
-    if (synced.ok() && !s.ok()) {
-      synced =
-          s.WithSuffix(fmt::format("\n\t (while finishing the step on {})", part.device->name()));
-    }
-  }
-  return synced;
+  return pf::SyncDevices(prepared.part_list);
 }
 
 Status Session::CollectFetches(const Prepared& prepared, const FeedDict& feeds,
                                PartTensors* part_fetches, std::vector<Tensor>* outputs) {
   outputs->assign(prepared.fetch_from_feed.size(), Tensor());
-  std::vector<bool> copied(outputs->size(), false);
   for (size_t i = 0; i < prepared.parts.size(); ++i) {
     const Prepared::Part& part = prepared.parts[i];
     for (size_t k = 0; k < part.fetches.size(); ++k) {
-      const int f = part.fetches[k];
-      Tensor& t = (*part_fetches)[i][k];
-      if (!t.InHostMemory()) {
-        PF_ASSIGN_OR_RETURN(t, CopyRegistry::Global()->Copy(t, part.device, devices_.host()));
-        copied[f] = true;
-      }
-      (*outputs)[f] = t;
+      PF_ASSIGN_OR_RETURN((*outputs)[part.fetches[k]],
+                          FetchedValue(std::move((*part_fetches)[i][k]), part, static_cast<int>(k),
+                                       devices_.host()));
     }
   }
   for (size_t i = 0; i < outputs->size(); ++i) {
     if (prepared.fetch_from_feed[i] >= 0) (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
-  }
-  // Fetched values are snapshots, as in TensorFlow: never views of a variable that a later
-  // step updates in place. The copy holds the variable's lock, which its updates (Assign*,
-  // Apply*) take too: a step training concurrently cannot tear it.
-  for (size_t i = 0; i < outputs->size(); ++i) {
-    const auto& [device, var_name] = prepared.fetch_variable[i];
-    if (device == nullptr || copied[i] || !(*outputs)[i].IsInitialized()) continue;
-    VarState* var = device->resource_mgr()->LookupVar(var_name);
-    std::unique_lock<std::mutex> lock;
-    if (var != nullptr) lock = std::unique_lock<std::mutex>(var->mu);
-    (*outputs)[i] = (*outputs)[i].Clone();
   }
   return Status::OK();
 }
