@@ -1,7 +1,8 @@
-// Wire coding of the cluster runtime: tensors, shapes and partition graphs to and from the
-// protobuf messages of distributed/rpc.proto, and raw messages (RunGraph, RecvTensor): a small
-// protobuf header followed by tensor bytes that go out as gRPC slices pointing at the tensors'
-// own buffers and come in copied once, from the received slices straight into new tensors.
+// The raw framing of the cluster runtime's RunGraph and RecvTensor messages: a small protobuf
+// header followed by tensor bytes that go out as gRPC slices pointing at the tensors' own
+// buffers and come in copied once, from the received slices straight into new tensors. Each
+// tensor's dtype and shape travel in the header as a TensorProto without content (graphs and
+// the rest use graph/graph_def.h's codecs).
 //
 //   grpc::ByteBuffer wire = pf::EncodeRaw(header, {{tensor}});
 //   pf::RawReader r;
@@ -16,23 +17,12 @@
 #include <vector>
 
 #include "placeflow/core/tensor.h"
-#include "placeflow/distributed/rpc.pb.h"
-#include "placeflow/graph/graph.h"
+
+namespace tensorflow {
+class TensorProto;
+}  // namespace tensorflow
 
 namespace pf {
-
-void ShapeToProto(const Shape& s, rpc::ShapeProto* p);
-StatusOr<Shape> ShapeFromProto(const rpc::ShapeProto& p);
-// `t` must be in host memory. Copies the bytes into the message.
-void TensorToProto(const Tensor& t, rpc::TensorProto* p);
-StatusOr<Tensor> TensorFromProto(const rpc::TensorProto& p);
-
-// Every node of `graph` (an already placed partition) with its attrs, inputs, control inputs,
-// output types and shapes; `runs` tells which nodes the executor runs (not the _Args).
-void GraphToProto(const Graph& graph, const std::vector<Node*>& runs, rpc::GraphProto* p);
-// Rebuilds a partition graph (nodes in the proto's order, which is topological). Errors name
-// the node and the op, e.g. an op this task's build does not have.
-StatusOr<std::unique_ptr<Graph>> GraphFromProto(const rpc::GraphProto& p, std::vector<Node*>* runs);
 
 // A raw message: [u32 header length][header][the bytes of each part, in order]. The parts are
 // gRPC slices pointing into the tensors' own buffers, which they keep alive until sent.
@@ -45,6 +35,7 @@ grpc::ByteBuffer EncodeRaw(const google::protobuf::MessageLite& header,
                            const std::vector<TensorRange>& parts);
 
 // Reads a raw message: Open parses the header, Read copies the following bytes in order.
+// Malformed input is an error, never a crash.
 class RawReader {
  public:
   Status Open(const grpc::ByteBuffer* wire, google::protobuf::MessageLite* header);
@@ -56,14 +47,14 @@ class RawReader {
   size_t slice_ = 0, offset_ = 0, remaining_ = 0;
 };
 
-// Tensors in raw messages: the header holds dtype and shape (a TensorProto without content),
-// the bytes follow it.
-void TensorMeta(const Tensor& t, rpc::TensorProto* p);
-StatusOr<Tensor> ReadTensor(RawReader* reader, const rpc::TensorProto& meta);
-// A host tensor (not zeroed) of a dtype and shape from the wire.
-StatusOr<Tensor> NewTensorFor(int32_t dtype, const rpc::ShapeProto& shape);
-
-// Parses "node:index" (or "node", index 0) against `graph`.
-StatusOr<Output> FindOutput(const Graph& graph, const std::string& name);
+// A tensor's dtype and shape for a header (its bytes follow the header). `t`: any dtype but
+// DT_STRING, in host memory.
+void TensorMeta(const Tensor& t, tensorflow::TensorProto* meta);
+// A host tensor (not zeroed) of the dtype and shape in `meta`: InvalidArgument for a shape that
+// is not fully defined or too large, Unimplemented for strings.
+StatusOr<Tensor> NewTensorFor(const tensorflow::TensorProto& meta);
+// NewTensorFor, filled with the reader's next bytes; an error, before allocating, when fewer
+// bytes are left than the tensor needs.
+StatusOr<Tensor> ReadTensor(RawReader* reader, const tensorflow::TensorProto& meta);
 
 }  // namespace pf

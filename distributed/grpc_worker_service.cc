@@ -108,8 +108,7 @@ grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(grpc::CallbackServerCont
       req, [reactor, resp, offset, max_bytes](const Status& s, const Tensor& t) {
         if (!s.ok()) return reactor->Finish(ToGrpc(s));
         rpc::RecvTensorHeader header;
-        header.set_dtype(t.dtype());
-        ShapeToProto(t.shape(), header.mutable_shape());
+        TensorMeta(t, header.mutable_tensor());
         header.set_offset(std::clamp<int64_t>(offset, 0, t.TotalBytes()));
         *resp = EncodeRaw(header, {{t, offset, max_bytes > 0 ? max_bytes : -1}});
         reactor->Finish(grpc::Status::OK);

@@ -17,6 +17,8 @@
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
+#include "placeflow/graph/graph_def.h"
+#include "placeflow/io/proto/graph.pb.h"
 #include "placeflow/placer/partition.h"
 
 namespace pf {
@@ -221,7 +223,9 @@ class MasterSession final : public SessionBackend {
       tp.task = TaskOf(*part.device);
       rpc::PartitionProto* pp = req.add_partition();
       pp->set_device(part.device->name());
-      GraphToProto(*part.graph, part.nodes, pp->mutable_graph());
+      std::vector<const Node*> shipped(part.nodes.begin(), part.nodes.end());
+      for (const auto& [user, arg] : part.args) shipped.push_back(arg.node);
+      PF_RETURN_IF_ERROR(PlacedGraphToProto(shipped, pp->mutable_graph()));
       for (const auto& [user, arg] : part.args) {
         pp->add_feed(arg.name());
         tp.feeds.push_back(plan.feed_index.at(user));

@@ -5,7 +5,10 @@
 
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/distributed/coding.h"
+#include "placeflow/distributed/rpc.pb.h"
 #include "placeflow/distributed/rpc_util.h"
+#include "placeflow/graph/graph_def.h"
+#include "placeflow/io/proto/graph.pb.h"
 
 namespace pf {
 namespace {
@@ -42,13 +45,14 @@ struct StepRendezvous::Chunk {
     const int64_t want = std::min(kChunkBytes, total - offset);
     const int64_t n = static_cast<int64_t>(reader.remaining());
     Shape shape;
-    if (auto parsed = ShapeFromProto(header.shape()); parsed.ok()) shape = *parsed;
-    if (t.dtype() != header.dtype() || shape != t.shape() || header.offset() != offset ||
-        n != want) {
+    if (auto parsed = ShapeFromProto(header.tensor().tensor_shape()); parsed.ok()) shape = *parsed;
+    DType dtype = DT_INVALID;
+    if (auto parsed = DTypeFromProto(header.tensor().dtype()); parsed.ok()) dtype = *parsed;
+    if (t.dtype() != dtype || shape != t.shape() || header.offset() != offset || n != want) {
       return errors::Internal("A RecvTensor response holds ", n, " bytes at ", header.offset(),
-                              " of a ", DTypeName(static_cast<DType>(header.dtype())), " ",
-                              shape.ToString(), " tensor; expected ", want, " bytes at ", offset,
-                              " of a ", DTypeName(t.dtype()), " ", t.shape().ToString());
+                              " of a ", DTypeName(dtype), " ", shape.ToString(),
+                              " tensor; expected ", want, " bytes at ", offset, " of a ",
+                              DTypeName(t.dtype()), " ", t.shape().ToString());
     }
     return reader.Read(static_cast<char*>(t.raw_data()) + offset, n)
                ? Status::OK()
@@ -135,8 +139,7 @@ void StepRendezvous::PullFromPeer(const DeviceName& src, const std::string& key,
                                   DoneCallback done) {
   auto self = shared_from_this();
   Fetch(src, key, 0, 0, [self, src, key, done](Status s, Chunk* r) {
-    StatusOr<Tensor> t =
-        s.ok() ? NewTensorFor(r->header.dtype(), r->header.shape()) : StatusOr<Tensor>(s);
+    StatusOr<Tensor> t = s.ok() ? NewTensorFor(r->header.tensor()) : StatusOr<Tensor>(s);
     const int64_t have = t.ok() ? static_cast<int64_t>(r->reader.remaining()) : 0;
     if (t.ok()) s = r->ReadInto(*t, 0);
     if (!t.ok() || !s.ok()) return done(t.ok() ? s : t.status(), Tensor());

@@ -5,10 +5,10 @@
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_factory.h"
-#include "placeflow/distributed/coding.h"
 #include "placeflow/distributed/step_rendezvous.h"
 #include "placeflow/executor/executor.h"
 #include "placeflow/executor/prepared_step.h"
+#include "placeflow/graph/graph_def.h"
 
 namespace pf {
 
@@ -124,11 +124,15 @@ StatusOr<std::shared_ptr<Worker::Registration>> Worker::Register(
     Registration::Part part;
     ExecutorSpec spec;
     spec.devices = &devices_;
-    PF_ASSIGN_OR_RETURN(part.graph, GraphFromProto(pp.graph(), &spec.nodes));
+    PF_ASSIGN_OR_RETURN(part.graph, PlacedGraphFromProto(pp.graph()));
+    std::set<const Node*> args;
     for (const std::string& arg : pp.feed()) {
       PF_ASSIGN_OR_RETURN(Output o, FindOutput(*part.graph, arg));
       spec.feeds.push_back(o);
+      args.insert(o.node);
     }
+    for (Node* n : part.graph->nodes())
+      if (!args.count(n)) spec.nodes.push_back(n);  // the executor runs all but the feeds' _Args
     std::vector<PreparedPart::Variable> variables;
     for (int k = 0; k < pp.fetch_size(); ++k) {
       PF_ASSIGN_OR_RETURN(Output o, FindOutput(*part.graph, pp.fetch(k)));

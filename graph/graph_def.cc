@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "placeflow/core/logging.h"
@@ -35,7 +36,14 @@ StatusOr<tfp::DataType> ToProtoDType(DType t) {
   return errors::InvalidArgument("dtype ", DTypeName(t), " has no GraphDef DataType");
 }
 
-StatusOr<DType> FromProtoDType(int t) {
+}  // namespace
+
+StatusOr<int> DTypeToProto(DType t) {
+  PF_ASSIGN_OR_RETURN(tfp::DataType d, ToProtoDType(t));
+  return static_cast<int>(d);
+}
+
+StatusOr<DType> DTypeFromProto(int t) {
   // Reference types (a TF 1.x variable's output) are their value types here.
   if (t > 100) t -= 100;
   for (const auto& [ours, theirs] : DTypePairs())
@@ -45,7 +53,7 @@ StatusOr<DType> FromProtoDType(int t) {
                                " is not supported by placeflow");
 }
 
-void ToProtoShape(const Shape& s, tfp::TensorShapeProto* p) {
+void ShapeToProto(const Shape& s, tfp::TensorShapeProto* p) {
   if (s.unknown_rank()) {
     p->set_unknown_rank(true);
     return;
@@ -53,19 +61,21 @@ void ToProtoShape(const Shape& s, tfp::TensorShapeProto* p) {
   for (int64_t d : s.dims()) p->add_dim()->set_size(d);
 }
 
-StatusOr<Shape> FromProtoShape(const tfp::TensorShapeProto& p) {
+StatusOr<Shape> ShapeFromProto(const tfp::TensorShapeProto& p) {
   if (p.unknown_rank()) return Shape::Unknown();
   std::vector<int64_t> dims;
   for (const auto& d : p.dim()) dims.push_back(d.size());
   return Shape::FromDims(dims);
 }
 
+namespace {
+
 Status ToProtoTensor(const Tensor& t, tfp::TensorProto* p) {
   if (!t.IsInitialized()) return errors::InvalidArgument("an uninitialised tensor");
   if (!t.InHostMemory()) return errors::InvalidArgument("a tensor outside host memory");
   PF_ASSIGN_OR_RETURN(tfp::DataType dt, ToProtoDType(t.dtype()));
   p->set_dtype(dt);
-  ToProtoShape(t.shape(), p->mutable_tensor_shape());
+  ShapeToProto(t.shape(), p->mutable_tensor_shape());
   if (t.dtype() == DT_STRING) {
     for (const std::string& v : t.flat<std::string>()) p->add_string_val(v);
   } else {
@@ -89,8 +99,8 @@ Status FillFromList(const List& list, Tensor* out) {
 }
 
 StatusOr<Tensor> FromProtoTensor(const tfp::TensorProto& p) {
-  PF_ASSIGN_OR_RETURN(DType dtype, FromProtoDType(p.dtype()));
-  PF_ASSIGN_OR_RETURN(Shape shape, FromProtoShape(p.tensor_shape()));
+  PF_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(p.dtype()));
+  PF_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(p.tensor_shape()));
   if (!shape.IsFullyDefined())
     return errors::InvalidArgument("TensorProto has a shape that is not fully defined: ",
                                    shape.ToString());
@@ -167,7 +177,7 @@ Status ToProtoAttr(const AttrValue& v, tfp::AttrValue* p) {
           PF_ASSIGN_OR_RETURN(tfp::DataType dt, ToProtoDType(x));
           p->set_type(dt);
         } else if constexpr (std::is_same_v<T, Shape>) {
-          ToProtoShape(x, p->mutable_shape());
+          ShapeToProto(x, p->mutable_shape());
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           auto* list = p->mutable_list();
           for (int64_t i : x) list->add_i(i);
@@ -195,11 +205,11 @@ StatusOr<AttrValue> FromProtoAttr(const tfp::AttrValue& p, const AttrValue* decl
     case tfp::AttrValue::kB:
       return AttrValue(p.b());
     case tfp::AttrValue::kType: {
-      PF_ASSIGN_OR_RETURN(DType t, FromProtoDType(p.type()));
+      PF_ASSIGN_OR_RETURN(DType t, DTypeFromProto(p.type()));
       return AttrValue(t);
     }
     case tfp::AttrValue::kShape: {
-      PF_ASSIGN_OR_RETURN(Shape s, FromProtoShape(p.shape()));
+      PF_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(p.shape()));
       return AttrValue(s);
     }
     case tfp::AttrValue::kTensor: {
@@ -235,33 +245,40 @@ std::string DeviceFor(const Node* n, const std::map<std::string, std::string>& p
   return n->requested_device();
 }
 
+// A node's name, op, inputs ("name", "name:1", then "^ctrl"), device, attrs and colocation
+// ("_class"). With `only` (a placed graph), control inputs from nodes outside it are left out
+// and every data input is "name:index": the runtime's own nodes have names with colons.
+Status NodeToDef(const Node& n, const std::string& device, tfp::NodeDef* nd,
+                 const std::unordered_set<const Node*>* only = nullptr) {
+  nd->set_name(n.name());
+  nd->set_op(n.op());
+  for (const Output& in : n.inputs())
+    nd->add_input(in.index == 0 && only == nullptr ? in.node->name() : in.name());
+  for (const Node* c : n.control_inputs())
+    if (only == nullptr || only->count(c)) nd->add_input("^" + c->name());
+  nd->set_device(device);
+  auto* attrs = nd->mutable_attr();
+  for (const auto& [name, value] : n.attrs()) {
+    Status s = ToProtoAttr(value, &(*attrs)[name]);
+    if (!s.ok()) {
+      return errors::InvalidArgument("cannot export attr '", name, "' of node '", n.name(),
+                                     "' (op: '", n.op(), "'): ", s.message());
+    }
+  }
+  if (!n.colocation_group().empty()) {
+    auto* list = (*attrs)["_class"].mutable_list();
+    for (const std::string& c : n.colocation_group()) list->add_s("loc:@" + c);
+  }
+  return Status();
+}
+
 StatusOr<tfp::GraphDef> ToGraphDef(const Graph& graph,
                                    const std::map<std::string, std::string>& placement) {
   tfp::GraphDef def;
   // TensorFlow 1.15's producer version: readers that check versions accept it.
   def.mutable_versions()->set_producer(134);
-  for (const Node* n : graph.nodes()) {
-    tfp::NodeDef* nd = def.add_node();
-    nd->set_name(n->name());
-    nd->set_op(n->op());
-    for (const Output& in : n->inputs())
-      nd->add_input(in.index == 0 ? in.node->name()
-                                  : in.node->name() + ":" + std::to_string(in.index));
-    for (const Node* c : n->control_inputs()) nd->add_input("^" + c->name());
-    nd->set_device(DeviceFor(n, placement));
-    auto* attrs = nd->mutable_attr();
-    for (const auto& [name, value] : n->attrs()) {
-      Status s = ToProtoAttr(value, &(*attrs)[name]);
-      if (!s.ok()) {
-        return errors::InvalidArgument("cannot export attr '", name, "' of node '", n->name(),
-                                       "' (op: '", n->op(), "'): ", s.message());
-      }
-    }
-    if (!n->colocation_group().empty()) {
-      auto* list = (*attrs)["_class"].mutable_list();
-      for (const std::string& c : n->colocation_group()) list->add_s("loc:@" + c);
-    }
-  }
+  for (const Node* n : graph.nodes())
+    PF_RETURN_IF_ERROR(NodeToDef(*n, DeviceFor(n, placement), def.add_node()));
   return def;
 }
 
@@ -388,6 +405,109 @@ Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, G
   return Status();
 }
 
+using InputRefs = std::unordered_map<std::string, std::vector<InputRef>>;
+
+// The GraphDef's nodes in an order where each follows the nodes it names as inputs (Kahn's
+// algorithm; a GraphDef need not be sorted): nodes with no inputs first, in file order, the rest
+// as they become ready. Inputs must name nodes of the same GraphDef; `inputs` gets each node's.
+StatusOr<std::vector<int>> InputsFirst(const tfp::GraphDef& def, InputRefs* inputs) {
+  std::unordered_map<std::string, int> index;
+  for (int i = 0; i < def.node_size(); ++i) {
+    if (!index.emplace(def.node(i).name(), i).second)
+      return errors::InvalidArgument("GraphDef has two nodes named '", def.node(i).name(), "'");
+  }
+  std::vector<int> pending(def.node_size(), 0);
+  std::vector<std::vector<int>> consumers(def.node_size());
+  for (int i = 0; i < def.node_size(); ++i) {
+    const tfp::NodeDef& nd = def.node(i);
+    auto& refs = (*inputs)[nd.name()];
+    for (const std::string& s : nd.input()) {
+      auto r = ParseInput(s);
+      if (!r.ok()) {
+        return errors::InvalidArgument("GraphDef node '", nd.name(), "' (op: '", nd.op(),
+                                       "'): ", r.status().message());
+      }
+      auto it = index.find(r->node);
+      if (it == index.end()) {
+        return errors::NotFound("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): input '", s,
+                                "' names no node of the GraphDef");
+      }
+      refs.push_back(*r);
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  std::vector<int> order;
+  for (int i = 0; i < def.node_size(); ++i)
+    if (pending[i] == 0) order.push_back(i);
+  for (size_t k = 0; k < order.size(); ++k) {
+    for (int c : consumers[order[k]])
+      if (--pending[c] == 0) order.push_back(c);
+  }
+  for (int i = 0; i < def.node_size(); ++i) {
+    if (pending[i] > 0)
+      return errors::InvalidArgument("GraphDef has a cycle through node '", def.node(i).name(),
+                                     "'");
+  }
+  return order;
+}
+
+// A placed graph's node keeps its outputs' dtypes and shapes in these attrs (TensorFlow's name
+// for the second).
+constexpr char kOutputTypes[] = "_output_types";
+constexpr char kOutputShapes[] = "_output_shapes";
+
+// One node of a placed graph, whose inputs are already in `graph`.
+Status AddPlacedNode(const tfp::NodeDef& nd, const std::vector<InputRef>& inputs, Graph* graph) {
+  const auto error = [&nd](std::string_view what, Code code = Code::kInvalidArgument) {
+    return Status(code,
+                  fmt::format("Placed graph node '{}' (op: '{}'): {}", nd.name(), nd.op(), what));
+  };
+  NodeSpec spec;
+  spec.name = nd.name();
+  spec.op_def = OpRegistry::Global()->Find(nd.op());
+  if (spec.op_def == nullptr)
+    return error("op not registered in this build of placeflow", Code::kNotFound);
+  for (const auto& [name, value] : nd.attr()) {
+    if (name == kOutputTypes || name == kOutputShapes || name == "_class") continue;
+    auto declared = spec.op_def->attrs().find(name);
+    auto v = FromProtoAttr(value, declared != spec.op_def->attrs().end() && declared->second
+                                      ? &*declared->second
+                                      : nullptr);
+    if (!v.ok())
+      return error(fmt::format("attr '{}': {}", name, v.status().message()), v.status().code());
+    spec.attrs[name] = std::move(v).value();
+  }
+  for (const InputRef& r : inputs) {
+    Node* src = graph->FindNode(r.node);  // InputsFirst put it before
+    if (r.control) {
+      spec.control_inputs.push_back(src);
+    } else if (r.index < src->num_outputs()) {
+      spec.inputs.emplace_back(src, r.index);
+    } else {
+      return error(fmt::format("input '{}:{}' of a node with {} outputs", r.node, r.index,
+                               src->num_outputs()));
+    }
+  }
+  auto types = nd.attr().find(kOutputTypes), shapes = nd.attr().find(kOutputShapes);
+  if (types == nd.attr().end() || shapes == nd.attr().end() ||
+      types->second.list().type_size() != shapes->second.list().shape_size())
+    return error("no output dtypes and shapes of the same count");
+  for (int k = 0; k < types->second.list().type_size(); ++k) {
+    auto t = DTypeFromProto(types->second.list().type(k));
+    auto shape = ShapeFromProto(shapes->second.list().shape(k));
+    if (!t.ok() || !shape.ok()) {
+      const Status& cause = t.ok() ? shape.status() : t.status();
+      return error(fmt::format("output {}: {}", k, cause.message()), cause.code());
+    }
+    spec.output_dtypes.push_back(*t);
+    spec.output_shapes.push_back(*shape);
+  }
+  spec.requested_device = nd.device();
+  graph->AddNode(std::move(spec))->set_assigned_device(nd.device());
+  return Status();
+}
+
 bool IsText(const std::string& path) {
   return path.size() >= 6 && path.compare(path.size() - 6, 6, ".pbtxt") == 0;
 }
@@ -418,54 +538,9 @@ Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
                      : def.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   if (!parsed || bytes.size() > INT32_MAX)
     return errors::DataLoss("cannot parse a GraphDef from ", bytes.size(), " bytes");
-  // Order: a node after every node it names as an input (Kahn's algorithm; a GraphDef need not
-  // be sorted). Inputs must name nodes of the same GraphDef.
-  std::unordered_map<std::string, int> index;
-  for (int i = 0; i < def.node_size(); ++i) {
-    if (!index.emplace(def.node(i).name(), i).second)
-      return errors::InvalidArgument("GraphDef has two nodes named '", def.node(i).name(), "'");
-  }
-  std::unordered_map<std::string, std::vector<InputRef>> inputs;
-  std::vector<int> pending(def.node_size(), 0);
-  std::vector<std::vector<int>> consumers(def.node_size());
-  for (int i = 0; i < def.node_size(); ++i) {
-    const tfp::NodeDef& nd = def.node(i);
-    auto& refs = inputs[nd.name()];
-    for (const std::string& s : nd.input()) {
-      auto r = ParseInput(s);
-      if (!r.ok()) {
-        return errors::InvalidArgument("GraphDef node '", nd.name(), "' (op: '", nd.op(),
-                                       "'): ", r.status().message());
-      }
-      auto it = index.find(r->node);
-      if (it == index.end()) {
-        return errors::NotFound("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): input '", s,
-                                "' names no node of the GraphDef");
-      }
-      refs.push_back(*r);
-      ++pending[i];
-      consumers[it->second].push_back(i);
-    }
-  }
-  std::vector<int> ready;
-  for (int i = 0; i < def.node_size(); ++i)
-    if (pending[i] == 0) ready.push_back(i);
-  int done = 0;
-  // Nodes with no inputs first, in file order; the rest as they become ready.
-  for (size_t k = 0; k < ready.size(); ++k) {
-    const int i = ready[k];
-    PF_RETURN_IF_ERROR(ImportOne(def.node(i), options, graph, inputs));
-    ++done;
-    for (int c : consumers[i])
-      if (--pending[c] == 0) ready.push_back(c);
-  }
-  if (done != def.node_size()) {
-    for (int i = 0; i < def.node_size(); ++i) {
-      if (pending[i] > 0)
-        return errors::InvalidArgument("GraphDef has a cycle through node '", def.node(i).name(),
-                                       "'");
-    }
-  }
+  InputRefs inputs;
+  PF_ASSIGN_OR_RETURN(std::vector<int> order, InputsFirst(def, &inputs));
+  for (int i : order) PF_RETURN_IF_ERROR(ImportOne(def.node(i), options, graph, inputs));
   return Status();
 }
 
@@ -487,6 +562,39 @@ void ImportGraphDef(const std::string& path, Graph* graph, const ImportGraphDefO
   ss << f.rdbuf();
   Status s = ImportGraphDefFromBytes(ss.str(), graph, options, IsText(path));
   if (!s.ok()) ThrowIfError(Status(s.code(), fmt::format("{} (file '{}')", s.message(), path)));
+}
+
+Status PlacedGraphToProto(const std::vector<const Node*>& nodes, tfp::GraphDef* def) {
+  const std::unordered_set<const Node*> encoded(nodes.begin(), nodes.end());
+  for (const Node* n : nodes) {
+    tfp::NodeDef* nd = def->add_node();
+    PF_RETURN_IF_ERROR(NodeToDef(*n, n->assigned_device(), nd, &encoded));
+    auto* types = (*nd->mutable_attr())[kOutputTypes].mutable_list();
+    auto* shapes = (*nd->mutable_attr())[kOutputShapes].mutable_list();
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      PF_ASSIGN_OR_RETURN(tfp::DataType t, ToProtoDType(n->output_dtype(i)));
+      types->add_type(t);
+      ShapeToProto(n->output_shape(i), shapes->add_shape());
+    }
+  }
+  return Status();
+}
+
+StatusOr<std::unique_ptr<Graph>> PlacedGraphFromProto(const tfp::GraphDef& def) {
+  InputRefs inputs;
+  PF_ASSIGN_OR_RETURN(std::vector<int> order, InputsFirst(def, &inputs));
+  auto graph = std::make_unique<Graph>();
+  for (int i : order)
+    PF_RETURN_IF_ERROR(AddPlacedNode(def.node(i), inputs.at(def.node(i).name()), graph.get()));
+  return graph;
+}
+
+StatusOr<Output> FindOutput(const Graph& graph, const std::string& name) {
+  auto t = ParseTensorName(name);
+  Node* n = t.ok() ? graph.FindNode(t->node) : nullptr;
+  if (n == nullptr || t->index >= n->num_outputs())
+    return errors::InvalidArgument("Tensor '", name, "' is not in the graph");
+  return Output(n, t->index);
 }
 
 }  // namespace pf

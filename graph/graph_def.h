@@ -16,11 +16,18 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "placeflow/core/status.h"
 #include "placeflow/graph/graph.h"
+
+namespace tensorflow {
+class GraphDef;
+class TensorShapeProto;
+}  // namespace tensorflow
 
 namespace pf {
 
@@ -55,5 +62,25 @@ void ExportGraphDef(const Graph& graph, const std::string& path,
                     const std::map<std::string, std::string>& placement = {});
 void ImportGraphDef(const std::string& path, Graph* graph,
                     const ImportGraphDefOptions& options = {});
+
+// The codecs the cluster runtime's wire messages (distributed/rpc.proto) share with GraphDef
+// files: TensorFlow's DataType numbers (reference types read as their value types) and shapes.
+StatusOr<int> DTypeToProto(DType t);
+StatusOr<DType> DTypeFromProto(int t);
+void ShapeToProto(const Shape& s, tensorflow::TensorShapeProto* p);
+StatusOr<Shape> ShapeFromProto(const tensorflow::TensorShapeProto& p);
+
+// A placed graph exactly, as a master ships a partition to a task: `nodes` (each input of theirs
+// must be among them; control inputs from other nodes are left out, as an executor ignores
+// them), each with its op, attrs, assigned device, and its output dtypes and shapes (attrs
+// "_output_types" and "_output_shapes"), so the task rebuilds it without inference or placement.
+Status PlacedGraphToProto(const std::vector<const Node*>& nodes, tensorflow::GraphDef* def);
+// Rebuilds a placed graph (in any node order). Errors name the node and the op, e.g. an op this
+// build does not have; malformed input (a missing input, a cycle, bad dtypes) is an error, never
+// a crash.
+StatusOr<std::unique_ptr<Graph>> PlacedGraphFromProto(const tensorflow::GraphDef& def);
+
+// "node:index" (or "node", index 0) in `graph`; InvalidArgument when malformed or absent.
+StatusOr<Output> FindOutput(const Graph& graph, const std::string& name);
 
 }  // namespace pf

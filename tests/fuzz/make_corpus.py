@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/): a handful of
-small valid inputs each. Run from anywhere: python3 tests/fuzz/make_corpus.py"""
+small valid inputs each. Run from anywhere: python3 tests/fuzz/make_corpus.py
+
+The cluster runtime's targets (placed_graph, raw_message) take real wire bytes, which the test
+suite writes: PF_WRITE_FUZZ_SEEDS=tests/fuzz/corpus build/tests/pf_tests \
+  "A placed partition*","Raw messages*"
+"""
 import gzip
 import json
 import os
