@@ -11,13 +11,13 @@
 #     (template line included, leading comments not) to its closing brace. Lambdas inside a
 #     function are part of it. A lambda written at namespace scope (a kernel or shape-function
 #     lambda in a registration statement, `const auto f = [] {...};`) counts on its own, from
-#     its opening brace to its closing one. A TEST_CASE is a function: its SECTIONs share one
-#     setup and are part of it, so a test case past 80 lines is split into several TEST_CASEs
-#     (a shared fixture or helper holds the setup) rather than exempted.
+#     its opening brace to its closing one. A TEST_CASE is a function like any other, its
+#     SECTIONs included (they share its setup): one past 80 lines moves its checks into named
+#     helper functions, or becomes several TEST_CASEs sharing a fixture; it is not exempted.
 #   - tables are exempt: a comment `// check_sizes: table` in the comment block right above a
-#     function (or namespace-scope lambda statement) exempts it, and the same comment in a
-#     file's first 30 lines exempts the file's length. Use it for data (case lists, lookup
-#     tables, registration lists), never for logic; say why in the same comment.
+#     function (or namespace-scope lambda statement) exempts it, and `// check_sizes: table file`
+#     in a file's first 30 lines exempts the file's length. Use them for data (case lists,
+#     lookup tables, registration lists), never for logic; say why in the same comment.
 #
 # Brace matching skips comments, string and character literals (raw strings too) and
 # preprocessor lines, so the code needs no particular layout beyond compiling.
