@@ -360,7 +360,7 @@ for path in files:
             print(problem)
             status = 1
 if status == 0:
-    print(f"sizes: {len(files)} files within {max_file} lines, functions within {max_fn} "
-          f"(allowlisted: {len(allowed)})")
+    print(f"sizes: {len(files)} files checked: none past {max_file} lines, no function past "
+          f"{max_fn} (besides the {len(allowed)} allowlisted files)")
 sys.exit(status)
 PY
