@@ -32,6 +32,8 @@ class UnaryIterator : public Iterator {
 // fn on e, its errors and result checked against spec (naming the element).
 StatusOr<Element> RunMapFn(const MapFn& fn, Element e, const MapContext& ctx,
                            const ElementSpec& spec);
+// Throws InvalidArgument "<op>: <what> must be positive, got <v>" when v < 1.
+void CheckPositive(int64_t v, const char* what, const char* op);
 // Stacks rows (all with equal shapes, else the ragged-batch error naming `what`).
 StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& what);
 

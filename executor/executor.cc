@@ -11,7 +11,6 @@
 #include <functional>
 #include <mutex>
 
-#include "placeflow/core/timer.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/scope.h"
 
@@ -80,7 +79,117 @@ struct Executor::Layout {
   std::vector<std::vector<int>> feed_slots;
   std::vector<std::vector<int>> feed_fetches;
   int num_fetches = 0;
+
+  // Executor::Create's steps. `item_of`: node -> its item; `feed_index`: fed output -> feed.
+  using ItemIndex = std::unordered_map<const Node*, int>;
+  using FeedIndex = std::map<Output, int>;
+  // Item i: spec.nodes[i] with its device, kernel, shapes, input slots and pending count.
+  Status AddItem(size_t i, const ExecutorSpec& spec, const KernelSource& kernels, bool sequential,
+                 const ItemIndex& item_of, const FeedIndex& feed_index);
+  // Input k of `it`: its static shape, variable reference, and the feed or producer it waits on.
+  Status AddInput(Item* it, int k, const ItemIndex& item_of, const FeedIndex& feed_index);
+  // Out-edges, restricted to the subgraph; data edges from fed outputs are cut.
+  void AddOutEdges(const ExecutorSpec& spec, const ItemIndex& item_of, const FeedIndex& feed_index);
+  // Each fetch: answered by its feed, or an out-edge of the item that produces it.
+  Status AddFetches(const ExecutorSpec& spec, const ItemIndex& item_of,
+                    const FeedIndex& feed_index);
 };
+
+Status Executor::Layout::AddItem(size_t i, const ExecutorSpec& spec, const KernelSource& kernels,
+                                 bool sequential, const ItemIndex& item_of,
+                                 const FeedIndex& feed_index) {
+  const Node* n = spec.nodes[i];
+  Item& it = items[i];
+  it.node = n;
+  auto dev = spec.device.find(n);
+  if (dev == spec.device.end()) return errors::Internal("Node '", n->name(), "' was not placed");
+  it.device = dev->second;
+  PF_ASSIGN_OR_RETURN(it.kernel, kernels(*n, it.device));
+  // With no pool threads (or PF_EXECUTOR=sequential) everything runs inline on the caller.
+  it.expensive = it.kernel->IsExpensive() && !sequential && pool->num_threads() > 0;
+  it.input_base = num_slots;
+  it.num_inputs = n->num_inputs();
+  num_slots += it.num_inputs;
+  it.static_shapes = true;
+  for (int o = 0; o < n->num_outputs(); ++o) {
+    it.output_shapes.push_back(n->output_shape(o));
+    it.output_dtypes.push_back(n->output_dtype(o));
+    it.static_shapes = it.static_shapes && n->output_shape(o).IsFullyDefined();
+  }
+  it.initial_pending = 0;
+  for (int k = 0; k < n->num_inputs(); ++k)
+    PF_RETURN_IF_ERROR(AddInput(&it, k, item_of, feed_index));
+  for (const Node* c : n->control_inputs()) {
+    if (item_of.count(c)) ++it.initial_pending;
+  }
+  return Status::OK();
+}
+
+Status Executor::Layout::AddInput(Item* it, int k, const ItemIndex& item_of,
+                                  const FeedIndex& feed_index) {
+  const Node* n = it->node;
+  const Output& src = n->input(k);
+  it->input_shapes.push_back(src.shape());
+  // A fed input may replace a constant whose value the static shape came from (the
+  // session feeds through _Arg copies, so which one is not known here): always recheck.
+  it->static_shapes = it->static_shapes && src.shape().IsFullyDefined() && !feed_index.count(src);
+  if (n->IsRefInput(k)) {
+    const Node* var = ReferencedVariable(src);
+    if (var == nullptr) {
+      return errors::InvalidArgument("Input ", k, " of node '", n->name(),
+                                     "' must be a variable reference, but comes from '",
+                                     src.node->name(), "' (", src.node->op(), ")");
+    }
+    it->ref_inputs.resize(n->num_inputs(), nullptr);
+    it->ref_inputs[k] = it->device->resource_mgr()->LookupOrCreateVar(var->name());
+  }
+  auto fed = feed_index.find(src);
+  if (fed != feed_index.end()) {
+    feed_slots[fed->second].push_back(it->input_base + k);
+    return Status::OK();
+  }
+  if (!item_of.count(src.node)) {
+    return errors::Internal("Input '", src.name(), "' of node '", n->name(),
+                            "' is neither fed nor in the subgraph");
+  }
+  ++it->initial_pending;
+  return Status::OK();
+}
+
+void Executor::Layout::AddOutEdges(const ExecutorSpec& spec, const ItemIndex& item_of,
+                                   const FeedIndex& feed_index) {
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const Node* n = spec.nodes[i];
+    for (const Edge& e : n->out_edges()) {
+      auto dst = item_of.find(e.dst);
+      if (dst == item_of.end()) continue;
+      if (e.IsControl()) {
+        items[i].out_control.push_back(dst->second);
+      } else if (!feed_index.count(Output(e.src, e.src_output))) {
+        items[i].out_edges.push_back(
+            {e.src_output, dst->second, items[dst->second].input_base + e.dst_input});
+      }
+    }
+  }
+}
+
+Status Executor::Layout::AddFetches(const ExecutorSpec& spec, const ItemIndex& item_of,
+                                    const FeedIndex& feed_index) {
+  num_fetches = static_cast<int>(spec.fetches.size());
+  for (size_t f = 0; f < spec.fetches.size(); ++f) {
+    const Output& o = spec.fetches[f];
+    auto fed = feed_index.find(o);
+    if (fed != feed_index.end()) {
+      feed_fetches[fed->second].push_back(static_cast<int>(f));
+      continue;
+    }
+    auto it = item_of.find(o.node);
+    if (it == item_of.end())
+      return errors::Internal("Fetch '", o.name(), "' is not in the subgraph");
+    items[it->second].out_edges.push_back({o.index, -1, static_cast<int>(f)});
+  }
+  return Status::OK();
+}
 
 struct Executor::Step {
   explicit Step(const Layout& l)
@@ -97,46 +206,6 @@ struct Executor::Step {
   std::function<void()> done;
 };
 
-void StepGroup::Fail(const Status& s) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!status_.ok()) return;
-    status_ = s;
-    aborted_.store(true, std::memory_order_release);
-  }
-  rendezvous_->StartAbort(s);
-  collectives_.StartAbort(s);
-  cancellation_.StartCancel(s);
-}
-
-StepGroup::~StepGroup() { CancelTimeout(); }
-
-void StepGroup::CancelTimeout() {
-  if (timer_) Timer::Default()->Cancel(timer_);
-  timer_ = 0;
-}
-
-void StepGroup::SetTimeout(int64_t timeout_ms, std::shared_ptr<void> keep_alive) {
-  if (timeout_ms <= 0) return;
-  timer_ = Timer::Default()->Schedule(
-      std::chrono::milliseconds(timeout_ms), [this, timeout_ms, keep_alive] {
-        std::string what;
-        for (const std::string& w : cancellation_.Waiting()) what += "\n  waiting: " + w;
-        Fail(errors::DeadlineExceeded("Step timed out after ", timeout_ms,
-                                      " ms (RunOptions.timeout_in_ms)", what));
-      });
-}
-
-Status StepGroup::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return status_;
-}
-
-void StepGroup::Record(NodeExecStats s) {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_->step_stats.push_back(std::move(s));
-}
-
 Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
 Executor::~Executor() = default;
 int Executor::num_nodes() const { return static_cast<int>(layout_->items.size()); }
@@ -147,92 +216,17 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
   layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
   layout->devices = spec.devices;
   const bool sequential = SequentialMode();
-  std::unordered_map<const Node*, int> item_of;
+  Layout::ItemIndex item_of;
   for (size_t i = 0; i < spec.nodes.size(); ++i) item_of[spec.nodes[i]] = static_cast<int>(i);
-  std::map<Output, int> feed_index;
+  Layout::FeedIndex feed_index;
   for (size_t i = 0; i < spec.feeds.size(); ++i) feed_index[spec.feeds[i]] = static_cast<int>(i);
   layout->feed_slots.resize(spec.feeds.size());
   layout->feed_fetches.resize(spec.feeds.size());
   layout->items.resize(spec.nodes.size());
-
-  for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    const Node* n = spec.nodes[i];
-    Layout::Item& it = layout->items[i];
-    it.node = n;
-    auto dev = spec.device.find(n);
-    if (dev == spec.device.end()) return errors::Internal("Node '", n->name(), "' was not placed");
-    it.device = dev->second;
-    PF_ASSIGN_OR_RETURN(it.kernel, kernels(*n, it.device));
-    // With no pool threads (or PF_EXECUTOR=sequential) everything runs inline on the caller.
-    it.expensive = it.kernel->IsExpensive() && !sequential && layout->pool->num_threads() > 0;
-    it.input_base = layout->num_slots;
-    it.num_inputs = n->num_inputs();
-    layout->num_slots += it.num_inputs;
-    it.static_shapes = true;
-    for (int o = 0; o < n->num_outputs(); ++o) {
-      it.output_shapes.push_back(n->output_shape(o));
-      it.output_dtypes.push_back(n->output_dtype(o));
-      it.static_shapes = it.static_shapes && n->output_shape(o).IsFullyDefined();
-    }
-    it.initial_pending = 0;
-    for (int k = 0; k < n->num_inputs(); ++k) {
-      const Output& src = n->input(k);
-      it.input_shapes.push_back(src.shape());
-      // A fed input may replace a constant whose value the static shape came from (the
-      // session feeds through _Arg copies, so which one is not known here): always recheck.
-      it.static_shapes = it.static_shapes && src.shape().IsFullyDefined() && !feed_index.count(src);
-      if (n->IsRefInput(k)) {
-        const Node* var = ReferencedVariable(src);
-        if (var == nullptr) {
-          return errors::InvalidArgument("Input ", k, " of node '", n->name(),
-                                         "' must be a variable reference, but comes from '",
-                                         src.node->name(), "' (", src.node->op(), ")");
-        }
-        it.ref_inputs.resize(n->num_inputs(), nullptr);
-        it.ref_inputs[k] = it.device->resource_mgr()->LookupOrCreateVar(var->name());
-      }
-      auto fed = feed_index.find(src);
-      if (fed != feed_index.end()) {
-        layout->feed_slots[fed->second].push_back(it.input_base + k);
-        continue;
-      }
-      if (!item_of.count(src.node)) {
-        return errors::Internal("Input '", src.name(), "' of node '", n->name(),
-                                "' is neither fed nor in the subgraph");
-      }
-      ++it.initial_pending;
-    }
-    for (const Node* c : n->control_inputs()) {
-      if (item_of.count(c)) ++it.initial_pending;
-    }
-  }
-  // Out-edges, restricted to the subgraph; data edges from fed outputs were cut above.
-  for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    const Node* n = spec.nodes[i];
-    for (const Edge& e : n->out_edges()) {
-      auto dst = item_of.find(e.dst);
-      if (dst == item_of.end()) continue;
-      if (e.IsControl()) {
-        layout->items[i].out_control.push_back(dst->second);
-      } else if (!feed_index.count(Output(e.src, e.src_output))) {
-        layout->items[i].out_edges.push_back(
-            {e.src_output, dst->second, layout->items[dst->second].input_base + e.dst_input});
-      }
-    }
-  }
-  layout->num_fetches = static_cast<int>(spec.fetches.size());
-  for (size_t f = 0; f < spec.fetches.size(); ++f) {
-    const Output& o = spec.fetches[f];
-    auto fed = feed_index.find(o);
-    if (fed != feed_index.end()) {
-      layout->feed_fetches[fed->second].push_back(static_cast<int>(f));
-      continue;
-    }
-    auto it = item_of.find(o.node);
-    if (it == item_of.end())
-      return errors::Internal("Fetch '", o.name(), "' is not in the subgraph");
-    layout->items[it->second].out_edges.push_back({o.index, -1, static_cast<int>(f)});
-  }
+  for (size_t i = 0; i < spec.nodes.size(); ++i)
+    PF_RETURN_IF_ERROR(layout->AddItem(i, spec, kernels, sequential, item_of, feed_index));
+  layout->AddOutEdges(spec, item_of, feed_index);
+  PF_RETURN_IF_ERROR(layout->AddFetches(spec, item_of, feed_index));
   for (size_t i = 0; i < layout->items.size(); ++i) {
     if (layout->items[i].initial_pending == 0) layout->roots.push_back(static_cast<int>(i));
   }

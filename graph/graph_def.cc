@@ -308,49 +308,42 @@ StatusOr<InputRef> ParseInput(const std::string& s) {
   return r;
 }
 
-Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, Graph* graph,
-                 const std::unordered_map<std::string, std::vector<InputRef>>& inputs) {
-  const std::string where = fmt::format("node '{}' (op: '{}')", nd.name(), nd.op());
-  const OpDef* def = OpRegistry::Global()->Find(nd.op());
-  if (def == nullptr)
-    return errors::NotFound("GraphDef ", where, ": op type not registered in placeflow");
-  auto full = [&](const std::string& name) {
-    return options.prefix.empty() ? name : options.prefix + "/" + name;
-  };
-  Scope scope = Scope::Root(graph).WithExactNameScope("").WithOpName(full(nd.name()));
-  if (options.import_devices && !nd.device().empty()) {
-    try {
-      scope = scope.WithDevice(nd.device());
-    } catch (const Error& e) {
-      return errors::InvalidArgument("GraphDef ", where, ": ", e.what());
-    }
-  }
-  NodeBuilder b(scope, nd.op());
-  // Data inputs, grouped by the schema's arguments (a list argument takes its length attr's
-  // count); control inputs after them.
-  std::vector<Output> data;
-  std::vector<Node*> control;
-  std::vector<std::string> colocation;
-  for (const InputRef& r : inputs.at(nd.name())) {
-    Node* src = graph->FindNode(full(r.node));
+// The prefixed name of a GraphDef node in the graph it is imported into.
+std::string ImportedName(const ImportGraphDefOptions& options, const std::string& name) {
+  return options.prefix.empty() ? name : options.prefix + "/" + name;
+}
+
+// A node's inputs, looked up in the graph: data inputs in order, control inputs apart.
+Status FindInputs(const std::vector<InputRef>& refs, const std::string& where,
+                  const ImportGraphDefOptions& options, Graph* graph, std::vector<Output>* data,
+                  std::vector<Node*>* control) {
+  for (const InputRef& r : refs) {
+    Node* src = graph->FindNode(ImportedName(options, r.node));
     if (src == nullptr)
       return errors::NotFound("GraphDef ", where, ": input '", r.node, "' missing");
     if (r.control) {
-      control.push_back(src);
+      control->push_back(src);
     } else {
       if (r.index >= src->num_outputs()) {
         return errors::InvalidArgument("GraphDef ", where, ": input '", r.node, ":", r.index,
                                        "' but '", r.node, "' has ", src->num_outputs(), " outputs");
       }
-      data.emplace_back(src, r.index);
+      data->emplace_back(src, r.index);
     }
   }
+  return Status();
+}
+
+// Data inputs, grouped by the schema's arguments (a list argument takes its length attr's
+// count, or the rest).
+Status AddDataInputs(const tfp::NodeDef& nd, const OpDef& def, const std::string& where,
+                     const std::vector<Output>& data, NodeBuilder* b) {
   size_t next = 0;
-  for (const ArgDef& arg : def->inputs()) {
+  for (const ArgDef& arg : def.inputs()) {
     if (arg.number_attr.empty()) {
       if (next >= data.size())
         return errors::InvalidArgument("GraphDef ", where, ": too few inputs (", data.size(), ")");
-      b.Input(data[next++]);
+      b->Input(data[next++]);
       continue;
     }
     int64_t n = -1;
@@ -360,22 +353,28 @@ Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, G
     if (next + n > data.size())
       return errors::InvalidArgument("GraphDef ", where, ": list input '", arg.name, "' needs ", n,
                                      " tensors, ", data.size() - next, " left");
-    b.InputList(std::vector<Output>(data.begin() + next, data.begin() + next + n));
+    b->InputList(std::vector<Output>(data.begin() + next, data.begin() + next + n));
     next += n;
   }
   if (next != data.size()) {
     return errors::InvalidArgument("GraphDef ", where, ": ", data.size(), " data inputs, op '",
                                    nd.op(), "' takes ", next);
   }
-  for (Node* c : control) b.ControlInput(c);
+  return Status();
+}
+
+// The node's attrs, converted against the schema; "_class" gives the colocation groups.
+Status AddAttrs(const tfp::NodeDef& nd, const OpDef& def, const std::string& where,
+                const ImportGraphDefOptions& options, NodeBuilder* b,
+                std::vector<std::string>* colocation) {
   for (const auto& [name, value] : nd.attr()) {
     if (name == "_class") {
       for (const std::string& s : value.list().s())
-        if (s.rfind("loc:@", 0) == 0) colocation.push_back(full(s.substr(5)));
+        if (s.rfind("loc:@", 0) == 0) colocation->push_back(ImportedName(options, s.substr(5)));
       continue;
     }
-    auto declared = def->attrs().find(name);
-    if (declared == def->attrs().end()) {
+    auto declared = def.attrs().find(name);
+    if (declared == def.attrs().end()) {
       // Internal attrs ("_output_shapes", ...) and attrs of newer TF versions.
       if (name[0] == '_' || options.drop_unknown_attrs) {
         PF_LOG_DEBUG("ImportGraphDef: dropping attr '{}' of {}", name, where);
@@ -389,8 +388,35 @@ Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, G
       return Status(v.status().code(),
                     fmt::format("GraphDef {}: attr '{}': {}", where, name, v.status().message()));
     }
-    b.Attr(name, std::move(v).value());
+    b->Attr(name, std::move(v).value());
   }
+  return Status();
+}
+
+Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, Graph* graph,
+                 const std::unordered_map<std::string, std::vector<InputRef>>& inputs) {
+  const std::string where = fmt::format("node '{}' (op: '{}')", nd.name(), nd.op());
+  const OpDef* def = OpRegistry::Global()->Find(nd.op());
+  if (def == nullptr)
+    return errors::NotFound("GraphDef ", where, ": op type not registered in placeflow");
+  auto full = [&](const std::string& name) { return ImportedName(options, name); };
+  Scope scope = Scope::Root(graph).WithExactNameScope("").WithOpName(full(nd.name()));
+  if (options.import_devices && !nd.device().empty()) {
+    try {
+      scope = scope.WithDevice(nd.device());
+    } catch (const Error& e) {
+      return errors::InvalidArgument("GraphDef ", where, ": ", e.what());
+    }
+  }
+  NodeBuilder b(scope, nd.op());
+  // Data inputs by the schema's arguments; control inputs after them.
+  std::vector<Output> data;
+  std::vector<Node*> control;
+  std::vector<std::string> colocation;
+  PF_RETURN_IF_ERROR(FindInputs(inputs.at(nd.name()), where, options, graph, &data, &control));
+  PF_RETURN_IF_ERROR(AddDataInputs(nd, *def, where, data, &b));
+  for (Node* c : control) b.ControlInput(c);
+  PF_RETURN_IF_ERROR(AddAttrs(nd, *def, where, options, &b, &colocation));
   Node* n = nullptr;
   try {
     n = b.Finalize();

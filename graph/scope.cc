@@ -166,6 +166,126 @@ static StatusOr<DType> ResolveType(const std::string& spec, const AttrMap& attrs
   return ParseDType(spec);
 }
 
+// One input tensor `o` of argument `arg`: from this graph, and of the argument's type, which it
+// sets when the argument's type attr is still open (`type_source`: type attr -> the argument
+// that set it; `requested`: the attrs the caller set).
+static Status CheckInput(const OpDef& def, const ArgDef& arg, const Output& o,
+                         const std::string& op, Graph* graph, const AttrMap& requested,
+                         std::map<std::string, std::string>* type_source, NodeSpec* spec) {
+  if (o.node == nullptr)
+    return errors::InvalidArgument("Input '", arg.name, "' of '", op, "' Op is a null Output");
+  if (graph->FindNode(o.node->name()) != o.node) {
+    return errors::InvalidArgument("Input '", arg.name, "' of '", op, "' Op comes from node '",
+                                   o.node->name(), "' of another graph");
+  }
+  DType t = o.dtype();
+  if (def.type_attrs().count(arg.type)) {
+    auto it = spec->attrs.find(arg.type);
+    if (it == spec->attrs.end() || !type_source->count(arg.type)) {
+      if (it != spec->attrs.end() && std::get<DType>(it->second) != t &&
+          requested.count(arg.type)) {
+        return errors::InvalidArgument("Input '", arg.name, "' of '", op, "' Op has type ",
+                                       DTypeName(t), " that does not match the requested ",
+                                       arg.type, "=", DTypeName(std::get<DType>(it->second)));
+      }
+      spec->attrs[arg.type] = t;
+      (*type_source)[arg.type] = arg.name;
+    } else if (std::get<DType>(it->second) != t) {
+      return errors::InvalidArgument("Input '", arg.name, "' of '", op, "' Op has type ",
+                                     DTypeName(t), " that does not match type ",
+                                     DTypeName(std::get<DType>(it->second)), " of argument '",
+                                     (*type_source)[arg.type], "'.");
+    }
+  } else {
+    PF_ASSIGN_OR_RETURN(DType want, ParseDType(arg.type));
+    if (want != t) {
+      return errors::InvalidArgument("Input '", arg.name, "' of '", op, "' Op has type ",
+                                     DTypeName(t), " that does not match expected type of ",
+                                     DTypeName(want), ".");
+    }
+  }
+  return Status::OK();
+}
+
+// Defaults, required attrs, type constraints, shape attrs.
+static Status CheckAttrs(const OpDef& def, const std::string& op, const std::string& where,
+                         NodeSpec* spec) {
+  for (const auto& [name, default_value] : def.attrs()) {
+    if (spec->attrs.count(name)) continue;
+    if (!default_value) return errors::InvalidArgument("NodeDef missing attr '", name, "'", where);
+    spec->attrs[name] = *default_value;
+  }
+  for (const auto& [name, value] : spec->attrs) {
+    if (!def.attrs().count(name))
+      return errors::InvalidArgument("NodeDef mentions attr '", name, "' not in Op '", op, "'");
+  }
+  for (const auto& [name, allowed] : def.type_attrs()) {
+    DType t = std::get<DType>(spec->attrs[name]);
+    if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) {
+      std::vector<std::string_view> names;
+      for (DType d : allowed) names.push_back(DTypeName(d));
+      return errors::InvalidArgument(
+          "Value for attr '", name, "' of ", DTypeName(t),
+          " is not in the list of allowed values: ", fmt::join(names, ", "), where);
+    }
+  }
+  for (const auto& [name, value] : spec->attrs) {
+    // Only -1 means unknown (TensorFlow's PartialTensorShape rule).
+    if (const Shape* shape = std::get_if<Shape>(&value)) {
+      for (int64_t d : shape->dims()) {
+        if (d < -1) {
+          return errors::InvalidArgument("Dimension ", d, " in attr '", name,
+                                         "' = ", shape->ToString(), " must be >= -1", where);
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// The output dtypes, list outputs expanded by their length attrs.
+static Status AddOutputDTypes(const OpDef& def, const std::string& where, NodeSpec* spec) {
+  for (const ArgDef& arg : def.outputs()) {
+    PF_ASSIGN_OR_RETURN(DType t, ResolveType(arg.type, spec->attrs));
+    int64_t n = 1;
+    if (!arg.number_attr.empty()) {
+      const int64_t* len = std::get_if<int64_t>(&spec->attrs[arg.number_attr]);
+      if (len == nullptr)
+        return errors::InvalidArgument("Attr '", arg.number_attr, "' must be an int", where);
+      // A bound, so that a huge count is an error and not bad_alloc or gigabytes of nodes.
+      if (*len > kMaxOutputs) {
+        return errors::InvalidArgument("Attr '", arg.number_attr, "' = ", *len,
+                                       " asks for more outputs than the ", kMaxOutputs,
+                                       " a node may have", where);
+      }
+      n = *len;
+    }
+    for (int64_t i = 0; i < n; ++i) spec->output_dtypes.push_back(t);
+  }
+  return Status::OK();
+}
+
+// Static shapes, with the values of constant inputs.
+static Status InferShapes(const OpDef& def, const std::string& where, NodeSpec* spec) {
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<const Tensor*> values;
+  for (const Output& o : spec->inputs) {
+    shapes.push_back(o.shape());
+    dtypes.push_back(o.dtype());
+    values.push_back(o.node->op_def().is_constant() ? &o.node->attr<Tensor>("value") : nullptr);
+  }
+  Status s = RunShapeFn(def, spec->attrs, shapes, dtypes, values,
+                        static_cast<int>(spec->output_dtypes.size()), &spec->output_shapes);
+  if (!s.ok()) {
+    std::vector<std::string> in;
+    for (const Shape& sh : shapes) in.push_back(sh.ToString());
+    return Status(s.code(), fmt::format("{}{} with input shapes: {}.", s.message(), where,
+                                        fmt::join(in, ", ")));
+  }
+  return Status::OK();
+}
+
 Status NodeBuilder::Check(NodeSpec* spec) {
   const OpDef* def = OpRegistry::Global()->Find(op_);
   if (def == nullptr) return errors::NotFound("Op type not registered '", op_, "'");
@@ -192,107 +312,13 @@ Status NodeBuilder::Check(NodeSpec* spec) {
       spec->attrs[arg.number_attr] = static_cast<int64_t>(in.values.size());
     }
     for (const Output& o : in.values) {
-      if (o.node == nullptr)
-        return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op is a null Output");
-      if (scope_.graph()->FindNode(o.node->name()) != o.node) {
-        return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op comes from node '",
-                                       o.node->name(), "' of another graph");
-      }
-      DType t = o.dtype();
-      if (def->type_attrs().count(arg.type)) {
-        auto it = spec->attrs.find(arg.type);
-        if (it == spec->attrs.end() || !type_source.count(arg.type)) {
-          if (it != spec->attrs.end() && std::get<DType>(it->second) != t &&
-              attrs_.count(arg.type)) {
-            return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ",
-                                           DTypeName(t), " that does not match the requested ",
-                                           arg.type, "=", DTypeName(std::get<DType>(it->second)));
-          }
-          spec->attrs[arg.type] = t;
-          type_source[arg.type] = arg.name;
-        } else if (std::get<DType>(it->second) != t) {
-          return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ",
-                                         DTypeName(t), " that does not match type ",
-                                         DTypeName(std::get<DType>(it->second)), " of argument '",
-                                         type_source[arg.type], "'.");
-        }
-      } else {
-        PF_ASSIGN_OR_RETURN(DType want, ParseDType(arg.type));
-        if (want != t) {
-          return errors::InvalidArgument("Input '", arg.name, "' of '", op_, "' Op has type ",
-                                         DTypeName(t), " that does not match expected type of ",
-                                         DTypeName(want), ".");
-        }
-      }
+      PF_RETURN_IF_ERROR(CheckInput(*def, arg, o, op_, scope_.graph(), attrs_, &type_source, spec));
       spec->inputs.push_back(o);
     }
   }
-  // Defaults, required attrs, type constraints.
-  for (const auto& [name, default_value] : def->attrs()) {
-    if (spec->attrs.count(name)) continue;
-    if (!default_value) return errors::InvalidArgument("NodeDef missing attr '", name, "'", where);
-    spec->attrs[name] = *default_value;
-  }
-  for (const auto& [name, value] : spec->attrs) {
-    if (!def->attrs().count(name))
-      return errors::InvalidArgument("NodeDef mentions attr '", name, "' not in Op '", op_, "'");
-  }
-  for (const auto& [name, allowed] : def->type_attrs()) {
-    DType t = std::get<DType>(spec->attrs[name]);
-    if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) {
-      std::vector<std::string_view> names;
-      for (DType d : allowed) names.push_back(DTypeName(d));
-      return errors::InvalidArgument(
-          "Value for attr '", name, "' of ", DTypeName(t),
-          " is not in the list of allowed values: ", fmt::join(names, ", "), where);
-    }
-  }
-  for (const auto& [name, value] : spec->attrs) {
-    // Only -1 means unknown (TensorFlow's PartialTensorShape rule).
-    if (const Shape* shape = std::get_if<Shape>(&value)) {
-      for (int64_t d : shape->dims()) {
-        if (d < -1) {
-          return errors::InvalidArgument("Dimension ", d, " in attr '", name,
-                                         "' = ", shape->ToString(), " must be >= -1", where);
-        }
-      }
-    }
-  }
-  for (const ArgDef& arg : def->outputs()) {
-    PF_ASSIGN_OR_RETURN(DType t, ResolveType(arg.type, spec->attrs));
-    int64_t n = 1;
-    if (!arg.number_attr.empty()) {
-      const int64_t* len = std::get_if<int64_t>(&spec->attrs[arg.number_attr]);
-      if (len == nullptr)
-        return errors::InvalidArgument("Attr '", arg.number_attr, "' must be an int", where);
-      // A bound, so that a huge count is an error and not bad_alloc or gigabytes of nodes.
-      if (*len > kMaxOutputs) {
-        return errors::InvalidArgument("Attr '", arg.number_attr, "' = ", *len,
-                                       " asks for more outputs than the ", kMaxOutputs,
-                                       " a node may have", where);
-      }
-      n = *len;
-    }
-    for (int64_t i = 0; i < n; ++i) spec->output_dtypes.push_back(t);
-  }
-  // Static shapes, with the values of constant inputs.
-  std::vector<Shape> shapes;
-  std::vector<DType> dtypes;
-  std::vector<const Tensor*> values;
-  for (const Output& o : spec->inputs) {
-    shapes.push_back(o.shape());
-    dtypes.push_back(o.dtype());
-    values.push_back(o.node->op_def().is_constant() ? &o.node->attr<Tensor>("value") : nullptr);
-  }
-  Status s = RunShapeFn(*def, spec->attrs, shapes, dtypes, values,
-                        static_cast<int>(spec->output_dtypes.size()), &spec->output_shapes);
-  if (!s.ok()) {
-    std::vector<std::string> in;
-    for (const Shape& sh : shapes) in.push_back(sh.ToString());
-    return Status(s.code(), fmt::format("{}{} with input shapes: {}.", s.message(), where,
-                                        fmt::join(in, ", ")));
-  }
-  return Status::OK();
+  PF_RETURN_IF_ERROR(CheckAttrs(*def, op_, where, spec));
+  PF_RETURN_IF_ERROR(AddOutputDTypes(*def, where, spec));
+  return InferShapes(*def, where, spec);
 }
 
 StatusOr<Node*> NodeBuilder::TryFinalize() {

@@ -138,19 +138,16 @@ Status ValidateExampleSpec(const ExampleSpec& spec) {
   return Status::OK();
 }
 
-StatusOr<ParsedExamples> ParseExamples(std::span<const std::string> serialized,
-                                       const ExampleSpec& spec,
-                                       std::span<const std::string> names) {
-  PF_RETURN_IF_ERROR(ValidateExampleSpec(spec));
-  if (!names.empty() && names.size() != serialized.size()) {
-    return errors::InvalidArgument("ParseExample: ", names.size(), " names for ", serialized.size(),
-                                   " serialized examples");
-  }
-  const int64_t batch = static_cast<int64_t>(serialized.size());
-  google::protobuf::Arena arena;
-  std::vector<tensorflow::Example*> examples(serialized.size());
+namespace {
+
+using Examples = std::vector<tensorflow::Example*>;
+
+// Parses every serialized example into the arena.
+StatusOr<Examples> ParseAll(std::span<const std::string> serialized,
+                            std::span<const std::string> names, google::protobuf::Arena* arena) {
+  Examples examples(serialized.size());
   for (size_t i = 0; i < serialized.size(); ++i) {
-    examples[i] = google::protobuf::Arena::CreateMessage<tensorflow::Example>(&arena);
+    examples[i] = google::protobuf::Arena::CreateMessage<tensorflow::Example>(arena);
     if (serialized[i].size() > static_cast<size_t>(INT32_MAX) ||
         !examples[i]->ParseFromArray(serialized[i].data(),
                                      static_cast<int>(serialized[i].size()))) {
@@ -159,67 +156,97 @@ StatusOr<ParsedExamples> ParseExamples(std::span<const std::string> serialized,
                                      Escaped(serialized[i]), "'");
     }
   }
+  return examples;
+}
+
+// One fixed-length feature of every example, stacked: [batch, shape...]; a missing one takes
+// the default.
+StatusOr<Tensor> DenseFeature(const FixedLenFeature& spec_f, const Examples& examples,
+                              std::span<const std::string> names) {
+  std::vector<int64_t> dims = {static_cast<int64_t>(examples.size())};
+  for (int64_t d : spec_f.shape.dims()) dims.push_back(d);
+  PF_ASSIGN_OR_RETURN(Shape shape, Shape::FromDims(dims));
+  PF_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), spec_f.dtype, shape));
+  const int64_t n = spec_f.shape.num_elements();
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const Feature* f = Find(*examples[i], spec_f.key);
+    if (f == nullptr) {
+      if (!spec_f.default_value.IsInitialized()) {
+        return errors::InvalidArgument("Name: ", ExampleName(names, i), ", Feature: ", spec_f.key,
+                                       " (data type: ", DTypeName(spec_f.dtype),
+                                       ") is required but could not be found.");
+      }
+      const Tensor& d = spec_f.default_value;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t from = d.num_elements() == 1 ? 0 : k;
+        const int64_t to = static_cast<int64_t>(i) * n + k;
+        if (spec_f.dtype == DT_FLOAT) t.data<float>()[to] = d.data<float>()[from];
+        if (spec_f.dtype == DT_INT64) t.data<int64_t>()[to] = d.data<int64_t>()[from];
+        if (spec_f.dtype == DT_STRING) t.data<std::string>()[to] = d.data<std::string>()[from];
+      }
+      continue;
+    }
+    PF_RETURN_IF_ERROR(CheckDType(*f, spec_f.dtype, spec_f.key, ExampleName(names, i), i));
+    if (NumValues(*f) != n) {
+      return errors::InvalidArgument("Name: ", ExampleName(names, i), ", Key: ", spec_f.key,
+                                     ", Index: ", i, ".  Number of ", DTypeName(spec_f.dtype),
+                                     " values != expected.  Values size: ", NumValues(*f),
+                                     " but output shape: ", spec_f.shape.ToString());
+    }
+    CopyValues(*f, spec_f.dtype, &t, static_cast<int64_t>(i) * n);
+  }
+  return t;
+}
+
+// One variable-length feature of every example, as a sparse tensor [batch, longest].
+StatusOr<SparseValues> SparseFeature(const VarLenFeature& spec_f, const Examples& examples,
+                                     std::span<const std::string> names) {
+  std::vector<const Feature*> found(examples.size(), nullptr);
+  int64_t total = 0, longest = 0;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    found[i] = Find(*examples[i], spec_f.key);
+    if (found[i] == nullptr) continue;
+    PF_RETURN_IF_ERROR(CheckDType(*found[i], spec_f.dtype, spec_f.key, ExampleName(names, i), i));
+    total += NumValues(*found[i]);
+    longest = std::max(longest, NumValues(*found[i]));
+  }
+  SparseValues sv;
+  PF_ASSIGN_OR_RETURN(sv.indices, Tensor::Allocate(CpuAllocator(), DT_INT64, {total, 2}));
+  PF_ASSIGN_OR_RETURN(sv.values, Tensor::Allocate(CpuAllocator(), spec_f.dtype, {total}));
+  sv.dense_shape = Tensor::FromVector<int64_t>({static_cast<int64_t>(examples.size()), longest});
+  int64_t at = 0;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    if (found[i] == nullptr) continue;
+    const int64_t n = NumValues(*found[i]);
+    CopyValues(*found[i], spec_f.dtype, &sv.values, at);
+    for (int64_t k = 0; k < n; ++k) {
+      sv.indices.data<int64_t>()[2 * (at + k)] = static_cast<int64_t>(i);
+      sv.indices.data<int64_t>()[2 * (at + k) + 1] = k;
+    }
+    at += n;
+  }
+  return sv;
+}
+
+}  // namespace
+
+StatusOr<ParsedExamples> ParseExamples(std::span<const std::string> serialized,
+                                       const ExampleSpec& spec,
+                                       std::span<const std::string> names) {
+  PF_RETURN_IF_ERROR(ValidateExampleSpec(spec));
+  if (!names.empty() && names.size() != serialized.size()) {
+    return errors::InvalidArgument("ParseExample: ", names.size(), " names for ", serialized.size(),
+                                   " serialized examples");
+  }
+  google::protobuf::Arena arena;
+  PF_ASSIGN_OR_RETURN(Examples examples, ParseAll(serialized, names, &arena));
   ParsedExamples out;
   for (const FixedLenFeature& spec_f : spec.fixed) {
-    std::vector<int64_t> dims = {batch};
-    for (int64_t d : spec_f.shape.dims()) dims.push_back(d);
-    PF_ASSIGN_OR_RETURN(Shape shape, Shape::FromDims(dims));
-    PF_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), spec_f.dtype, shape));
-    const int64_t n = spec_f.shape.num_elements();
-    for (size_t i = 0; i < examples.size(); ++i) {
-      const Feature* f = Find(*examples[i], spec_f.key);
-      if (f == nullptr) {
-        if (!spec_f.default_value.IsInitialized()) {
-          return errors::InvalidArgument("Name: ", ExampleName(names, i), ", Feature: ", spec_f.key,
-                                         " (data type: ", DTypeName(spec_f.dtype),
-                                         ") is required but could not be found.");
-        }
-        const Tensor& d = spec_f.default_value;
-        for (int64_t k = 0; k < n; ++k) {
-          const int64_t from = d.num_elements() == 1 ? 0 : k;
-          const int64_t to = static_cast<int64_t>(i) * n + k;
-          if (spec_f.dtype == DT_FLOAT) t.data<float>()[to] = d.data<float>()[from];
-          if (spec_f.dtype == DT_INT64) t.data<int64_t>()[to] = d.data<int64_t>()[from];
-          if (spec_f.dtype == DT_STRING) t.data<std::string>()[to] = d.data<std::string>()[from];
-        }
-        continue;
-      }
-      PF_RETURN_IF_ERROR(CheckDType(*f, spec_f.dtype, spec_f.key, ExampleName(names, i), i));
-      if (NumValues(*f) != n) {
-        return errors::InvalidArgument("Name: ", ExampleName(names, i), ", Key: ", spec_f.key,
-                                       ", Index: ", i, ".  Number of ", DTypeName(spec_f.dtype),
-                                       " values != expected.  Values size: ", NumValues(*f),
-                                       " but output shape: ", spec_f.shape.ToString());
-      }
-      CopyValues(*f, spec_f.dtype, &t, static_cast<int64_t>(i) * n);
-    }
+    PF_ASSIGN_OR_RETURN(Tensor t, DenseFeature(spec_f, examples, names));
     out.dense.push_back(std::move(t));
   }
   for (const VarLenFeature& spec_f : spec.var_len) {
-    std::vector<const Feature*> found(examples.size(), nullptr);
-    int64_t total = 0, longest = 0;
-    for (size_t i = 0; i < examples.size(); ++i) {
-      found[i] = Find(*examples[i], spec_f.key);
-      if (found[i] == nullptr) continue;
-      PF_RETURN_IF_ERROR(CheckDType(*found[i], spec_f.dtype, spec_f.key, ExampleName(names, i), i));
-      total += NumValues(*found[i]);
-      longest = std::max(longest, NumValues(*found[i]));
-    }
-    SparseValues sv;
-    PF_ASSIGN_OR_RETURN(sv.indices, Tensor::Allocate(CpuAllocator(), DT_INT64, {total, 2}));
-    PF_ASSIGN_OR_RETURN(sv.values, Tensor::Allocate(CpuAllocator(), spec_f.dtype, {total}));
-    sv.dense_shape = Tensor::FromVector<int64_t>({batch, longest});
-    int64_t at = 0;
-    for (size_t i = 0; i < examples.size(); ++i) {
-      if (found[i] == nullptr) continue;
-      const int64_t n = NumValues(*found[i]);
-      CopyValues(*found[i], spec_f.dtype, &sv.values, at);
-      for (int64_t k = 0; k < n; ++k) {
-        sv.indices.data<int64_t>()[2 * (at + k)] = static_cast<int64_t>(i);
-        sv.indices.data<int64_t>()[2 * (at + k) + 1] = k;
-      }
-      at += n;
-    }
+    PF_ASSIGN_OR_RETURN(SparseValues sv, SparseFeature(spec_f, examples, names));
     out.sparse.push_back(std::move(sv));
   }
   return out;

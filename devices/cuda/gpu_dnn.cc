@@ -17,47 +17,6 @@
 #include "placeflow/devices/cuda/gpu_dnn_util.h"
 
 namespace pf {
-namespace dnn_util {
-
-Status Scratch::Allocate(GpuDevice* gpu, size_t bytes, const char* what) {
-  if (TryAllocate(gpu, bytes)) return Status::OK();
-  Allocator* a = gpu->GetAllocator();
-  return errors::ResourceExhausted("OOM when allocating ", bytes, " bytes of cuDNN scratch (", what,
-                                   ") by allocator ", a->Name(), ": ", a->DescribeFailure(bytes));
-}
-
-bool Scratch::TryAllocate(GpuDevice* gpu, size_t bytes) {
-  Release();
-  if (bytes == 0) return true;
-  allocator_ = gpu->GetAllocator();
-  ptr_ = allocator_->Allocate(bytes);
-  bytes_ = ptr_ != nullptr ? bytes : 0;
-  return ptr_ != nullptr;
-}
-
-void Scratch::Release() {
-  if (ptr_ != nullptr) allocator_->Free(ptr_, bytes_);
-  ptr_ = nullptr;
-  bytes_ = 0;
-}
-
-Status SetTensor(const CallSite& site, const TensorDesc& desc, DType dtype, const DnnTensor4& t) {
-  PF_DNN_CALL(site, cudnnSetTensor4dDescriptorEx(desc.get(), CudnnType(dtype), t.dims[0], t.dims[1],
-                                                 t.dims[2], t.dims[3], t.strides[0], t.strides[1],
-                                                 t.strides[2], t.strides[3]));
-  return Status::OK();
-}
-
-StatusOr<DnnLock> LockDnn(GpuDevice* gpu, const CallSite& site) {
-  PF_RETURN_IF_ERROR(gpu->Activate());
-  DnnLock l;
-  l.lock = gpu->LockDnn();
-  l.handle = gpu->dnn();
-  PF_DNN_CALL(site, cudnnSetStream(l.handle, gpu->compute_stream()));
-  return l;
-}
-
-}  // namespace dnn_util
 
 using dnn_util::CallSite;
 using dnn_util::Scratch;
@@ -202,6 +161,101 @@ struct CudnnPtrs {
   void* out = nullptr;      // y, dx or the cuDNN-layout dw
 };
 
+// One algorithm search: cuDNN's list for a direction (measured in `tune_ws` when autotuning),
+// then Pick within `budget`; a found algorithm's math is set on the descriptor and its workspace
+// size asked for.
+struct AlgoSearch {
+  const CallSite& site;
+  cudnnHandle_t h;
+  ConvSetup& s;
+  const CudnnPtrs& ptr;
+  bool tune;
+  const Scratch& tune_ws;
+  size_t budget;
+  AlgoChoice c;
+  bool found;
+  int n;  // how many algorithms cuDNN listed
+
+  Status Forward();
+  Status BackwardData();
+  Status BackwardFilter();
+};
+
+Status AlgoSearch::Forward() {
+  int max_count = 0;
+  auto xd = s.x.get(), yd = s.y.get();
+  auto wd = s.w.get();
+  auto cd = s.conv.get();
+  PF_DNN_CALL(site, cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(max_count, 1));
+  if (tune) {
+    PF_DNN_CALL(site, cudnnFindConvolutionForwardAlgorithmEx(h, xd, ptr.x, wd, ptr.w, cd, yd,
+                                                             ptr.out, max_count, &n, perfs.data(),
+                                                             tune_ws.get(), tune_ws.size()));
+  } else {
+    PF_DNN_CALL(site, cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, max_count, &n,
+                                                             perfs.data()));
+  }
+  found = Pick(perfs, n, budget, s, &c);
+  if (found) {
+    PF_DNN_CALL(site, cudnnSetConvolutionMathType(cd, c.math));
+    PF_DNN_CALL(
+        site, cudnnGetConvolutionForwardWorkspaceSize(
+                  h, xd, wd, cd, yd, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), &c.workspace));
+  }
+  return Status::OK();
+}
+
+Status AlgoSearch::BackwardData() {
+  int max_count = 0;
+  auto xd = s.x.get(), yd = s.y.get();
+  auto wd = s.w.get();
+  auto cd = s.conv.get();
+  PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(max_count, 1));
+  if (tune) {
+    PF_DNN_CALL(site, cudnnFindConvolutionBackwardDataAlgorithmEx(
+                          h, wd, ptr.w, yd, ptr.y, cd, xd, ptr.out, max_count, &n, perfs.data(),
+                          tune_ws.get(), tune_ws.size()));
+  } else {
+    PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wd, yd, cd, xd, max_count, &n,
+                                                                  perfs.data()));
+  }
+  found = Pick(perfs, n, budget, s, &c);
+  if (found) {
+    PF_DNN_CALL(site, cudnnSetConvolutionMathType(cd, c.math));
+    PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataWorkspaceSize(
+                          h, wd, yd, cd, xd, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                          &c.workspace));
+  }
+  return Status::OK();
+}
+
+Status AlgoSearch::BackwardFilter() {
+  int max_count = 0;
+  auto xd = s.x.get(), yd = s.y.get();
+  auto wd = s.w.get();
+  auto cd = s.conv.get();
+  PF_DNN_CALL(site, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(max_count, 1));
+  if (tune) {
+    PF_DNN_CALL(site, cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                          h, xd, ptr.x, yd, ptr.y, cd, wd, ptr.out, max_count, &n, perfs.data(),
+                          tune_ws.get(), tune_ws.size()));
+  } else {
+    PF_DNN_CALL(site, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, xd, yd, cd, wd, max_count,
+                                                                    &n, perfs.data()));
+  }
+  found = Pick(perfs, n, budget, s, &c);
+  if (found) {
+    PF_DNN_CALL(site, cudnnSetConvolutionMathType(cd, c.math));
+    PF_DNN_CALL(site, cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                          h, xd, yd, cd, wd, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                          &c.workspace));
+  }
+  return Status::OK();
+}
+
 // The algorithm for `s` (uncached: the caller caches it with the path). Unimplemented when none
 // runs within the workspace budget, so the next path is tried.
 StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandle_t h, Dir dir,
@@ -213,80 +267,27 @@ StatusOr<AlgoChoice> ChooseAlgo(const CallSite& site, GpuDevice* gpu, cudnnHandl
     while (budget >= (size_t{1} << 20) && !tune_ws.TryAllocate(gpu, budget)) budget /= 2;
     if (tune_ws.get() == nullptr) budget = 0;
   }
-  AlgoChoice c;
-  bool found = false;
-  int max_count = 0, n = 0;
-  auto xd = s.x.get(), yd = s.y.get();
-  auto wd = s.w.get();
-  auto cd = s.conv.get();
+  AlgoSearch q{site, h, s, ptr, tune, tune_ws, budget, AlgoChoice(), false, 0};
   if (dir == Dir::kForward) {
-    PF_DNN_CALL(site, cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(max_count, 1));
-    if (tune) {
-      PF_DNN_CALL(site, cudnnFindConvolutionForwardAlgorithmEx(h, xd, ptr.x, wd, ptr.w, cd, yd,
-                                                               ptr.out, max_count, &n, perfs.data(),
-                                                               tune_ws.get(), tune_ws.size()));
-    } else {
-      PF_DNN_CALL(site, cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, max_count, &n,
-                                                               perfs.data()));
-    }
-    found = Pick(perfs, n, budget, s, &c);
-    if (found) {
-      PF_DNN_CALL(site, cudnnSetConvolutionMathType(cd, c.math));
-      PF_DNN_CALL(site, cudnnGetConvolutionForwardWorkspaceSize(
-                            h, xd, wd, cd, yd, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-                            &c.workspace));
-    }
+    PF_RETURN_IF_ERROR(q.Forward());
   } else if (dir == Dir::kBackwardData) {
-    PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(max_count, 1));
-    if (tune) {
-      PF_DNN_CALL(site, cudnnFindConvolutionBackwardDataAlgorithmEx(
-                            h, wd, ptr.w, yd, ptr.y, cd, xd, ptr.out, max_count, &n, perfs.data(),
-                            tune_ws.get(), tune_ws.size()));
-    } else {
-      PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wd, yd, cd, xd, max_count,
-                                                                    &n, perfs.data()));
-    }
-    found = Pick(perfs, n, budget, s, &c);
-    if (found) {
-      PF_DNN_CALL(site, cudnnSetConvolutionMathType(cd, c.math));
-      PF_DNN_CALL(site, cudnnGetConvolutionBackwardDataWorkspaceSize(
-                            h, wd, yd, cd, xd, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                            &c.workspace));
-    }
+    PF_RETURN_IF_ERROR(q.BackwardData());
   } else {
-    PF_DNN_CALL(site, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(max_count, 1));
-    if (tune) {
-      PF_DNN_CALL(site, cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                            h, xd, ptr.x, yd, ptr.y, cd, wd, ptr.out, max_count, &n, perfs.data(),
-                            tune_ws.get(), tune_ws.size()));
-    } else {
-      PF_DNN_CALL(site, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, xd, yd, cd, wd, max_count,
-                                                                      &n, perfs.data()));
-    }
-    found = Pick(perfs, n, budget, s, &c);
-    if (found) {
-      PF_DNN_CALL(site, cudnnSetConvolutionMathType(cd, c.math));
-      PF_DNN_CALL(site, cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                            h, xd, yd, cd, wd, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                            &c.workspace));
-    }
+    PF_RETURN_IF_ERROR(q.BackwardFilter());
   }
-  if (!found && budget < kMaxWorkspace) {
+  if (!q.found && budget < kMaxWorkspace) {
     // Memory is short now, not cuDNN: fail this call (the next one chooses again) rather than
     // fall through to a slower path that would then be cached for good.
     return errors::ResourceExhausted("cuDNN has no convolution ", GpuConvDirectionName(dir),
-                                     " algorithm (of ", n, " tried) fitting the ", budget,
+                                     " algorithm (of ", q.n, " tried) fitting the ", budget,
                                      " bytes free for a workspace, for ", site.what());
   }
-  if (!found) {
+  if (!q.found) {
     return errors::Unimplemented("cuDNN has no convolution ", GpuConvDirectionName(dir),
-                                 " algorithm (of ", n, " tried) fitting a ", budget,
+                                 " algorithm (of ", q.n, " tried) fitting a ", budget,
                                  "-byte workspace for ", site.what());
   }
-  return c;
+  return q.c;
 }
 
 // Allocates the chosen algorithm's workspace, or falls back to the no-workspace algorithm, and
@@ -324,6 +325,57 @@ struct ConvArgs {
 dnn::Dims4 InputDims(const GpuConvDesc& d) { return {d.batch, d.in_c, d.in_h, d.in_w}; }
 dnn::Dims4 OutputDims(const GpuConvDesc& d) { return {d.batch, d.out_c, d.out_h, d.out_w}; }
 
+// How one call's tensors (the caller's layout, `d`) and cuDNN's (`dc`, padded) differ.
+struct CallLayout {
+  CallLayout(GpuDevice* gpu, const GpuConvDesc& d, const GpuConvDesc& dc, const GpuConvPlan& p)
+      : t(dnn_util::LaunchType(d.dtype)),
+        esize(DTypeSize(d.dtype)),
+        user_nhwc(dnn_util::IsNhwc(d.layout)),
+        dnn_nhwc(dnn_util::IsNhwc(dc.layout)),
+        relayout(d.layout != dc.layout),
+        stream(gpu->compute_stream()),
+        xdims(InputDims(d)),
+        ydims(OutputDims(d)),
+        pxdims(dnn_util::Dims(p.x)) {}
+  dnn::DType t;
+  size_t esize;
+  bool user_nhwc, dnn_nhwc, relayout;
+  CUstream_st* stream;
+  dnn::Dims4 xdims, ydims, pxdims;  // input, output, padded input
+};
+
+// The operands cuDNN reads, in its layout (`dc`): the caller's tensors where the layouts (and,
+// for x, the padding) agree, else copies in xbuf / dybuf; the filter always transformed, in wbuf.
+Status StageInputs(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const GpuConvDesc& dc,
+                   const GpuConvPlan& p, const ConvArgs& a, const CallLayout& l, Scratch* xbuf,
+                   Scratch* wbuf, Scratch* dybuf, CudnnPtrs* ptr) {
+  if (dir != Dir::kBackwardData) {  // x, padded and in cuDNN's layout
+    ptr->x = a.x;
+    if (l.relayout || p.explicit_pad) {
+      PF_RETURN_IF_ERROR(xbuf->Allocate(gpu, p.padded_x_elements * l.esize, "convolution input"));
+      dnn::LaunchRelayout4(l.t, l.user_nhwc, l.xdims, l.dnn_nhwc, l.pxdims, -p.rows.extra_before,
+                           -p.cols.extra_before, a.x, xbuf->get(), l.stream);
+      ptr->x = xbuf->get();
+    }
+  }
+  if (dir != Dir::kBackwardFilter) {
+    PF_RETURN_IF_ERROR(FilterToCudnn(gpu, dc, p, a.filter, wbuf));
+    ptr->w = wbuf->get();
+  }
+  if (dir != Dir::kForward) {
+    ptr->y = a.dy;
+    if (l.relayout) {
+      PF_RETURN_IF_ERROR(
+          dybuf->Allocate(gpu, static_cast<size_t>(d.batch * d.out_c * d.out_h * d.out_w) * l.esize,
+                          "output grad"));
+      dnn::LaunchRelayout4(l.t, l.user_nhwc, l.ydims, l.dnn_nhwc, l.ydims, 0, 0, a.dy, dybuf->get(),
+                           l.stream);
+      ptr->y = dybuf->get();
+    }
+  }
+  return Status::OK();
+}
+
 // One cuDNN path (kCudnn or kCudnnNchw) for `d`: the caller's tensors are copied into cuDNN's
 // layout where it differs (fused with the asymmetric padding's explicit part) and the result
 // copied back. `known`: the cached algorithm; null: choose one (into *chosen). *ran: the
@@ -341,49 +393,23 @@ Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path,
   PF_RETURN_IF_ERROR(Setup(site, gpu, dc, &s));
   const GpuConvPlan& p = s.plan;
   PF_ASSIGN_OR_RETURN(dnn_util::DnnLock lock, dnn_util::LockDnn(gpu, site));
-  const dnn::DType t = dnn_util::LaunchType(d.dtype);
-  const size_t esize = DTypeSize(d.dtype);
-  const bool user_nhwc = dnn_util::IsNhwc(d.layout), dnn_nhwc = dnn_util::IsNhwc(dc.layout);
-  const bool relayout = d.layout != dc.layout;
-  CUstream_st* stream = gpu->compute_stream();
-  const dnn::Dims4 xdims = InputDims(d), ydims = OutputDims(d), pxdims = dnn_util::Dims(p.x);
+  const CallLayout l(gpu, d, dc, p);
   Scratch wbuf, xbuf, dybuf, outbuf, ws;
   CudnnPtrs ptr;
-  if (dir != Dir::kBackwardData) {  // x, padded and in cuDNN's layout
-    ptr.x = a.x;
-    if (relayout || p.explicit_pad) {
-      PF_RETURN_IF_ERROR(xbuf.Allocate(gpu, p.padded_x_elements * esize, "convolution input"));
-      dnn::LaunchRelayout4(t, user_nhwc, xdims, dnn_nhwc, pxdims, -p.rows.extra_before,
-                           -p.cols.extra_before, a.x, xbuf.get(), stream);
-      ptr.x = xbuf.get();
-    }
-  }
-  if (dir != Dir::kBackwardFilter) {
-    PF_RETURN_IF_ERROR(FilterToCudnn(gpu, dc, p, a.filter, &wbuf));
-    ptr.w = wbuf.get();
-  }
-  if (dir != Dir::kForward) {
-    ptr.y = a.dy;
-    if (relayout) {
-      PF_RETURN_IF_ERROR(dybuf.Allocate(
-          gpu, static_cast<size_t>(d.batch * d.out_c * d.out_h * d.out_w) * esize, "output grad"));
-      dnn::LaunchRelayout4(t, user_nhwc, ydims, dnn_nhwc, ydims, 0, 0, a.dy, dybuf.get(), stream);
-      ptr.y = dybuf.get();
-    }
-  }
+  PF_RETURN_IF_ERROR(StageInputs(gpu, dir, d, dc, p, a, l, &xbuf, &wbuf, &dybuf, &ptr));
   // Where cuDNN writes: the caller's buffer when the layouts and padding agree.
   ptr.out = a.out;
-  if (dir == Dir::kForward && relayout) {
+  if (dir == Dir::kForward && l.relayout) {
     PF_RETURN_IF_ERROR(outbuf.Allocate(
-        gpu, static_cast<size_t>(d.batch * d.out_c * d.out_h * d.out_w) * esize, "output"));
+        gpu, static_cast<size_t>(d.batch * d.out_c * d.out_h * d.out_w) * l.esize, "output"));
     ptr.out = outbuf.get();
-  } else if (dir == Dir::kBackwardData && (relayout || p.explicit_pad)) {
+  } else if (dir == Dir::kBackwardData && (l.relayout || p.explicit_pad)) {
     // cuDNN computes the gradient of the padded input; the padding's rows and columns are
     // cropped away on the way back.
-    PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.padded_x_elements * esize, "input gradient"));
+    PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.padded_x_elements * l.esize, "input gradient"));
     ptr.out = outbuf.get();
   } else if (dir == Dir::kBackwardFilter) {
-    PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.filter_elements * esize, "filter gradient"));
+    PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.filter_elements * l.esize, "filter gradient"));
     ptr.out = outbuf.get();
   }
   if (known != nullptr) {
@@ -399,8 +425,9 @@ Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path,
                 cudnnConvolutionForward(lock.handle, one, s.x.get(), ptr.x, s.w.get(), ptr.w,
                                         s.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(*ran),
                                         ws.get(), ws.size(), zero, s.y.get(), ptr.out));
-    if (relayout) {
-      dnn::LaunchRelayout4(t, dnn_nhwc, ydims, user_nhwc, ydims, 0, 0, ptr.out, a.out, stream);
+    if (l.relayout) {
+      dnn::LaunchRelayout4(l.t, l.dnn_nhwc, l.ydims, l.user_nhwc, l.ydims, 0, 0, ptr.out, a.out,
+                           l.stream);
     }
   } else if (dir == Dir::kBackwardData) {
     PF_DNN_CALL(site, cudnnConvolutionBackwardData(lock.handle, one, s.w.get(), ptr.w, s.y.get(),
@@ -408,16 +435,16 @@ Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path,
                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(*ran),
                                                    ws.get(), ws.size(), zero, s.x.get(), ptr.out));
     if (ptr.out != a.out) {
-      dnn::LaunchRelayout4(t, dnn_nhwc, pxdims, user_nhwc, xdims, p.rows.extra_before,
-                           p.cols.extra_before, ptr.out, a.out, stream);
+      dnn::LaunchRelayout4(l.t, l.dnn_nhwc, l.pxdims, l.user_nhwc, l.xdims, p.rows.extra_before,
+                           p.cols.extra_before, ptr.out, a.out, l.stream);
     }
   } else {
     PF_DNN_CALL(site, cudnnConvolutionBackwardFilter(
                           lock.handle, one, s.x.get(), ptr.x, s.y.get(), ptr.y, s.conv.get(),
                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(*ran), ws.get(), ws.size(),
                           zero, s.w.get(), ptr.out));
-    dnn::LaunchFilterTransform(t, /*to_cudnn=*/false, p.filter_krsc, ptr.out, a.out, p.r, p.s, p.c,
-                               p.k, stream);
+    dnn::LaunchFilterTransform(l.t, /*to_cudnn=*/false, p.filter_krsc, ptr.out, a.out, p.r, p.s,
+                               p.c, p.k, l.stream);
   }
   return Status::OK();
 }

@@ -1,4 +1,5 @@
-// Private helpers of the cuDNN wrappers (gpu_dnn.cc, gpu_dnn_pool_bn.cc): RAII descriptors,
+// Private helpers of the cuDNN wrappers (gpu_dnn.cc, gpu_dnn_pool_bn.cc; defined in
+// gpu_dnn_util.cc and inline here): RAII descriptors,
 // scratch from the device's caching allocator, checked calls whose errors name the shapes.
 #pragma once
 

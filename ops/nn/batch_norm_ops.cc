@@ -227,41 +227,7 @@ class FusedBatchNormOp : public OpKernel {
     const T* var_in = ctx->input(4).data<T>();
     const bool dnnl = UseDnnl<T>(g);
     if (is_training_) {
-      std::vector<T> var(c), unused(c);
-      const T n = static_cast<T>(g.count());
-      if constexpr (std::is_same_v<T, float>) {
-        if (dnnl) {
-          // mean and biased variance, straight into reserve_space_1 and var.
-          PF_RETURN_IF_ERROR(dnnl_.Forward(ctx, x.shape(), g.nchw, true, epsilon_, px, scale,
-                                           offset, mean, var.data(), out[0]->data<T>()));
-        }
-      }
-      if (!dnnl) {
-        ChannelSums<T>(
-            ctx, g, [&](int64_t i, int64_t, T& s, T&) { s += px[i]; }, mean, unused.data());
-        for (int64_t k = 0; k < c; ++k) mean[k] /= n;
-        ChannelSums<T>(
-            ctx, g,
-            [&](int64_t i, int64_t k, T& s, T&) {
-              const T d = px[i] - mean[k];
-              s += d * d;
-            },
-            var.data(), unused.data());
-        for (int64_t k = 0; k < c; ++k) var[k] /= n;
-      }
-      const T unbias = g.count() > 1 ? n / (n - 1) : T(1);
-      const T f = static_cast<T>(factor_);
-      for (int64_t k = 0; k < c; ++k) {
-        inv_std[k] = T(1) / std::sqrt(var[k] + eps);
-        const T unbiased = var[k] * unbias;
-        if (factor_ == 1.f) {
-          batch_mean[k] = mean[k];
-          batch_var[k] = unbiased;
-        } else {
-          batch_mean[k] = (T(1) - f) * mean_in[k] + f * mean[k];
-          batch_var[k] = (T(1) - f) * var_in[k] + f * unbiased;
-        }
-      }
+      PF_RETURN_IF_ERROR(TrainingStatistics(ctx, g, dnnl, out));
     } else {
       if constexpr (std::is_same_v<T, float>) {
         if (dnnl) {
@@ -288,6 +254,60 @@ class FusedBatchNormOp : public OpKernel {
   }
 
  private:
+  // Training: the batch's mean (reserve_space_1) and 1/sqrt(biased variance + epsilon)
+  // (reserve_space_2), and batch_mean / batch_variance (the unbiased variance) blended into the
+  // running ones by exponential_avg_factor. With oneDNN, y too.
+  Status TrainingStatistics(OpKernelContext* ctx, const BatchNormGeometry& g, bool dnnl,
+                            Tensor* const* out) {
+    const Tensor& x = ctx->input(0);
+    const int64_t c = g.channels;
+    const T* px = x.data<T>();
+    T* batch_mean = out[1]->data<T>();
+    T* batch_var = out[2]->data<T>();
+    T* mean = out[3]->data<T>();
+    T* inv_std = out[4]->data<T>();
+    const T eps = static_cast<T>(epsilon_);
+    const T* mean_in = ctx->input(3).data<T>();
+    const T* var_in = ctx->input(4).data<T>();
+    std::vector<T> var(c), unused(c);
+    const T n = static_cast<T>(g.count());
+    if constexpr (std::is_same_v<T, float>) {
+      if (dnnl) {
+        // mean and biased variance, straight into reserve_space_1 and var.
+        PF_RETURN_IF_ERROR(dnnl_.Forward(ctx, x.shape(), g.nchw, true, epsilon_, px,
+                                         ctx->input(1).data<T>(), ctx->input(2).data<T>(), mean,
+                                         var.data(), out[0]->data<T>()));
+      }
+    }
+    if (!dnnl) {
+      ChannelSums<T>(
+          ctx, g, [&](int64_t i, int64_t, T& s, T&) { s += px[i]; }, mean, unused.data());
+      for (int64_t k = 0; k < c; ++k) mean[k] /= n;
+      ChannelSums<T>(
+          ctx, g,
+          [&](int64_t i, int64_t k, T& s, T&) {
+            const T d = px[i] - mean[k];
+            s += d * d;
+          },
+          var.data(), unused.data());
+      for (int64_t k = 0; k < c; ++k) var[k] /= n;
+    }
+    const T unbias = g.count() > 1 ? n / (n - 1) : T(1);
+    const T f = static_cast<T>(factor_);
+    for (int64_t k = 0; k < c; ++k) {
+      inv_std[k] = T(1) / std::sqrt(var[k] + eps);
+      const T unbiased = var[k] * unbias;
+      if (factor_ == 1.f) {
+        batch_mean[k] = mean[k];
+        batch_var[k] = unbiased;
+      } else {
+        batch_mean[k] = (T(1) - f) * mean_in[k] + f * mean[k];
+        batch_var[k] = (T(1) - f) * var_in[k] + f * unbiased;
+      }
+    }
+    return Status::OK();
+  }
+
   float epsilon_, factor_;
   bool is_training_;
   std::string data_format_;

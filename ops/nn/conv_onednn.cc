@@ -140,6 +140,141 @@ Status DnnlError(const dnnl::error& e) {
                           static_cast<int>(e.status), ")");
 }
 
+// How many batch shards a call runs: one per pool thread, but a shard below ~2 MFLOP costs more
+// in wake-ups and partial sums than it saves.
+int64_t ShardCount(const ConvParams& p, int64_t threads) {
+  const double flops_per_image = 2.0 * p.out_rows * p.out_cols * p.out_depth * p.filter_rows *
+                                 p.filter_cols * (p.in_depth / p.groups);
+  constexpr double kMinFlopsPerShard = 2e6;
+  int64_t shards = std::min<int64_t>(p.batch, threads);
+  return std::min<int64_t>(
+      shards,
+      std::max<int64_t>(1, static_cast<int64_t>(flops_per_image * p.batch / kMinFlopsPerShard)));
+}
+
+// One call split into batch shards: each of the first r shards takes q + 1 images (prims[1]),
+// the others q (prims[0]).
+struct ShardedConv {
+  ShardedConv(ConvDirection dir, const float* input, const float* filter, const float* dy,
+              float* result)
+      : dir(dir), input(input), filter(filter), dy(dy), result(result) {}
+
+  ConvDirection dir;
+  const float* input;
+  const float* filter;
+  const float* dy;
+  float* result;
+  bool omp = false;
+  int64_t shards = 1, q = 0, r = 0;
+  int64_t in_image = 0, out_image = 0, filter_size = 0;  // elements per image / of the filter
+  const Prim* prims[2] = {nullptr, nullptr};
+  // The filter as each primitive reads it (forward and backward-data).
+  Tensor wei_buf[2];
+  const void* wei_ptr[2] = {nullptr, nullptr};
+  // The filter gradient: one shard writing TensorFlow's layout straight into the result, or
+  // one plain partial per shard, summed after.
+  bool direct_filter = false;
+  Tensor partials;
+
+  // Forward and backward-data read the filter in each primitive's layout: reorder it once per
+  // call (and per distinct layout), not per shard.
+  void ReorderFilter() {
+    for (int i = 0; i < 2; ++i) {
+      if (prims[i] == nullptr || !prims[i]->reorder) continue;
+      if (i == 1 && prims[0] != nullptr && prims[0]->wei == prims[1]->wei) {
+        wei_ptr[1] = wei_ptr[0];
+        continue;
+      }
+      wei_buf[i] = Scratch(prims[i]->wei.get_size());
+      Exec(prims[i]->wei_reorder,
+           {{DNNL_ARG_FROM, memory(prims[i]->user_wei, Engine(), const_cast<float*>(filter))},
+            {DNNL_ARG_TO, memory(prims[i]->wei, Engine(), wei_buf[i].raw_data())}});
+      wei_ptr[i] = wei_buf[i].raw_data();
+    }
+  }
+
+  void RunShard(int64_t s) const {
+    if (!omp) OneOmpThread();
+    const int which = s < r ? 1 : 0;
+    const Prim& prim = *prims[which];
+    const int64_t n0 = s * q + std::min(s, r);
+    Tensor scratch = Scratch(prim.scratch.get_size());
+    const memory scratch_mem(prim.scratch, Engine(), scratch.raw_data());
+    auto mem = [&](const memory::desc& d, const void* ptr) {
+      return memory(d, Engine(), const_cast<void*>(ptr));
+    };
+    switch (dir) {
+      case ConvDirection::kForward:
+        Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
+                         {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
+                         {DNNL_ARG_DST, mem(prim.dst, result + n0 * out_image)},
+                         {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+        break;
+      case ConvDirection::kBackwardData:
+        Exec(prim.prim, {{DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
+                         {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
+                         {DNNL_ARG_DIFF_SRC, mem(prim.src, result + n0 * in_image)},
+                         {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+        break;
+      case ConvDirection::kBackwardFilter: {
+        float* dst = direct_filter ? result : partials.data<float>() + s * filter_size;
+        Tensor blocked;
+        void* dw = dst;
+        if (prim.reorder) {
+          blocked = Scratch(prim.wei.get_size());
+          dw = blocked.raw_data();
+        }
+        Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
+                         {DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
+                         {DNNL_ARG_DIFF_WEIGHTS, mem(prim.wei, dw)},
+                         {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+        if (prim.reorder) {
+          Exec(prim.wei_reorder,
+               {{DNNL_ARG_FROM, mem(prim.wei, dw)}, {DNNL_ARG_TO, mem(prim.user_wei, dst)}});
+        }
+        break;
+      }
+    }
+  }
+
+  // Runs every shard (on the pool, or as one OpenMP primitive) and returns the first error.
+  Status RunShards(OpKernelContext* ctx, int64_t threads) const {
+    // Shards run on pool threads, where an exception must not escape.
+    std::mutex err_mu;
+    Status err;
+    auto run_shard = [&](int64_t s) {
+      try {
+        RunShard(s);
+      } catch (const dnnl::error& e) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (err.ok()) err = DnnlError(e);
+      }
+    };
+    if (omp) {
+      omp_set_num_threads(static_cast<int>(threads));
+      run_shard(0);
+      omp_set_num_threads(1);
+    } else {
+      // Each unit is a whole shard: a cost this high makes ParallelFor give each its own task.
+      ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s) run_shard(s);
+      });
+    }
+    return err;
+  }
+
+  void SumPartials(OpKernelContext* ctx) const {
+    const float* part = partials.data<float>();
+    ParallelFor(ctx, filter_size, shards, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        float sum = 0;
+        for (int64_t s = 0; s < shards; ++s) sum += part[s * filter_size + i];
+        result[i] = sum;
+      }
+    });
+  }
+};
+
 }  // namespace
 
 struct DnnlConv::Cache {
@@ -183,123 +318,24 @@ Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& 
   OneOmpThread();
   ThreadPool* pool = IntraOpPool(ctx);
   const int64_t threads = std::max(1, pool->num_threads());
-  const double flops_per_image = 2.0 * p.out_rows * p.out_cols * p.out_depth * p.filter_rows *
-                                 p.filter_cols * (p.in_depth / p.groups);
-  // A shard below ~2 MFLOP costs more in wake-ups and partial sums than it saves.
-  constexpr double kMinFlopsPerShard = 2e6;
-  int64_t shards = std::min<int64_t>(p.batch, threads);
-  shards = std::min<int64_t>(
-      shards,
-      std::max<int64_t>(1, static_cast<int64_t>(flops_per_image * p.batch / kMinFlopsPerShard)));
-  const bool omp = UseOmp();
-  if (omp) shards = 1;
-  const int64_t q = p.batch / shards, r = p.batch % shards;
-  const int64_t in_image = p.in_rows * p.in_cols * p.in_depth;
-  const int64_t out_image = p.out_rows * p.out_cols * p.out_depth;
-  const int64_t filter_size = p.filter_rows * p.filter_cols * p.in_depth * p.out_per_group;
+  ShardedConv c(dir, input, filter, dy, result);
+  c.omp = UseOmp();
+  c.shards = c.omp ? 1 : ShardCount(p, threads);
+  c.q = p.batch / c.shards;
+  c.r = p.batch % c.shards;
+  c.in_image = p.in_rows * p.in_cols * p.in_depth;
+  c.out_image = p.out_rows * p.out_cols * p.out_depth;
+  c.filter_size = p.filter_rows * p.filter_cols * p.in_depth * p.out_per_group;
+  c.wei_ptr[0] = c.wei_ptr[1] = filter;
   try {
-    const Prim* prims[2] = {q > 0 ? cache_->Get(dir, p, q) : nullptr,
-                            r > 0 ? cache_->Get(dir, p, q + 1) : nullptr};
-    // Forward and backward-data read the filter in each primitive's layout: reorder it once
-    // per call (and per distinct layout), not per shard.
-    Tensor wei_buf[2];
-    const void* wei_ptr[2] = {filter, filter};
-    if (dir != ConvDirection::kBackwardFilter) {
-      for (int i = 0; i < 2; ++i) {
-        if (prims[i] == nullptr || !prims[i]->reorder) continue;
-        if (i == 1 && prims[0] != nullptr && prims[0]->wei == prims[1]->wei) {
-          wei_ptr[1] = wei_ptr[0];
-          continue;
-        }
-        wei_buf[i] = Scratch(prims[i]->wei.get_size());
-        Exec(prims[i]->wei_reorder,
-             {{DNNL_ARG_FROM, memory(prims[i]->user_wei, Engine(), const_cast<float*>(filter))},
-              {DNNL_ARG_TO, memory(prims[i]->wei, Engine(), wei_buf[i].raw_data())}});
-        wei_ptr[i] = wei_buf[i].raw_data();
-      }
-    }
-    // The filter gradient: one plain partial per shard, summed below (unless one shard writes
-    // TensorFlow's layout straight into the result).
-    const bool direct_filter = shards == 1 && prims[0] != nullptr && !prims[0]->reorder;
-    Tensor partials;
-    if (dir == ConvDirection::kBackwardFilter && !direct_filter) {
-      partials = Tensor(DT_FLOAT, Shape{shards, filter_size});
-    }
-    auto shard_body = [&](int64_t s) {
-      if (!omp) OneOmpThread();
-      const int which = s < r ? 1 : 0;
-      const Prim& prim = *prims[which];
-      const int64_t n0 = s * q + std::min(s, r);
-      Tensor scratch = Scratch(prim.scratch.get_size());
-      const memory scratch_mem(prim.scratch, Engine(), scratch.raw_data());
-      auto mem = [&](const memory::desc& d, const void* ptr) {
-        return memory(d, Engine(), const_cast<void*>(ptr));
-      };
-      switch (dir) {
-        case ConvDirection::kForward:
-          Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
-                           {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
-                           {DNNL_ARG_DST, mem(prim.dst, result + n0 * out_image)},
-                           {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-          break;
-        case ConvDirection::kBackwardData:
-          Exec(prim.prim, {{DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
-                           {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
-                           {DNNL_ARG_DIFF_SRC, mem(prim.src, result + n0 * in_image)},
-                           {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-          break;
-        case ConvDirection::kBackwardFilter: {
-          float* dst = direct_filter ? result : partials.data<float>() + s * filter_size;
-          Tensor blocked;
-          void* dw = dst;
-          if (prim.reorder) {
-            blocked = Scratch(prim.wei.get_size());
-            dw = blocked.raw_data();
-          }
-          Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
-                           {DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
-                           {DNNL_ARG_DIFF_WEIGHTS, mem(prim.wei, dw)},
-                           {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-          if (prim.reorder) {
-            Exec(prim.wei_reorder,
-                 {{DNNL_ARG_FROM, mem(prim.wei, dw)}, {DNNL_ARG_TO, mem(prim.user_wei, dst)}});
-          }
-          break;
-        }
-      }
-    };
-    // Shards run on pool threads, where an exception must not escape.
-    std::mutex err_mu;
-    Status err;
-    auto run_shard = [&](int64_t s) {
-      try {
-        shard_body(s);
-      } catch (const dnnl::error& e) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        if (err.ok()) err = DnnlError(e);
-      }
-    };
-    if (omp) {
-      omp_set_num_threads(static_cast<int>(threads));
-      run_shard(0);
-      omp_set_num_threads(1);
-    } else {
-      // Each unit is a whole shard: a cost this high makes ParallelFor give each its own task.
-      ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s) run_shard(s);
-      });
-    }
-    PF_RETURN_IF_ERROR(err);
-    if (dir == ConvDirection::kBackwardFilter && !direct_filter) {
-      const float* part = partials.data<float>();
-      ParallelFor(ctx, filter_size, shards, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          float sum = 0;
-          for (int64_t s = 0; s < shards; ++s) sum += part[s * filter_size + i];
-          result[i] = sum;
-        }
-      });
-    }
+    c.prims[0] = c.q > 0 ? cache_->Get(dir, p, c.q) : nullptr;
+    c.prims[1] = c.r > 0 ? cache_->Get(dir, p, c.q + 1) : nullptr;
+    if (dir != ConvDirection::kBackwardFilter) c.ReorderFilter();
+    c.direct_filter = c.shards == 1 && c.prims[0] != nullptr && !c.prims[0]->reorder;
+    const bool sum_partials = dir == ConvDirection::kBackwardFilter && !c.direct_filter;
+    if (sum_partials) c.partials = Tensor(DT_FLOAT, Shape{c.shards, c.filter_size});
+    PF_RETURN_IF_ERROR(c.RunShards(ctx, threads));
+    if (sum_partials) c.SumPartials(ctx);
   } catch (const dnnl::error& e) {
     return DnnlError(e);
   }

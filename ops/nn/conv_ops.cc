@@ -66,19 +66,9 @@ Status WindowedOutputSize(const ConvSpec& spec, int64_t in, int64_t k, int64_t d
   return Status::OK();
 }
 
-}  // namespace
-
-StatusOr<ConvSpec> ParseConvSpec(std::string_view op, const AttrMap& attrs, ConvKind kind) {
-  ConvSpec spec;
-  spec.op = std::string(op);
-  spec.kind = kind;
-  const std::string format = StrAttr(attrs, "data_format", "NHWC");
-  if (format != "NHWC" && format != "NCHW") {
-    return errors::InvalidArgument(op, ": invalid data_format '", format,
-                                   "': expected NHWC or NCHW");
-  }
-  spec.nchw = format == "NCHW";
-  const int h = spec.nchw ? 2 : 1, w = h + 1, c = spec.nchw ? 1 : 3;
+// The strides attr: 1 in the batch and depth dimensions, positive rows and columns.
+Status ParseStrides(std::string_view op, const AttrMap& attrs, ConvKind kind, int h, int w, int c,
+                    ConvSpec* spec) {
   const std::vector<int64_t>& strides = IntsAttr(attrs, "strides");
   if (strides.size() != 4) {
     return errors::InvalidArgument(op,
@@ -101,8 +91,14 @@ StatusOr<ConvSpec> ParseConvSpec(std::string_view op, const AttrMap& attrs, Conv
                                    ": current implementation only supports equal length strides "
                                    "in the row and column dimensions");
   }
-  spec.stride_rows = strides[h];
-  spec.stride_cols = strides[w];
+  spec->stride_rows = strides[h];
+  spec->stride_cols = strides[w];
+  return Status::OK();
+}
+
+// The dilations attr (default all 1): 1 in the batch and depth dimensions.
+Status ParseDilations(std::string_view op, const AttrMap& attrs, int h, int w, int c,
+                      ConvSpec* spec) {
   std::vector<int64_t> dilations = IntsAttr(attrs, "dilations");
   if (dilations.empty()) dilations = {1, 1, 1, 1};
   if (dilations.size() != 4) {
@@ -117,25 +113,31 @@ StatusOr<ConvSpec> ParseConvSpec(std::string_view op, const AttrMap& attrs, Conv
   if (dilations[h] < 1 || dilations[w] < 1) {
     return errors::InvalidArgument(op, ": dilated rates should be larger than 0");
   }
-  spec.dilation_rows = dilations[h];
-  spec.dilation_cols = dilations[w];
+  spec->dilation_rows = dilations[h];
+  spec->dilation_cols = dilations[w];
+  return Status::OK();
+}
+
+// The padding attr, and explicit_paddings (8 values) with EXPLICIT only.
+Status ParsePadding(std::string_view op, const AttrMap& attrs, int h, int w, int c,
+                    ConvSpec* spec) {
   const std::string padding = StrAttr(attrs, "padding", "");
   const std::vector<int64_t>& explicit_paddings = IntsAttr(attrs, "explicit_paddings");
   if (padding == "SAME") {
-    spec.padding = ConvPadding::kSame;
+    spec->padding = ConvPadding::kSame;
   } else if (padding == "VALID") {
-    spec.padding = ConvPadding::kValid;
+    spec->padding = ConvPadding::kValid;
   } else if (padding == "EXPLICIT") {
-    spec.padding = ConvPadding::kExplicit;
+    spec->padding = ConvPadding::kExplicit;
   } else {
     return errors::InvalidArgument(op, ": padding must be SAME, VALID or EXPLICIT, got '", padding,
                                    "'");
   }
-  if (spec.padding != ConvPadding::kExplicit && !explicit_paddings.empty()) {
+  if (spec->padding != ConvPadding::kExplicit && !explicit_paddings.empty()) {
     return errors::InvalidArgument(
         op, ": explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT");
   }
-  if (spec.padding == ConvPadding::kExplicit) {
+  if (spec->padding == ConvPadding::kExplicit) {
     if (explicit_paddings.size() != 8) {
       return errors::InvalidArgument(op,
                                      ": explicit_paddings attribute must contain 8 values, "
@@ -153,11 +155,30 @@ StatusOr<ConvSpec> ParseConvSpec(std::string_view op, const AttrMap& attrs, Conv
       return errors::InvalidArgument(
           op, ": nonzero explicit padding in the batch or depth dimensions is not supported");
     }
-    spec.explicit_top = explicit_paddings[2 * h];
-    spec.explicit_bottom = explicit_paddings[2 * h + 1];
-    spec.explicit_left = explicit_paddings[2 * w];
-    spec.explicit_right = explicit_paddings[2 * w + 1];
+    spec->explicit_top = explicit_paddings[2 * h];
+    spec->explicit_bottom = explicit_paddings[2 * h + 1];
+    spec->explicit_left = explicit_paddings[2 * w];
+    spec->explicit_right = explicit_paddings[2 * w + 1];
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<ConvSpec> ParseConvSpec(std::string_view op, const AttrMap& attrs, ConvKind kind) {
+  ConvSpec spec;
+  spec.op = std::string(op);
+  spec.kind = kind;
+  const std::string format = StrAttr(attrs, "data_format", "NHWC");
+  if (format != "NHWC" && format != "NCHW") {
+    return errors::InvalidArgument(op, ": invalid data_format '", format,
+                                   "': expected NHWC or NCHW");
+  }
+  spec.nchw = format == "NCHW";
+  const int h = spec.nchw ? 2 : 1, w = h + 1, c = spec.nchw ? 1 : 3;
+  PF_RETURN_IF_ERROR(ParseStrides(op, attrs, kind, h, w, c, &spec));
+  PF_RETURN_IF_ERROR(ParseDilations(op, attrs, h, w, c, &spec));
+  PF_RETURN_IF_ERROR(ParsePadding(op, attrs, h, w, c, &spec));
   return spec;
 }
 

@@ -137,6 +137,25 @@ class FusedMatMulBase : public OpKernel {
   bool ta_, tb_, relu_ = false;
 };
 
+// The [m, n] output of an empty reduction (k = 0): the bias, maybe through Relu.
+void BiasOnly(int64_t m, int64_t n, const float* bias, bool relu, float* c) {
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = bias[j];
+      c[r * n + j] = relu ? std::max(v, 0.f) : v;
+    }
+  }
+}
+
+// How many row shards: one per pool thread, but a shard below ~1 MFLOP costs more in wake-ups
+// than it saves (MatMul's ParallelFor rule).
+int64_t RowShards(int64_t m, int64_t n, int64_t k, int64_t threads) {
+  constexpr double kMinFlopsPerShard = 1e6;
+  const int64_t shards = std::min<int64_t>(m, threads);
+  return std::min<int64_t>(
+      shards, std::max<int64_t>(1, static_cast<int64_t>(2.0 * m * n * k / kMinFlopsPerShard)));
+}
+
 class FusedMatMulFloatOp : public FusedMatMulBase {
  public:
   using FusedMatMulBase::FusedMatMulBase;
@@ -159,24 +178,14 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
       pbias = bias_row.data();
     }
     if (k == 0) {  // oneDNN rejects empty reductions: the product is zero
-      for (int64_t r = 0; r < m; ++r) {
-        for (int64_t j = 0; j < n; ++j) {
-          const float v = pbias[j];
-          c[r * n + j] = relu_ ? std::max(v, 0.f) : v;
-        }
-      }
+      BiasOnly(m, n, pbias, relu_, c);
       return Status::OK();
     }
     const int64_t lda = a.dim(1), ldb = b.dim(1);
     ThreadPool* pool = IntraOpPool(ctx);
     const int64_t threads = std::max(1, pool->num_threads());
-    // A shard below ~1 MFLOP costs more in wake-ups than it saves (MatMul's ParallelFor rule).
-    constexpr double kMinFlopsPerShard = 1e6;
-    int64_t shards = std::min<int64_t>(m, threads);
-    shards = std::min<int64_t>(
-        shards, std::max<int64_t>(1, static_cast<int64_t>(2.0 * m * n * k / kMinFlopsPerShard)));
     const bool omp = UseOmp();
-    if (omp) shards = 1;
+    const int64_t shards = omp ? 1 : RowShards(m, n, k, threads);
     const int64_t q = m / shards, r = m % shards;
     Status err;
     std::mutex err_mu;

@@ -63,6 +63,14 @@ struct Program {
     const uint8_t device = in.Next();
     if (device & 0x80) s = s.WithDevice((device & 1) ? "/cpu:1" : "/cpu:0");
     const int op = in.Below(values.empty() ? 4 : 40);
+    if (op < 4) return AddSource(s, op, in);
+    if (op < 14) return AddCombination(s, op, in);
+    if (op < 24) return AddUnary(s, op, in);
+    AddOther(s, op, in);
+  }
+
+  // The graph's sources: constants, a placeholder (fed), a variable.
+  void AddSource(const pf::Scope& s, int op, Bytes& in) {
     switch (op) {
       case 0: {  // float constant
         pf::Output c = pf::ops::Const(s, FloatTensor(in, SmallDims(in)));
@@ -104,6 +112,13 @@ struct Program {
         float_inputs.push_back(v.value());
         return;
       }
+    }
+  }
+
+  // Ops combining values: elementwise binary ops, MatMul, Reshape, Slice, Concat, the
+  // reductions.
+  void AddCombination(const pf::Scope& s, int op, Bytes& in) {
+    switch (op) {
       case 4:
         values.push_back(pf::ops::Add(s, Pick(in), Pick(in)));
         return;
@@ -151,6 +166,12 @@ struct Program {
                                       : pf::ops::Min(s, x, axes, keep));
         return;
       }
+    }
+  }
+
+  // Elementwise unary ops, Softmax, LogSoftmax and Transpose.
+  void AddUnary(const pf::Scope& s, int op, Bytes& in) {
+    switch (op) {
       case 14:
         values.push_back(pf::ops::Relu(s, Pick(in)));
         return;
@@ -181,6 +202,12 @@ struct Program {
       case 23:
         values.push_back(pf::ops::Square(s, Pick(in)));
         return;
+    }
+  }
+
+  // Shape ops, casts, gathers, losses; anything past the list is an Identity.
+  void AddOther(const pf::Scope& s, int op, Bytes& in) {
+    switch (op) {
       case 24:
         values.push_back(pf::ops::ExpandDims(s, Pick(in), in.Below(9) - 4));
         return;

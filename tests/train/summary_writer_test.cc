@@ -19,6 +19,44 @@ namespace {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
+// The graph event: every node with its assigned device (two devices: TensorBoard colours by
+// them).
+void CheckPlacedGraph(const std::string& graph_def, const Graph& g,
+                      const std::map<std::string, std::string>& placement) {
+  tensorflow::GraphDef def;
+  REQUIRE(def.ParseFromString(graph_def));
+  CHECK(def.node_size() == g.num_nodes());
+  std::set<std::string> devices;
+  for (const auto& n : def.node()) {
+    INFO(n.name());
+    if (placement.count(n.name())) CHECK(n.device() == placement.at(n.name()));
+    devices.insert(n.device());
+  }
+  CHECK(devices.count("/job:localhost/replica:0/task:0/device:CPU:1") == 1);
+  CHECK(devices.count("/job:localhost/replica:0/task:0/device:CPU:0") == 1);
+}
+
+// The run metadata event's step stats: per device, per node start and times, output bytes as
+// memory.
+void CheckStepStats(const std::string& run_metadata) {
+  tensorflow::RunMetadata md;
+  REQUIRE(md.ParseFromString(run_metadata));
+  std::set<std::string> stat_devices, stat_nodes;
+  for (const auto& d : md.step_stats().dev_stats()) {
+    stat_devices.insert(d.device());
+    for (const auto& n : d.node_stats()) {
+      stat_nodes.insert(n.node_name());
+      CHECK(n.all_start_micros() > 1600000000LL * 1000000);
+      CHECK(n.all_end_rel_micros() >= n.op_end_rel_micros());
+      REQUIRE(n.memory_size() == 1);
+      if (n.node_name() == "h") CHECK(n.memory(0).total_bytes() == 3 * 4 * 4);
+    }
+  }
+  CHECK(stat_devices.size() == 2);
+  CHECK(stat_nodes.count("h") == 1);
+  CHECK(stat_nodes.count("loss") == 1);
+}
+
 TEST_CASE("SummaryWriter writes summaries, scalars, the placed graph and step stats",
           "[summary_writer]") {
   testing::TempDir dir("sw_all", false);
@@ -79,36 +117,8 @@ TEST_CASE("SummaryWriter writes summaries, scalars, the placed graph and step st
     CHECK(scalars["loss"][i].second == losses[i]);
     CHECK(scalars["examples_per_sec"][i].second == 100.0 * (i + 1));
   }
-  // The graph: every node with its assigned device (two devices: TensorBoard colours by them).
-  tensorflow::GraphDef def;
-  REQUIRE(def.ParseFromString(graph_def));
-  CHECK(def.node_size() == g.num_nodes());
-  const auto placement = sess.DevicePlacement();
-  std::set<std::string> devices;
-  for (const auto& n : def.node()) {
-    INFO(n.name());
-    if (placement.count(n.name())) CHECK(n.device() == placement.at(n.name()));
-    devices.insert(n.device());
-  }
-  CHECK(devices.count("/job:localhost/replica:0/task:0/device:CPU:1") == 1);
-  CHECK(devices.count("/job:localhost/replica:0/task:0/device:CPU:0") == 1);
-  // Step stats: per device, per node start and times, output bytes as memory.
-  tensorflow::RunMetadata md;
-  REQUIRE(md.ParseFromString(run_metadata));
-  std::set<std::string> stat_devices, stat_nodes;
-  for (const auto& d : md.step_stats().dev_stats()) {
-    stat_devices.insert(d.device());
-    for (const auto& n : d.node_stats()) {
-      stat_nodes.insert(n.node_name());
-      CHECK(n.all_start_micros() > 1600000000LL * 1000000);
-      CHECK(n.all_end_rel_micros() >= n.op_end_rel_micros());
-      REQUIRE(n.memory_size() == 1);
-      if (n.node_name() == "h") CHECK(n.memory(0).total_bytes() == 3 * 4 * 4);
-    }
-  }
-  CHECK(stat_devices.size() == 2);
-  CHECK(stat_nodes.count("h") == 1);
-  CHECK(stat_nodes.count("loss") == 1);
+  CheckPlacedGraph(graph_def, g, sess.DevicePlacement());
+  CheckStepStats(run_metadata);
 }
 
 TEST_CASE("SummaryWriter is asynchronous: events reach the file on flush", "[summary_writer]") {
