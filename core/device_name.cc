@@ -89,7 +89,7 @@ bool DeviceName::Parse(std::string_view text, DeviceName* out) {
   return ok;
 }
 
-StatusOr<DeviceName> DeviceName::ParseOrError(std::string_view text) {
+StatusOr<DeviceName> DeviceName::TryParse(std::string_view text) {
   DeviceName d;
   if (!Parse(text, &d))
     return errors::InvalidArgument("Malformed device specification '", text, "'");

@@ -32,7 +32,7 @@ struct DeviceName {
   // Returns false for malformed strings; "" and "/" parse to the empty name.
   static bool Parse(std::string_view text, DeviceName* out);
   // Parse with the error users see: "Malformed device specification '/foo:bar'".
-  static StatusOr<DeviceName> ParseOrError(std::string_view text);
+  static StatusOr<DeviceName> TryParse(std::string_view text);
   // The canonical full name "/job:J/replica:R/task:T/device:TYPE:ID".
   static std::string FullName(std::string_view job, int replica, int task, std::string_view type,
                               int id);

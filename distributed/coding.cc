@@ -5,8 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "placeflow/graph/graph_def.h"
-#include "placeflow/io/proto/graph.pb.h"
+#include "placeflow/graph/proto_codecs.h"
 
 namespace pf {
 namespace {
@@ -68,7 +67,7 @@ Status RawReader::Open(const grpc::ByteBuffer* wire, google::protobuf::MessageLi
 }
 
 void TensorMeta(const Tensor& t, tensorflow::TensorProto* p) {
-  p->set_dtype(static_cast<tensorflow::DataType>(DTypeToProto(t.dtype()).value()));
+  p->set_dtype(DTypeToProto(t.dtype()).value());
   ShapeToProto(t.shape(), p->mutable_tensor_shape());
 }
 

@@ -312,6 +312,22 @@ class MasterSession final : public SessionBackend {
     return Status::OK();
   }
 
+  // One step's RunGraph calls, one per task, all in flight at once.
+  struct StepCalls {
+    struct Call {
+      grpc::ClientContext ctx;
+      grpc::ByteBuffer req, resp;
+      Status status;
+      std::vector<int64_t> ended;  // sent along; queued again if the call fails
+    };
+    explicit StepCalls(size_t n) : calls(n), remaining(n) {}
+    std::vector<Call> calls;
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t remaining;
+    bool aborted = false;
+  };
+
   // `trace` (optional) gets every task's node stats on the client's time line: a task's times
   // are shifted by the difference of the tasks' wall clocks at step start (exact on one host,
   // as good as the clocks' synchronisation across hosts).
@@ -324,114 +340,17 @@ class MasterSession final : public SessionBackend {
       std::lock_guard<std::mutex> lock(mu_);
       step_id = static_cast<int64_t>(rng_() >> 1);
     }
-    struct Call {
-      grpc::ClientContext ctx;
-      grpc::ByteBuffer req, resp;
-      Status status;
-      std::vector<int64_t> ended;  // sent along; queued again if the call fails
-    };
-    const size_t n = prepared.tasks.size();
-    std::vector<Call> calls(n);
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t remaining = n;
-    bool aborted = false;
-    auto abort_all = [&](const Status& s) {
-      rpc::AbortStepRequest req;
-      req.set_step_id(step_id);
-      req.set_code(static_cast<int>(s.code()));
-      req.set_message(s.message());
-      for (const TaskPart& tp : prepared.tasks) {
-        auto* stub = tasks_.at(tp.task).stub.get();
-        FireAndForget<rpc::AbortStepRequest, rpc::AbortStepResponse>(
-            options_.cluster, req, [stub](auto... a) { stub->async()->AbortStep(a...); });
-      }
-    };
-    for (size_t i = 0; i < n; ++i) {
-      const TaskPart& tp = prepared.tasks[i];
-      Call& c = calls[i];
-      AddToken(&c.ctx, options_.cluster);
-      // Raw: the feeds' bytes go out as slices of the caller's tensors (no copy here).
-      rpc::RunGraphRequest header;
-      header.set_graph_handle(tp.handle);
-      header.set_step_id(step_id);
-      header.set_trace(trace != nullptr);
-      header.set_timeout_ms(timeout_ms);  // each task times its part; the first error aborts all
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        c.ended.swap(ended_steps_[tp.task]);
-      }
-      for (int64_t ended : c.ended) header.add_ended_step(ended);
-      std::vector<TensorRange> parts;
-      for (int f : tp.feeds) {
-        TensorMeta(feeds[f].second, header.add_feed());
-        parts.push_back({feeds[f].second});
-      }
-      c.req = EncodeRaw(header, parts);
-      const Task& task = tasks_.at(tp.task);
-      const std::string what = fmt::format("Task {} ({})", tp.task, task.address);
-      task.raw->UnaryCall(
-          &c.ctx, "/pf.rpc.WorkerService/RunGraph", grpc::StubOptions(), &c.req, &c.resp,
-          [&, what, i](grpc::Status st) {
-            Status s = FromGrpc(st, what);
-            if (st.error_code() == grpc::StatusCode::UNAVAILABLE && !IsRemoteError(st)) {
-              s = errors::Unavailable(
-                  what, " is unreachable or died during the step: ", st.error_message());
-            }
-            bool first_failure = false;
-            {
-              std::lock_guard<std::mutex> lock(mu);
-              calls[i].status = s;
-              if (!s.ok() && !aborted) first_failure = aborted = true;
-            }
-            if (first_failure) abort_all(s);
-            std::lock_guard<std::mutex> lock(mu);
-            if (--remaining == 0) cv.notify_all();
-          });
-    }
+    StepCalls step(prepared.tasks.size());
+    for (size_t i = 0; i < prepared.tasks.size(); ++i)
+      StartRunGraph(prepared, i, feeds, step_id, trace != nullptr, timeout_ms, &step);
     {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return remaining == 0; });
+      std::unique_lock<std::mutex> lock(step.mu);
+      step.cv.wait(lock, [&] { return step.remaining == 0; });
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < n; ++i) {
-        std::vector<int64_t>& queue = ended_steps_[prepared.tasks[i].task];
-        if (!calls[i].status.ok())  // the task may not have seen them
-          queue.insert(queue.end(), calls[i].ended.begin(), calls[i].ended.end());
-        // Finished everywhere: each task drops the step with its next RunGraph.
-        if (!aborted) queue.push_back(step_id);
-      }
-    }
-    if (aborted) CleanupNow(prepared, step_id);
-    // The root cause wins over the aborts and cancellations it set off on other tasks.
-    Status first;
-    for (const Call& c : calls) {
-      if (c.status.ok()) continue;
-      // An abort with a reason (a stale incarnation) is a root cause, not a derived abort.
-      const bool derived =
-          (c.status.code() == Code::kAborted || c.status.code() == Code::kCancelled) &&
-          c.status.reason() == Reason::kNone;
-      const bool first_derived =
-          (first.code() == Code::kAborted || first.code() == Code::kCancelled) &&
-          first.reason() == Reason::kNone;
-      if (first.ok() || (!derived && first_derived)) first = c.status;
-    }
-    PF_RETURN_IF_ERROR(first);
-    outputs->assign(prepared.fetch_from_feed.size(), Tensor());
-    for (size_t i = 0; i < n; ++i) {
-      const TaskPart& tp = prepared.tasks[i];
-      rpc::RunGraphResponse header;
-      RawReader reader;
-      PF_RETURN_IF_ERROR(reader.Open(&calls[i].resp, &header));
-      if (header.fetch_size() != static_cast<int>(tp.fetches.size()))
-        return errors::Internal("Task ", tp.task, " returned ", header.fetch_size(),
-                                " fetches instead of ", tp.fetches.size());
-      for (size_t k = 0; k < tp.fetches.size(); ++k) {
-        PF_ASSIGN_OR_RETURN((*outputs)[tp.fetches[k]], ReadTensor(&reader, header.fetch(k)));
-      }
-      if (trace) AddTaskStats(header, start, trace);
-    }
+    QueueEndedSteps(prepared, step, step_id);
+    if (step.aborted) CleanupNow(prepared, step_id);
+    PF_RETURN_IF_ERROR(RootCause(step));
+    PF_RETURN_IF_ERROR(ReadFetches(prepared, &step, outputs, trace, start));
     if (trace) {
       trace->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
                            std::chrono::system_clock::now() - start)
@@ -440,6 +359,110 @@ class MasterSession final : public SessionBackend {
     for (size_t i = 0; i < outputs->size(); ++i) {
       if (prepared.fetch_from_feed[i] >= 0)
         (*outputs)[i] = feeds[prepared.fetch_from_feed[i]].second;
+    }
+    return Status::OK();
+  }
+
+  // Sends task `i`'s RunGraph; its answer is recorded in `step`, and the first failure anywhere
+  // aborts the step on every task.
+  void StartRunGraph(const Prepared& prepared, size_t i, const FeedDict& feeds, int64_t step_id,
+                     bool trace, int64_t timeout_ms, StepCalls* step) {
+    const TaskPart& tp = prepared.tasks[i];
+    StepCalls::Call& c = step->calls[i];
+    AddToken(&c.ctx, options_.cluster);
+    // Raw: the feeds' bytes go out as slices of the caller's tensors (no copy here).
+    rpc::RunGraphRequest header;
+    header.set_graph_handle(tp.handle);
+    header.set_step_id(step_id);
+    header.set_trace(trace);
+    header.set_timeout_ms(timeout_ms);  // each task times its part; the first error aborts all
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      c.ended.swap(ended_steps_[tp.task]);
+    }
+    for (int64_t ended : c.ended) header.add_ended_step(ended);
+    std::vector<TensorRange> parts;
+    for (int f : tp.feeds) {
+      TensorMeta(feeds[f].second, header.add_feed());
+      parts.push_back({feeds[f].second});
+    }
+    c.req = EncodeRaw(header, parts);
+    const Task& task = tasks_.at(tp.task);
+    const std::string what = fmt::format("Task {} ({})", tp.task, task.address);
+    task.raw->UnaryCall(
+        &c.ctx, "/pf.rpc.WorkerService/RunGraph", grpc::StubOptions(), &c.req, &c.resp,
+        [this, &prepared, step, what, i, step_id](grpc::Status st) {
+          Status s = FromGrpc(st, what);
+          if (st.error_code() == grpc::StatusCode::UNAVAILABLE && !IsRemoteError(st)) {
+            s = errors::Unavailable(
+                what, " is unreachable or died during the step: ", st.error_message());
+          }
+          bool first_failure = false;
+          {
+            std::lock_guard<std::mutex> lock(step->mu);
+            step->calls[i].status = s;
+            if (!s.ok() && !step->aborted) first_failure = step->aborted = true;
+          }
+          if (first_failure) AbortEverywhere(prepared, step_id, s);
+          std::lock_guard<std::mutex> lock(step->mu);
+          if (--step->remaining == 0) step->cv.notify_all();
+        });
+  }
+
+  void AbortEverywhere(const Prepared& prepared, int64_t step_id, const Status& s) {
+    rpc::AbortStepRequest req;
+    req.set_step_id(step_id);
+    req.set_code(static_cast<int>(s.code()));
+    req.set_message(s.message());
+    for (const TaskPart& tp : prepared.tasks) {
+      auto* stub = tasks_.at(tp.task).stub.get();
+      FireAndForget<rpc::AbortStepRequest, rpc::AbortStepResponse>(
+          options_.cluster, req, [stub](auto... a) { stub->async()->AbortStep(a...); });
+    }
+  }
+
+  // Finished everywhere: each task drops the step with its next RunGraph. A task whose call
+  // failed may not have seen the ended steps sent along: they are queued again.
+  void QueueEndedSteps(const Prepared& prepared, const StepCalls& step, int64_t step_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < step.calls.size(); ++i) {
+      std::vector<int64_t>& queue = ended_steps_[prepared.tasks[i].task];
+      if (!step.calls[i].status.ok())
+        queue.insert(queue.end(), step.calls[i].ended.begin(), step.calls[i].ended.end());
+      if (!step.aborted) queue.push_back(step_id);
+    }
+  }
+
+  // The root cause wins over the aborts and cancellations it set off on other tasks; an abort
+  // with a reason (a stale incarnation) is a root cause, not a derived abort.
+  static Status RootCause(const StepCalls& step) {
+    const auto derived = [](const Status& s) {
+      return (s.code() == Code::kAborted || s.code() == Code::kCancelled) &&
+             s.reason() == Reason::kNone;
+    };
+    Status first;
+    for (const StepCalls::Call& c : step.calls) {
+      if (!c.status.ok() && (first.ok() || (!derived(c.status) && derived(first))))
+        first = c.status;
+    }
+    return first;
+  }
+
+  Status ReadFetches(const Prepared& prepared, StepCalls* step, std::vector<Tensor>* outputs,
+                     RunMetadata* trace, std::chrono::system_clock::time_point start) {
+    outputs->assign(prepared.fetch_from_feed.size(), Tensor());
+    for (size_t i = 0; i < prepared.tasks.size(); ++i) {
+      const TaskPart& tp = prepared.tasks[i];
+      rpc::RunGraphResponse header;
+      RawReader reader;
+      PF_RETURN_IF_ERROR(reader.Open(&step->calls[i].resp, &header));
+      if (header.fetch_size() != static_cast<int>(tp.fetches.size()))
+        return errors::Internal("Task ", tp.task, " returned ", header.fetch_size(),
+                                " fetches instead of ", tp.fetches.size());
+      for (size_t k = 0; k < tp.fetches.size(); ++k) {
+        PF_ASSIGN_OR_RETURN((*outputs)[tp.fetches[k]], ReadTensor(&reader, header.fetch(k)));
+      }
+      if (trace) AddTaskStats(header, start, trace);
     }
     return Status::OK();
   }

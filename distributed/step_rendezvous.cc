@@ -7,8 +7,7 @@
 #include "placeflow/distributed/coding.h"
 #include "placeflow/distributed/rpc.pb.h"
 #include "placeflow/distributed/rpc_util.h"
-#include "placeflow/graph/graph_def.h"
-#include "placeflow/io/proto/graph.pb.h"
+#include "placeflow/graph/proto_codecs.h"
 
 namespace pf {
 namespace {

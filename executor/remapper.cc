@@ -15,9 +15,7 @@ namespace {
 
 // An input that reads only its tensor's shape (a gradient's "like" operand): it can read the
 // shape from the fused node's output instead, which has the product's shape.
-bool ReadsShapeOnly(const Edge& e) {
-  return (e.dst->op() == "SumToShape" || e.dst->op() == "ReduceGrad") && e.dst_input == 1;
-}
+bool ReadsShapeOnly(const Edge& e) { return e.dst->op_def().shape_only_input(e.dst_input); }
 
 // The only consumer of `o` is a node running one of `ops` on this partition; no control edge
 // leaves o's node and o is not fetched. *input is the consumer's input that o feeds. Inputs that

@@ -175,9 +175,9 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   return std::shared_ptr<const Prepared>(prepared);
 }
 
-Status Session::RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
-                              const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
-                              const RunOptions& run_options, RunMetadata* metadata) {
+Status Session::TryRun(const FeedDict& feeds, const std::vector<Output>& fetches,
+                       const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                       const RunOptions& run_options, RunMetadata* metadata) {
   PF_RETURN_IF_ERROR(CheckFeeds(feeds));
   PF_RETURN_IF_ERROR(CheckFetchesAndTargets(fetches, targets));
   if (backend_) return backend_->Run(feeds, fetches, targets, outputs, run_options, metadata);
@@ -296,7 +296,7 @@ Status Session::CollectFetches(const Prepared& prepared, const FeedDict& feeds,
 std::vector<Tensor> Session::Run(const FeedDict& feeds, const std::vector<Output>& fetches,
                                  const std::vector<Operation>& targets) {
   std::vector<Tensor> out;
-  ThrowIfError(RunWithStatus(feeds, fetches, targets, &out));
+  ThrowIfError(TryRun(feeds, fetches, targets, &out));
   return out;
 }
 
@@ -321,7 +321,7 @@ std::vector<Tensor> Session::Run(const RunOptions& run_options, const FeedDict& 
                                  const std::vector<Output>& fetches,
                                  const std::vector<Operation>& targets, RunMetadata* metadata) {
   std::vector<Tensor> out;
-  ThrowIfError(RunWithStatus(feeds, fetches, targets, &out, run_options, metadata));
+  ThrowIfError(TryRun(feeds, fetches, targets, &out, run_options, metadata));
   return out;
 }
 

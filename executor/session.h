@@ -9,7 +9,7 @@
 //   std::vector<pf::Tensor> out = sess.Run({{x, batch}}, {loss});
 //   auto where = sess.DevicePlacement();   // node name -> full device name
 //
-// Run throws pf::Error; RunWithStatus returns the Status instead. Run is thread-safe.
+// Run throws pf::Error; TryRun returns the Status instead. Run is thread-safe.
 // The session keeps a reference to `graph`: the graph must outlive the session (as a
 // tf.Session's graph does).
 #pragma once
@@ -136,9 +136,9 @@ class Session {
   //   auto r = sess.Run({{x, batch}}, {train_op, loss});   // r[1] is the loss
   std::vector<Tensor> Run(const FeedDict& feeds, std::initializer_list<Fetch> fetches);
   std::vector<Tensor> Run(std::initializer_list<Fetch> fetches) { return Run({}, fetches); }
-  Status RunWithStatus(const FeedDict& feeds, const std::vector<Output>& fetches,
-                       const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
-                       const RunOptions& run_options = {}, RunMetadata* metadata = nullptr);
+  Status TryRun(const FeedDict& feeds, const std::vector<Output>& fetches,
+                const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                const RunOptions& run_options = {}, RunMetadata* metadata = nullptr);
   // With options: `trace` fills metadata->step_stats (see executor/trace.h).
   std::vector<Tensor> Run(const RunOptions& run_options, const FeedDict& feeds,
                           const std::vector<Output>& fetches, const std::vector<Operation>& targets,
@@ -162,7 +162,7 @@ class Session {
                                                     const std::vector<Output>& fetches,
                                                     const std::vector<Operation>& targets);
 
-  // The steps of RunWithStatus: check the request, prepare (or find) its signature, stage the
+  // The steps of TryRun: check the request, prepare (or find) its signature, stage the
   // feeds on their devices, run every partition, sync the devices, collect the fetches.
   using PartTensors = std::vector<std::vector<Tensor>>;  // per partition, in its executor's order
   Status CheckFeeds(const FeedDict& feeds) const;

@@ -26,7 +26,6 @@
 
 namespace tensorflow {
 class GraphDef;
-class TensorShapeProto;
 }  // namespace tensorflow
 
 namespace pf {
@@ -62,13 +61,6 @@ void ExportGraphDef(const Graph& graph, const std::string& path,
                     const std::map<std::string, std::string>& placement = {});
 void ImportGraphDef(const std::string& path, Graph* graph,
                     const ImportGraphDefOptions& options = {});
-
-// The codecs the cluster runtime's wire messages (distributed/rpc.proto) share with GraphDef
-// files: TensorFlow's DataType numbers (reference types read as their value types) and shapes.
-StatusOr<int> DTypeToProto(DType t);
-StatusOr<DType> DTypeFromProto(int t);
-void ShapeToProto(const Shape& s, tensorflow::TensorShapeProto* p);
-StatusOr<Shape> ShapeFromProto(const tensorflow::TensorShapeProto& p);
 
 // A placed graph exactly, as a master ships a partition to a task: `nodes` (each input of theirs
 // must be among them; control inputs from other nodes are left out, as an executor ignores

@@ -72,7 +72,8 @@ class OpDef {
   }
   // Has no gradient function on purpose (backward ops: second-order gradients are not
   // supported): Gradients through it fail with "No gradient defined for op", as for any op
-  // without one, but the registry test knows it was not forgotten (DESIGN rule 1).
+  // without one, but the registry test knows it was not forgotten (design rule 1,
+  // docs/design_rules.md).
   OpDef& SetNoGradient() {
     no_gradient_ = true;
     return *this;
@@ -106,6 +107,13 @@ class OpDef {
     return *this;
   }
 
+  // Input `index` is read for its shape only (a gradient's "like" operand): a rewrite may hand
+  // it any tensor of that shape (the remapper hands it a fused node's output).
+  OpDef& SetShapeOnlyInput(int index) {
+    shape_only_inputs_ |= uint64_t{1} << index;
+    return *this;
+  }
+
   const std::string& name() const { return name_; }
   const std::vector<ArgDef>& inputs() const { return inputs_; }
   const std::vector<ArgDef>& outputs() const { return outputs_; }
@@ -122,6 +130,9 @@ class OpDef {
   bool is_constant() const { return is_constant_; }
   bool is_metadata() const { return is_metadata_; }
   bool forwards_input() const { return forwards_input_; }
+  bool shape_only_input(int index) const {
+    return index >= 0 && index < 64 && (shape_only_inputs_ >> index & 1);
+  }
   const ShapeFn& shape_fn() const { return shape_fn_; }
   const GradFn& grad_fn() const { return grad_fn_; }
 
@@ -138,6 +149,7 @@ class OpDef {
   bool is_constant_ = false;
   bool is_metadata_ = false;
   bool forwards_input_ = false;
+  uint64_t shape_only_inputs_ = 0;  // bit i: SetShapeOnlyInput(i)
   ShapeFn shape_fn_;
   GradFn grad_fn_;
 };

@@ -35,7 +35,7 @@ Scope Scope::WithOpName(std::string_view name) const {
 }
 
 Scope Scope::WithDevice(std::string_view device) const {
-  DeviceName parsed = DeviceName::ParseOrError(device).ValueOrThrow();
+  DeviceName parsed = DeviceName::TryParse(device).ValueOrThrow();
   Scope s = *this;
   DeviceName::MergeOverride(&s.device_, parsed);
   return s;

@@ -79,7 +79,7 @@ Status ProbeVariables(Session& sess, Graph& g) {
   std::vector<Output> values;
   for (const Variable& v : GlobalVariables(&g)) values.push_back(v.value());
   std::vector<Tensor> out;
-  return sess.RunWithStatus({}, values, {}, &out);
+  return sess.TryRun({}, values, {}, &out);
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {

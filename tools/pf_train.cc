@@ -255,7 +255,7 @@ Args Parse(int argc, char** argv) {
     ParseCount(a.towers_table.substr(start, end - start), "--towers-table");
     start = end + 1;
   }
-  if (auto d = pf::DeviceName::ParseOrError(a.variable_device);
+  if (auto d = pf::DeviceName::TryParse(a.variable_device);
       a.variable_device != pf::train::kAutoVariableDevice && !d.ok())
     Usage("bad --variable-device '" + a.variable_device + "': " + d.status().message());
   return a;
@@ -279,7 +279,7 @@ std::vector<PlaceRule> ParsePlacementRules(const std::string& rules) {
     size_t eq = rule.rfind('=');
     if (eq == std::string::npos) Usage("bad --place rule '" + rule + "': expected regex=device");
     std::string device = rule.substr(eq + 1);
-    auto name = pf::DeviceName::ParseOrError(device);
+    auto name = pf::DeviceName::TryParse(device);
     if (!name.ok()) Usage("bad device in --place rule '" + rule + "': " + name.status().message());
     try {
       parsed.push_back({rule, device, std::regex(rule.substr(0, eq))});
@@ -309,7 +309,7 @@ void ReportFallbacks(const pf::Graph& g, const pf::Session& sess, const Args& a,
     named.emplace_back("--variable-device " + a.variable_device, variable_device);
   std::vector<std::pair<std::string, std::string>> missing;
   for (const auto& [what, device] : named) {
-    if (sess.devices().Matching(pf::DeviceName::ParseOrError(device).ValueOrThrow()).empty())
+    if (sess.devices().Matching(pf::DeviceName::TryParse(device).ValueOrThrow()).empty())
       missing.emplace_back(what, device);
   }
   if (missing.empty()) return;
@@ -322,10 +322,10 @@ void ReportFallbacks(const pf::Graph& g, const pf::Session& sess, const Args& a,
     int count = 0;
     if (placed.ok()) {
       // Requests are stored normalised ("/device:CPU:3" for "/cpu:3"): compare them parsed.
-      const pf::DeviceName wanted = pf::DeviceName::ParseOrError(device).ValueOrThrow();
+      const pf::DeviceName wanted = pf::DeviceName::TryParse(device).ValueOrThrow();
       std::map<std::string, int> by_device;
       for (const pf::Node* n : nodes) {
-        auto request = pf::DeviceName::ParseOrError(n->requested_device());
+        auto request = pf::DeviceName::TryParse(n->requested_device());
         if (!request.ok() || !(request.value() == wanted)) continue;
         auto it = placed.value().device.find(n);
         if (it != placed.value().device.end()) ++by_device[it->second->name()];

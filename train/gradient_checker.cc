@@ -53,7 +53,7 @@ StatusOr<double> GradientError(const Scope& scope, Output x, const Shape& x_shap
     Tensor e(t, y_shape);
     Set(&e, j, 1.0);
     std::vector<Tensor> out;
-    PF_RETURN_IF_ERROR(sess.RunWithStatus({{x, x0}, {dy, e}}, {dx[0]}, {}, &out));
+    PF_RETURN_IF_ERROR(sess.TryRun({{x, x0}, {dy, e}}, {dx[0]}, {}, &out));
     if (out[0].shape() != x_shape)
       return errors::Internal("gradient has shape ", out[0].shape().ToString());
     for (int64_t i = 0; i < nx; ++i) theory[i * ny + j] = Get(out[0], i);
@@ -64,8 +64,8 @@ StatusOr<double> GradientError(const Scope& scope, Output x, const Shape& x_shap
     Set(&plus, i, Get(x0, i) + delta);
     Set(&minus, i, Get(x0, i) - delta);
     std::vector<Tensor> yp, ym;
-    PF_RETURN_IF_ERROR(sess.RunWithStatus({{x, plus}}, {y}, {}, &yp));
-    PF_RETURN_IF_ERROR(sess.RunWithStatus({{x, minus}}, {y}, {}, &ym));
+    PF_RETURN_IF_ERROR(sess.TryRun({{x, plus}}, {y}, {}, &yp));
+    PF_RETURN_IF_ERROR(sess.TryRun({{x, minus}}, {y}, {}, &ym));
     for (int64_t j = 0; j < ny; ++j)
       numeric[i * ny + j] = (Get(yp[0], j) - Get(ym[0], j)) / (2 * delta);
   }

@@ -25,7 +25,7 @@ ReplicaDeviceSetter::ReplicaDeviceSetter(int ps_tasks, std::string worker_device
     throw Error(
         errors::InvalidArgument("ReplicaDeviceSetter needs at least one ps task, got ", ps_tasks));
   }
-  ThrowIfError(DeviceName::ParseOrError(worker_device_).status());
+  ThrowIfError(DeviceName::TryParse(worker_device_).status());
   state_->ps_job = std::move(ps_job);
   state_->strategy = strategy;
   state_->bytes.assign(ps_tasks, 0);

@@ -355,7 +355,7 @@ std::string Saver::Save(Session& session, const std::string& prefix, int64_t glo
   return path;
 }
 
-StatusOr<std::string> Saver::FindLatestCheckpoint(const std::string& dir) {
+StatusOr<std::string> Saver::TryLatestCheckpoint(const std::string& dir) {
   PF_ASSIGN_OR_RETURN(std::vector<std::string> index, ReadCheckpointIndex(dir));
   if (index.empty()) return std::string();
   const std::string latest = (fs::path(dir) / index.back()).string();
@@ -369,7 +369,7 @@ StatusOr<std::string> Saver::FindLatestCheckpoint(const std::string& dir) {
 }
 
 std::string Saver::LatestCheckpoint(const std::string& dir) {
-  return FindLatestCheckpoint(dir).ValueOrThrow();
+  return TryLatestCheckpoint(dir).ValueOrThrow();
 }
 
 Status Saver::CheckDirectory(const std::string& dir) { return CheckCheckpointDirectory(dir); }

@@ -74,7 +74,7 @@ class Saver {
   // checkpoint. Throws pf::Error (FailedPrecondition) when the index is missing, empty or
   // unreadable next to checkpoint files, or names a file that does not exist.
   static std::string LatestCheckpoint(const std::string& dir);
-  static StatusOr<std::string> FindLatestCheckpoint(const std::string& dir);
+  static StatusOr<std::string> TryLatestCheckpoint(const std::string& dir);
   // Creates `dir` if needed and checks that checkpoints can be written there (a tool calls it
   // before training): an error for a path that is a file, sits under a file, or is read-only.
   static Status CheckDirectory(const std::string& dir);
@@ -93,5 +93,10 @@ class Saver {
 // The tensors of a safetensors file, checked for consistency; errors name the file.
 StatusOr<std::map<std::string, Tensor>> ReadSafetensors(const std::string& path);
 Status WriteSafetensors(const std::string& path, const std::map<std::string, Tensor>& tensors);
+
+// tf.train.Saver's namespace (docs/api.md, "Names").
+namespace train {
+using Saver = ::pf::Saver;
+}  // namespace train
 
 }  // namespace pf

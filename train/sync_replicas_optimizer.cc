@@ -150,8 +150,8 @@ void SyncReplicasChief::Loop() {
   options.timeout_in_ms = static_cast<int64_t>(timeout_s_ * 1000);
   while (!stop_) {
     std::vector<Tensor> out;
-    Status s = session_.RunWithStatus({}, {opt_.step_after_update()}, {opt_.chief_update_op()},
-                                      &out, options);
+    Status s =
+        session_.TryRun({}, {opt_.step_after_update()}, {opt_.chief_update_op()}, &out, options);
     if (s.ok()) {
       ++updates_;
       if (last_step_ > 0 && out[0].scalar<int64_t>() >= last_step_) return;
@@ -171,7 +171,7 @@ void SyncReplicasChief::Loop() {
     // while a task is away; wait a little before the next attempt.
     const Operation fix =
         s.code() == Code::kDeadlineExceeded ? opt_.chief_init_op() : opt_.chief_rearm_op();
-    if (!session_.RunWithStatus({}, {}, {fix}, &out).ok())
+    if (!session_.TryRun({}, {}, {fix}, &out).ok())
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

@@ -60,7 +60,7 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
             "session's device_count[\"CPU\"] (TowerOptions::ForSession(session_options) sets it)"));
       for (int i = 0; i < o.num_cpus; ++i) out.push_back("/cpu:" + std::to_string(i));
     } else {
-      DeviceName::ParseOrError(d).ValueOrThrow();
+      DeviceName::TryParse(d).ValueOrThrow();
       out.push_back(d);
     }
   }
@@ -71,7 +71,7 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
 std::string ResolveVariableDevice(const TowerOptions& o, const std::vector<std::string>& devices) {
   if (o.variable_device != kAutoVariableDevice) return o.variable_device;
   for (const std::string& d : devices) {
-    const DeviceName name = DeviceName::ParseOrError(d).ValueOrThrow();
+    const DeviceName name = DeviceName::TryParse(d).ValueOrThrow();
     // Any spelling of CPU ("/device:cpu:0" keeps its case).
     const bool cpu = name.has_type && name.type.size() == 3 &&
                      std::equal(name.type.begin(), name.type.end(), "CPU",

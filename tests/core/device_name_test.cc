@@ -82,7 +82,7 @@ TEST_CASE("Device names: malformed strings are rejected clearly", "[core][device
     INFO(bad);
     CHECK_FALSE(DeviceName::Parse(bad, &d));
   }
-  auto r = DeviceName::ParseOrError("/foo:bar");
+  auto r = DeviceName::TryParse("/foo:bar");
   CHECK(r.status().code() == Code::kInvalidArgument);
   CHECK(r.status().message() == "Malformed device specification '/foo:bar'");
 }

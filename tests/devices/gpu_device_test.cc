@@ -27,7 +27,7 @@ TEST_CASE("Without a GPU no GPU device is created and GPU tests skip", "[devices
   SessionOptions strict;
   Session sess(g, strict);
   std::vector<Tensor> out;
-  Status s = sess.RunWithStatus({}, {x}, {}, &out);
+  Status s = sess.TryRun({}, {x}, {}, &out);
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.message(), Catch::Contains("x"));
   CHECK_THAT(s.message(), Catch::Contains("GPU:0"));
@@ -116,8 +116,8 @@ TEST_CASE("Out of GPU memory is a ResourceExhausted error naming the node, and n
   Session sess(g, opts);
   std::vector<Tensor> out;
   // [4096, 1024] x [1024, 8192] -> 128 MiB of output: cannot fit.
-  Status s = sess.RunWithStatus(
-      {{a, Tensor(DT_FLOAT, {4096, 1024})}, {b, Tensor(DT_FLOAT, {1024, 8192})}}, {sum}, {}, &out);
+  Status s = sess.TryRun({{a, Tensor(DT_FLOAT, {4096, 1024})}, {b, Tensor(DT_FLOAT, {1024, 8192})}},
+                         {sum}, {}, &out);
   REQUIRE(s.code() == Code::kResourceExhausted);
   CHECK_THAT(s.message(), Catch::Contains("big_product"));
   CHECK_THAT(s.message(), Catch::Contains("[4096,8192]"));

@@ -228,7 +228,7 @@ TEST_CASE("A worker killed in the middle of a step fails the step, naming it; no
   });
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;
-  Status s = sess->RunWithStatus({}, {total}, {}, &out);
+  Status s = sess->TryRun({}, {total}, {}, &out);
   killer.join();
   INFO(s.ToString());
   CHECK_FALSE(s.ok());
@@ -238,7 +238,7 @@ TEST_CASE("A worker killed in the middle of a step fails the step, naming it; no
 
   // While it is down, the next step fails fast.
   t0 = std::chrono::steady_clock::now();
-  s = sess->RunWithStatus({}, {total}, {}, &out);
+  s = sess->TryRun({}, {total}, {}, &out);
   CHECK_FALSE(s.ok());
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1"));
   CHECK(SecondsSince(t0) < 10);
@@ -247,7 +247,7 @@ TEST_CASE("A worker killed in the middle of a step fails the step, naming it; no
   w1 = std::make_unique<ServerProcess>(cluster, "worker", 1);
   Status back;
   for (int attempt = 0; attempt < 40; ++attempt) {
-    back = sess->RunWithStatus({}, {total}, {}, &out);
+    back = sess->TryRun({}, {total}, {}, &out);
     if (back.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }

@@ -104,7 +104,7 @@ TEST_CASE("After a task restarts, a session fails one step, then runs with its n
   Status s;
   std::vector<Tensor> out;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    s = sess.RunWithStatus({}, {y}, {}, &out);
+    s = sess.TryRun({}, {y}, {}, &out);
     if (s.ok()) break;
     // The reason, not the text, says so (the text is for people).
     told_to_register_again |= s.reason() == Reason::kTaskRestarted && IsTaskRestart(s);
@@ -178,7 +178,7 @@ TEST_CASE("An uninitialised variable is a typed error, in process and across tas
   Session local(plain);
   for (auto [sess, fetch] : {std::pair{&remote, y}, std::pair{&local, plain_y}}) {
     std::vector<Tensor> out;
-    const Status s = sess->RunWithStatus({}, {fetch}, {}, &out);
+    const Status s = sess->TryRun({}, {fetch}, {}, &out);
     INFO(s.ToString());
     CHECK(s.code() == Code::kFailedPrecondition);
     CHECK(IsUninitializedVariable(s));

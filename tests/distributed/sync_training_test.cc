@@ -101,7 +101,7 @@ struct SyncCluster {
     RunOptions o;
     o.timeout_in_ms = timeout_ms;
     std::vector<Tensor> out;
-    return sessions[i]->RunWithStatus(models[i]->Feed(x, y), {}, {models[i]->train}, &out, o);
+    return sessions[i]->TryRun(models[i]->Feed(x, y), {}, {models[i]->train}, &out, o);
   }
   int64_t GlobalStep() { return sessions[0]->Run({models[0]->step.value()})[0].scalar<int64_t>(); }
   int64_t Dropped() {

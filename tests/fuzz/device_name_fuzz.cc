@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view first = input.substr(0, nul);
   pf::DeviceName a;
   const bool parsed = pf::DeviceName::Parse(first, &a);
-  CHECK(pf::DeviceName::ParseOrError(first).ok() == parsed);
+  CHECK(pf::DeviceName::TryParse(first).ok() == parsed);
   if (!parsed) {
     CHECK(a.IsEmpty());  // a failed parse leaves the empty name
     return 0;

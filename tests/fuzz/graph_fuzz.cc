@@ -329,13 +329,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (p.has_variables) {
     try {
       pf::Operation init = pf::GlobalVariablesInitializer(p.root);
-      if (!session.RunWithStatus({}, {}, {init}, &outputs).ok()) return 0;
+      if (!session.TryRun({}, {}, {init}, &outputs).ok()) return 0;
     } catch (const pf::Error&) {
       return 0;
     }
   }
   // Everything at once, then the last value alone (a second, pruned signature).
-  (void)session.RunWithStatus(p.feeds, fetches, {}, &outputs);
-  (void)session.RunWithStatus(p.feeds, {p.values.back()}, {}, &outputs);
+  (void)session.TryRun(p.feeds, fetches, {}, &outputs);
+  (void)session.TryRun(p.feeds, {p.values.back()}, {}, &outputs);
   return 0;
 }

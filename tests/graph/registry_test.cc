@@ -1,6 +1,6 @@
-// DESIGN rule 1 over every op the library registers: each has a CPU kernel, and a gradient
-// function or an explicit "no gradient" (OpDef::SetNotDifferentiable or SetNoGradient). A failure
-// names the ops.
+// Design rule 1 (docs/design_rules.md) over every op the library registers: each has a CPU kernel,
+// and a gradient function or an explicit "no gradient" (OpDef::SetNotDifferentiable or
+// SetNoGradient). A failure names the ops.
 #include <set>
 
 #include "tests/testing/test_util.h"

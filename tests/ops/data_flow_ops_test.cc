@@ -18,7 +18,7 @@ Status RunTimed(Session& sess, const FeedDict& feeds, const std::vector<Output>&
                 int64_t timeout_ms) {
   RunOptions o;
   o.timeout_in_ms = timeout_ms;
-  return sess.RunWithStatus(feeds, fetches, targets, out, o);
+  return sess.TryRun(feeds, fetches, targets, out, o);
 }
 
 TEST_CASE("A shared queue hands out rows in order and waits when empty", "[ops][data_flow]") {
@@ -39,7 +39,7 @@ TEST_CASE("A shared queue hands out rows in order and waits when empty", "[ops][
   // Empty: a dequeue waits until another Run enqueues.
   std::vector<Tensor> got;
   auto waiting =
-      std::async(std::launch::async, [&] { return sess.RunWithStatus({}, {dequeue}, {}, &got); });
+      std::async(std::launch::async, [&] { return sess.TryRun({}, {dequeue}, {}, &got); });
   CHECK(waiting.wait_for(milliseconds(100)) == std::future_status::timeout);
   sess.Run({{values, Tensor::FromVector<int64_t>({42})}}, {}, {enqueue});
   REQUIRE(waiting.get().ok());
@@ -81,8 +81,7 @@ TEST_CASE("Waiting dequeues hold no thread: sixteen wait at once on a one-thread
   CHECK_THAT(s.message(), Contains("waiting: deq_15: dequeue from queue 'tokens' (empty)"));
 
   // Each waiter gets exactly one token.
-  auto run =
-      std::async(std::launch::async, [&] { return sess.RunWithStatus({}, dequeues, {}, &got); });
+  auto run = std::async(std::launch::async, [&] { return sess.TryRun({}, dequeues, {}, &got); });
   std::this_thread::sleep_for(milliseconds(50));
   std::vector<int64_t> tokens(kWaiters);
   for (int i = 0; i < kWaiters; ++i) tokens[i] = 100 + i;
@@ -126,8 +125,7 @@ TEST_CASE("An accumulator averages the gradients of its step and drops stale one
 
   // A take waits for enough gradients of the current step; a newer step counts too.
   std::vector<Tensor> got;
-  auto waiting =
-      std::async(std::launch::async, [&] { return sess.RunWithStatus({}, {take}, {}, &got); });
+  auto waiting = std::async(std::launch::async, [&] { return sess.TryRun({}, {take}, {}, &got); });
   feed(1, {2, 2, 2, 2});
   CHECK(waiting.wait_for(milliseconds(100)) == std::future_status::timeout);
   feed(3, {4, 4, 4, 4});
@@ -186,7 +184,7 @@ TEST_CASE("A failing node of the step wakes the step's waiting dequeue", "[ops][
   Session sess(g);
   std::vector<Tensor> out;
   auto run = std::async(std::launch::async, [&] {
-    return sess.RunWithStatus({}, {dequeue, read}, {}, &out);
+    return sess.TryRun({}, {dequeue, read}, {}, &out);
   });
   REQUIRE(run.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
   Status s = run.get();

@@ -226,11 +226,11 @@ void RunOpCase(const Case& c, const Target& t, uint32_t* seed, Report* r) {
     if (where.at(n).find(t.placed) == std::string::npos)
       r->Fail(c.name, fmt::format("node {} ran on {}, not {}", n, where.at(n), t.device));
   }
-  const std::string asked = DeviceName::ParseOrError(t.device).ValueOrThrow().ToString();
+  const std::string asked = DeviceName::TryParse(t.device).ValueOrThrow().ToString();
   for (const auto& [node, dev] : where) {
     const Node* n = b.g.FindNode(node);
     if (n && !n->requested_device().empty() &&
-        DeviceName::ParseOrError(n->requested_device()).ValueOrThrow().ToString() == asked &&
+        DeviceName::TryParse(n->requested_device()).ValueOrThrow().ToString() == asked &&
         dev.find(t.placed) == std::string::npos) {
       r->fell_back.push_back(fmt::format("{} ({})", n->op(), c.name));
     }

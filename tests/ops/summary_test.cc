@@ -111,7 +111,7 @@ TEST_CASE("HistogramSummary of NaN is TensorFlow's error", "[summary]") {
   Output h = summary::Histogram(root, "bad", ops::Const(root, {1.f, NAN}, Shape{2}));
   Session sess(g);
   std::vector<Tensor> out;
-  Status s = sess.RunWithStatus({}, {h}, {}, &out);
+  Status s = sess.TryRun({}, {h}, {}, &out);
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK_THAT(s.message(), Contains("Nan in summary histogram for: bad"));
 }
@@ -193,7 +193,7 @@ TEST_CASE("MergeSummary joins values; a duplicate tag is an error", "[summary]")
   CHECK(s.value(1).tag() == "b");
   CHECK(s.value(1).histo().num() == 2);
   std::vector<Tensor> out;
-  Status st = sess.RunWithStatus({}, {dup}, {}, &out);
+  Status st = sess.TryRun({}, {dup}, {}, &out);
   CHECK_THAT(st.message(), Contains("Duplicate tag a found in summary inputs"));
   Graph empty;
   CHECK(summary::MergeAll(Scope::Root(&empty)).node == nullptr);

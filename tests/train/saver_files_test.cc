@@ -132,7 +132,7 @@ TEST_CASE("A lost index next to checkpoints is an error, not a fresh start", "[t
       "model-2.safetensors): restore one by its path, or move them away "
       "to start afresh";
   auto failure = [&] {
-    auto latest = Saver::FindLatestCheckpoint(dir.string());
+    auto latest = Saver::TryLatestCheckpoint(dir.string());
     REQUIRE_FALSE(latest.ok());
     CHECK(latest.status().code() == Code::kFailedPrecondition);
     CHECK_THROWS_AS(Saver::LatestCheckpoint(dir.string()), Error);

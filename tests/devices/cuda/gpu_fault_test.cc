@@ -43,14 +43,14 @@ TEST_CASE("A GPU fault comes back as an error from Run, not a hang", "[gpu_fault
   Output y = ops::Neg(gpu.WithOpName("after_fault"), fault);
   Session sess(g);
   std::vector<Tensor> out;
-  Status s = sess.RunWithStatus({{x, Tensor(DT_FLOAT, {4})}}, {y}, {}, &out);
+  Status s = sess.TryRun({{x, Tensor(DT_FLOAT, {4})}}, {y}, {}, &out);
   REQUIRE_FALSE(s.ok());
   INFO(s.message());
   CHECK_THAT(s.message(), Catch::Contains("illegal memory access") ||
                               Catch::Contains("unspecified launch failure"));
   CHECK_THAT(s.message(), Catch::Contains("context is lost"));
   // The next step reports the lost device instead of hanging.
-  s = sess.RunWithStatus({{x, Tensor(DT_FLOAT, {4})}}, {y}, {}, &out);
+  s = sess.TryRun({{x, Tensor(DT_FLOAT, {4})}}, {y}, {}, &out);
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.message(), Catch::Contains("context is lost"));
 }
