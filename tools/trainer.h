@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
+#include "placeflow/data/idx.h"
 #include "placeflow/data/iterator_ops.h"
-#include "tools/mnist_data.h"
 #include "tools/models.h"
 #include "tools/progress_bar.h"
 
