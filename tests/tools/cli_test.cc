@@ -132,15 +132,15 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--aggregation",
                            "--variable-device",
                            "--towers-table",
-                           "--job_name",
-                           "--task_index",
-                           "--ps_hosts",
-                           "--worker_hosts",
+                           "--job-name",
+                           "--task-index",
+                           "--ps-hosts",
+                           "--worker-hosts",
                            "--local-cluster",
                            "--save-every",
-                           "--sync_replicas",
-                           "--replicas_to_aggregate",
-                           "--sync_timeout",
+                           "--sync-replicas",
+                           "--replicas-to-aggregate",
+                           "--sync-timeout",
                            "--allow-nan",
                            "--no-soft-placement",
                            "--logdir",
@@ -158,6 +158,14 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   CHECK(std::count(entries.begin(), entries.end(),
                    "  --model NAME                 the model to train (default: mlp_seed000; one "
                    "of mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small, cnn_seed004)") == 1);
+  // The TensorFlow spellings of the cluster flags are aliases, named under the flag.
+  for (const char* alias : {"--job_name", "--task_index", "--ps_hosts", "--worker_hosts",
+                            "--sync_replicas", "--replicas_to_aggregate", "--sync_timeout"}) {
+    INFO(alias);
+    CHECK(std::count_if(entries.begin(), entries.end(), [&](const std::string& e) {
+            return e.find(std::string("also ") + alias + ")") != std::string::npos;
+          }) == 1);
+  }
   CHECK_THAT(r.out, Contains("dataset-fashion-mnist"));
   CHECK(Train("-h").out == r.out);
 }
@@ -245,7 +253,8 @@ TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error a
       {"--print-every 0", "--print-every must be an integer >= 1, got '0'"},
       {"--save-every -2", "--save-every must be an integer >= 1, got '-2'"},
       {"--train-limit -1", "--train-limit must be an integer >= 0, got '-1'"},
-      {"--sync_timeout 0", "--sync_timeout must be a number > 0, got '0'"},
+      {"--sync_timeout 0", "--sync-timeout must be a number > 0, got '0'"},
+      {"--sync-timeout 0", "--sync-timeout must be a number > 0, got '0'"},
       {"--towers 0", "--towers must be an integer in [1, 1024], got '0'"},
       {"--towers-table 1,0", "--towers-table must be an integer in [1, 1024], got '0'"},
       {"--devices tpu", "--devices must be one of cpu, gpu, all, got 'tpu'"},
@@ -254,7 +263,7 @@ TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error a
        "mobilenet_v2_small, cnn_seed004, got 'resnet'"},
       {"--steps", "missing value for --steps"},
       {"--stepz 3", "unknown flag '--stepz' (see pf-train --help)"},
-      {"--restore=1", "--restore takes no value, got '1'"},
+      {"--restore=maybe", "--restore takes no value (or true/false), got 'maybe'"},
       {"--place affine0", "bad --place rule 'affine0': expected regex=device"},
       {"--variable-device /cpu:x",
        "bad --variable-device '/cpu:x': Malformed device specification '/cpu:x'"},
