@@ -24,12 +24,12 @@ TEST_CASE("pf-train's cluster flags take the dashed and the TensorFlow spelling 
   struct Case {
     const char *dashed, *tf, *value;
   };
-  for (const Case& c : {Case{"--job-name", "--job_name", "worker"},
-                        Case{"--task-index", "--task_index", "3"},
-                        Case{"--ps-hosts", "--ps_hosts", "h:1,h:2"},
-                        Case{"--worker-hosts", "--worker_hosts", "h:3"},
-                        Case{"--replicas-to-aggregate", "--replicas_to_aggregate", "2"},
-                        Case{"--sync-timeout", "--sync_timeout", "7.5"}}) {
+  for (const Case& c :
+       {Case{"--job-name", "--job_name", "worker"}, Case{"--task-index", "--task_index", "3"},
+        Case{"--ps-hosts", "--ps_hosts", "h:1,h:2"},
+        Case{"--worker-hosts", "--worker_hosts", "h:3"},
+        Case{"--replicas-to-aggregate", "--replicas_to_aggregate", "2"},
+        Case{"--sync-timeout", "--sync_timeout", "7.5"}}) {
     INFO(c.dashed);
     const app::TrainArgs a = Parse({c.dashed, c.value}), b = Parse({c.tf, c.value});
     const app::TrainArgs d = Parse({std::string(c.tf) + "=" + c.value});
@@ -57,7 +57,8 @@ TEST_CASE("pf-train's cluster flags take the dashed and the TensorFlow spelling 
 
 TEST_CASE("pf-train's bad values are errors naming the flag by its dashed name", "[app][flags]") {
   CHECK_THROWS_AS(Parse({"--batch", "0"}), app::UsageError);
-  CHECK_THROWS_WITH(Parse({"--batch", "0"}), "--batch must be an integer in [1, 10000000], got '0'");
+  CHECK_THROWS_WITH(Parse({"--batch", "0"}),
+                    "--batch must be an integer in [1, 10000000], got '0'");
   CHECK_THROWS_WITH(Parse({"--sync_timeout", "0"}), "--sync-timeout must be a number > 0, got '0'");
   CHECK_THROWS_WITH(Parse({"--task_index", "-1"}),
                     "--task-index must be an integer in [0, 1024], got '-1'");
@@ -98,7 +99,8 @@ TEST_CASE("pf-train's per-model defaults come from the model table", "[app][flag
   CHECK(models::FindModel("mnist_mlp")->batch == 100);
   // --help shows the same numbers.
   CHECK_THAT(Parse({"-h"}).help_text, Contains("(default: 2000 for mlp_seed000, else 100;"));
-  CHECK_THAT(Parse({"-h"}).help_text, Contains("(default: sgd for mlp_seed000, mnist_mlp, else adam"));
+  CHECK_THAT(Parse({"-h"}).help_text,
+             Contains("(default: sgd for mlp_seed000, mnist_mlp, else adam"));
 }
 
 TEST_CASE("Every model in the table builds a graph with the table's optimizer and kind",
