@@ -73,7 +73,7 @@ TEST_CASE("pf-train's bad values are errors naming the flag by its dashed name",
   CHECK_THROWS_WITH(Parse({"--place", "x"}), "bad --place rule 'x': expected regex=device");
 }
 
-TEST_CASE("pf-train: an unknown flag or argument is an error, --help is not", "[app][flags]") {
+TEST_CASE("pf-train: an unknown flag or argument is an error and --help is not", "[app][flags]") {
   CHECK_THROWS_WITH(Parse({"--stepz", "3"}), "unknown flag '--stepz' (see pf-train --help)");
   CHECK_THROWS_WITH(Parse({"--stepz=3"}), "unknown flag '--stepz' (see pf-train --help)");
   // Only the cluster flags have an underscore spelling.
@@ -83,7 +83,7 @@ TEST_CASE("pf-train: an unknown flag or argument is an error, --help is not", "[
   const app::TrainArgs help = Parse({"--steps", "3", "--help", "--batch", "0"});
   CHECK(help.help);
   CHECK_THAT(help.help_text, Contains("--job-name ps|worker"));
-  CHECK_THAT(help.help_text, Contains("also --job_name"));
+  CHECK_THAT(help.help_text, Contains("also --task_index)"));
   CHECK_FALSE(Parse({}).help);
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("Every model in the table builds a graph with the table's optimizer an
                     Contains("known models: " + models::ModelNames()));
 }
 
-TEST_CASE("The model table's learning rates: sgd's apart, the default optimizer's otherwise",
+TEST_CASE("The model table's learning rates: sgd's apart and the default optimizer's otherwise",
           "[app][models]") {
   const models::ModelSpec& mlp = *models::FindModel("mnist_mlp");
   CHECK(mlp.LearningRate("") == 0.3);  // its default optimizer is sgd
