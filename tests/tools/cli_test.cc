@@ -81,15 +81,11 @@ int CountLines(const std::string& text, const std::string& prefix) {
   return n;
 }
 
-TEST_CASE("pf-train --help describes every flag and its default on stdout and exits 0", "[cli]") {
-  ToolRun r = Train("--help");
-  CHECK(r.status == 0);
-  CHECK(r.err.empty());
-  CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
-  // One entry per flag: its first line, and the lines under its description, joined.
+// --help's entries, one per flag: its first line, and the lines under its description, joined.
+std::vector<std::string> HelpEntries(const std::string& help) {
   std::vector<std::string> entries;
-  REQUIRE(r.out.find("\nflags:\n") != std::string::npos);
-  std::istringstream in(r.out.substr(r.out.find("\nflags:\n") + 8));
+  REQUIRE(help.find("\nflags:\n") != std::string::npos);
+  std::istringstream in(help.substr(help.find("\nflags:\n") + 8));
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("  --", 0) == 0) {
       entries.push_back(line);
@@ -100,6 +96,15 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
       break;  // the examples follow
     }
   }
+  return entries;
+}
+
+TEST_CASE("pf-train --help describes every flag and its default on stdout and exits 0", "[cli]") {
+  ToolRun r = Train("--help");
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
+  const std::vector<std::string> entries = HelpEntries(r.out);
   CHECK(entries.size() == 41);
   for (const std::string& e : entries) {
     INFO(e);
@@ -158,7 +163,13 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   CHECK(std::count(entries.begin(), entries.end(),
                    "  --model NAME                 the model to train (default: mlp_seed000; one "
                    "of mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small, cnn_seed004)") == 1);
-  // The TensorFlow spellings of the cluster flags are aliases, named under the flag.
+  CHECK_THAT(r.out, Contains("dataset-fashion-mnist"));
+  CHECK(Train("-h").out == r.out);
+}
+
+TEST_CASE("pf-train --help names the TensorFlow spellings of the cluster flags as aliases",
+          "[cli]") {
+  const std::vector<std::string> entries = HelpEntries(Train("--help").out);
   for (const char* alias : {"--job_name", "--task_index", "--ps_hosts", "--worker_hosts",
                             "--sync_replicas", "--replicas_to_aggregate", "--sync_timeout"}) {
     INFO(alias);
@@ -166,8 +177,6 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
             return e.find(std::string("also ") + alias + ")") != std::string::npos;
           }) == 1);
   }
-  CHECK_THAT(r.out, Contains("dataset-fashion-mnist"));
-  CHECK(Train("-h").out == r.out);
 }
 
 TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
