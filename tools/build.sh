@@ -12,8 +12,9 @@ build_dir="${BUILD_DIR:-build}"
 # clang-format: the format check in the test suite. ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config requires OpenCL.
 # libisal-dev: CRC32C of TFRecord files (optional: SSE4.2 without it). gRPC and protobuf: the
 # cluster runtime (distributed/), protobuf also tf.Example (io/proto). openssl and iproute2: the cluster tests
-# (TLS certificates, network namespaces).
-packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libisal-dev dataset-fashion-mnist
+# (TLS certificates, network namespaces). libcli11-dev: the tools' flag parser (CLI11, header-only;
+# tools/flags.cc, docs/flags.md).
+packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 libcli11-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libisal-dev dataset-fashion-mnist
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2)
 source tools/ensure_packages.sh
 ensure_packages placeflow "${packages[@]}"

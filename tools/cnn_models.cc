@@ -31,10 +31,8 @@ Model BuildCnn(const std::string& name, const Scope& root, const ModelOptions& o
     return train::TowerOutputs{xent, {logits}};
   };
   m.global_step = train::GetOrCreateGlobalStep(root);
-  m.optimizer_name = o.optimizer.empty() ? "adam" : o.optimizer;
-  const double base =
-      o.learning_rate > 0 ? o.learning_rate : (m.optimizer_name == "sgd" ? 0.05 : 1e-3);
-  Output lr = train::ExponentialDecay(root, base, m.global_step,
+  m.optimizer_name = OptimizerOf(name, o);
+  Output lr = train::ExponentialDecay(root, LearningRateOf(name, o), m.global_step,
                                       static_cast<double>(o.steps_per_epoch), 0.9, true);
   m.learning_rate = lr;
   auto opt = MakeOptimizer(m.optimizer_name, lr);

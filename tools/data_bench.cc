@@ -5,7 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "placeflow/data/iterator_ops.h"
 #include "tools/bench_util.h"
@@ -30,6 +34,41 @@ double Seconds(const std::function<void()>& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+using Batches = std::vector<std::pair<Tensor, Tensor>>;
+
+// mnist_mlp in a graph of its own, reading `input` through an iterator, or fed when it is null.
+struct MnistMlpRun {
+  Graph graph;
+  std::optional<data::GraphIterator> it;
+  models::Model m;
+  std::unique_ptr<Session> sess;
+
+  explicit MnistMlpRun(const data::Dataset* input) {
+    Scope root = Scope::Root(&graph);
+    models::ModelOptions mo;
+    if (input != nullptr) {
+      it = data::MakeIterator(root, *input);
+      mo.input = it->next[0];
+      mo.target = it->next[1];
+    }
+    m = models::BuildMnistMlp(root, mo);
+    sess = std::make_unique<Session>(graph, OnDevice(false));
+    sess->Run({}, {}, {GlobalVariablesInitializer(root)});
+  }
+  // `steps` training steps: a new pass of the iterator, or `batches` fed in turn.
+  void Steps(int64_t steps, const Batches& batches) {
+    if (it) {
+      sess->Run({}, {}, {it->initializer});
+      for (int64_t i = 0; i < steps; ++i) sess->Run({}, {}, {m.train_op});
+      return;
+    }
+    for (int64_t i = 0; i < steps; ++i) {
+      const auto& [x, y] = batches[i % batches.size()];
+      sess->Run({{m.input, x}, {m.target, y}}, {}, {m.train_op});
+    }
+  }
+};
+
 }  // namespace
 
 void MnistMlpEpochPipeline() {
@@ -40,30 +79,18 @@ void MnistMlpEpochPipeline() {
   for (float& v : images.flat<float>()) v = static_cast<float>(rng() % 256) / 255.f;
   for (int32_t& v : labels.flat<int32_t>()) v = static_cast<int32_t>(rng() % 10);
   // Fed: 20 prepared batches, cycled (pf-bench mnist_mlp_epoch's setting).
-  std::vector<std::pair<Tensor, Tensor>> batches;
+  Batches batches;
   for (int64_t b = 0; b < 20; ++b) {
     batches.emplace_back(images.SliceRows(b * kBatch, (b + 1) * kBatch).ValueOrThrow().Clone(),
                          labels.SliceRows(b * kBatch, (b + 1) * kBatch).ValueOrThrow().Clone());
   }
-  Graph fg;
-  Scope froot = Scope::Root(&fg);
-  models::Model fed = models::BuildMnistMlp(froot, {});
-  Session fsess(fg, OnDevice(false));
-  fsess.Run({}, {}, {GlobalVariablesInitializer(froot)});
+  MnistMlpRun fed(nullptr);
   // Pipeline: the same model reading IteratorGetNext.
-  Graph pg;
-  Scope proot = Scope::Root(&pg);
-  data::GraphIterator it =
-      data::MakeIterator(proot, data::Dataset::FromTensorSlices({images, labels})
-                                    .Shuffle(kExamples, 1)
-                                    .Batch(kBatch, true)
-                                    .Prefetch(2));
-  models::ModelOptions mo;
-  mo.input = it.next[0];
-  mo.target = it.next[1];
-  models::Model piped = models::BuildMnistMlp(proot, mo);
-  Session psess(pg, OnDevice(false));
-  psess.Run({}, {}, {GlobalVariablesInitializer(proot)});
+  const data::Dataset shuffled = data::Dataset::FromTensorSlices({images, labels})
+                                     .Shuffle(kExamples, 1)
+                                     .Batch(kBatch, true)
+                                     .Prefetch(2);
+  MnistMlpRun piped(&shuffled);
   // The fed path's 20 prepared batches through an iterator (row views, no shuffle, no copy):
   // what reading IteratorGetNext costs against a feed, without preparing the batches.
   Tensor stacked_x(DT_FLOAT, {20, kBatch, 784}), stacked_y(DT_INT32, {20, kBatch});
@@ -72,46 +99,16 @@ void MnistMlpEpochPipeline() {
                 stacked_x.data<float>() + b * kBatch * 784);
     std::copy_n(batches[b].second.data<int32_t>(), kBatch, stacked_y.data<int32_t>() + b * kBatch);
   }
-  Graph rg;
-  Scope rroot = Scope::Root(&rg);
-  data::GraphIterator rit = data::MakeIterator(
-      rroot,
-      data::Dataset::FromTensorSlices({stacked_x, stacked_y}).Repeat(kSteps / 20).Prefetch(2));
-  models::ModelOptions ro;
-  ro.input = rit.next[0];
-  ro.target = rit.next[1];
-  models::Model ready = models::BuildMnistMlp(rroot, ro);
-  Session rsess(rg, OnDevice(false));
-  rsess.Run({}, {}, {GlobalVariablesInitializer(rroot)});
-
-  auto fed_epoch = [&] {
-    for (int64_t i = 0; i < kSteps; ++i) {
-      const auto& [x, y] = batches[i % batches.size()];
-      fsess.Run({{fed.input, x}, {fed.target, y}}, {}, {fed.train_op});
-    }
-  };
-  auto piped_epoch = [&] {
-    psess.Run({}, {}, {it.initializer});
-    for (int64_t i = 0; i < kSteps; ++i) psess.Run({}, {}, {piped.train_op});
-  };
-  auto ready_epoch = [&] {
-    rsess.Run({}, {}, {rit.initializer});
-    for (int64_t i = 0; i < kSteps; ++i) rsess.Run({}, {}, {ready.train_op});
-  };
-  // Warm-up, then the two interleaved: the machine's load hits both alike.
-  for (int i = 0; i < 20; ++i) {
-    const auto& [x, y] = batches[i];
-    fsess.Run({{fed.input, x}, {fed.target, y}}, {}, {fed.train_op});
-  }
-  psess.Run({}, {}, {it.initializer});
-  for (int i = 0; i < 20; ++i) psess.Run({}, {}, {piped.train_op});
-  rsess.Run({}, {}, {rit.initializer});
-  for (int i = 0; i < 20; ++i) rsess.Run({}, {}, {ready.train_op});
+  const data::Dataset prepared =
+      data::Dataset::FromTensorSlices({stacked_x, stacked_y}).Repeat(kSteps / 20).Prefetch(2);
+  MnistMlpRun ready(&prepared);
+  // Warm-up, then the three interleaved: the machine's load hits them alike.
+  for (MnistMlpRun* run : {&fed, &piped, &ready}) run->Steps(20, batches);
   std::vector<double> f, p, q;
   for (int r = 0; r < kRepeats; ++r) {
-    f.push_back(Seconds(fed_epoch));
-    p.push_back(Seconds(piped_epoch));
-    q.push_back(Seconds(ready_epoch));
+    f.push_back(Seconds([&] { fed.Steps(kSteps, batches); }));
+    p.push_back(Seconds([&] { piped.Steps(kSteps, batches); }));
+    q.push_back(Seconds([&] { ready.Steps(kSteps, batches); }));
   }
   const double fs = Median(f), ps = Median(p), qs = Median(q);
   std::printf(

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -95,7 +96,7 @@ FlagSet::Flag& FlagSet::Double(const std::string& name, double* target, const st
   return Add(std::move(f));
 }
 
-Status FlagSet::Set(const Flag& f, const std::string& value) {
+Status FlagSet::Set(const Flag& f, const std::string& value) const {
   switch (f.kind) {
     case Flag::Kind::kSwitch:
       return errors::InvalidArgument(f.name, " takes no value, got '", value, "'");
@@ -129,38 +130,100 @@ Status FlagSet::Set(const Flag& f, const std::string& value) {
   return errors::Internal("unknown flag kind");
 }
 
+// CLI11's help, laid out by the table (the layout tests/tools/cli_test.cc and
+// tests/install/check_install.sh read).
+class HelpFormatter : public CLI::FormatterBase {
+ public:
+  explicit HelpFormatter(const FlagSet* set) : set_(set) {}
+  std::string make_help(const CLI::App*, std::string, CLI::AppFormatMode) const override {
+    return set_->HelpText();
+  }
+
+ private:
+  const FlagSet* set_;
+};
+
+FlagSet::FlagSet(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+FlagSet::FlagSet(FlagSet&& other) noexcept
+    : program_(std::move(other.program_)),
+      summary_(std::move(other.summary_)),
+      epilog_(std::move(other.epilog_)),
+      flags_(std::move(other.flags_)),
+      help_requested_(other.help_requested_) {}
+
+FlagSet::~FlagSet() = default;
+
+CLI::App& FlagSet::App() {
+  if (app_) return *app_;
+  app_ = std::make_unique<CLI::App>(summary_, program_);
+  app_->formatter(std::make_shared<HelpFormatter>(this));
+  // Unknown arguments are collected and reported below in the tools' words.
+  app_->allow_extras();
+  // --help stops parsing where it stands: "--help --batch 0" prints the help.
+  app_->set_help_flag();
+  app_->add_flag_callback(
+          "-h,--help", [] { throw CLI::CallForHelp(); }, "this help")
+      ->trigger_on_parse();
+  for (const Flag& f : flags_) {
+    std::string names = f.name;
+    for (const std::string& a : f.aliases) names += "," + a;
+    CLI::Option* o = nullptr;
+    if (f.kind == Flag::Kind::kSwitch) {
+      o = app_->add_flag(names, *static_cast<bool*>(f.target), f.help);
+    } else {
+      o = app_->add_option_function<std::string>(
+          names,
+          [this, &f](const std::string& value) {
+            Status s = Set(f, value);
+            if (!s.ok()) throw CLI::ValidationError(s.message());
+          },
+          f.help);
+    }
+    // Checked as they come, in argv's order; the last of repeated values wins.
+    o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->trigger_on_parse();
+  }
+  return *app_;
+}
+
 Status FlagSet::Parse(int argc, const char* const* argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      help_requested_ = true;
-      return Status::OK();
-    }
-    std::string name = arg, value;
-    const size_t eq = arg.find('=');
-    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    auto it =
-        std::find_if(flags_.begin(), flags_.end(), [&](const Flag& f) { return f.name == name; });
-    if (it == flags_.end())
-      return errors::InvalidArgument("unknown flag '", name, "' (see ", program_, " --help)");
-    if (it->kind == Flag::Kind::kSwitch && !inline_value) {
-      *static_cast<bool*>(it->target) = true;
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= argc) return errors::InvalidArgument("missing value for ", name);
-      value = argv[++i];
-    }
-    PF_RETURN_IF_ERROR(Set(*it, value));
+  help_requested_ = false;
+  CLI::App& app = App();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    help_requested_ = true;
+    return Status::OK();
+  } catch (const CLI::ArgumentMismatch& e) {
+    // "--steps: 1 required TEXT missing"
+    const std::string what = e.what();
+    if (what.ends_with(" missing"))
+      return errors::InvalidArgument("missing value for ", what.substr(0, what.find(':')));
+    return errors::InvalidArgument(what);
+  } catch (const CLI::ConversionError& e) {
+    // A switch given a value that is no boolean: "Could not convert: --restore = maybe".
+    const std::string what = e.what();
+    const size_t at = what.find(": "), eq = what.find(" = ");
+    if (at == std::string::npos || eq == std::string::npos) return errors::InvalidArgument(what);
+    return errors::InvalidArgument(what.substr(at + 2, eq - at - 2),
+                                   " takes no value (or true/false), got '", what.substr(eq + 3),
+                                   "'");
+  } catch (const CLI::ParseError& e) {
+    return errors::InvalidArgument(e.what());
+  }
+  const std::vector<std::string> rest = app.remaining();
+  if (!rest.empty()) {
+    const std::string& arg = rest.front();
+    const std::string name = arg.rfind("--", 0) == 0 ? arg.substr(0, arg.find('=')) : arg;
+    return errors::InvalidArgument("unknown flag '", name, "' (see ", program_, " --help)");
   }
   return Status::OK();
 }
 
-std::string FlagSet::Help() const {
+std::string FlagSet::Help() { return App().help(); }
+
+std::string FlagSet::HelpText() const {
   std::string out = fmt::format("usage: {} [FLAG VALUE | FLAG=VALUE | SWITCH]...\n{}\n\nflags:\n",
                                 program_, summary_);
   for (const Flag& f : flags_) {
@@ -174,6 +237,7 @@ std::string FlagSet::Help() const {
       range = "; " + RangeText(f.range);
     }
     if (!f.choices.empty() && f.value_name == "NAME") range = "; one of " + Join(f.choices, ", ");
+    if (!f.aliases.empty()) range += "; also " + Join(f.aliases, ", ");
     out += Wrap(fmt::format("  {:<28} {} (default: {}{})", head, f.help, f.default_text, range));
   }
   if (!epilog_.empty()) out += "\n" + epilog_;

@@ -88,14 +88,33 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& options);
 Model BuildLeNet(const Scope& root, const ModelOptions& options);
 Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& options);
 Model BuildCnnSeed004(const Scope& root, const ModelOptions& options);
-// By name: mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small or cnn_seed004; throws pf::Error for
-// others.
+// The model table: every model pf-train, pf-bench and the tests know, with its defaults. The
+// flags' help, --model's choices and the classifier test come from here.
+struct ModelSpec {
+  const char* name;
+  Model (*build)(const Scope& root, const ModelOptions& options);
+  bool classifier;           // classifies MNIST-style images (and needs a data set)
+  int64_t batch;             // examples per step when --batch is not given
+  const char* optimizer;     // when ModelOptions::optimizer is ""
+  double learning_rate;      // base rate with the default optimizer, and any but sgd
+  double sgd_learning_rate;  // base rate with sgd
+  // The base learning rate when none is given, for `optimizer` ("": the default one).
+  double LearningRate(const std::string& optimizer) const;
+};
+const std::vector<ModelSpec>& Models();
+// nullptr for a name not in the table.
+const ModelSpec* FindModel(const std::string& name);
+// "mlp_seed000, mnist_mlp, ...": for messages.
+std::string ModelNames();
+// By name; throws pf::Error for a name not in the table.
 Model BuildModel(const std::string& name, const Scope& root, const ModelOptions& options);
 std::unique_ptr<train::Optimizer> MakeOptimizer(const std::string& name,
                                                 train::Hyper learning_rate);
-extern const char kModelNames[];  // for messages and --help
-// Every model but mlp_seed000 classifies MNIST-style images (and needs a data set).
-inline bool IsClassifier(const std::string& name) { return name != "mlp_seed000"; }
+// The optimizer and base learning rate `model` trains with under `options`.
+std::string OptimizerOf(const std::string& model, const ModelOptions& options);
+double LearningRateOf(const std::string& model, const ModelOptions& options);
+// Whether `name` is a classifier in the table (false for unknown names).
+bool IsClassifier(const std::string& name);
 
 // Shared by the model builders: the loss and gradients of `fn`, built once in `root` or once per
 // tower (fills loss, output and tower_devices), and the optimizer's update of them (wrapped for

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/data/idx.h"
 #include "placeflow/io/example.h"
 #include "tools/flags.h"
-#include "tools/mnist_data.h"
 #include "tools/run_main.h"
 
 namespace {

@@ -301,6 +301,98 @@ void Trainer::ReplayIterator(int64_t first, int64_t per_epoch) {
   for (int64_t k = 0; k < first % per_epoch; ++k) sess_.Run({o_.iterator->next.back()});
 }
 
+namespace {
+
+// An epoch's progress on `out`: the running loss, a bar (terminals) or periodic lines, and the
+// epoch's result.
+class EpochProgress {
+ public:
+  EpochProgress(FILE* out, progress::Mode mode, int64_t epochs, int64_t per_epoch, int64_t every,
+                int64_t batch)
+      : out_(out),
+        mode_(mode),
+        epochs_(epochs),
+        per_epoch_(per_epoch),
+        every_(every),
+        batch_(batch) {}
+
+  // After step `in_epoch` (from 1) of `epoch`; the last one of an epoch draws nothing here.
+  void Step(int64_t epoch, int64_t in_epoch, float loss, bool epoch_end) {
+    loss_sum_ += loss;
+    ++loss_count_;
+    if (mode_ == progress::Mode::kBar) {
+      if (!bar_) {
+        std::fprintf(out_, "Epoch %lld/%lld\n", static_cast<long long>(epoch),
+                     static_cast<long long>(epochs_));
+        bar_.emplace(out_, per_epoch_);
+      }
+      if (!epoch_end) bar_->Update(in_epoch, {{"loss", Loss()}}, ExamplesPerSecond(Seconds()));
+    } else if (mode_ == progress::Mode::kLines && in_epoch % every_ == 0 &&
+               in_epoch != per_epoch_) {
+      std::fprintf(out_, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n",
+                   static_cast<long long>(epoch), static_cast<long long>(in_epoch),
+                   static_cast<long long>(per_epoch_), Loss(), ExamplesPerSecond(Seconds()));
+      std::fflush(out_);
+    }
+  }
+  // The epoch's line (or the bar's last draw) with its test accuracy; `train_s` was measured
+  // before the evaluation. Starts the next epoch's count.
+  void EndEpoch(int64_t epoch, int64_t in_epoch, double accuracy, double train_s) {
+    if (bar_) {
+      bar_->Finish(in_epoch, {{"loss", Loss()}, {"test_accuracy", accuracy}},
+                   ExamplesPerSecond(train_s));
+      bar_.reset();
+    } else {
+      std::fprintf(out_, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
+                   static_cast<long long>(epoch), Loss(), accuracy, ExamplesPerSecond(train_s));
+    }
+    std::fflush(out_);
+    start_ = std::chrono::steady_clock::now();
+    loss_sum_ = 0;
+    loss_count_ = 0;
+  }
+  // Stopped after step `in_epoch` of an epoch: the bar's last draw.
+  void Interrupted(int64_t in_epoch) {
+    if (bar_) bar_->Finish(in_epoch, {{"loss", Loss()}}, ExamplesPerSecond(Seconds()));
+  }
+  double Seconds() const { return trainer::Seconds(start_); }
+
+ private:
+  double Loss() const { return loss_sum_ / std::max<int64_t>(1, loss_count_); }
+  double ExamplesPerSecond(double seconds) const { return loss_count_ * batch_ / seconds; }
+
+  FILE* out_;
+  progress::Mode mode_;
+  int64_t epochs_, per_epoch_, every_, batch_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  std::optional<progress::ProgressBar> bar_;
+};
+
+}  // namespace
+
+float Trainer::ClassifierStep(int64_t step, bool trace, int64_t batch, int64_t per_epoch,
+                              BatchPrefetcher* batches) {
+  // One training step's feeds: a prepared batch, or none when the graph reads its iterator
+  // (which starts a new pass at each epoch's first step, and once more if a pass ends early).
+  if (!o_.iterator) {
+    Tensor x, y;
+    batches->Next(&x, &y);
+    return Step({{m_.input, x}, {m_.target, y}}, trace, step + 1, batch);
+  }
+  if (step % per_epoch == 0) sess_.Run({}, {}, {o_.iterator->initializer});
+  try {
+    return Step({}, trace, step + 1, batch);
+  } catch (const Error& e) {
+    if (e.code() != Code::kOutOfRange) throw;
+    std::fprintf(o_.out, "the input ended before step %lld of the epoch: a new pass\n",
+                 static_cast<long long>(step % per_epoch + 1));
+    sess_.Run({}, {}, {o_.iterator->initializer});
+    return Step({}, trace, step + 1, batch);
+  }
+}
+
 double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistArrays& test) {
   const int64_t asked = o_.batch > 0 ? o_.batch : 100;
   const int64_t examples = o_.iterator ? o_.train_examples : train->size();
@@ -320,84 +412,30 @@ double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistA
     batches.emplace(*train, batch, o_.seed, first);
     per_epoch = batches->steps_per_epoch();
   }
-  // One training step's feeds: a prepared batch, or none when the graph reads its iterator
-  // (which starts a new pass at each epoch's first step, and once more if a pass ends early).
-  auto train_step = [&](int64_t step, bool trace) -> float {
-    if (!o_.iterator) {
-      Tensor x, y;
-      batches->Next(&x, &y);
-      return Step({{m_.input, x}, {m_.target, y}}, trace, step + 1, batch);
-    }
-    if (step % per_epoch == 0) sess_.Run({}, {}, {o_.iterator->initializer});
-    try {
-      return Step({}, trace, step + 1, batch);
-    } catch (const Error& e) {
-      if (e.code() != Code::kOutOfRange) throw;
-      std::fprintf(o_.out, "the input ended before step %lld of the epoch: a new pass\n",
-                   static_cast<long long>(step % per_epoch + 1));
-      sess_.Run({}, {}, {o_.iterator->initializer});
-      return Step({}, trace, step + 1, batch);
-    }
-  };
   const int64_t every = o_.print_every > 0 ? o_.print_every : std::max<int64_t>(1, per_epoch / 5);
+  EpochProgress progress(o_.out, progress::Resolve(o_.progress, o_.out), o_.epochs, per_epoch,
+                         every, batch);
   double accuracy = 0;
-  auto start = std::chrono::steady_clock::now();
-  double loss_sum = 0;
-  int64_t loss_count = 0;
-  const progress::Mode mode = progress::Resolve(o_.progress, o_.out);
-  std::optional<progress::ProgressBar> bar;
   int64_t step = first;
   for (; More(step + 1, o_.epochs * per_epoch); ++step) {
-    const float loss = train_step(step, step == first + 1);
+    const float loss =
+        ClassifierStep(step, step == first + 1, batch, per_epoch, batches ? &*batches : nullptr);
     CheckLoss(loss, step + 1);
-    loss_sum += loss;
-    ++loss_count;
     if (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0) MaybeSave();
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
     const bool epoch_end = in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch);
-    if (mode == progress::Mode::kBar) {
-      if (!bar) {
-        std::fprintf(o_.out, "Epoch %lld/%lld\n", static_cast<long long>(epoch),
-                     static_cast<long long>(o_.epochs));
-        bar.emplace(o_.out, per_epoch);
-      }
-      if (!epoch_end)
-        bar->Update(in_epoch, {{"loss", loss_sum / loss_count}},
-                    loss_count * batch / Seconds(start));
-    } else if (mode == progress::Mode::kLines && in_epoch % every == 0 && in_epoch != per_epoch) {
-      std::fprintf(o_.out, "epoch %lld step %lld/%lld loss=%.4f examples/s=%.0f\n",
-                   static_cast<long long>(epoch), static_cast<long long>(in_epoch),
-                   static_cast<long long>(per_epoch), loss_sum / loss_count,
-                   loss_count * batch / Seconds(start));
-      std::fflush(o_.out);
-    }
+    progress.Step(epoch, in_epoch, loss, epoch_end);
     if (StopRequested()) break;
     if (epoch_end) {
-      const double train_s = Seconds(start);
+      const double train_s = progress.Seconds();
       accuracy = TestAccuracy(test);
       if (o_.hooks.after_epoch) o_.hooks.after_epoch(step + 1, accuracy);
-      if (bar) {
-        bar->Finish(
-            in_epoch,
-            {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}, {"test_accuracy", accuracy}},
-            loss_count * batch / train_s);
-        bar.reset();
-      } else {
-        std::fprintf(o_.out, "epoch %lld loss=%.4f test_accuracy=%.4f examples/s=%.0f\n",
-                     static_cast<long long>(epoch), loss_sum / std::max<int64_t>(1, loss_count),
-                     accuracy, loss_count * batch / train_s);
-      }
-      std::fflush(o_.out);
+      progress.EndEpoch(epoch, in_epoch, accuracy, train_s);
       MaybeSave();
-      start = std::chrono::steady_clock::now();
-      loss_sum = 0;
-      loss_count = 0;
     }
   }
   if (interrupted_) {
-    if (bar)
-      bar->Finish(step % per_epoch + 1, {{"loss", loss_sum / std::max<int64_t>(1, loss_count)}},
-                  loss_count * batch / Seconds(start));
+    progress.Interrupted(step % per_epoch + 1);
     std::fprintf(o_.out, "interrupted after step %lld\n", static_cast<long long>(step + 1));
     std::fflush(o_.out);
     MaybeSave();

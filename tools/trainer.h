@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
+#include "placeflow/data/idx.h"
 #include "placeflow/data/iterator_ops.h"
-#include "tools/mnist_data.h"
 #include "tools/models.h"
 #include "tools/progress_bar.h"
 
@@ -150,6 +150,9 @@ class Trainer {
  private:
   double RunRegression();
   double RunClassifier(const data::MnistArrays* train, const data::MnistArrays& test);
+  // Classifier step `step` (from 0): fed from `batches`, or read from the iterator.
+  float ClassifierStep(int64_t step, bool trace, int64_t batch, int64_t per_epoch,
+                       BatchPrefetcher* batches);
   // With an iterator: runs the initializer for the passes before global step `first` and
   // skips the batches of its pass already trained on.
   void ReplayIterator(int64_t first, int64_t per_epoch);

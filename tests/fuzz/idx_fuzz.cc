@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/data/idx.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_file.h"
-#include "tools/mnist_data.h"
 
 namespace {
 

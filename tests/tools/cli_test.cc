@@ -81,15 +81,11 @@ int CountLines(const std::string& text, const std::string& prefix) {
   return n;
 }
 
-TEST_CASE("pf-train --help describes every flag and its default on stdout and exits 0", "[cli]") {
-  ToolRun r = Train("--help");
-  CHECK(r.status == 0);
-  CHECK(r.err.empty());
-  CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
-  // One entry per flag: its first line, and the lines under its description, joined.
+// --help's entries, one per flag: its first line, and the lines under its description, joined.
+std::vector<std::string> HelpEntries(const std::string& help) {
   std::vector<std::string> entries;
-  REQUIRE(r.out.find("\nflags:\n") != std::string::npos);
-  std::istringstream in(r.out.substr(r.out.find("\nflags:\n") + 8));
+  REQUIRE(help.find("\nflags:\n") != std::string::npos);
+  std::istringstream in(help.substr(help.find("\nflags:\n") + 8));
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("  --", 0) == 0) {
       entries.push_back(line);
@@ -100,6 +96,15 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
       break;  // the examples follow
     }
   }
+  return entries;
+}
+
+TEST_CASE("pf-train --help describes every flag and its default on stdout and exits 0", "[cli]") {
+  ToolRun r = Train("--help");
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
+  const std::vector<std::string> entries = HelpEntries(r.out);
   CHECK(entries.size() == 41);
   for (const std::string& e : entries) {
     INFO(e);
@@ -132,15 +137,15 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--aggregation",
                            "--variable-device",
                            "--towers-table",
-                           "--job_name",
-                           "--task_index",
-                           "--ps_hosts",
-                           "--worker_hosts",
+                           "--job-name",
+                           "--task-index",
+                           "--ps-hosts",
+                           "--worker-hosts",
                            "--local-cluster",
                            "--save-every",
-                           "--sync_replicas",
-                           "--replicas_to_aggregate",
-                           "--sync_timeout",
+                           "--sync-replicas",
+                           "--replicas-to-aggregate",
+                           "--sync-timeout",
                            "--allow-nan",
                            "--no-soft-placement",
                            "--logdir",
@@ -160,6 +165,18 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                    "of mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small, cnn_seed004)") == 1);
   CHECK_THAT(r.out, Contains("dataset-fashion-mnist"));
   CHECK(Train("-h").out == r.out);
+}
+
+TEST_CASE("pf-train --help names the TensorFlow spellings of the cluster flags as aliases",
+          "[cli]") {
+  const std::vector<std::string> entries = HelpEntries(Train("--help").out);
+  for (const char* alias : {"--job_name", "--task_index", "--ps_hosts", "--worker_hosts",
+                            "--sync_replicas", "--replicas_to_aggregate", "--sync_timeout"}) {
+    INFO(alias);
+    CHECK(std::count_if(entries.begin(), entries.end(), [&](const std::string& e) {
+            return e.find(std::string("also ") + alias + ")") != std::string::npos;
+          }) == 1);
+  }
 }
 
 TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
@@ -245,7 +262,8 @@ TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error a
       {"--print-every 0", "--print-every must be an integer >= 1, got '0'"},
       {"--save-every -2", "--save-every must be an integer >= 1, got '-2'"},
       {"--train-limit -1", "--train-limit must be an integer >= 0, got '-1'"},
-      {"--sync_timeout 0", "--sync_timeout must be a number > 0, got '0'"},
+      {"--sync_timeout 0", "--sync-timeout must be a number > 0, got '0'"},
+      {"--sync-timeout 0", "--sync-timeout must be a number > 0, got '0'"},
       {"--towers 0", "--towers must be an integer in [1, 1024], got '0'"},
       {"--towers-table 1,0", "--towers-table must be an integer in [1, 1024], got '0'"},
       {"--devices tpu", "--devices must be one of cpu, gpu, all, got 'tpu'"},
@@ -254,7 +272,7 @@ TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error a
        "mobilenet_v2_small, cnn_seed004, got 'resnet'"},
       {"--steps", "missing value for --steps"},
       {"--stepz 3", "unknown flag '--stepz' (see pf-train --help)"},
-      {"--restore=1", "--restore takes no value, got '1'"},
+      {"--restore=maybe", "--restore takes no value (or true/false), got 'maybe'"},
       {"--place affine0", "bad --place rule 'affine0': expected regex=device"},
       {"--variable-device /cpu:x",
        "bad --variable-device '/cpu:x': Malformed device specification '/cpu:x'"},

@@ -1,11 +1,10 @@
 // The IDX reader: real files, and the errors for bad ones.
-#include "tools/mnist_data.h"
-
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "placeflow/data/idx.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Between-graph ps/worker training of mnist_mlp, placeflow (pf-train --local-cluster) side by
 # side with TensorFlow's gRPC runtime (tools/bench/tf_ps_bench.py, tf.compat.v1 graph mode), on
-# loopback: 1 ps and 1 or 2 workers, async and sync (SyncReplicasOptimizer / --sync_replicas,
+# loopback: 1 ps and 1 or 2 workers, async and sync (SyncReplicasOptimizer / --sync-replicas,
 # one gradient per worker per update). Interleaved (placeflow, TF, placeflow, TF, ...) so both
 # see the same machine; the table at the end holds the medians over the rounds. TensorFlow is a
 # benchmark peer only: install it outside the repo first
@@ -35,7 +35,7 @@ trap 'rm -f "$results" "$log"' EXIT
 
 run_placeflow() {  # MODE WORKERS
   local sync=()
-  [ "$1" = sync ] && sync=(--sync_replicas)
+  [ "$1" = sync ] && sync=(--sync-replicas)
   if ! "$build/tools/pf-train" --local-cluster "ps=1,worker=$2" --model mnist_mlp --data "$data" \
       --epochs 1 --train-limit $((steps * batch)) --batch $batch --print-every $warmup \
       "${sync[@]}" >"$log" 2>&1; then

@@ -1,0 +1,424 @@
+#include "tools/train_app.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tools/tfrecord_input.h"
+#include "tools/tower_plan.h"
+#include "tools/tower_timing.h"
+
+namespace pf::app {
+namespace {
+
+// Set by SIGINT: the trainer stops after the step in progress.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void OnSigint(int) { g_interrupted.store(true); }
+
+void InstallSigintHandler() {
+  // The handler runs on a stack of its own (on this thread, which the kernel prefers for a
+  // signal sent to the process): the signal frame is never written below the stack pointer of
+  // the code it interrupts (oneDNN's generated kernels).
+  static std::vector<char> alt(1 << 16);
+  stack_t ss = {};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa = {};
+  sa.sa_handler = OnSigint;
+  sigemptyset(&sa.sa_mask);
+  // A second Ctrl-C gets the default action: the process ends.
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+int64_t CountElements(const data::Dataset& d) {
+  int64_t n = 0;
+  auto it = d.Batch(4096).MakeIterator();
+  std::vector<Tensor> e;
+  while (it->GetNext(&e).ValueOrThrow()) n += e[0].dim(0);
+  return n;
+}
+
+// TFRecord files of tf.Example: the training part as a dataset, the test part as arrays.
+void LoadTFRecords(const TrainArgs& a, const std::string& dir, TrainingData* d) {
+  using data::Split;
+  if (!tfrecord_input::Available())
+    throw UsageError(
+        "--data-format tfrecord needs a placeflow built with protobuf (PF_WITH_PROTOBUF)");
+  auto train_files = tfrecord_input::Files(dir, Split::kTrain).ValueOrThrow();
+  auto test_files = tfrecord_input::Files(std::filesystem::is_directory(dir)
+                                              ? dir
+                                              : std::filesystem::path(dir).parent_path().string(),
+                                          Split::kTest)
+                        .ValueOrThrow();
+  d->test = data::Take(tfrecord_input::LoadMnistArrays(test_files).ValueOrThrow(), a.test_limit);
+  d->train_ds =
+      data::Dataset::FromTFRecord(train_files).Take(a.train_limit > 0 ? a.train_limit : -1);
+  d->train_examples = CountElements(d->train_ds);
+}
+
+// IDX files: the training part as a dataset (pipeline) or as arrays, the test part as arrays.
+void LoadIdx(const TrainArgs& a, const std::string& dir, TrainingData* d) {
+  using data::Split;
+  d->test = data::Take(data::LoadMnist(dir, Split::kTest).ValueOrThrow(), a.test_limit);
+  if (!d->pipeline) {
+    d->train = data::Take(data::LoadMnist(dir, Split::kTrain).ValueOrThrow(), a.train_limit);
+    d->train_examples = d->train.size();
+    return;
+  }
+  auto [images, labels] = data::MnistPaths(dir, Split::kTrain);
+  d->train_ds = data::Dataset::FromIdx(images, labels).Take(a.train_limit > 0 ? a.train_limit : -1);
+  d->train_examples = CountElements(d->train_ds);
+}
+
+std::string DefaultData() {
+  for (const char* candidate : {"/usr/share/datasets/fashion-mnist", "../shared/data/mnist"}) {
+    if (std::filesystem::exists(candidate)) return candidate;
+  }
+  return "";
+}
+
+// The model's options from the flags and the role: towers on this process's devices, or one
+// replica of a cluster (variables on the ps tasks, placed by the caller).
+models::ModelOptions ModelOptionsFor(const TrainArgs& a, const Role& role, int64_t train_examples,
+                                     int* num_cpus) {
+  models::ModelOptions mo;
+  mo.init = a.init;
+  mo.seed = a.seed;
+  mo.optimizer = a.optimizer;
+  mo.learning_rate = a.lr;
+  if (models::IsClassifier(a.model))
+    mo.steps_per_epoch = std::max<int64_t>(1, train_examples / a.batch);
+  const TowerPlan plan = PlanTowers(a);
+  if (!plan.note.empty()) std::printf("pf-train: %s\n", plan.note.c_str());
+  // One count for both (they must agree): the session's CPU devices, and what the towers
+  // take "all_cpus" to mean.
+  *num_cpus =
+      static_cast<int>(std::max<int64_t>(a.cpu_devices, plan.kind == "cpu" ? plan.count : 1));
+  if (role.task) {
+    // Between-graph replication: one tower per worker process.
+    if (a.sync_replicas) {
+      mo.total_num_replicas = role.task->num_workers();
+      mo.replicas_to_aggregate = a.replicas_to_aggregate > 0
+                                     ? static_cast<int>(a.replicas_to_aggregate)
+                                     : role.task->num_workers();
+    }
+    return mo;
+  }
+  train::TowerOptions towers;
+  towers.num_cpus = *num_cpus;
+  towers.devices = towers::TowerDevices(plan.kind, plan.count);
+  towers.aggregation = AggregationOf(a);
+  towers.variable_device = a.variable_device;
+  mo.towers = towers;
+  return mo;
+}
+
+// The classifiers' input pipeline in the graph: shuffle, batch, prefetch, read by
+// IteratorGetNext (TFRecord: serialized tf.Examples, parsed a batch at a time).
+data::GraphIterator TrainIterator(const TrainArgs& a, const Scope& root, const TrainingData& d) {
+  const int64_t batch = trainer::EffectiveBatch(a.batch, d.train_examples).ValueOrThrow();
+  data::MapFn parse;
+  if (a.data_format == "tfrecord") {
+    parse = [](data::Element e, const data::MapContext&) {
+      return tfrecord_input::ParseMnistBatch(e[0]);
+    };
+  }
+  return data::MakeIterator(
+      root,
+      trainer::TrainingPipeline(d.train_ds, d.train_examples, batch, a.seed, parse,
+                                {{DT_FLOAT, {-1, -1}}, {DT_INT32, {-1}}}),
+      "train_input");
+}
+
+// "2 tower(s) on /cpu:0,/cpu:1 (aggregation param, variables on /cpu:0 ...)", or a replica's.
+std::string Replication(const TrainArgs& a, const models::Model& m) {
+  if (m.sync)
+    return fmt::format(
+        "between-graph replica on this worker (variables on the ps tasks, sync: {} of {} "
+        "workers' gradients per update)",
+        m.sync->replicas_to_aggregate(), m.sync->total_num_replicas());
+  if (m.tower_devices.empty())
+    return "between-graph replica on this worker (variables on the ps tasks, async)";
+  std::string devices;
+  for (const std::string& d : m.tower_devices) devices += (devices.empty() ? "" : ",") + d;
+  return fmt::format("{} tower(s) on {} (aggregation {}{})", m.tower_devices.size(), devices,
+                     a.aggregation,
+                     a.aggregation == "param" ? VariableLayout(a, m.variable_device) : "");
+}
+
+// A worker trains on its own batches and traces into its own file; only the chief saves.
+void AdjustForWorker(TrainArgs& a, const cluster::ClusterRole& task) {
+  a.seed += task.index();
+  if (!task.is_chief()) {
+    a.checkpoint.clear();
+    a.restore = false;
+  }
+  // One trace per worker (each merges every task's part of that worker's step).
+  if (!a.trace.empty()) {
+    const auto dot = a.trace.rfind('.');
+    const std::string suffix = ".worker" + std::to_string(task.index());
+    a.trace = dot == std::string::npos ? a.trace + suffix
+                                       : a.trace.substr(0, dot) + suffix + a.trace.substr(dot);
+  }
+}
+
+trainer::Options TrainerOptions(const TrainArgs& a, const Role& role, const TrainGraph& tg,
+                                const TrainingData& data) {
+  trainer::Options to;
+  to.count_local_steps = role.task != nullptr;  // each worker runs its own epochs
+  to.epochs = a.epochs;
+  to.steps = a.steps;
+  to.batch = a.batch;
+  to.print_every = a.print_every;
+  to.seed = static_cast<uint64_t>(a.seed);
+  to.checkpoint_dir = a.checkpoint;
+  to.restore = a.restore;
+  to.trace_path = a.trace;
+  to.checkpoint_every = a.save_every;
+  to.iterator = tg.iterator;
+  to.train_examples = data.train_examples;
+  to.allow_nan = a.allow_nan;
+  to.check_numerics = a.check_numerics;
+  to.progress = a.quiet ? progress::Mode::kQuiet : progress::Mode::kAuto;
+  to.stop = &g_interrupted;
+  return to;
+}
+
+// A cluster worker's answer to a failed step: a ps that restarts loses its variables, so the
+// chief restores the last checkpoint (or initialises again) and every worker waits for that.
+std::function<bool(const Error&)> Recovery(const Role& role, const TrainGraph& tg, Session& sess,
+                                           trainer::Trainer** trainer) {
+  auto sync_timeouts = std::make_shared<int>(0);
+  return [&role, &tg, &sess, trainer, sync_timeouts](const Error& e) {
+    const models::Model& m = tg.model;
+    // A sync step that keeps timing out waits for a worker that is gone: give up.
+    if (m.sync && e.code() == Code::kDeadlineExceeded && ++*sync_timeouts > 3) return false;
+    bool again = role.task->RecoverStep(sess, *tg.graph, e, [&] {
+      if (!(*trainer)->RestoreLatest()) sess.Run({}, {}, {tg.init});
+      if (m.sync) sess.Run({}, {}, {tg.sync_chief_init});
+    });
+    if (again && m.sync) sess.Run({}, {}, {tg.sync_local_init});
+    return again;
+  };
+}
+
+}  // namespace
+
+Role ChooseRole(const TrainArgs& a) {
+  // Before loading data and building the graph (the Trainer checks again; a cluster's
+  // non-chief workers never save).
+  if (!a.checkpoint.empty() && !a.in_cluster())
+    ThrowIfError(trainer::CheckCheckpointDir(a.checkpoint));
+  Role role;
+  if (!a.towers_table.empty()) {
+    role.kind = Role::Kind::kTowersTable;
+    return role;
+  }
+  if (a.in_cluster() && !cluster::ClusterAvailable())
+    throw UsageError(
+        "cluster flags need a placeflow built with the cluster runtime (PF_WITH_GRPC)");
+  if (!a.local_cluster.empty()) {
+    role.kind = Role::Kind::kLocalCluster;
+  } else if (!a.job_name.empty()) {
+    role.task = cluster::JoinCluster(
+        {a.job_name, static_cast<int>(a.task_index), a.ps_hosts, a.worker_hosts});
+    role.kind = role.task->is_ps() ? Role::Kind::kPs : Role::Kind::kWorker;
+  } else if (a.sync_replicas) {
+    throw UsageError(
+        "--sync-replicas trains the workers of a cluster: add --job-name ... or --local-cluster");
+  }
+  return role;
+}
+
+int RunWithoutTraining(Role& role, const TrainArgs& a, int argc, char** argv) {
+  switch (role.kind) {
+    case Role::Kind::kTowersTable:
+      return TowersTable(a);
+    case Role::Kind::kLocalCluster:
+      return cluster::RunLocalCluster(a.local_cluster, argc, argv);
+    case Role::Kind::kPs:
+      return role.task->Serve();
+    default:
+      throw Error(errors::Internal("this role trains"));
+  }
+}
+
+TrainingData LoadData(const TrainArgs& a) {
+  TrainingData d;
+  // Classifiers read their batches through a dataset in the graph, except in a cluster (each
+  // worker feeds its own).
+  d.pipeline = a.input == "dataset" && !a.in_cluster();
+  if (a.data_format == "tfrecord" && !d.pipeline)
+    throw UsageError(
+        "--data-format tfrecord reads through the input pipeline: not with --input feed or a "
+        "cluster");
+  if (!models::IsClassifier(a.model)) return d;
+  const std::string dir = a.data.empty() ? DefaultData() : a.data;
+  if (dir.empty())
+    throw UsageError(
+        "--data DIR is required: no default data set found (apt-get install "
+        "dataset-fashion-mnist)");
+  if (a.data_format == "tfrecord") {
+    LoadTFRecords(a, dir, &d);
+  } else {
+    LoadIdx(a, dir, &d);
+  }
+  std::printf("data: %s (%lld train, %lld test examples)\n", dir.c_str(),
+              static_cast<long long>(d.train_examples), static_cast<long long>(d.test.size()));
+  std::printf("input: %s files, %s\n", a.data_format.c_str(),
+              d.pipeline ? "read through the pipeline (shuffle, batch, prefetch)"
+                         : "batches prepared on a thread and fed");
+  return d;
+}
+
+TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& data) {
+  TrainGraph tg;
+  tg.classifier = models::IsClassifier(a.model);
+  models::ModelOptions mo = ModelOptionsFor(a, role, data.train_examples, &tg.num_cpus);
+  tg.steps_per_epoch = mo.steps_per_epoch;
+  tg.graph = std::make_unique<Graph>();
+  tg.graph->set_seed(a.seed);
+  Scope root = Scope::Root(tg.graph.get());
+  if (role.task) root = role.task->Place(root);  // variables on the ps tasks
+  if (tg.classifier && data.pipeline) {
+    tg.iterator = TrainIterator(a, root, data);
+    mo.input = tg.iterator->next[0];
+    mo.target = tg.iterator->next[1];
+  }
+  tg.model = models::BuildModel(a.model, root, mo);
+  if (!a.logdir.empty()) {
+    summaries::SummaryOptions so;
+    so.logdir = a.logdir;
+    so.histogram_every = a.histogram_every;
+    tg.summaries = summaries::TrainingSummaries::Create(root, tg.model, so);
+  }
+  tg.init = GlobalVariablesInitializer(root);
+  if (const auto& sync = tg.model.sync) {
+    tg.sync_chief_init =
+        ops::NoOp(root.WithOpName("sync_chief_start")
+                      .WithControlDependencies({sync->chief_init_op(), sync->InitTokensOp(root)}));
+    tg.sync_local_init = sync->local_step_init_op();
+  }
+  ApplyPlacementRules(*tg.graph, a.place_rules);
+  return tg;
+}
+
+std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg) {
+  SessionOptions opts;
+  opts.log_device_placement = a.log_placement;
+  opts.allow_soft_placement = !a.no_soft_placement;
+  if (role.task) {
+    opts.target = role.task->target();
+    AdjustForWorker(a, *role.task);
+  } else {
+    opts.device_count["CPU"] = tg.num_cpus;
+    opts.num_threads = static_cast<int>(a.threads);
+  }
+  auto sess = std::make_unique<Session>(*tg.graph, opts);
+  const models::Model& m = tg.model;
+  if (opts.target.empty() && opts.allow_soft_placement) {
+    std::vector<std::pair<std::string, std::string>> named;  // (what the user wrote, device)
+    for (const PlaceRule& r : a.place_rules)
+      named.emplace_back("--place '" + r.text + "'", r.device);
+    if (a.aggregation == "param" && !m.variable_device.empty())
+      named.emplace_back("--variable-device " + a.variable_device, m.variable_device);
+    ReportFallbacks(*tg.graph, *sess, named);
+  }
+  std::printf("pf-train: model %s, optimizer %s, %s, %d graph nodes, %zu variables\n",
+              m.name.c_str(), m.optimizer_name.c_str(), Replication(a, m).c_str(),
+              tg.graph->num_nodes(), GlobalVariables(tg.graph.get()).size());
+  std::fflush(stdout);
+  return sess;
+}
+
+void Initialize(const Role& role, const TrainGraph& tg, Session& sess) {
+  const bool sync = tg.model.sync != nullptr;
+  if (role.task && !role.task->is_chief()) {
+    role.task->WaitForChief(sess, *tg.graph);
+  } else {
+    sess.Run({}, {}, {tg.init});
+    if (sync) sess.Run({}, {}, {tg.sync_chief_init});
+  }
+  if (sync) sess.Run({}, {}, {tg.sync_local_init});
+}
+
+TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,
+                   TrainingData& data) {
+  trainer::Options to = TrainerOptions(a, role, tg, data);
+  if (tg.summaries) tg.summaries->Attach(sess, &to);
+  trainer::Trainer* trainer_ptr = nullptr;
+  if (role.task) to.recover = Recovery(role, tg, sess, &trainer_ptr);
+  TrainOutcome outcome;
+  if (const auto& sync = tg.model.sync) {
+    to.until_global_step = true;
+    to.step_timeout_ms = static_cast<int64_t>(a.sync_timeout * 1000);
+    if (role.task->is_chief()) {
+      const int64_t last = tg.classifier ? a.epochs * tg.steps_per_epoch : a.steps;
+      outcome.sync_chief =
+          std::make_unique<train::SyncReplicasChief>(sess, *sync, last, a.sync_timeout);
+    }
+  }
+  trainer::Trainer trainer(tg.model, sess, to);
+  trainer_ptr = &trainer;
+  InstallSigintHandler();
+  trainer.Run(tg.classifier ? &data.train : nullptr, tg.classifier ? &data.test : nullptr);
+  outcome.interrupted = trainer.interrupted();
+  if (outcome.interrupted) outcome.global_step = trainer.global_step();
+  return outcome;
+}
+
+int Report(const TrainArgs& a, TrainGraph& tg, Session& sess, TrainOutcome& outcome) {
+  if (tg.summaries) {
+    tg.summaries->Close();
+    std::printf("summaries: %s\n", tg.summaries->path().c_str());
+  }
+  if (outcome.interrupted) {
+    std::fprintf(stderr, "pf-train: interrupted (SIGINT) at step %lld%s%s\n",
+                 static_cast<long long>(outcome.global_step),
+                 a.checkpoint.empty() ? "" : "; checkpoint saved",
+                 tg.summaries ? "; summaries flushed" : "");
+    return 130;
+  }
+  if (auto& chief = outcome.sync_chief) {
+    chief->Stop();
+    ThrowIfError(chief->status());
+    std::printf(
+        "sync replicas: %lld updates, %lld stale gradients dropped\n",
+        static_cast<long long>(chief->updates()),
+        static_cast<long long>(sess.Run({tg.model.sync->num_dropped()})[0].scalar<int64_t>()));
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  try {
+    TrainArgs a = ParseArgs(argc, argv);
+    if (a.help) {
+      std::fputs(a.help_text.c_str(), stdout);
+      return 0;
+    }
+    Role role = ChooseRole(a);
+    if (!role.trains()) return RunWithoutTraining(role, a, argc, argv);
+    TrainingData data = LoadData(a);
+    TrainGraph tg = BuildGraph(a, role, data);
+    std::unique_ptr<Session> sess = OpenSession(a, role, tg);
+    Initialize(role, tg, *sess);
+    TrainOutcome outcome = Train(a, role, tg, *sess, data);
+    return Report(a, tg, *sess, outcome);
+  } catch (const UsageError& e) {
+    // Bad flags and settings: one line on stderr, exit status 2 (as for a usage error).
+    std::fprintf(stderr, "pf-train: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace pf::app

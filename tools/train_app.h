@@ -1,0 +1,81 @@
+// pf-train as a library (the pf_app target): Main is a sequence of named steps, each a function
+// of the flags and what the steps before it made.
+//
+//   int main(int argc, char** argv) { return pf::tools::RunMain("pf-train", pf::app::Main, argc,
+//   argv); }
+//
+// ParseArgs (tools/train_flags.h) -> ChooseRole -> LoadData -> BuildGraph -> OpenSession ->
+// Initialize -> Train -> Report. ChooseRole may end the run there: --towers-table times towers,
+// --local-cluster starts a cluster of pf-train processes, a ps task serves; a worker and a
+// process on its own go on. The cluster role is an interface (tools/cluster_role.h) with a stub
+// in builds without gRPC, so no step holds an #ifdef.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "tools/cluster_role.h"
+#include "tools/models.h"
+#include "tools/summaries.h"
+#include "tools/train_flags.h"
+#include "tools/trainer.h"
+
+namespace pf::app {
+
+struct Role {
+  enum class Kind { kTowersTable, kLocalCluster, kPs, kWorker, kLocal };
+  Kind kind = Kind::kLocal;
+  std::unique_ptr<cluster::ClusterRole> task;  // kPs and kWorker
+  bool trains() const { return kind == Kind::kWorker || kind == Kind::kLocal; }
+};
+
+// The classifiers' data: the training part as arrays (fed) or as a dataset (the pipeline in the
+// graph), the test part as arrays (evaluation feeds them). Empty for mlp_seed000.
+struct TrainingData {
+  data::MnistArrays train, test;
+  data::Dataset train_ds;
+  int64_t train_examples = 0;
+  bool pipeline = false;  // batches come through IteratorGetNext in the graph
+};
+
+struct TrainGraph {
+  std::unique_ptr<Graph> graph;
+  models::Model model;
+  bool classifier = false;
+  int64_t steps_per_epoch = 0;  // classifiers
+  int num_cpus = 1;             // the session's CPU devices
+  std::optional<data::GraphIterator> iterator;
+  std::unique_ptr<summaries::TrainingSummaries> summaries;
+  Operation init;
+  // Sync replicas: what the chief puts in place once the variables are ready (again after a
+  // restore), and every worker's local step.
+  Operation sync_chief_init, sync_local_init;
+};
+
+struct TrainOutcome {
+  bool interrupted = false;
+  int64_t global_step = 0;
+  std::unique_ptr<train::SyncReplicasChief> sync_chief;  // the chief of sync replicas
+};
+
+// Checks the checkpoint directory (before any work) and picks what this process does; a ps
+// task joins its cluster here. UsageError for cluster flags in a build without gRPC.
+Role ChooseRole(const TrainArgs& a);
+// The work of a role that does not train here (ChooseRole's towers table, local cluster, ps).
+int RunWithoutTraining(Role& role, const TrainArgs& a, int argc, char** argv);
+TrainingData LoadData(const TrainArgs& a);
+TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& data);
+// A worker's settings change here (its own seed; only the chief saves), then the session opens
+// and the run is described on stdout.
+std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg);
+void Initialize(const Role& role, const TrainGraph& tg, Session& sess);
+TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,
+                   TrainingData& data);
+// Closes the summaries, says how the run ended; returns the exit status (130: interrupted).
+int Report(const TrainArgs& a, TrainGraph& tg, Session& sess, TrainOutcome& outcome);
+
+// All of pf-train: exit status 0, 2 for a bad flag or value (UsageError), 130 when interrupted;
+// other errors are thrown (tools/run_main.h makes them status 1).
+int Main(int argc, char** argv);
+
+}  // namespace pf::app
