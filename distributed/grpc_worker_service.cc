@@ -7,33 +7,42 @@
 
 namespace pf {
 
+namespace {
+
+// A call answered at once: the token check, then `answer`'s status.
+template <typename Answer>
+grpc::ServerUnaryReactor* Answered(grpc::CallbackServerContext* ctx, const Worker& worker,
+                                   std::string_view method, Answer answer) {
+  auto* reactor = ctx->DefaultReactor();
+  if (Authorized(ctx, reactor, worker.options().token, method)) reactor->Finish(ToGrpc(answer()));
+  return reactor;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* GrpcWorkerService::GetStatus(grpc::CallbackServerContext* ctx,
                                                        const rpc::GetStatusRequest*,
                                                        rpc::GetStatusResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx, reactor, worker_->options().token, "GetStatus")) return reactor;
-  worker_->GetStatus(resp);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answered(ctx, *worker_, "GetStatus", [&] {
+    worker_->GetStatus(resp);
+    return Status::OK();
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcWorkerService::RegisterGraph(grpc::CallbackServerContext* ctx,
                                                            const rpc::RegisterGraphRequest* req,
                                                            rpc::RegisterGraphResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx, reactor, worker_->options().token, "RegisterGraph")) return reactor;
-  reactor->Finish(ToGrpc(worker_->RegisterGraph(*req, resp)));
-  return reactor;
+  return Answered(ctx, *worker_, "RegisterGraph",
+                  [&] { return worker_->RegisterGraph(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* GrpcWorkerService::DeregisterGraph(grpc::CallbackServerContext* ctx,
                                                              const rpc::DeregisterGraphRequest* req,
                                                              rpc::DeregisterGraphResponse*) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx, reactor, worker_->options().token, "DeregisterGraph")) return reactor;
-  worker_->DeregisterGraph(*req);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answered(ctx, *worker_, "DeregisterGraph", [&] {
+    worker_->DeregisterGraph(*req);
+    return Status::OK();
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcWorkerService::RunGraph(grpc::CallbackServerContext* ctx,
@@ -71,21 +80,19 @@ grpc::ServerUnaryReactor* GrpcWorkerService::RunGraph(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* GrpcWorkerService::AbortStep(grpc::CallbackServerContext* ctx,
                                                        const rpc::AbortStepRequest* req,
                                                        rpc::AbortStepResponse*) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx, reactor, worker_->options().token, "AbortStep")) return reactor;
-  worker_->AbortStep(*req);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answered(ctx, *worker_, "AbortStep", [&] {
+    worker_->AbortStep(*req);
+    return Status::OK();
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcWorkerService::CleanupStep(grpc::CallbackServerContext* ctx,
                                                          const rpc::CleanupStepRequest* req,
                                                          rpc::CleanupStepResponse*) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx, reactor, worker_->options().token, "CleanupStep")) return reactor;
-  worker_->CleanupStep(*req);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answered(ctx, *worker_, "CleanupStep", [&] {
+    worker_->CleanupStep(*req);
+    return Status::OK();
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(grpc::CallbackServerContext* ctx,
