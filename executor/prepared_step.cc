@@ -104,6 +104,9 @@ void RunPartitionsAsync(const std::vector<const PreparedPart*>& parts, const Par
                         PartTensors* fetches, int64_t step_id, StepGroup* group, ThreadPool* pool,
                         std::function<void()> done) {
   if (parts.empty()) return done();
+  if (parts.size() == 1) {  // the common case: nothing to count
+    return parts[0]->executor->RunAsync(feeds[0], &(*fetches)[0], step_id, group, std::move(done));
+  }
   struct Countdown {
     std::atomic<int> remaining;
     std::function<void()> done;

@@ -255,16 +255,19 @@ void Session::RunPartitions(const Prepared& prepared, const PartTensors& feeds,
                             PartTensors* fetches, StepGroup* group) {
   // Waits helping the pool. The count drops under the lock: the waiter checks it holding the
   // lock, so it cannot return (and destroy mu and cv) while `done` still uses them.
-  std::atomic<int> remaining{1};
-  std::mutex mu;
-  std::condition_variable cv;
+  struct Wait {
+    std::atomic<int> remaining{1};
+    std::mutex mu;
+    std::condition_variable cv;
+  } wait;
+  // One pointer captured: the callback fits std::function's inline storage (no allocation).
   RunPartitionsAsync(prepared.part_list, feeds, fetches, next_step_id_.fetch_add(1), group, pool_,
-                     [&] {
-                       std::lock_guard<std::mutex> lock(mu);
-                       remaining.fetch_sub(1, std::memory_order_acq_rel);
-                       cv.notify_all();
+                     [w = &wait] {
+                       std::lock_guard<std::mutex> lock(w->mu);
+                       w->remaining.fetch_sub(1, std::memory_order_acq_rel);
+                       w->cv.notify_all();
                      });
-  Executor::WaitHelping(pool_, &remaining, &mu, &cv);
+  Executor::WaitHelping(pool_, &wait.remaining, &wait.mu, &wait.cv);
   if (group->stats()) {
     group->stats()->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                   std::chrono::steady_clock::now() - group->start())
