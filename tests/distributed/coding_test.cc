@@ -219,7 +219,7 @@ TEST_CASE("Raw messages carry tensors as slices; short or lying headers are erro
 
   // A header length past the end; a header that does not parse.
   for (std::string bytes :
-       {std::string("\xff\x00\x00\x00abc", 7), std::string("\x03\x00\x00\x00\xff\xff\xff", 7)}) {
+       {std::string("\xff\x00\x00\x00" "abc", 7), std::string("\x03\x00\x00\x00\xff\xff\xff", 7)}) {
     grpc::Slice slice(bytes);
     grpc::ByteBuffer bad(&slice, 1);
     CHECK_FALSE(reader.Open(&bad, &got).ok());
