@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/op_util.h"
 
 namespace pf {
@@ -41,11 +42,6 @@ namespace pf {
 namespace {
 
 using dnnl::memory;
-
-dnnl::engine& Engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
 
 enum class Kind { kForwardTraining, kForwardInference, kBackwardTraining, kBackwardInference };
 
@@ -74,8 +70,9 @@ std::unique_ptr<Prim> MakePrim(const Key& key) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::prop_kind fwd_kind =
       training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  std::unique_lock<std::mutex> lock = LockDnnlCreation();
   dnnl::batch_normalization_forward::primitive_desc fwd_pd(
-      dnnl::batch_normalization_forward::desc(fwd_kind, p->data, eps, flags), attr, Engine());
+      dnnl::batch_normalization_forward::desc(fwd_kind, p->data, eps, flags), attr, DnnlEngine());
   if (kind == Kind::kForwardTraining || kind == Kind::kForwardInference) {
     p->scratch = fwd_pd.scratchpad_desc();
     p->prim = dnnl::batch_normalization_forward(fwd_pd);
@@ -83,7 +80,7 @@ std::unique_ptr<Prim> MakePrim(const Key& key) {
     dnnl::batch_normalization_backward::primitive_desc bwd_pd(
         dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, p->data, p->data, eps,
                                                  flags),
-        attr, Engine(), fwd_pd);
+        attr, DnnlEngine(), fwd_pd);
     p->scratch = bwd_pd.scratchpad_desc();
     p->prim = dnnl::batch_normalization_backward(bwd_pd);
   }
@@ -135,16 +132,16 @@ struct DnnlBatchNorm::Cache {
       const Prim* p = Get(key);
       std::unordered_map<int, memory> args;
       for (const auto& [arg, ptr] : data_args) {
-        args.emplace(arg, memory(p->data, Engine(), const_cast<float*>(ptr)));
+        args.emplace(arg, memory(p->data, DnnlEngine(), const_cast<float*>(ptr)));
       }
       for (const auto& [arg, ptr] : channel_args) {
-        args.emplace(arg, memory(p->channel, Engine(), const_cast<float*>(ptr)));
+        args.emplace(arg, memory(p->channel, DnnlEngine(), const_cast<float*>(ptr)));
       }
       const size_t scratch_bytes = p->scratch.get_size();
       Tensor scratch(DT_FLOAT,
                      Shape{static_cast<int64_t>((scratch_bytes + sizeof(float)) / sizeof(float))});
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch, Engine(), scratch.data<float>()));
-      dnnl::stream stream(Engine());
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch, DnnlEngine(), scratch.data<float>()));
+      dnnl::stream stream(DnnlEngine());
       p->prim.execute(stream, args);
       stream.wait();
     } catch (const dnnl::error& e) {

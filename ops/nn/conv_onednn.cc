@@ -20,6 +20,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/op_util.h"
 
 namespace pf {
@@ -28,11 +29,6 @@ namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
-
-dnnl::engine& Engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
 
 bool UseOmp() {
   static const bool omp = [] {
@@ -80,10 +76,11 @@ std::unique_ptr<Prim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t n
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto alg = dnnl::algorithm::convolution_direct;
+  std::unique_lock<std::mutex> lock = LockDnnlCreation();
   dnnl::convolution_forward::primitive_desc fwd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, prim->src, any_wei,
                                       prim->dst, strides, dilates, pad_l, pad_r),
-      attr, Engine());
+      attr, DnnlEngine());
   switch (dir) {
     case ConvDirection::kForward:
       prim->prim = dnnl::convolution_forward(fwd);
@@ -94,7 +91,7 @@ std::unique_ptr<Prim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t n
       dnnl::convolution_backward_data::primitive_desc pd(
           dnnl::convolution_backward_data::desc(alg, prim->src, any_wei, prim->dst, strides,
                                                 dilates, pad_l, pad_r),
-          attr, Engine(), fwd);
+          attr, DnnlEngine(), fwd);
       prim->prim = dnnl::convolution_backward_data(pd);
       prim->wei = pd.weights_desc();
       prim->scratch = pd.scratchpad_desc();
@@ -104,7 +101,7 @@ std::unique_ptr<Prim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t n
       dnnl::convolution_backward_weights::primitive_desc pd(
           dnnl::convolution_backward_weights::desc(alg, prim->src, any_wei, prim->dst, strides,
                                                    dilates, pad_l, pad_r),
-          attr, Engine(), fwd);
+          attr, DnnlEngine(), fwd);
       prim->prim = dnnl::convolution_backward_weights(pd);
       prim->wei = pd.diff_weights_desc();
       prim->scratch = pd.scratchpad_desc();
@@ -114,17 +111,17 @@ std::unique_ptr<Prim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t n
   prim->reorder = prim->wei != prim->user_wei;
   if (prim->reorder) {
     prim->wei_reorder = dir == ConvDirection::kBackwardFilter
-                            ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), prim->wei,
-                                                                          Engine(), prim->user_wei))
-                            : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), prim->user_wei,
-                                                                          Engine(), prim->wei));
+                            ? dnnl::reorder(dnnl::reorder::primitive_desc(
+                                  DnnlEngine(), prim->wei, DnnlEngine(), prim->user_wei))
+                            : dnnl::reorder(dnnl::reorder::primitive_desc(
+                                  DnnlEngine(), prim->user_wei, DnnlEngine(), prim->wei));
   }
   return prim;
 }
 
 // Runs one reorder or convolution on this thread.
 void Exec(const dnnl::primitive& prim, const std::unordered_map<int, memory>& args) {
-  dnnl::stream stream(Engine());
+  dnnl::stream stream(DnnlEngine());
   prim.execute(stream, args);
   stream.wait();
 }
@@ -187,8 +184,8 @@ struct ShardedConv {
       }
       wei_buf[i] = Scratch(prims[i]->wei.get_size());
       Exec(prims[i]->wei_reorder,
-           {{DNNL_ARG_FROM, memory(prims[i]->user_wei, Engine(), const_cast<float*>(filter))},
-            {DNNL_ARG_TO, memory(prims[i]->wei, Engine(), wei_buf[i].raw_data())}});
+           {{DNNL_ARG_FROM, memory(prims[i]->user_wei, DnnlEngine(), const_cast<float*>(filter))},
+            {DNNL_ARG_TO, memory(prims[i]->wei, DnnlEngine(), wei_buf[i].raw_data())}});
       wei_ptr[i] = wei_buf[i].raw_data();
     }
   }
@@ -199,9 +196,9 @@ struct ShardedConv {
     const Prim& prim = *prims[which];
     const int64_t n0 = s * q + std::min(s, r);
     Tensor scratch = Scratch(prim.scratch.get_size());
-    const memory scratch_mem(prim.scratch, Engine(), scratch.raw_data());
+    const memory scratch_mem(prim.scratch, DnnlEngine(), scratch.raw_data());
     auto mem = [&](const memory::desc& d, const void* ptr) {
-      return memory(d, Engine(), const_cast<void*>(ptr));
+      return memory(d, DnnlEngine(), const_cast<void*>(ptr));
     };
     switch (dir) {
       case ConvDirection::kForward:

@@ -8,15 +8,11 @@
 #include <memory>
 #include <mutex>
 
+#include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/op_util.h"
 
 namespace pf {
 namespace {
-
-dnnl::engine& Engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
 
 // Primitives per length. A length is a shard of some tensor: a model has few. Executing one
 // primitive from several threads at once is safe (it holds no scratch state).
@@ -31,7 +27,9 @@ std::shared_ptr<dnnl::eltwise_forward> Primitive(int64_t n) {
     dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
     dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
                                   dnnl::algorithm::eltwise_logistic, md, 0.f, 0.f);
-    p = std::make_shared<dnnl::eltwise_forward>(dnnl::eltwise_forward::primitive_desc(d, Engine()));
+    std::unique_lock<std::mutex> creating = LockDnnlCreation();
+    p = std::make_shared<dnnl::eltwise_forward>(
+        dnnl::eltwise_forward::primitive_desc(d, DnnlEngine()));
   }
   return p;
 }
@@ -40,11 +38,11 @@ void Run(const float* x, float* y, int64_t n) {
   // oneDNN parallelises with OpenMP; each call here is already one shard of the pool.
   thread_local bool single = (omp_set_num_threads(1), true);
   (void)single;
-  thread_local dnnl::stream stream(Engine());
+  thread_local dnnl::stream stream(DnnlEngine());
   std::shared_ptr<dnnl::eltwise_forward> p = Primitive(n);
   dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
-  dnnl::memory src(md, Engine(), const_cast<float*>(x));
-  dnnl::memory dst(md, Engine(), y);
+  dnnl::memory src(md, DnnlEngine(), const_cast<float*>(x));
+  dnnl::memory dst(md, DnnlEngine(), y);
   p->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
 }
 

@@ -23,6 +23,7 @@
 
 #include "placeflow/core/logging.h"
 #include "placeflow/ops/math/matmul.h"
+#include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/nn/nn_ops.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -63,11 +64,6 @@ Status FusedMatMulShape(ShapeContext& c) {
   return Status::OK();
 }
 
-dnnl::engine& Engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
-
 bool UseOmp() {
   static const bool omp = [] {
     const char* v = std::getenv("PF_FUSED_MATMUL_OMP");
@@ -103,8 +99,9 @@ std::unique_ptr<Prim> MakePrim(const Key& key, bool relu) {
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     attr.set_post_ops(po);
   }
+  std::unique_lock<std::mutex> lock = LockDnnlCreation();
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst), attr,
-                                  Engine());
+                                  DnnlEngine());
   // oneDNN's reference kernels are correct but hundreds of times slower: say so (once per
   // shape, as primitives are cached).
   if (std::string impl = pd.impl_info_str(); impl.rfind("ref", 0) == 0) {
@@ -196,9 +193,9 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
         const Prim& p = Get({rows, n, k, lda, ldb, ta_, tb_});
         const float* a0 = ta_ ? pa + r0 : pa + r0 * lda;
         auto mem = [](const memory::desc& d, const float* ptr) {
-          return memory(d, Engine(), const_cast<float*>(ptr));
+          return memory(d, DnnlEngine(), const_cast<float*>(ptr));
         };
-        thread_local dnnl::stream stream(Engine());
+        thread_local dnnl::stream stream(DnnlEngine());
         thread_local std::vector<uint8_t> scratch;
         scratch.resize(std::max(scratch.size(), p.scratch.get_size()));
         p.prim.execute(stream,
@@ -206,7 +203,7 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
                         {DNNL_ARG_WEIGHTS, mem(p.wei, pb)},
                         {DNNL_ARG_BIAS, mem(p.bias, pbias)},
                         {DNNL_ARG_DST, mem(p.dst, c + r0 * n)},
-                        {DNNL_ARG_SCRATCHPAD, memory(p.scratch, Engine(), scratch.data())}});
+                        {DNNL_ARG_SCRATCHPAD, memory(p.scratch, DnnlEngine(), scratch.data())}});
         stream.wait();
       } catch (const dnnl::error& e) {
         std::lock_guard<std::mutex> lock(err_mu);

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
@@ -197,11 +198,6 @@ void AvgPoolGradImage(const Pool2DGeometry& g, const T* dy, T* dx) {
 
 // ---- oneDNN (float32) ----
 
-const dnnl::engine& CpuEngine() {
-  static const dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
 // oneDNN parallelises with OpenMP; each call here already runs on one shard of the pool.
 void SingleThreadedDnnl() {
   thread_local bool single = (omp_set_num_threads(1), true);
@@ -244,15 +240,16 @@ class PoolPrimitiveCache {
     const memory::dims pad_r = {g.h.pad_after, g.w.pad_after};
     const auto prop = mode == PoolMode::kForward ? dnnl::prop_kind::forward_inference
                                                  : dnnl::prop_kind::forward_training;
+    std::unique_lock<std::mutex> lock = LockDnnlCreation();
     dnnl::pooling_forward::primitive_desc fwd_pd(
         dnnl::pooling_forward::desc(prop, alg, p->in_md, p->out_md, strides, kernel, pad_l, pad_r),
-        CpuEngine());
+        DnnlEngine());
     if (mode != PoolMode::kAvgBackward) p->fwd = dnnl::pooling_forward(fwd_pd);
     if (mode == PoolMode::kMaxBackward) p->ws_md = fwd_pd.workspace_desc();
     if (mode != PoolMode::kForward) {
       dnnl::pooling_backward::primitive_desc bwd_pd(
           dnnl::pooling_backward::desc(alg, p->in_md, p->out_md, strides, kernel, pad_l, pad_r),
-          CpuEngine(), fwd_pd);
+          DnnlEngine(), fwd_pd);
       p->bwd = dnnl::pooling_backward(bwd_pd);
     }
     return p;
@@ -289,7 +286,7 @@ class PoolKernelBase : public OpKernel {
         std::max<int64_t>(g.OutImageSize() * g.h.window * g.w.window + g.InImageSize(), 1);
     ParallelFor(ctx, g.batch, cost, [&](int64_t b, int64_t e) {
       SingleThreadedDnnl();
-      dnnl::stream stream(CpuEngine());
+      dnnl::stream stream(DnnlEngine());
       for (int64_t n = b; n < e; ++n) fill_args(stream, n);
     });
   }
@@ -316,8 +313,8 @@ class PoolOp : public PoolKernelBase<T> {
           this->cache_.Get(g, kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg,
                            PoolMode::kForward);
       this->RunDnnl(ctx, g, [&](dnnl::stream& stream, int64_t n) {
-        dnnl::memory src(p->in_md, CpuEngine(), const_cast<T*>(px + n * in_size));
-        dnnl::memory dst(p->out_md, CpuEngine(), py + n * out_size);
+        dnnl::memory src(p->in_md, DnnlEngine(), const_cast<T*>(px + n * in_size));
+        dnnl::memory dst(p->out_md, DnnlEngine(), py + n * out_size);
         p->fwd.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       });
     } else {
@@ -360,8 +357,8 @@ class MaxPoolGradOp : public PoolKernelBase<T> {
       const int64_t cost = out_size * g.h.window * g.w.window * 2 + in_size;
       ParallelFor(ctx, g.batch, cost, [&](int64_t b, int64_t e) {
         SingleThreadedDnnl();
-        dnnl::stream stream(CpuEngine());
-        const dnnl::engine& eng = CpuEngine();
+        dnnl::stream stream(DnnlEngine());
+        const dnnl::engine& eng = DnnlEngine();
         dnnl::memory ws(p->ws_md, eng);            // allocated per shard
         dnnl::memory fwd_dst(p->out_md, eng);      // the recomputed output, discarded
         dnnl::memory src(p->in_md, eng, nullptr);  // handles set per image
@@ -407,8 +404,8 @@ class AvgPoolGradOp : public PoolKernelBase<T> {
     if constexpr (std::is_same_v<T, float>) {
       auto p = this->cache_.Get(g, dnnl::algorithm::pooling_avg, PoolMode::kAvgBackward);
       this->RunDnnl(ctx, g, [&](dnnl::stream& stream, int64_t n) {
-        dnnl::memory dy(p->out_md, CpuEngine(), const_cast<T*>(pdy + n * out_size));
-        dnnl::memory dx(p->in_md, CpuEngine(), pdx + n * in_size);
+        dnnl::memory dy(p->out_md, DnnlEngine(), const_cast<T*>(pdy + n * out_size));
+        dnnl::memory dx(p->in_md, DnnlEngine(), pdx + n * in_size);
         p->bwd.execute(stream, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}});
       });
     } else {
