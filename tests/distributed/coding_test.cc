@@ -218,9 +218,7 @@ TEST_CASE("Raw messages carry tensors as slices; short or lying headers are erro
   CHECK(reader.remaining() == a.TotalBytes());  // nothing consumed
 
   // A header length past the end; a header that does not parse.
-  for (std::string bytes : {std::string("\xff\x00\x00\x00"
-                                        "abc",
-                                        7),
+  for (std::string bytes : {std::string("\xff\x00\x00\x00", 4) + "abc",
                             std::string("\x03\x00\x00\x00\xff\xff\xff", 7)}) {
     grpc::Slice slice(bytes);
     grpc::ByteBuffer bad(&slice, 1);
