@@ -25,6 +25,7 @@ declare -A allowed=(
   [include]="core io graph devices ops placer executor train data"
   [tools]="core io graph devices ops placer executor distributed train data include"
   [tests]="core io graph devices ops placer executor distributed train data include"
+  [examples]="core io graph devices ops placer executor distributed train data include"
 )
 status=0
 fail() {
