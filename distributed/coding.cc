@@ -126,8 +126,9 @@ StatusOr<Tensor> NewHostTensor(const WireMeta& m) {
   return t;
 }
 
-// A string tensor: every length prefix must fit in what is left before the strings are made,
-// and each string's bytes before it is sized.
+// A string tensor: all its length prefixes must fit in what is left before the strings are
+// made (so a header cannot make this task allocate what was never sent), and each string's
+// bytes before it is sized.
 StatusOr<Tensor> ReadStrings(RawReader* reader, const WireMeta& m) {
   const int64_t n = m.shape.num_elements();
   if (static_cast<uint64_t>(n) > reader->remaining() / sizeof(uint64_t)) {
@@ -139,7 +140,11 @@ StatusOr<Tensor> ReadStrings(RawReader* reader, const WireMeta& m) {
   std::string* out = t.data<std::string>();
   for (int64_t i = 0; i < n; ++i) {
     uint64_t len = 0;
-    reader->Read(&len, sizeof(len));  // cannot fail: the prefixes were counted above
+    // The strings before this one may have taken the bytes its length prefix needed.
+    if (!reader->Read(&len, sizeof(len))) {
+      return errors::Internal("A raw message ends before the length of string ", i,
+                              " of a string tensor of shape ", m.shape.ToString());
+    }
     if (len > reader->remaining()) {
       return errors::Internal("A raw message ends inside string ", i,
                               " of a string tensor of shape ", m.shape.ToString(),

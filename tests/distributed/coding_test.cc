@@ -263,7 +263,7 @@ TEST_CASE("Raw messages carry string tensors as length-prefixed strings; bad fra
           "[distributed][strings]") {
   Tensor words(DT_STRING, {2, 2});
   const std::vector<std::string> values = {"Hello, distributed placeflow!", "",
-                                           std::string("a\0b\xff", 4), std::string(70000, 'z')};
+                                           std::string("a\0b\xff", 4), std::string(300, 'z')};
   for (size_t i = 0; i < values.size(); ++i) words.flat<std::string>()[i] = values[i];
   const Tensor after = testing::Iota({3});
   rpc::RunGraphRequest header;
@@ -313,6 +313,11 @@ TEST_CASE("Raw messages carry string tensors as length-prefixed strings; bad fra
   // One string where the header says two.
   CHECK_THAT(read(meta, StringFrame({"abc"})),
              Contains("ends before the 2 length prefixes of a string tensor of shape [2]"));
+  // The first string takes the bytes the second's length needed.
+  std::string greedy = StringFrame({std::string(10, 'a'), "b"});
+  greedy[0] = 19;  // 10 bytes + the second prefix + "b" = 19: nothing left for a length
+  CHECK_THAT(read(meta, greedy),
+             Contains("ends before the length of string 1 of a string tensor of shape [2]"));
   // A length past the end.
   std::string lying = StringFrame({"abc", "de"});
   lying[8 + 3] = '\x7f';
