@@ -53,6 +53,13 @@ class Master final : public rpc::MasterService::CallbackService {
         auto poll = std::make_unique<Poll>();
         poll->name = fmt::format("/job:{}/replica:0/task:{}", job, i);
         poll->address = tasks[i];
+        if (tasks[i].ends_with(":0")) {  // it would be waited for until wait_s, in vain
+          reactor->Finish(ToGrpc(errors::InvalidArgument(
+              "Task ", poll->name, " has port 0 in the cluster spec (", tasks[i],
+              "): only a server can bind port 0, for itself; the other tasks need its real "
+              "port")));
+          return reactor;
+        }
         auto channel = NewChannel(tasks[i], options_);
         if (!channel.ok()) {
           reactor->Finish(ToGrpc(channel.status()));

@@ -63,6 +63,21 @@ TEST_CASE("A server created with port 0 binds a free port and answers through it
     CHECK_THAT(e.what(), Contains("has port 0") && Contains("target()"));
   }
   CHECK(SecondsSince(t1) < 2);
+
+  // Another task at port 0 cannot be reached: the target says so instead of waiting for it.
+  const auto t2 = std::chrono::steady_clock::now();
+  Server first(ClusterSpec::Parse("worker=localhost:0,localhost:0").ValueOrThrow(), "worker", 0);
+  options.target = first.target();
+  try {
+    Session two(g, options);
+    two.Run({sum});
+    FAIL("a cluster with a task at port 0");
+  } catch (const Error& e) {
+    CHECK(e.code() == Code::kInvalidArgument);
+    CHECK_THAT(e.what(), Contains("Task /job:worker/replica:0/task:1 has port 0 in the cluster "
+                                  "spec (localhost:0)"));
+  }
+  CHECK(SecondsSince(t2) < 5);
 }
 
 TEST_CASE("The hello-world cluster fetches a string from a remote task; strings cross tasks",
