@@ -3,6 +3,7 @@
 #include <grpcpp/support/slice.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "placeflow/graph/proto_codecs.h"
@@ -12,6 +13,22 @@ namespace {
 
 // Keeps a tensor's buffer alive while gRPC sends it; freed by gRPC's slice destructor.
 void ReleaseBuffer(void* holder) { delete static_cast<std::shared_ptr<Buffer>*>(holder); }
+
+// A string tensor's wire bytes: each string as a little-endian u64 length, then its bytes.
+grpc::Slice EncodeStrings(const Tensor& t) {
+  static_assert(std::endian::native == std::endian::little, "the wire is little-endian");
+  size_t total = 0;
+  for (const std::string& s : t.flat<std::string>()) total += sizeof(uint64_t) + s.size();
+  grpc::Slice out(total);
+  char* p = reinterpret_cast<char*>(const_cast<uint8_t*>(out.begin()));
+  for (const std::string& s : t.flat<std::string>()) {
+    const uint64_t len = s.size();
+    std::memcpy(p, &len, sizeof(len));
+    std::memcpy(p + sizeof(len), s.data(), s.size());
+    p += sizeof(len) + s.size();
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -24,6 +41,10 @@ grpc::ByteBuffer EncodeRaw(const google::protobuf::MessageLite& header,
   std::vector<grpc::Slice> slices;
   slices.emplace_back(prefix);
   for (const TensorRange& part : parts) {
+    if (part.tensor.dtype() == DT_STRING) {
+      if (part.tensor.num_elements() > 0) slices.push_back(EncodeStrings(part.tensor));
+      continue;
+    }
     const int64_t total = static_cast<int64_t>(part.tensor.TotalBytes());
     const int64_t offset = std::clamp<int64_t>(part.offset, 0, total);
     const int64_t len = part.size >= 0 ? std::min(part.size, total - offset) : total - offset;
@@ -83,10 +104,6 @@ struct WireMeta {
 StatusOr<WireMeta> ParseMeta(const tensorflow::TensorProto& meta) {
   WireMeta m;
   PF_ASSIGN_OR_RETURN(m.dtype, DTypeFromProto(meta.dtype()));
-  if (m.dtype == DT_STRING) {
-    return errors::Unimplemented(
-        "A string tensor cannot cross between tasks: DT_STRING is not encoded on the wire");
-  }
   PF_ASSIGN_OR_RETURN(m.shape, ShapeFromProto(meta.tensor_shape()));
   if (!m.shape.IsFullyDefined())
     return errors::InvalidArgument("A tensor on the wire has shape ", m.shape.ToString());
@@ -109,15 +126,51 @@ StatusOr<Tensor> NewHostTensor(const WireMeta& m) {
   return t;
 }
 
+// A string tensor: all its length prefixes must fit in what is left before the strings are
+// made (so a header cannot make this task allocate what was never sent), and each string's
+// bytes before it is sized.
+StatusOr<Tensor> ReadStrings(RawReader* reader, const WireMeta& m) {
+  const int64_t n = m.shape.num_elements();
+  if (static_cast<uint64_t>(n) > reader->remaining() / sizeof(uint64_t)) {
+    return errors::Internal("A raw message ends before the ", n,
+                            " length prefixes of a string tensor of shape ", m.shape.ToString(),
+                            " (", reader->remaining(), " bytes left)");
+  }
+  Tensor t(DT_STRING, m.shape);
+  std::string* out = t.data<std::string>();
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t len = 0;
+    // The strings before this one may have taken the bytes its length prefix needed.
+    if (!reader->Read(&len, sizeof(len))) {
+      return errors::Internal("A raw message ends before the length of string ", i,
+                              " of a string tensor of shape ", m.shape.ToString());
+    }
+    if (len > reader->remaining()) {
+      return errors::Internal("A raw message ends inside string ", i,
+                              " of a string tensor of shape ", m.shape.ToString(),
+                              ": its length says ", len, " bytes, ", reader->remaining(),
+                              " are left");
+    }
+    out[i].resize(len);
+    reader->Read(out[i].data(), len);
+  }
+  return t;
+}
+
 }  // namespace
 
 StatusOr<Tensor> NewTensorFor(const tensorflow::TensorProto& meta) {
   PF_ASSIGN_OR_RETURN(WireMeta m, ParseMeta(meta));
+  if (m.dtype == DT_STRING) {
+    return errors::InvalidArgument(
+        "A string tensor on the wire is read whole (ReadTensor), not into a new buffer");
+  }
   return NewHostTensor(m);
 }
 
 StatusOr<Tensor> ReadTensor(RawReader* reader, const tensorflow::TensorProto& meta) {
   PF_ASSIGN_OR_RETURN(WireMeta m, ParseMeta(meta));
+  if (m.dtype == DT_STRING) return ReadStrings(reader, m);
   // Checked before allocating: a header cannot make this task allocate what was never sent.
   if (static_cast<uint64_t>(m.bytes) > reader->remaining()) {
     return errors::Internal("A raw message ends before the ", m.bytes,

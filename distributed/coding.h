@@ -2,7 +2,9 @@
 // header followed by tensor bytes that go out as gRPC slices pointing at the tensors' own
 // buffers and come in copied once, from the received slices straight into new tensors. Each
 // tensor's dtype and shape travel in the header as a TensorProto without content (graphs and
-// the rest use graph/graph_def.h's codecs).
+// the rest use graph/graph_def.h's codecs). A DT_STRING tensor's bytes are its strings in order,
+// each as a little-endian u64 length and then its bytes (copied once into the message: strings
+// are not one buffer).
 //
 //   grpc::ByteBuffer wire = pf::EncodeRaw(header, {{tensor}});
 //   pf::RawReader r;
@@ -25,7 +27,8 @@ class TensorProto;
 namespace pf {
 
 // A raw message: [u32 header length][header][the bytes of each part, in order]. The parts are
-// gRPC slices pointing into the tensors' own buffers, which they keep alive until sent.
+// gRPC slices pointing into the tensors' own buffers, which they keep alive until sent. A
+// DT_STRING part is always whole (offset and size are ignored): its encoding is copied.
 struct TensorRange {
   Tensor tensor;
   int64_t offset = 0;
@@ -47,14 +50,15 @@ class RawReader {
   size_t slice_ = 0, offset_ = 0, remaining_ = 0;
 };
 
-// A tensor's dtype and shape for a header (its bytes follow the header). `t`: any dtype but
-// DT_STRING, in host memory.
+// A tensor's dtype and shape for a header (its bytes follow the header). `t` in host memory.
 void TensorMeta(const Tensor& t, tensorflow::TensorProto* meta);
-// A host tensor (not zeroed) of the dtype and shape in `meta`: InvalidArgument for a shape that
-// is not fully defined or too large, Unimplemented for strings.
+// A host tensor (not zeroed) of the dtype and shape in `meta`, to be filled with raw bytes:
+// InvalidArgument for a shape that is not fully defined or too large, and for DT_STRING (whose
+// bytes are not its buffer: ReadTensor reads it whole).
 StatusOr<Tensor> NewTensorFor(const tensorflow::TensorProto& meta);
-// NewTensorFor, filled with the reader's next bytes; an error, before allocating, when fewer
-// bytes are left than the tensor needs.
+// A tensor of `meta`'s dtype and shape from the reader's next bytes: an error, before
+// allocating, when fewer bytes are left than the tensor needs (for strings: than its length
+// prefixes need, then than each string's length says).
 StatusOr<Tensor> ReadTensor(RawReader* reader, const tensorflow::TensorProto& meta);
 
 }  // namespace pf

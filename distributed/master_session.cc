@@ -140,6 +140,12 @@ class MasterSession final : public SessionBackend {
 
   Status Connect() {
     const std::string address = options_.target.substr(std::strlen("grpc://"));
+    if (address.ends_with(":0")) {  // it would wait for connect_timeout_s and fail
+      return errors::InvalidArgument(
+          "Session target '", options_.target,
+          "' has port 0, which no server listens on: a server created with port 0 binds a free "
+          "port, which its target() names");
+    }
     PF_ASSIGN_OR_RETURN(auto channel, NewChannel(address, options_.cluster));
     auto master = rpc::MasterService::NewStub(channel);
     grpc::ClientContext ctx;

@@ -17,6 +17,8 @@ class Master final : public rpc::MasterService::CallbackService {
   Master(const ClusterSpec& cluster, Worker* local, std::string job, int task,
          const ClusterOptions& options)
       : cluster_(cluster), local_(local), job_(std::move(job)), task_(task), options_(options) {}
+  // Before serving: the cluster with the port bound for this task (the spec said port 0).
+  void set_cluster(ClusterSpec cluster) { cluster_ = std::move(cluster); }
 
   grpc::ServerUnaryReactor* GetCluster(grpc::CallbackServerContext* ctx,
                                        const rpc::GetClusterRequest* req,
@@ -51,6 +53,13 @@ class Master final : public rpc::MasterService::CallbackService {
         auto poll = std::make_unique<Poll>();
         poll->name = fmt::format("/job:{}/replica:0/task:{}", job, i);
         poll->address = tasks[i];
+        if (tasks[i].ends_with(":0")) {  // it would be waited for until wait_s, in vain
+          reactor->Finish(ToGrpc(errors::InvalidArgument(
+              "Task ", poll->name, " has port 0 in the cluster spec (", tasks[i],
+              "): only a server can bind port 0, for itself; the other tasks need its real "
+              "port")));
+          return reactor;
+        }
         auto channel = NewChannel(tasks[i], options_);
         if (!channel.ok()) {
           reactor->Finish(ToGrpc(channel.status()));
@@ -107,10 +116,19 @@ class Master final : public rpc::MasterService::CallbackService {
   ClusterOptions options_;
 };
 
+// `cluster` with task `task` of `job` at `address`.
+ClusterSpec WithTaskAddress(const ClusterSpec& cluster, const std::string& job, int task,
+                            const std::string& address) {
+  ClusterSpec::Jobs jobs = cluster.jobs();
+  jobs.at(job).at(task) = address;
+  return ClusterSpec(std::move(jobs));
+}
+
 }  // namespace
 
 struct Server::Impl {
   std::string address, target;
+  ClusterSpec cluster;
   std::unique_ptr<Worker> worker;
   std::unique_ptr<GrpcWorkerService> worker_service;
   std::unique_ptr<Master> master;
@@ -123,6 +141,9 @@ struct Server::Impl {
 Server::Server(const ClusterSpec& cluster, const std::string& job, int task, ServerOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->address = cluster.TaskAddress(job, task).ValueOrThrow();
+  impl_->cluster = cluster;
+  const std::string host = impl_->address.substr(0, impl_->address.rfind(':'));
+  const bool any_port = impl_->address.substr(host.size() + 1) == "0";
   std::string bind = impl_->address;
   if (options.bind_all_interfaces) bind = "0.0.0.0" + bind.substr(bind.rfind(':'));
   auto creds = NewServerCredentials(options.cluster).ValueOrThrow();
@@ -144,6 +165,15 @@ Server::Server(const ClusterSpec& cluster, const std::string& job, int task, Ser
                                     " (the port is in use, or the host is not an address of "
                                     "this machine)"));
   }
+  if (any_port) {
+    // gRPC chose the port (selected_port): what this task's services tell others must name it,
+    // as TF's GrpcServer does with its bound_port_. Nobody can reach this task before the
+    // constructor returns the port, so the services are updated before their first call.
+    impl_->address = fmt::format("{}:{}", host, port);
+    impl_->cluster = WithTaskAddress(cluster, job, task, impl_->address);
+    impl_->worker->set_cluster(impl_->cluster);
+    impl_->master->set_cluster(impl_->cluster);
+  }
   impl_->target = "grpc://" + impl_->address;
   PF_LOG_INFO("Started server {} for task {} ({} devices)", impl_->target,
               impl_->worker->task_name(), impl_->worker->devices().devices().size());
@@ -152,6 +182,7 @@ Server::Server(const ClusterSpec& cluster, const std::string& job, int task, Ser
 Server::~Server() { Stop(); }
 
 std::string Server::target() const { return impl_->target; }
+const ClusterSpec& Server::cluster() const { return impl_->cluster; }
 const std::string& Server::task_name() const { return impl_->worker->task_name(); }
 const DeviceSet& Server::devices() const { return impl_->worker->devices(); }
 

@@ -9,6 +9,12 @@
 //   server.Join();                                    // serve until Stop()
 //   // elsewhere: pf::Session sess(graph, {.target = "grpc://localhost:2223"});
 //
+// Port 0 binds a free port (TF's tf.distribute.Server.create_local_server idiom): target() and
+// cluster() then name the port bound.
+//
+//   pf::Server local(pf::ClusterSpec::Parse("localhost=localhost:0").ValueOrThrow(), "localhost",
+//   0); pf::Session sess(graph, {.target = local.target()});   // "grpc://localhost:41233"
+//
 // A worker service runs any graph it is sent: an open port is remote code execution. Bind to a
 // private address, set a cluster token, and use TLS across untrusted networks
 // (docs/distributed.md).
@@ -39,7 +45,10 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  std::string target() const;            // "grpc://host:port"
+  std::string target() const;  // "grpc://host:port", the port bound when the spec said 0
+  // The cluster this server serves: the spec it was given, with the port bound for its own task
+  // when the spec said port 0 (what tasks and clients are told).
+  const ClusterSpec& cluster() const;
   const std::string& task_name() const;  // "/job:ps/replica:0/task:0"
   const DeviceSet& devices() const;
   void Join();  // blocks until Stop()

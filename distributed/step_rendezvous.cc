@@ -138,6 +138,10 @@ void StepRendezvous::PullFromPeer(const DeviceName& src, const std::string& key,
                                   DoneCallback done) {
   auto self = shared_from_this();
   Fetch(src, key, 0, 0, [self, src, key, done](Status s, Chunk* r) {
+    if (s.ok() && r->header.tensor().dtype() == tensorflow::DT_STRING) {  // whole, one message
+      StatusOr<Tensor> strings = ReadTensor(&r->reader, r->header.tensor());
+      return done(strings.status(), strings.ok() ? *strings : Tensor());
+    }
     StatusOr<Tensor> t = s.ok() ? NewTensorFor(r->header.tensor()) : StatusOr<Tensor>(s);
     const int64_t have = t.ok() ? static_cast<int64_t>(r->reader.remaining()) : 0;
     if (t.ok()) s = r->ReadInto(*t, 0);

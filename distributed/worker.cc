@@ -63,6 +63,11 @@ Worker::Worker(ClusterSpec cluster, std::string job, int task, ClusterOptions op
 
 Worker::~Worker() = default;
 
+void Worker::set_cluster(ClusterSpec cluster) {
+  cluster_ = std::move(cluster);
+  peers_ = std::make_unique<PeerChannels>(cluster_, options_);
+}
+
 void Worker::ListDevices(google::protobuf::RepeatedPtrField<rpc::DeviceProto>* out) const {
   for (const Device* d : devices_.devices()) {
     rpc::DeviceProto* p = out->Add();

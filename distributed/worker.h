@@ -46,6 +46,8 @@ class Worker {
   const std::string& task_name() const { return task_name_; }  // "/job:J/replica:0/task:T"
   const DeviceSet& devices() const { return devices_; }
   const ClusterOptions& options() const { return options_; }
+  // Before serving only: the cluster with the port bound for this task (its spec said port 0).
+  void set_cluster(ClusterSpec cluster);
   void ListDevices(google::protobuf::RepeatedPtrField<rpc::DeviceProto>* out) const;
 
   void GetStatus(rpc::GetStatusResponse* resp) const;

@@ -14,8 +14,9 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
   if (slot.IsInitialized()) return &slot;
   const Shape& shape = p_.output_shapes[i];
   if (!shape.IsFullyDefined()) {
-    return errors::Internal("Cannot allocate output ", i, ": its shape ", shape.ToString(),
-                            " is not fully defined");
+    return errors::Internal("Cannot allocate output ", i,
+                            p_.kernel != nullptr ? " of node '" + p_.kernel->name() + "'" : "",
+                            ": its shape ", shape.ToString(), " is not fully defined");
   }
   Allocator* allocator = p_.allocator != nullptr ? p_.allocator : CpuAllocator();
   if (p_.kernel != nullptr && p_.kernel->host_output(i)) allocator = CpuAllocator();
@@ -23,10 +24,29 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
   return &slot;
 }
 
+namespace {
+
+// A stateful op without inputs (_Recv, a variable) gets its value from outside the step's
+// dataflow: from another device or task, or from state that Assign(validate_shape=false) may
+// have reshaped. Its inferred shape is the graph's static declaration (unknown for a shapeless
+// Placeholder's value), not a contract the shape function derived from real inputs, so only
+// its dtype is checked; what it produces is checked where it was made, and its consumers run
+// their shape functions over the shape that arrived (executor.cc, PrepareNode).
+bool ShapeIsDeclaration(const OpKernel* kernel) {
+  if (kernel == nullptr) return false;
+  const Node& n = kernel->node();
+  return n.num_inputs() == 0 && n.op_def().stateful();
+}
+
+}  // namespace
+
 Status OpKernelContext::SetOutput(int i, Tensor t) {
-  // The inferred shape may be partial (a _Recv's static shape): known dims must agree.
-  if (t.dtype() != p_.output_dtypes[i] || !t.shape().IsCompatibleWith(p_.output_shapes[i]) ||
-      t.rank() != p_.output_shapes[i].rank()) {
+  // Otherwise the inferred shape comes from the shape function over the real inputs: the
+  // kernel must agree with it (design rule 2), dim for dim.
+  const Shape& inferred = p_.output_shapes[i];
+  const bool shape_ok = ShapeIsDeclaration(p_.kernel) ||
+                        (t.shape().IsCompatibleWith(inferred) && t.rank() == inferred.rank());
+  if (t.dtype() != p_.output_dtypes[i] || !shape_ok) {
     return errors::Internal("Output ", i, " set to ", DTypeName(t.dtype()), " ",
                             t.shape().ToString(), " but the shape function inferred ",
                             DTypeName(p_.output_dtypes[i]), " ", p_.output_shapes[i].ToString());

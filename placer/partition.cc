@@ -14,6 +14,23 @@ namespace {
 
 const OpDef& Def(const char* op) { return *OpRegistry::Global()->Find(op); }
 
+// The inputs `n`'s op declares (a list argument counts its length attr), or -1 when a length
+// attr is missing.
+int DeclaredInputs(const Node& n) {
+  int count = 0;
+  for (const ArgDef& arg : n.op_def().inputs()) {
+    if (arg.number_attr.empty()) {
+      ++count;
+    } else if (auto it = n.attrs().find(arg.number_attr);
+               it != n.attrs().end() && std::holds_alternative<int64_t>(it->second)) {
+      count += static_cast<int>(std::get<int64_t>(it->second));
+    } else {
+      return -1;
+    }
+  }
+  return count;
+}
+
 class Partitioner {
  public:
   Partitioner(const std::unordered_map<const Node*, Device*>& device, const std::set<Output>& fed)
@@ -32,6 +49,13 @@ class Partitioner {
     std::unordered_map<const Node*, int> pending;
     for (const Node* n : nodes) pending[n] = 0;
     for (const Node* n : nodes) {
+      // A node built past NodeBuilder (Graph::AddNode checks nothing) with too few inputs: its
+      // kernel would read inputs that do not exist.
+      if (const int declared = DeclaredInputs(*n); declared > n->num_inputs()) {
+        return errors::InvalidArgument("Incomplete graph, missing ", declared - n->num_inputs(),
+                                       " inputs for ", n->name(), " (op '", n->op(), "' takes ",
+                                       declared, " inputs, the node has ", n->num_inputs(), ")");
+      }
       std::vector<std::string> missing;
       for (const Output& in : n->inputs()) {
         if (fed_.count(in)) continue;

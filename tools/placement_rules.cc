@@ -1,5 +1,7 @@
 #include "tools/placement_rules.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 
@@ -32,12 +34,28 @@ std::vector<PlaceRule> ParsePlacementRules(const std::string& rules) {
   return parsed;
 }
 
-void ApplyPlacementRules(Graph& g, const std::vector<PlaceRule>& rules) {
+std::vector<std::string> ApplyPlacementRules(Graph& g, const std::vector<PlaceRule>& rules) {
+  std::vector<bool> matched(rules.size(), false);
   for (Node* n : g.nodes()) {
-    for (const PlaceRule& r : rules) {
-      if (std::regex_search(n->name(), r.re)) n->set_requested_device(r.device);
+    for (size_t i = 0; i < rules.size(); ++i) {
+      if (!std::regex_search(n->name(), rules[i].re)) continue;
+      n->set_requested_device(rules[i].device);
+      matched[i] = true;
     }
   }
+  std::vector<std::string> unmatched;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (matched[i]) continue;
+    unmatched.push_back(rules[i].text);
+    std::string some;
+    for (int k = 0; k < std::min(g.num_nodes(), 5); ++k)
+      some += (k ? ", " : "") + g.nodes()[k]->name();
+    std::printf("pf-train: warning: --place '%s' matches no node of the graph (%d nodes: %s%s)\n",
+                rules[i].text.c_str(), g.num_nodes(), some.c_str(),
+                g.num_nodes() > 5 ? ", ..." : "");
+  }
+  std::fflush(stdout);
+  return unmatched;
 }
 
 namespace {
@@ -66,14 +84,15 @@ std::string WhereSoftPlaced(const std::vector<Node*>& nodes, const StatusOr<Plac
 
 }  // namespace
 
-void ReportFallbacks(const Graph& g, const Session& sess,
-                     const std::vector<std::pair<std::string, std::string>>& named) {
+Fallbacks ReportFallbacks(const Graph& g, const Session& sess,
+                          const std::vector<std::pair<std::string, std::string>>& named) {
   std::vector<std::pair<std::string, std::string>> missing;
   for (const auto& [what, device] : named) {
     if (sess.devices().Matching(DeviceName::TryParse(device).ValueOrThrow()).empty())
       missing.emplace_back(what, device);
   }
-  if (missing.empty()) return;
+  Fallbacks fallbacks;
+  if (missing.empty()) return fallbacks;
   PlacerOptions po;
   po.allow_soft_placement = true;
   std::vector<Node*> nodes(g.nodes().begin(), g.nodes().end());
@@ -81,12 +100,32 @@ void ReportFallbacks(const Graph& g, const Session& sess,
   for (const auto& [what, device] : missing) {
     int count = 0;
     const std::string where = WhereSoftPlaced(nodes, placed, device, &count);
+    if (count > 0) fallbacks[device] = where;
     std::printf(
         "pf-train: %s: no device matches %s (devices: %s); soft placement puts its %d node(s) "
         "on %s\n",
         what.c_str(), device.c_str(), sess.devices().NamesForError().c_str(), count, where.c_str());
   }
   std::fflush(stdout);
+  return fallbacks;
+}
+
+std::string NoteFallbacks(std::string summary, const Fallbacks& fallbacks) {
+  for (const auto& [device, where] : fallbacks) {
+    const std::string from = "on " + device, to = "on " + where + " (no " + device + ")";
+    size_t at = 0;
+    while ((at = summary.find(from, at)) != std::string::npos) {
+      const size_t end = at + from.size();
+      // Whole device names only: "/cpu:1" is not the start of "/cpu:10".
+      if (end < summary.size() && std::isalnum(static_cast<unsigned char>(summary[end]))) {
+        at = end;
+        continue;
+      }
+      summary.replace(at, from.size(), to);
+      at += to.size();
+    }
+  }
+  return summary;
 }
 
 }  // namespace pf::app

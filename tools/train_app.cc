@@ -325,17 +325,19 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
   }
   auto sess = std::make_unique<Session>(*tg.graph, opts);
   const models::Model& m = tg.model;
+  Fallbacks fallbacks;  // devices named but absent -> where their nodes went
   if (opts.target.empty() && opts.allow_soft_placement) {
     std::vector<std::pair<std::string, std::string>> named;  // (what the user wrote, device)
     for (const PlaceRule& r : a.place_rules)
       named.emplace_back("--place '" + r.text + "'", r.device);
     if (a.aggregation == "param" && !m.variable_device.empty())
       named.emplace_back("--variable-device " + a.variable_device, m.variable_device);
-    ReportFallbacks(*tg.graph, *sess, named);
+    fallbacks = ReportFallbacks(*tg.graph, *sess, named);
   }
   std::printf("pf-train: model %s, optimizer %s, %s, %d graph nodes, %zu variables\n",
-              m.name.c_str(), m.optimizer_name.c_str(), Replication(a, m).c_str(),
-              tg.graph->num_nodes(), GlobalVariables(tg.graph.get()).size());
+              m.name.c_str(), m.optimizer_name.c_str(),
+              NoteFallbacks(Replication(a, m), fallbacks).c_str(), tg.graph->num_nodes(),
+              GlobalVariables(tg.graph.get()).size());
   std::fflush(stdout);
   return sess;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -180,6 +181,13 @@ void AddClusterFlags(FlagSet& f, TrainArgs& a) {
 // Checks across flags, and values the table cannot check alone.
 void CheckArgs(TrainArgs& a) {
   if (a.restore && a.checkpoint.empty()) throw UsageError("--restore needs --checkpoint DIR");
+  // The models train in float32: a rate that rounds to 0 or infinity there trains nothing.
+  if (a.lr > 0 && (static_cast<float>(a.lr) == 0.f || std::isinf(static_cast<float>(a.lr)))) {
+    throw UsageError(
+        fmt::format("--lr {} is {} in float32, the models' dtype (float32 spans [{:g}, {:g}])",
+                    a.lr, static_cast<float>(a.lr) == 0.f ? "0" : "infinite",
+                    std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()));
+  }
   if (a.towers != "auto") ParseCount(a.towers, "--towers");
   for (size_t start = 0; start < a.towers_table.size();) {
     size_t end = std::min(a.towers_table.find(',', start), a.towers_table.size());
@@ -223,6 +231,12 @@ TrainArgs ParseArgs(int argc, const char* const* argv) {
     return a;
   }
   if (!s.ok()) throw UsageError(s.message());
+  // An empty --checkpoint would silently mean no checkpoint: a shell variable that was unset.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--checkpoint" && i + 1 < argc && argv[i + 1][0] == '\0')
+      throw UsageError("--checkpoint needs a directory, got '' (leave the flag out to save none)");
+  }
   CheckArgs(a);
   if (a.batch == 0) a.batch = models::FindModel(a.model)->batch;
   return a;

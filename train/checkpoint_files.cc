@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 
 namespace pf {
 namespace {
@@ -73,7 +74,219 @@ Status WriteTemporary(int fd, const std::string& path, const std::string& tmp,
   return Status::OK();
 }
 
+// protobuf's CEscape (text_encoding.py, as_utf8=False): what TF's text_format writes.
+std::string CEscape(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (c < 32 || c >= 127) {
+          out += fmt::format("\\{:03o}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+// A reader of protobuf text format, as much of it as a CheckpointState needs.
+class TextReader {
+ public:
+  explicit TextReader(std::string_view text) : text_(text) {}
+
+  // Skips whitespace, separators and # comments; false at the end.
+  bool More() {
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+      } else if (c == '\n') {
+        ++line_;
+        ++pos_;
+      } else if (std::isspace(static_cast<unsigned char>(c)) || c == ';' || c == ',') {
+        ++pos_;
+      } else {
+        return true;
+      }
+    }
+    return false;
+  }
+  bool At(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+  // An identifier, a number (TF's timestamps) or a keyword such as inf: a run of these chars.
+  std::string_view Token() {
+    const size_t start = pos_;
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   std::string_view("_.+-").find(text_[pos_]) != npos)) {
+      ++pos_;
+    }
+    return text_.substr(start, pos_ - start);
+  }
+  // One or more adjacent quoted strings, unescaped and concatenated.
+  StatusOr<std::string> String() {
+    std::string out;
+    do {
+      PF_RETURN_IF_ERROR(Quoted(&out));
+      SkipBlanks();
+    } while (At('"') || At('\''));
+    return out;
+  }
+  Status Expect(char c) {
+    SkipBlanks();
+    if (!At(c)) return Error(fmt::format("expected '{}'", c));
+    ++pos_;
+    SkipBlanks();
+    return Status::OK();
+  }
+  Status Error(const std::string& what) const {
+    return errors::InvalidArgument(
+        "line ", line_, ": ", what,
+        pos_ < text_.size() ? fmt::format(" at '{}'", CEscape(text_.substr(pos_, 1))) : " at end");
+  }
+
+ private:
+  static constexpr size_t npos = std::string_view::npos;
+  void SkipBlanks() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
+  }
+  // Up to `max` digits of `base` (8 or 16) as one byte.
+  int Digits(int base, int max) {
+    int v = 0, n = 0;
+    for (; n < max && pos_ < text_.size(); ++n, ++pos_) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(text_[pos_])));
+      const int d = c >= '0' && c <= '9' ? c - '0' : (c >= 'a' && c <= 'f' ? c - 'a' + 10 : 99);
+      if (d >= base) break;
+      v = v * base + d;
+    }
+    return n == 0 ? -1 : v;
+  }
+  Status Quoted(std::string* out) {
+    if (!At('"') && !At('\'')) return Error("expected a quoted string");
+    const char quote = text_[pos_++];
+    while (pos_ < text_.size() && text_[pos_] != quote) {
+      const char c = text_[pos_++];
+      if (c == '\n') return Error("a string ends at the line's end");
+      if (c != '\\') {
+        *out += c;
+        continue;
+      }
+      if (pos_ >= text_.size()) break;
+      const char e = text_[pos_];
+      static constexpr std::string_view kFrom = "ntr\"'\\abfv?", kTo = "\n\t\r\"'\\\a\b\f\v?";
+      int byte = -1;
+      if (const size_t k = kFrom.find(e); k != npos) {
+        ++pos_;
+        byte = static_cast<unsigned char>(kTo[k]);
+      } else if (e >= '0' && e <= '7') {
+        byte = Digits(8, 3);
+      } else if (e == 'x' || e == 'X') {
+        ++pos_;
+        byte = Digits(16, 2);
+      }
+      if (byte < 0 || byte > 255) return Error("an unsupported escape in a string");
+      *out += static_cast<char>(byte);
+    }
+    if (!At(quote)) return Error("a string is not closed");
+    ++pos_;
+    return Status::OK();
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_ = 1;
+};
+
+// placeflow's index before TensorFlow's format: one checkpoint file name a line.
+bool ParseOldIndex(std::string_view text, std::vector<std::string>* names) {
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line.find_first_of("/:\"'") != std::string::npos || !line.ends_with(".safetensors"))
+      return false;
+    names->push_back(line);
+  }
+  return true;
+}
+
+// An index entry as a file name in `dir`: a relative name, or an absolute path into `dir` (TF's
+// Saver writes the prefix it was given). It must be one of ours: a "*.safetensors" file.
+Status CheckIndexEntry(const std::string& dir, const std::string& index, std::string* name,
+                       const std::function<Status(const std::string&)>& lost) {
+  const fs::path p(*name);
+  if (p.has_parent_path()) {
+    std::error_code ec;
+    if (!p.is_absolute() || !fs::equivalent(p.parent_path(), dir.empty() ? "." : dir, ec)) {
+      return errors::FailedPrecondition("Checkpoint index '", index, "' names '", *name,
+                                        "', which is not a file in '", dir, "'");
+    }
+    *name = p.filename().string();
+  }
+  if (name->empty() || *name == "." || *name == "..")
+    return lost(fmt::format("is corrupt (it names '{}')", *name));
+  if (!name->ends_with(".safetensors")) {
+    return errors::FailedPrecondition(
+        "Checkpoint index '", index, "' names '", *name,
+        "', which is not a placeflow checkpoint (*.safetensors): a TensorFlow checkpoint cannot "
+        "be restored here");
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+std::string FormatCheckpointIndex(const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  std::string out = fmt::format("model_checkpoint_path: \"{}\"\n", CEscape(names.back()));
+  for (const std::string& n : names)
+    out += fmt::format("all_model_checkpoint_paths: \"{}\"\n", CEscape(n));
+  return out;
+}
+
+StatusOr<CheckpointState> ParseCheckpointState(std::string_view text) {
+  CheckpointState state;
+  TextReader r(text);
+  while (r.More()) {
+    const std::string field(r.Token());
+    if (field.empty()) return r.Error("expected a field name");
+    PF_RETURN_IF_ERROR(r.Expect(':'));
+    if (field == "model_checkpoint_path") {
+      PF_ASSIGN_OR_RETURN(state.model_checkpoint_path, r.String());
+    } else if (field == "all_model_checkpoint_paths") {
+      PF_ASSIGN_OR_RETURN(std::string path, r.String());
+      state.all_model_checkpoint_paths.push_back(std::move(path));
+    } else if (field == "all_model_checkpoint_timestamps" || field == "last_preserved_timestamp") {
+      std::string_view number = r.Token();
+      char* end = nullptr;
+      std::strtod(std::string(number).c_str(), &end);
+      if (number.empty() || *end != '\0') return r.Error("expected a number for " + field);
+    } else {
+      return r.Error(
+          fmt::format("Message type \"tensorflow.CheckpointState\" has no field "
+                      "named \"{}\"",
+                      field));
+    }
+  }
+  return state;
+}
 
 Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& parts) {
   const std::string tmp = path + ".tmp";
@@ -152,19 +365,25 @@ StatusOr<std::vector<std::string>> ReadCheckpointIndex(const std::string& dir) {
     if (files.empty()) return std::vector<std::string>{};
     return lost(ec ? "cannot be read (" + ec.message() + ")" : "is missing");
   }
-  std::ifstream in(index);
+  std::ifstream in(index, std::ios::binary);
   if (!in) return lost(fmt::format("cannot be read ({})", std::strerror(errno)));
-  std::vector<std::string> names;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    // The index lists file names in its own directory; anything else is not one of ours.
-    if (line.find('/') != std::string::npos || !line.ends_with(".safetensors"))
-      return lost(
-          fmt::format("is corrupt (line {} is not a checkpoint file name)", names.size() + 1));
-    names.push_back(line);
-  }
+  const std::string text(std::istreambuf_iterator<char>(in), {});
   if (in.bad()) return lost("cannot be read (read error)");
+  std::vector<std::string> names;
+  if (!ParseOldIndex(text, &names)) {
+    StatusOr<CheckpointState> state = ParseCheckpointState(text);
+    if (!state.ok()) return lost(fmt::format("is corrupt ({})", state.status().message()));
+    names = std::move(state->all_model_checkpoint_paths);
+    for (std::string& name : names) PF_RETURN_IF_ERROR(CheckIndexEntry(dir, index, &name, lost));
+    std::string latest = state->model_checkpoint_path;
+    if (!latest.empty()) {
+      PF_RETURN_IF_ERROR(CheckIndexEntry(dir, index, &latest, lost));
+      if (names.empty() || names.back() != latest) {
+        names.erase(std::remove(names.begin(), names.end(), latest), names.end());
+        names.push_back(latest);
+      }
+    }
+  }
   if (names.empty() && !files.empty()) return lost("is empty");
   return names;
 }

@@ -2,7 +2,8 @@
 // Used by Saver (train/saver.cc); nothing here throws, std::filesystem errors included.
 //
 //   PF_RETURN_IF_ERROR(pf::CheckCheckpointDirectory("ckpt"));   // before training starts
-//   PF_RETURN_IF_ERROR(pf::WriteFileAtomically("ckpt/checkpoint", {"model-3.safetensors\n"}));
+//   std::string index = pf::FormatCheckpointIndex({"model-2.safetensors", "model-3.safetensors"});
+//   PF_RETURN_IF_ERROR(pf::WriteFileAtomically("ckpt/checkpoint", {index}));
 #pragma once
 
 #include <functional>
@@ -26,9 +27,34 @@ Status CheckCheckpointDirectory(const std::string& dir);
 // The checkpoint files ("*.safetensors") in `dir`, by name, sorted; none if there is no `dir`.
 std::vector<std::string> CheckpointFilesIn(const std::string& dir);
 
-// The file names the index "<dir>/checkpoint" lists, oldest first. An absent index in a
-// directory without checkpoint files is an empty list (a fresh start); an absent, empty or
-// unreadable index next to checkpoint files is a FailedPrecondition error naming them.
+// TensorFlow's CheckpointState (tensorflow/core/protobuf/checkpoint_state.proto): what the
+// "checkpoint" index file holds, in protobuf text format, so that TF's
+// tf.train.latest_checkpoint and get_checkpoint_state read ours and we read theirs.
+struct CheckpointState {
+  std::string model_checkpoint_path;                    // the latest checkpoint
+  std::vector<std::string> all_model_checkpoint_paths;  // oldest first, the latest last
+};
+
+// The index text TF writes (text_format.MessageToString of a CheckpointState): for
+// names {"m-1", "m-2"}
+//   model_checkpoint_path: "m-2"
+//   all_model_checkpoint_paths: "m-1"
+//   all_model_checkpoint_paths: "m-2"
+// Strings are C-escaped as protobuf's CEscape does (\" \\ \' \n \r \t, other bytes below 32
+// or above 126 as 3-digit octal). No names: an empty text.
+std::string FormatCheckpointIndex(const std::vector<std::string>& names);
+// Parses CheckpointState text: fields in any order, either quote, adjacent strings
+// concatenated, C escapes (octal, \x hex), # comments; the timestamp fields TF 2 adds are
+// read and ignored. InvalidArgument naming the line for anything else.
+StatusOr<CheckpointState> ParseCheckpointState(std::string_view text);
+
+// The file names the index "<dir>/checkpoint" lists, oldest first, the latest last (TF's rule:
+// model_checkpoint_path is appended when all_model_checkpoint_paths does not end with it). The
+// index is TF's CheckpointState text, or the one-name-a-line list placeflow wrote before. A path
+// in the index must name a "*.safetensors" file in `dir` (relative, or absolute into `dir`). An
+// absent index in a directory without checkpoint files is an empty list (a fresh start); an
+// absent, empty, corrupt or unreadable index next to checkpoint files is a FailedPrecondition
+// error naming them.
 StatusOr<std::vector<std::string>> ReadCheckpointIndex(const std::string& dir);
 
 // Testing: called while each file is written, with its final path; an error makes that write

@@ -281,9 +281,9 @@ void RemoveStaleTemporaries(const std::string& dir) {
 }
 
 Status WriteIndex(const std::string& dir, const std::deque<std::string>& kept) {
-  std::string text;
-  for (const std::string& p : kept) text += fs::path(p).filename().string() + "\n";
-  return WriteFileAtomically(JoinPath(dir, "checkpoint"), {text});
+  std::vector<std::string> names;
+  for (const std::string& p : kept) names.push_back(fs::path(p).filename().string());
+  return WriteFileAtomically(JoinPath(dir, "checkpoint"), {FormatCheckpointIndex(names)});
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Ops that make values from shapes or convert them: Cast, Fill, ZerosLike, OnesLike, OneHot.
 #include "placeflow/ops/array/fill_ops.h"
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -92,12 +94,15 @@ PF_REGISTER_OP(OpDef("Fill")
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(c.WithRank(0, 1));
-                     PF_ASSIGN_OR_RETURN(Shape s, c.ShapeFromInputTensor(0));
-                     for (int64_t d : s.dims()) {
-                       if (d < -1)
-                         return errors::InvalidArgument("Fill dimensions must be >= 0, got ",
-                                                        s.ToString());
+                     // In a known value -1 is a bad dim, not an unknown one (TF's MakeShape).
+                     if (const Tensor* t = c.input_tensor(0); t != nullptr) {
+                       const std::vector<int64_t> dims = t->AsInt64Vector();
+                       if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
+                         return errors::InvalidArgument("Fill dimensions must be >= 0, got [",
+                                                        fmt::format("{}", fmt::join(dims, ",")),
+                                                        "]");
                      }
+                     PF_ASSIGN_OR_RETURN(Shape s, c.ShapeFromInputTensor(0));
                      c.set_output(0, s);
                      return Status::OK();
                    }));

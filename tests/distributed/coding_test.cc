@@ -225,7 +225,7 @@ TEST_CASE("Raw messages carry tensors as slices; short or lying headers are erro
     CHECK_FALSE(reader.Open(&bad, &got).ok());
   }
 
-  // Shapes no tensor can have, and strings (not framed on the wire).
+  // Shapes no tensor can have, and strings (read whole by ReadTensor, never into a buffer).
   tensorflow::TensorProto meta;
   meta.set_dtype(tensorflow::DT_FLOAT);
   meta.mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 40);
@@ -237,7 +237,99 @@ TEST_CASE("Raw messages carry tensors as slices; short or lying headers are erro
   CHECK(NewTensorFor(meta).status().code() == Code::kInvalidArgument);
   meta.set_dtype(tensorflow::DT_STRING);
   meta.mutable_tensor_shape()->Clear();
-  CHECK(NewTensorFor(meta).status().code() == Code::kUnimplemented);
+  CHECK(NewTensorFor(meta).status().code() == Code::kInvalidArgument);
+}
+
+// The bytes of a DT_STRING tensor on the wire, built by hand: u64 length, then the bytes.
+std::string StringFrame(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) {
+    const uint64_t len = v.size();
+    out.append(reinterpret_cast<const char*>(&len), 8);
+    out += v;
+  }
+  return out;
+}
+
+std::string WireBytes(const grpc::ByteBuffer& wire) {
+  std::vector<grpc::Slice> slices;
+  REQUIRE(wire.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices) bytes.append(s.begin(), s.end());
+  return bytes;
+}
+
+TEST_CASE("Raw messages carry string tensors as length-prefixed strings; bad frames are errors",
+          "[distributed][strings]") {
+  Tensor words(DT_STRING, {2, 2});
+  const std::vector<std::string> values = {"Hello, distributed placeflow!", "",
+                                           std::string("a\0b\xff", 4), std::string(300, 'z')};
+  for (size_t i = 0; i < values.size(); ++i) words.flat<std::string>()[i] = values[i];
+  const Tensor after = testing::Iota({3});
+  rpc::RunGraphRequest header;
+  TensorMeta(words, header.add_feed());
+  TensorMeta(after, header.add_feed());
+  CHECK(header.feed(0).dtype() == tensorflow::DT_STRING);
+  grpc::ByteBuffer wire = EncodeRaw(header, {{words}, {after}});
+  const std::string bytes = WireBytes(wire);
+  // The frame, independently: [u32 header length][header][strings][the int32s].
+  const std::string head = header.SerializeAsString();
+  REQUIRE(bytes.size() == 4 + head.size() + StringFrame(values).size() + after.TotalBytes());
+  CHECK(bytes.substr(4 + head.size(), StringFrame(values).size()) == StringFrame(values));
+  WriteSeed("raw_message", "strings", std::string(1, '\x25') + bytes);
+
+  RawReader reader;
+  rpc::RunGraphRequest got;
+  REQUIRE(reader.Open(&wire, &got).ok());
+  auto back = ReadTensor(&reader, got.feed(0));
+  REQUIRE(back.ok());
+  CHECK(back->shape() == Shape{2, 2});
+  CHECK(back->BitwiseEqual(words));  // DT_STRING: compares the strings' values
+  CHECK(ReadTensor(&reader, got.feed(1)).value().BitwiseEqual(after));
+  CHECK(reader.remaining() == 0);
+  // A chunk request's offset and size do not cut a string tensor.
+  grpc::ByteBuffer whole = EncodeRaw(header, {{words, 8, 3}});
+  REQUIRE(reader.Open(&whole, &got).ok());
+  CHECK(ReadTensor(&reader, got.feed(0)).value().BitwiseEqual(words));
+
+  // Malformed frames: errors that say what is missing, before anything is allocated.
+  auto read = [&](const tensorflow::TensorProto& meta, const std::string& frame) {
+    rpc::RunGraphRequest h;
+    const uint32_t len = 0;
+    std::string raw(reinterpret_cast<const char*>(&len), 4);
+    raw += frame;
+    grpc::Slice slice(raw);
+    grpc::ByteBuffer buf(&slice, 1);
+    RawReader r;
+    REQUIRE(r.Open(&buf, &h).ok());
+    auto t = ReadTensor(&r, meta);
+    REQUIRE_FALSE(t.ok());
+    CHECK(t.status().code() == Code::kInternal);
+    return std::string(t.status().message());
+  };
+  tensorflow::TensorProto meta;
+  meta.set_dtype(tensorflow::DT_STRING);
+  meta.mutable_tensor_shape()->add_dim()->set_size(2);
+  // One string where the header says two.
+  CHECK_THAT(read(meta, StringFrame({"abc"})),
+             Contains("ends before the 2 length prefixes of a string tensor of shape [2]"));
+  // The first string takes the bytes the second's length needed.
+  std::string greedy = StringFrame({std::string(10, 'a'), "b"});
+  greedy[0] = 19;  // 10 bytes + the second prefix + "b" = 19: nothing left for a length
+  CHECK_THAT(read(meta, greedy),
+             Contains("ends before the length of string 1 of a string tensor of shape [2]"));
+  // A length past the end.
+  std::string lying = StringFrame({"abc", "de"});
+  lying[8 + 3] = '\x7f';
+  CHECK_THAT(read(meta, lying), Contains("ends inside string 1 of a string tensor of shape [2]: "
+                                         "its length says 127 bytes, 2 are left"));
+  // A huge length, and a header with 2^40 strings: no allocation follows either.
+  std::string huge = StringFrame({"abc", "de"});
+  for (int k = 0; k < 8; ++k) huge[11 + k] = '\xff';
+  CHECK_THAT(read(meta, huge), Contains("its length says 18446744073709551615 bytes"));
+  meta.mutable_tensor_shape()->mutable_dim(0)->set_size(int64_t{1} << 40);
+  CHECK_THAT(read(meta, StringFrame({"abc", "de"})),
+             Contains("ends before the 1099511627776 length prefixes"));
 }
 
 // Registers y = MatMul(x, w) on `worker` as a master would; returns the handle.

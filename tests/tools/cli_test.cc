@@ -347,6 +347,10 @@ TEST_CASE("pf-train: a --place or --variable-device that does not exist prints i
   ToolRun v = Train("--towers 1 --steps 1 --batch 8 --variable-device /cpu:3");
   CHECK(v.status == 0);
   CHECK_THAT(v.out, Contains("pf-train: --variable-device /cpu:3: no device matches /cpu:3"));
+  // The summary line says where the variables are, not where they were asked to be.
+  CHECK_THAT(v.out, Contains("variables on /job:localhost/replica:0/task:0/device:CPU:0 (no "
+                             "/cpu:3)"));
+  CHECK_THAT(v.out, !Contains("variables on /cpu:3"));
   CHECK_THAT(v.out, !Contains("puts its 0 node(s)"));
   // A device that exists: nothing to say.
   CHECK_THAT(Train("--towers 1 --cpu-devices 2 --steps 1 --batch 8 --place affine0=/cpu:1").out,

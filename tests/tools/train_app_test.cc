@@ -5,6 +5,7 @@
 
 #include "tests/testing/test_util.h"
 #include "tools/models.h"
+#include "tools/placement_rules.h"
 #include "tools/train_flags.h"
 
 namespace pf {
@@ -71,6 +72,46 @@ TEST_CASE("pf-train's bad values are errors naming the flag by its dashed name",
   CHECK_THROWS_WITH(Parse({"--towers", "0"}), "--towers must be an integer in [1, 1024], got '0'");
   CHECK_THROWS_WITH(Parse({"--restore"}), "--restore needs --checkpoint DIR");
   CHECK_THROWS_WITH(Parse({"--place", "x"}), "bad --place rule 'x': expected regex=device");
+}
+
+TEST_CASE("pf-train rejects a --lr that float32 cannot hold and an empty --checkpoint",
+          "[app][flags]") {
+  CHECK_THROWS_WITH(Parse({"--lr", "1e-50"}),
+                    Contains("--lr 1e-50 is 0 in float32, the models' dtype (float32 spans ["));
+  CHECK_THROWS_WITH(Parse({"--lr", "1e39"}), Contains("--lr 1e+39 is infinite in float32"));
+  CHECK(Parse({"--lr", "1e-44"}).lr == 1e-44);  // a float32 denormal: small, not zero
+  CHECK(Parse({"--lr", "0.01"}).lr == 0.01);
+  const std::string empty =
+      "--checkpoint needs a directory, got '' (leave the flag out to save none)";
+  CHECK_THROWS_AS(Parse({"--checkpoint", ""}), app::UsageError);
+  CHECK_THROWS_WITH(Parse({"--checkpoint", ""}), empty);
+  CHECK_THROWS_WITH(Parse({"--checkpoint="}), "missing value for --checkpoint");
+  CHECK(Parse({"--checkpoint", "ckpt"}).checkpoint == "ckpt");
+  CHECK(Parse({}).checkpoint.empty());  // left out: no checkpoint, as before
+}
+
+TEST_CASE("pf-train: a --place rule that matches no node is reported and returned",
+          "[app][flags]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  ops::Const(root.WithOpName("affine0/w"), 1.f);
+  ops::Const(root.WithOpName("affine1/w"), 2.f);
+  const auto rules = app::ParsePlacementRules("affine0=/cpu:1,afine1=/cpu:0,w$=/cpu:2");
+  const std::vector<std::string> unmatched = app::ApplyPlacementRules(g, rules);
+  CHECK(unmatched == std::vector<std::string>{"afine1=/cpu:0"});
+  // Later rules win: both nodes end with "w".
+  CHECK(g.FindNode("affine0/w")->requested_device() == "/cpu:2");
+  CHECK(g.FindNode("affine1/w")->requested_device() == "/cpu:2");
+}
+
+TEST_CASE("pf-train's summary names where fallen-back variables really went", "[app][flags]") {
+  const std::string cpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+  const std::string summary = "1 tower(s) on /cpu:0 (aggregation param, variables on /cpu:5)";
+  CHECK(app::NoteFallbacks(summary, {{"/cpu:5", cpu0}}) ==
+        "1 tower(s) on /cpu:0 (aggregation param, variables on " + cpu0 + " (no /cpu:5))");
+  CHECK(app::NoteFallbacks(summary, {}) == summary);
+  // Whole names only: /cpu:1 is not /cpu:10.
+  CHECK(app::NoteFallbacks("variables on /cpu:10", {{"/cpu:1", cpu0}}) == "variables on /cpu:10");
 }
 
 TEST_CASE("pf-train: an unknown flag or argument is an error and --help is not", "[app][flags]") {

@@ -88,7 +88,8 @@ TEST_CASE("A failed index write keeps the previous index and leaves no file behi
   // Nothing half-written, no orphan, and the oldest checkpoint was not deleted for it.
   CHECK(Files(dir) ==
         std::vector<std::string>{"checkpoint", "model-1.safetensors", "model-2.safetensors"});
-  CHECK(ReadText(dir / "checkpoint") == "model-1.safetensors\nmodel-2.safetensors\n");
+  CHECK(ReadText(dir / "checkpoint") ==
+        FormatCheckpointIndex({"model-1.safetensors", "model-2.safetensors"}));
   CHECK(Saver::LatestCheckpoint(dir.string()) == (dir / "model-2.safetensors").string());
   // The next save succeeds and retention goes on from the same list.
   saver.Save(t.sess, (dir / "model").string(), 3);
@@ -108,7 +109,7 @@ TEST_CASE("A failed data write removes its temporary file and changes nothing", 
                       Contains("No space left on device (injected)"));
   }
   CHECK(Files(dir) == std::vector<std::string>{"checkpoint", "model-1.safetensors"});
-  CHECK(ReadText(dir / "checkpoint") == "model-1.safetensors\n");
+  CHECK(ReadText(dir / "checkpoint") == FormatCheckpointIndex({"model-1.safetensors"}));
   // What a killed process leaves is cleaned up by the next Saver's first save there.
   std::ofstream(dir / "model-9.safetensors.tmp") << "partial";
   std::ofstream(dir / "checkpoint.tmp") << "partial";
@@ -144,7 +145,7 @@ TEST_CASE("A lost index next to checkpoints is an error, not a fresh start", "[t
   CHECK(failure() == "Checkpoint index '" + index + "' is missing, but '" + dir.string() + holds);
   std::ofstream(index) << "\x01\x02garbage\n";
   CHECK_THAT(failure(), StartsWith("Checkpoint index '" + index +
-                                   "' is corrupt (line 1 is not a checkpoint file name)"));
+                                   "' is corrupt (line 1: expected a field name at '\\001')"));
   std::ofstream(index, std::ios::trunc) << "model-1.safetensors\nmodel-7.safetensors\n";
   CHECK(failure() == "Checkpoint index '" + index +
                          "' names 'model-7.safetensors' as the latest checkpoint, but there is "
@@ -164,8 +165,9 @@ TEST_CASE("max_to_keep counts the checkpoints already on disk", "[train][saver]"
   second.Save(t.sess, (dir / "model").string(), 4);
   CHECK(Files(dir) == std::vector<std::string>{"checkpoint", "model-2.safetensors",
                                                "model-3.safetensors", "model-4.safetensors"});
-  CHECK(ReadText(dir / "checkpoint") ==
-        "model-2.safetensors\nmodel-3.safetensors\nmodel-4.safetensors\n");
+  CHECK(
+      ReadText(dir / "checkpoint") ==
+      FormatCheckpointIndex({"model-2.safetensors", "model-3.safetensors", "model-4.safetensors"}));
   // A lost index is rebuilt from the files (oldest first) instead of orphaning them.
   fs::remove(dir / "checkpoint");
   fs::last_write_time(dir / "model-2.safetensors", fs::file_time_type::clock::now() - 1h);
