@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "tools/bench_util.h"
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 namespace pf::bench {
 namespace {

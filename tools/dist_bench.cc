@@ -11,7 +11,7 @@
 
 #include "tools/bench_util.h"
 #include "tools/loopback.h"
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 namespace pf::bench {
 namespace {

@@ -38,7 +38,7 @@
 #include "tools/dist_bench.h"
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 #include "tools/run_main.h"
 #include "tools/summaries_bench.h"
 #include "tools/tower_timing.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 #include "tools/train_flags.h"
 
 namespace pf {

@@ -6,7 +6,7 @@
 
 #include "placeflow/ops/grad_util.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 namespace pf {
 namespace {
