@@ -39,6 +39,8 @@ namespace pf::train {
 
 // What a hook adds to a step.
 struct SessionRunArgs {
+  SessionRunArgs() = default;
+  SessionRunArgs(std::vector<Output> f) : fetches(std::move(f)) {}  // NOLINT: {{loss}}
   std::vector<Output> fetches;  // their values reach the hook's AfterRun, in order
   std::vector<Operation> targets;
   FeedDict feeds;
