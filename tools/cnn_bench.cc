@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "tools/bench_util.h"
 #include "placeflow/models/models.h"
+#include "tools/bench_util.h"
 
 namespace pf::bench {
 namespace {
