@@ -392,6 +392,8 @@ TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session
   if (tg.model.sync) {
     to.session_hooks.push_back(std::make_shared<SyncReplicasHook>(
         role.task->is_chief(), tg.sync_chief_init, tg.sync_local_init));
+    to.until_global_step = true;
+    to.step_timeout_ms = static_cast<int64_t>(a.sync_timeout * 1000);
   }
   trainer::Trainer trainer(tg.model, sess, to);
   // The variables ready (initialised, restored, or the chief waited for) before the sync
@@ -399,8 +401,6 @@ TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session
   trainer.CreateSession();
   TrainOutcome outcome;
   if (const auto& sync = tg.model.sync) {
-    to.until_global_step = true;
-    to.step_timeout_ms = static_cast<int64_t>(a.sync_timeout * 1000);
     if (role.task->is_chief()) {
       const int64_t last = tg.classifier ? a.epochs * tg.steps_per_epoch : a.steps;
       outcome.sync_chief =
