@@ -30,9 +30,10 @@ case "$mode" in
     cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$build_dir/configure.log" 2>&1 ||
       { cat "$build_dir/configure.log" >&2; exit 1; }
     grep -E '^-- placeflow:' "$build_dir/configure.log" || true
-    # A dry run counts the compile and link steps pf-train still needs (Ninja prints [k/N]).
-    steps=$(cmake --build "$build_dir" --target pf-train -- -n 2>/dev/null | grep -c '^\[' || true)
-    stage 3 "build: pf-train and the library it needs, ${steps:-?} compile/link steps (no tests)"
+    # The compile and link steps behind pf-train (the library, the CUDA backend when built);
+    # Ninja's [done/to do] counts the ones left as it goes.
+    steps=$(ninja -C "$build_dir" -t commands pf-train 2>/dev/null | wc -l || true)
+    stage 3 "build: pf-train and the library it needs: ${steps:-?} compile/link steps in all, Ninja counting the out-of-date ones below (no tests)"
     cmake --build "$build_dir" --target pf-train -j "$(nproc)"
     stage 4 "train: $build_dir/tools/pf-train --log-device-placement $*"
     "$build_dir/tools/pf-train" --log-device-placement "$@"
