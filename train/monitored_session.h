@@ -91,7 +91,7 @@ class SessionRunHook {
 // TensorFlow's Scaffold: how a session's variables are made ready.
 struct Scaffold {
   // The chief runs it when there is no checkpoint to restore. Unset: the graph's global variables
-  // initializer, made when the session is created; Operation() with `ready` set: none.
+  // initializer (made when the session is created); set to Operation(): nothing to run.
   std::optional<Operation> init_op;
   // Every task runs it once the variables are ready (local variables, per-worker state).
   Operation local_init_op;
