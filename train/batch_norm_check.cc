@@ -92,6 +92,12 @@ PF_REGISTER_OP(OpDef("BatchNormMovingStatsCheck")
                    .Output("variance_out", "float")
                    .RequiredAttr("layer")
                    .Attr("momentum", 0.99f)
+                   // It passes its inputs on: so do their gradients.
+                   .SetGradient([](const Scope&, const Node&, const std::vector<Output>& g,
+                                   std::vector<Output>* dx) {
+                     *dx = {g[0], g[1]};
+                     return Status::OK();
+                   })
                    .SetShapeFn([](ShapeContext& c) {
                      c.set_output(0, c.input(0));
                      c.set_output(1, c.input(1));
