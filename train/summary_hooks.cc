@@ -24,22 +24,25 @@ void SummarySaverHook::AfterCreateSession(Session& session) {
 }
 
 SessionRunArgs SummarySaverHook::BeforeRun(SessionRunContext&) {
-  // Whether the step about to run is due: decided on the global step the last one read (+1).
+  // Whether the step about to run is due, on the count since the last exact read (other
+  // workers' steps show up at the next write's read).
   fetching_ = timer_.ShouldTrigger(last_step_ + 1);
-  if (!fetching_) return {{step_.value()}};
-  return {{step_.value(), summary_}};
+  if (!fetching_) return {};
+  return {{summary_}};
 }
 
 void SummarySaverHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
-  const int64_t step = values.results[0].scalar<int64_t>() + 1;
-  last_step_ = step;
+  ++last_step_;
   if (!graph_written_) {
     writer_->AddGraph(context.session().graph(), context.session().DevicePlacement());
     graph_written_ = true;
   }
   if (!fetching_) return;
-  timer_.Triggered(step);
-  writer_->AddSummary(values.results[1], step);
+  // The global step after this step, read once the step is done (a read inside it may come
+  // before or after its update).
+  last_step_ = context.session().Run({step_.value()})[0].scalar<int64_t>();
+  timer_.Triggered(last_step_);
+  writer_->AddSummary(values.results[0], last_step_);
 }
 
 void SummarySaverHook::End(Session&) { writer_->Flush(); }
@@ -55,19 +58,18 @@ StepCounterHook::StepCounterHook(std::shared_ptr<SummaryWriter> writer, int64_t 
 
 void StepCounterHook::AfterCreateSession(Session& session) {
   if (!step_.valid()) step_ = GlobalStepOf(&session.graph(), "StepCounterHook");
+  last_step_ = session.Run({step_.value()})[0].scalar<int64_t>();
+  last_time_ = std::chrono::steady_clock::now();
 }
 
 SessionRunArgs StepCounterHook::BeforeRun(SessionRunContext&) { return {{step_.value()}}; }
 
-void StepCounterHook::AfterRun(SessionRunContext&, const SessionRunValues& values) {
-  const int64_t step = values.results[0].scalar<int64_t>() + 1;
-  const auto now = std::chrono::steady_clock::now();
-  if (last_step_ < 0) {
-    last_step_ = step;
-    last_time_ = now;
-    return;
-  }
+void StepCounterHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  // The value read during the step may precede its update: +1, then an exact read when due.
+  if (values.results[0].scalar<int64_t>() + 1 - last_step_ < every_) return;
+  const int64_t step = context.session().Run({step_.value()})[0].scalar<int64_t>();
   if (step - last_step_ < every_) return;
+  const auto now = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(now - last_time_).count();
   last_rate_ = seconds > 0 ? static_cast<double>(step - last_step_) / seconds : 0;
   if (writer_) writer_->AddScalar("global_step/sec", last_rate_, step);

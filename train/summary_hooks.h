@@ -16,8 +16,9 @@
 namespace pf::train {
 
 // Fetches `summary` (a serialized Summary: summary::MergeAll's output) every `every_steps`
-// steps and writes it at the global step; the graph (with the devices placed so far) once,
-// after the first step. The writer is flushed at End.
+// steps (the first step, then counted from it) and writes it at the global step after that step;
+// the graph (with the devices placed so far) once, after the first step. The writer is flushed at
+// End.
 class SummarySaverHook : public SessionRunHook {
  public:
   SummarySaverHook(std::shared_ptr<SummaryWriter> writer, Output summary, int64_t every_steps);
@@ -31,12 +32,13 @@ class SummarySaverHook : public SessionRunHook {
   Output summary_;
   StepTimer timer_;
   Variable step_;
-  int64_t last_step_ = 0;  // the global step after the last step run
+  int64_t last_step_ = 0;  // the global step after the last step (exact at each write)
   bool graph_written_ = false, fetching_ = false;
 };
 
-// Steps per second over every `every_steps` steps, as the scalar "global_step/sec" at the global
-// step (and an info log line "global_step/sec: <rate>"). The writer may be null: log only.
+// Steps per second over every `every_steps` global steps (from the session's creation), as the
+// scalar "global_step/sec" at the global step (and an info log line "global_step/sec: <rate>").
+// The writer may be null: log only.
 class StepCounterHook : public SessionRunHook {
  public:
   StepCounterHook(std::shared_ptr<SummaryWriter> writer, int64_t every_steps);
