@@ -22,10 +22,11 @@ declare -A allowed=(
   [distributed]="core io graph devices placer executor"
   [train]="core io graph devices ops placer executor distributed"
   [data]="core io graph devices ops placer executor"
-  [include]="core io graph devices ops placer executor train data"
-  [tools]="core io graph devices ops placer executor distributed train data include"
-  [tests]="core io graph devices ops placer executor distributed train data include"
-  [examples]="core io graph devices ops placer executor distributed train data include"
+  [models]="core io graph devices ops placer executor train data"
+  [include]="core io graph devices ops placer executor train data models"
+  [tools]="core io graph devices ops placer executor distributed train data include models"
+  [tests]="core io graph devices ops placer executor distributed train data include models"
+  [examples]="core io graph devices ops placer executor distributed train data include models"
 )
 status=0
 fail() {
@@ -44,7 +45,7 @@ while IFS= read -r file; do
     case "$inc" in
       placeflow/placeflow.h) layer=include ;;
       placeflow/*) layer="${inc#placeflow/}"; layer="${layer%%/*}" ;;
-      core/* | io/* | graph/* | devices/* | ops/* | placer/* | executor/* | distributed/* | train/* | data/*)
+      core/* | io/* | graph/* | devices/* | ops/* | placer/* | executor/* | distributed/* | train/* | data/* | models/*)
         fail "$where" "'$inc' must be named from the prefix: placeflow/$inc"
         continue
         ;;
@@ -62,7 +63,7 @@ while IFS= read -r file; do
       fail "$where" "device code includes $inc (only .cuh and launch headers: nvcc sees no fmt)"
     fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file" || true)
-done < <(find core io graph devices ops placer executor distributed train data include tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+done < <(find core io graph devices ops placer executor distributed train data models include tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 
 # The public umbrella header must not reach the runtime's internals, even through other headers.
 internals="placeflow/executor/executor.h placeflow/graph/kernel.h placeflow/placer/ placeflow/devices/cuda/ placeflow/devices/gpu_probe.h placeflow/executor/rendezvous.h placeflow/executor/collective.h"

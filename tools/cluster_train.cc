@@ -14,6 +14,7 @@
 
 #include "placeflow/distributed/server.h"
 #include "placeflow/train/replica_device_setter.h"
+#include "placeflow/train/session_manager.h"
 #include "placeflow/train/variables.h"
 #include "tools/loopback.h"
 
@@ -64,76 +65,31 @@ int Task::Serve() {
 
 namespace {
 
-// What a task that is down, or back after a restart, answers: worth waiting on.
-bool TaskComingBack(const Status& s) {
-  return s.code() == Code::kUnavailable || s.code() == Code::kAborted ||
-         s.code() == Code::kCancelled || s.code() == Code::kDeadlineExceeded || IsTaskRestart(s);
-}
-
-bool Uninitialized(const Status& s) { return IsUninitializedVariable(s); }
-
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// Reads every variable of `g`: OK once the ps tasks answer and hold initialised values.
-Status ProbeVariables(Session& sess, Graph& g) {
-  std::vector<Output> values;
-  for (const Variable& v : GlobalVariables(&g)) values.push_back(v.value());
-  std::vector<Tensor> out;
-  return sess.TryRun({}, values, {}, &out);
-}
-
-double SecondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Polls every variable of `g` until all of them read (OK), an error comes that is neither a
-// task coming back nor an uninitialised value (returned), or `timeout_s` passes
-// (DeadlineExceeded with the last reason). `restore` (the chief's, may be null) brings back the
-// variables a restarted ps lost. Prints each new reason to wait, after `waiting_for`.
-Status WaitForVariables(Session& sess, Graph& g, double timeout_s, const char* waiting_for,
-                        const std::function<void()>* restore) {
-  const auto start = std::chrono::steady_clock::now();
-  std::string last;
-  while (true) {
-    Status s = ProbeVariables(sess, g);
-    if (s.ok() || (!Uninitialized(s) && !TaskComingBack(s))) return s;
-    if (SecondsSince(start) > timeout_s)
-      return errors::DeadlineExceeded("waited ", timeout_s, " s; last: ", s.message());
-    if (FirstLine(s.message()) != last) {
-      last = FirstLine(s.message());
-      std::printf("waiting for %s: %s\n", waiting_for, last.c_str());
-      std::fflush(stdout);
-    }
-    if (restore != nullptr && Uninitialized(s)) {
-      try {
-        (*restore)();  // a restarted ps: its variables are gone
-        continue;
-      } catch (const Error& e) {
-        if (!TaskComingBack(e.status())) throw;  // (the ps went away again: wait for it)
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
+// pf-train's progress lines go to stdout.
+void PrintLine(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
 
+// The waits are the library's (train/session_manager.h); pf-train prints their progress lines.
 void Task::WaitForChief(Session& sess, Graph& g, double timeout_s) const {
-  Status s = WaitForVariables(sess, g, timeout_s, "the chief to initialise the variables", nullptr);
-  if (s.code() == Code::kDeadlineExceeded) {
-    s = errors::DeadlineExceeded(
-        "Worker ", index(),
-        " waited for the chief (worker 0) to initialise the variables: ", s.message());
-  }
-  ThrowIfError(s);
+  ThrowIfError(train::WaitForChief(sess, &g, index(), timeout_s, PrintLine));
 }
 
 bool Task::RecoverStep(Session& sess, Graph& g, const Error& error,
                        const std::function<void()>& restore, double timeout_s) const {
-  if (!Uninitialized(error.status()) && !TaskComingBack(error.status())) return false;
-  std::printf("step failed: %s\n", FirstLine(error.status().message()).c_str());
-  std::fflush(stdout);
-  return WaitForVariables(sess, g, timeout_s, "the ps tasks", is_chief() ? &restore : nullptr).ok();
+  if (!train::IsRecoverableError(error.status())) return false;
+  PrintLine("step failed: " + FirstLine(error.status().message()));
+  train::WaitOptions w;
+  w.timeout_s = timeout_s;
+  w.waiting_for = "the ps tasks";
+  if (is_chief()) w.restore = restore;
+  w.log = PrintLine;
+  return train::WaitForVariables(sess, &g, w).ok();
 }
 
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "placeflow/models/models.h"
 #include "tools/bench_util.h"
-#include "tools/models.h"
 
 namespace pf::bench {
 namespace {

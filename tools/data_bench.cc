@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "placeflow/data/iterator_ops.h"
+#include "placeflow/models/models.h"
 #include "tools/bench_util.h"
-#include "tools/models.h"
 #include "tools/tfrecord_input.h"
 
 #if defined(PF_WITH_PROTOBUF) && __has_include("placeflow/io/example.h")

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/models/models.h"
 #include "tools/bench_util.h"
 #include "tools/loopback.h"
-#include "tools/models.h"
 
 namespace pf::bench {
 namespace {

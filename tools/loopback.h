@@ -8,10 +8,8 @@
 //   "0"});
 #pragma once
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,24 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "placeflow/train/free_port.h"
+
 extern char** environ;
 
 namespace pf {
 
-// The port the kernel picks for a socket bound to port 0, released at once. Another process
-// could take it before the caller binds it; a server then fails with an error naming the address.
-inline int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// The free-port helper lives in the library (placeflow/train/free_port.h).
+using train::FreeLoopbackPort;
 
 // "ps=127.0.0.1:P;worker=127.0.0.1:P,127.0.0.1:P" with a free port per task; `addresses` (if
 // given) gets every task's address, in the order of `jobs` then tasks.

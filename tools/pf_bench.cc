@@ -31,6 +31,7 @@
 
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/gpu_probe.h"
+#include "placeflow/models/models.h"
 #include "placeflow/placer/placer.h"
 #include "tools/bench_util.h"
 #include "tools/cnn_bench.h"
@@ -38,7 +39,6 @@
 #include "tools/dist_bench.h"
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
-#include "tools/models.h"
 #include "tools/run_main.h"
 #include "tools/summaries_bench.h"
 #include "tools/tower_timing.h"

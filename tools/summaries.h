@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 #include "tools/trainer.h"
 
 namespace pf::summaries {

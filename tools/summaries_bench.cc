@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <random>
 
+#include "placeflow/models/models.h"
 #include "placeflow/ops/summary/summary.h"
 #include "placeflow/train/summary_writer.h"
 #include "tools/bench_util.h"
-#include "tools/models.h"
 
 namespace pf::bench {
 

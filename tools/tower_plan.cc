@@ -91,6 +91,9 @@ int TowersTable(const TrainArgs& a) {
     std::fflush(stdout);
     totals.emplace_back(o.towers, t.seconds);
   }
+  std::printf(
+      "(send_recv, aggregation: the share of one traced step's wall time during which a transfer, "
+      "an aggregation, was in flight)\n");
   // The article's own lines ("N块GPU用时: X.XXs": N GPUs took X.XX s).
   for (const auto& [n, seconds] : totals)
     std::printf("%d tower(s) on %s: %.2fs\n", n, o.kind.c_str(), seconds);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <random>
+#include <utility>
 
 namespace pf::towers {
 
@@ -13,13 +15,37 @@ std::vector<std::string> TowerDevices(const std::string& kind, int towers) {
   return out;
 }
 
+namespace {
+
+// The length of the union of `spans` ([start, end) in µs), each clipped to [0, limit]:
+// overlapping spans count once, so the total never exceeds `limit`.
+int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> spans, int64_t limit) {
+  for (auto& [b, e] : spans) {
+    b = std::clamp<int64_t>(b, 0, limit);
+    e = std::clamp<int64_t>(e, 0, limit);
+  }
+  std::sort(spans.begin(), spans.end());
+  int64_t total = 0, covered_to = 0;
+  for (const auto& [b, e] : spans) {
+    const int64_t from = std::max(b, covered_to);
+    if (e > from) {
+      total += e - from;
+      covered_to = e;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
 void StepShares(const RunMetadata& md, double* transfer_ms, double* aggregation_ms,
                 int* transfers) {
   std::map<std::string, const NodeExecStats*> sends;
   for (const NodeExecStats& s : md.step_stats) {
     if (s.op == "_Send") sends[s.node] = &s;
   }
-  int64_t transfer_us = 0, aggregation_us = 0, last_arrival = -1, collective_end = -1;
+  std::vector<std::pair<int64_t, int64_t>> transfer_spans, aggregation_spans;
+  int64_t last_arrival = -1, collective_end = -1;
   *transfers = 0;
   for (const NodeExecStats& s : md.step_stats) {
     if (s.op == "_Recv") {
@@ -31,17 +57,20 @@ void StepShares(const RunMetadata& md, double* transfer_ms, double* aggregation_
       auto it = sends.find(send_name);
       const int64_t sent =
           it == sends.end() ? s.start_us : std::max(s.start_us, it->second->start_us);
-      transfer_us += std::max<int64_t>(0, s.end_us - sent);
+      transfer_spans.emplace_back(sent, s.end_us);
     } else if (s.op == "WeightedMean") {
-      aggregation_us += s.end_us - s.start_us;
+      aggregation_spans.emplace_back(s.start_us, s.end_us);
     } else if (s.op == "CollectiveAllReduce") {
       last_arrival = std::max(last_arrival, s.start_us);
       collective_end = std::max(collective_end, s.end_us);
     }
   }
-  if (last_arrival >= 0) aggregation_us += collective_end - last_arrival;
-  *transfer_ms = transfer_us / 1e3;
-  *aggregation_ms = aggregation_us / 1e3;
+  if (last_arrival >= 0) aggregation_spans.emplace_back(last_arrival, collective_end);
+  // Wall time of the step during which a transfer (an aggregation) was in flight: transfers
+  // that overlap count once, so a share of the step never exceeds 100%.
+  const int64_t limit = md.step_us > 0 ? md.step_us : std::numeric_limits<int64_t>::max();
+  *transfer_ms = UnionLength(std::move(transfer_spans), limit) / 1e3;
+  *aggregation_ms = UnionLength(std::move(aggregation_spans), limit) / 1e3;
 }
 
 namespace {

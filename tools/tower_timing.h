@@ -4,17 +4,18 @@
 //   pf::towers::TimingOptions o;  o.towers = 2;  o.steps = 1000;
 //   pf::towers::Timing t = pf::towers::TimeTowers(o);   // t.seconds, t.examples_per_s, shares
 //
-// Shares come from one traced step (after the timed ones):
-//   transfer: the time tensors spend between their _Send starting and their _Recv finishing,
-//     summed over the step's transfers, over the step's wall time;
-//   aggregation: WeightedMean kernels' time, plus, for all-reduce, the span from the last
-//     participant's arrival to the end of the collective, over the step's wall time.
+// Shares come from one traced step (after the timed ones), as parts of the step's wall time:
+//   transfer: the wall time during which some tensor was between its _Send starting and its
+//     _Recv finishing (overlapping transfers count once), over the step's wall time;
+//   aggregation: the wall time during which a WeightedMean kernel ran or, for all-reduce, the
+//     span from the last participant's arrival to the end of the collective, over the step's.
+// Each is at most 100%.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 namespace pf::towers {
 
@@ -44,7 +45,8 @@ struct Timing {
 std::vector<std::string> TowerDevices(const std::string& kind, int towers);
 // Builds, initialises and times the model on a fixed synthetic batch.
 Timing TimeTowers(const TimingOptions& options);
-// The transfer and aggregation time of one traced step (see above), in ms.
+// The transfer and aggregation wall time of one traced step (see above), in ms: each at most
+// the step's wall time.
 void StepShares(const RunMetadata& md, double* transfer_ms, double* aggregation_ms, int* transfers);
 
 }  // namespace pf::towers

@@ -190,25 +190,67 @@ trainer::Options TrainerOptions(const TrainArgs& a, const Role& role, const Trai
   to.check_numerics = a.check_numerics;
   to.progress = a.quiet ? progress::Mode::kQuiet : progress::Mode::kAuto;
   to.stop = &g_interrupted;
+  // --steps given with a classifier: stop after that many steps (the epochs otherwise).
+  if (models::IsClassifier(a.model) && a.steps_given) to.max_steps = a.steps;
   return to;
 }
 
-// A cluster worker's answer to a failed step: a ps that restarts loses its variables, so the
-// chief restores the last checkpoint (or initialises again) and every worker waits for that.
-std::function<bool(const Error&)> Recovery(const Role& role, const TrainGraph& tg, Session& sess,
-                                           trainer::Trainer** trainer) {
-  auto sync_timeouts = std::make_shared<int>(0);
-  return [&role, &tg, &sess, trainer, sync_timeouts](const Error& e) {
-    const models::Model& m = tg.model;
-    // A sync step that keeps timing out waits for a worker that is gone: give up.
-    if (m.sync && e.code() == Code::kDeadlineExceeded && ++*sync_timeouts > 3) return false;
-    bool again = role.task->RecoverStep(sess, *tg.graph, e, [&] {
-      if (!(*trainer)->RestoreLatest()) sess.Run({}, {}, {tg.init});
-      if (m.sync) sess.Run({}, {}, {tg.sync_chief_init});
-    });
-    if (again && m.sync) sess.Run({}, {}, {tg.sync_local_init});
-    return again;
+// A sync step that keeps timing out waits for a worker that is gone: give up after three.
+template <class Creator>
+class GiveUpOnSyncTimeouts : public Creator {
+ public:
+  using Creator::Creator;
+  bool Recover(const Status& error) override {
+    if (error.code() == Code::kDeadlineExceeded && ++timeouts_ > 3) return false;
+    return Creator::Recover(error);
+  }
+
+ private:
+  int timeouts_ = 0;
+};
+
+// Sync replicas (TensorFlow's SyncReplicasOptimizer hook): once the variables are ready (again
+// after a recovery), the chief puts its queues in place and every worker sets its local step.
+class SyncReplicasHook : public train::SessionRunHook {
+ public:
+  SyncReplicasHook(bool chief, Operation chief_init, Operation local_init)
+      : chief_(chief), chief_init_(chief_init), local_init_(local_init) {}
+  void AfterCreateSession(Session& session) override {
+    if (chief_) session.Run({}, {}, {chief_init_});
+    session.Run({}, {}, {local_init_});
+  }
+
+ private:
+  bool chief_;
+  Operation chief_init_, local_init_;
+};
+
+// The session creator of pf-train's MonitoredSession: the chief (or a process on its own)
+// initialises, or restores with --restore; a cluster's other workers wait for it. In a cluster
+// both recover from a ps restart: the chief restores the last checkpoint (or initialises), the
+// others wait for that.
+std::unique_ptr<train::SessionCreator> MakeCreator(const TrainArgs& a, const Role& role,
+                                                   const TrainGraph& tg, Session& sess,
+                                                   std::shared_ptr<Saver> saver) {
+  train::SessionCreatorOptions co;
+  co.session = &sess;
+  co.scaffold.init_op = tg.init;
+  co.scaffold.saver = std::move(saver);
+  co.checkpoint_dir = co.scaffold.saver ? a.checkpoint : "";
+  co.restore_on_create = a.restore;
+  co.restore_options.check_numerics = a.check_numerics;
+  co.recover = role.task != nullptr;
+  co.worker_index = role.task ? role.task->index() : 0;
+  co.log = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
   };
+  const bool chief = !role.task || role.task->is_chief();
+  const bool sync = tg.model.sync != nullptr;
+  if (chief && sync) return std::make_unique<GiveUpOnSyncTimeouts<train::ChiefSessionCreator>>(co);
+  if (chief) return std::make_unique<train::ChiefSessionCreator>(co);
+  if (sync) return std::make_unique<GiveUpOnSyncTimeouts<train::WorkerSessionCreator>>(co);
+  return std::make_unique<train::WorkerSessionCreator>(co);
 }
 
 }  // namespace
@@ -342,35 +384,31 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
   return sess;
 }
 
-void Initialize(const Role& role, const TrainGraph& tg, Session& sess) {
-  const bool sync = tg.model.sync != nullptr;
-  if (role.task && !role.task->is_chief()) {
-    role.task->WaitForChief(sess, *tg.graph);
-  } else {
-    sess.Run({}, {}, {tg.init});
-    if (sync) sess.Run({}, {}, {tg.sync_chief_init});
-  }
-  if (sync) sess.Run({}, {}, {tg.sync_local_init});
-}
-
 TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,
                    TrainingData& data) {
   trainer::Options to = TrainerOptions(a, role, tg, data);
   if (tg.summaries) tg.summaries->Attach(sess, &to);
-  trainer::Trainer* trainer_ptr = nullptr;
-  if (role.task) to.recover = Recovery(role, tg, sess, &trainer_ptr);
-  TrainOutcome outcome;
-  if (const auto& sync = tg.model.sync) {
+  to.make_creator = [&a, &role, &tg](Session& s, std::shared_ptr<Saver> saver) {
+    return MakeCreator(a, role, tg, s, std::move(saver));
+  };
+  if (tg.model.sync) {
+    to.session_hooks.push_back(std::make_shared<SyncReplicasHook>(
+        role.task->is_chief(), tg.sync_chief_init, tg.sync_local_init));
     to.until_global_step = true;
     to.step_timeout_ms = static_cast<int64_t>(a.sync_timeout * 1000);
+  }
+  trainer::Trainer trainer(tg.model, sess, to);
+  // The variables ready (initialised, restored, or the chief waited for) before the sync
+  // chief's update loop starts.
+  trainer.CreateSession();
+  TrainOutcome outcome;
+  if (const auto& sync = tg.model.sync) {
     if (role.task->is_chief()) {
       const int64_t last = tg.classifier ? a.epochs * tg.steps_per_epoch : a.steps;
       outcome.sync_chief =
           std::make_unique<train::SyncReplicasChief>(sess, *sync, last, a.sync_timeout);
     }
   }
-  trainer::Trainer trainer(tg.model, sess, to);
-  trainer_ptr = &trainer;
   InstallSigintHandler();
   trainer.Run(tg.classifier ? &data.train : nullptr, tg.classifier ? &data.test : nullptr);
   outcome.interrupted = trainer.interrupted();
@@ -413,7 +451,6 @@ int Main(int argc, char** argv) {
     TrainingData data = LoadData(a);
     TrainGraph tg = BuildGraph(a, role, data);
     std::unique_ptr<Session> sess = OpenSession(a, role, tg);
-    Initialize(role, tg, *sess);
     TrainOutcome outcome = Train(a, role, tg, *sess, data);
     return Report(a, tg, *sess, outcome);
   } catch (const UsageError& e) {

@@ -5,7 +5,7 @@
 //   argv); }
 //
 // ParseArgs (tools/train_flags.h) -> ChooseRole -> LoadData -> BuildGraph -> OpenSession ->
-// Initialize -> Train -> Report. ChooseRole may end the run there: --towers-table times towers,
+// Train -> Report. ChooseRole may end the run there: --towers-table times towers,
 // --local-cluster starts a cluster of pf-train processes, a ps task serves; a worker and a
 // process on its own go on. The cluster role is an interface (tools/cluster_role.h) with a stub
 // in builds without gRPC, so no step holds an #ifdef.
@@ -14,8 +14,8 @@
 #include <memory>
 #include <optional>
 
+#include "placeflow/models/models.h"
 #include "tools/cluster_role.h"
-#include "tools/models.h"
 #include "tools/summaries.h"
 #include "tools/train_flags.h"
 #include "tools/trainer.h"
@@ -68,7 +68,8 @@ TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& 
 // A worker's settings change here (its own seed; only the chief saves), then the session opens
 // and the run is described on stdout.
 std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg);
-void Initialize(const Role& role, const TrainGraph& tg, Session& sess);
+// Trains through a train::MonitoredSession: its creator initialises (the chief; restores with
+// --restore) or waits for the chief (the other workers), and recovers from a ps restart.
 TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,
                    TrainingData& data);
 // Closes the summaries, says how the run ended; returns the exit status (130: interrupted).

@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 namespace pf::app {
 namespace {
@@ -58,8 +58,11 @@ void AddModelFlags(FlagSet& f, TrainArgs& a) {
   std::vector<std::string> names;
   for (const models::ModelSpec& spec : models::Models()) names.push_back(spec.name);
   f.String("--model", &a.model, "the model to train", names);
-  f.Int("--steps", &a.steps, "training steps (mlp_seed000; the classifiers train --epochs)", 1,
-        kMaxCount);
+  f.Int("--steps", &a.steps,
+        "training steps (mlp_seed000); a classifier trains --epochs but stops after N steps when "
+        "given (its last epoch ends there: evaluated and saved)",
+        1, kMaxCount)
+      .Default("100 (classifiers: the epochs' steps)");
   f.Int("--epochs", &a.epochs, "passes over the training set (classifiers)", 1, kMaxCount);
   f.Int("--batch", &a.batch,
         "examples per step, split over the towers; clamped to the training set's size", 1,
@@ -223,6 +226,7 @@ int ParseCount(const std::string& text, const char* flag) {
 
 TrainArgs ParseArgs(int argc, const char* const* argv) {
   TrainArgs a;
+  a.steps = 0;  // 0 after parsing: --steps was not given
   flags::FlagSet flags = MakeFlags(a);
   Status s = flags.Parse(argc, argv);
   if (flags.help_requested()) {
@@ -237,6 +241,8 @@ TrainArgs ParseArgs(int argc, const char* const* argv) {
     if (arg == "--checkpoint" && i + 1 < argc && argv[i + 1][0] == '\0')
       throw UsageError("--checkpoint needs a directory, got '' (leave the flag out to save none)");
   }
+  a.steps_given = a.steps != 0;
+  if (!a.steps_given) a.steps = TrainArgs().steps;
   CheckArgs(a);
   if (a.batch == 0) a.batch = models::FindModel(a.model)->batch;
   return a;

@@ -31,6 +31,7 @@ class UsageError : public std::runtime_error {
 struct TrainArgs {
   std::string model = "mlp_seed000";
   int64_t steps = 100;
+  bool steps_given = false;  // --steps on the command line (classifiers then stop there)
   int64_t epochs = 1;
   int64_t batch = 0;      // 0 until ParseArgs: the model's default
   double lr = 0;          // 0: the model's default

@@ -127,13 +127,56 @@ void BatchPrefetcher::Next(Tensor* images, Tensor* labels) {
   cv_.notify_all();
 }
 
+namespace {
+
+// The trainer's StepHooks (pf-train's --logdir summaries) as a SessionRunHook: their fetches
+// and trace ride on the step, `after` gets the step's result.
+class StepHooksAdapter : public train::SessionRunHook {
+ public:
+  StepHooksAdapter(const StepHooks& hooks, Output loss, const int64_t* step,
+                   const int64_t* examples)
+      : hooks_(hooks), loss_(loss), step_(step), examples_(examples) {}
+
+  train::SessionRunArgs BeforeRun(train::SessionRunContext&) override {
+    train::SessionRunArgs args;
+    args.fetches.push_back(loss_);
+    if (hooks_.fetches) {
+      for (const Output& o : hooks_.fetches(*step_)) args.fetches.push_back(o);
+    }
+    traced_ = hooks_.trace && hooks_.trace(*step_);
+    args.trace = traced_;
+    return args;
+  }
+
+  void AfterRun(train::SessionRunContext&, const train::SessionRunValues& values) override {
+    if (!hooks_.after) return;
+    std::vector<Tensor> extra(values.results.begin() + 1, values.results.end());
+    StepResult r;
+    r.step = *step_;
+    r.loss = values.results[0].scalar<float>();
+    r.extra = &extra;
+    r.step_s = values.step_s;
+    r.examples = *examples_;
+    r.metadata = traced_ ? values.metadata : nullptr;
+    hooks_.after(r);
+  }
+
+ private:
+  const StepHooks& hooks_;
+  Output loss_;
+  const int64_t *step_, *examples_;
+  bool traced_ = false;
+};
+
+}  // namespace
+
 Trainer::Trainer(const models::Model& model, Session& session, Options options)
     : m_(model), sess_(session), o_(std::move(options)) {
   if (o_.until_global_step && !m_.step_after.node)
     throw Error(errors::InvalidArgument("until_global_step needs a model with step_after"));
   if (!o_.checkpoint_dir.empty()) {
     ThrowIfError(CheckCheckpointDir(o_.checkpoint_dir));
-    saver_.emplace(&session.graph(), std::vector<Variable>{}, 3);
+    saver_ = std::make_shared<Saver>(&session.graph(), std::vector<Variable>{}, 3);
   }
 }
 
@@ -144,51 +187,78 @@ std::string Trainer::GlobalStepNote() const {
 
 int64_t Trainer::global_step() { return sess_.Run({m_.global_step.value()})[0].scalar<int64_t>(); }
 
-float Trainer::Step(const FeedDict& feeds, bool trace, int64_t step, int64_t examples) {
-  while (true) {
-    try {
-      return StepOnce(feeds, trace, step, examples);
-    } catch (const Error& e) {
-      if (!o_.recover || !o_.recover(e)) throw;
-      std::fprintf(o_.out, "step failed (%s); recovered, trying again\n",
-                   std::string(CodeName(e.code())).c_str());
-      std::fflush(o_.out);
-    }
-  }
+std::string Trainer::Diverged(double loss) const {
+  return fmt::format(
+      "Model diverged with loss = {} at step {} (fetched from {}); lower the learning rate or "
+      "change the initialiser (--allow-nan keeps training)",
+      std::isnan(loss) ? "NaN" : (loss > 0 ? "inf" : "-inf"), current_.step, m_.loss.name());
 }
 
-float Trainer::StepOnce(const FeedDict& feeds, bool trace, int64_t step, int64_t examples) {
+std::vector<std::shared_ptr<train::SessionRunHook>> Trainer::MakeHooks() {
+  std::vector<std::shared_ptr<train::SessionRunHook>> hooks;
+  if (o_.hooks.fetches || o_.hooks.trace || o_.hooks.after) {
+    hooks.push_back(
+        std::make_shared<StepHooksAdapter>(o_.hooks, m_.loss, &current_.step, &current_.examples));
+  }
+  if (!o_.allow_nan) {
+    hooks.push_back(std::make_shared<train::NanTensorHook>(
+        m_.loss, true, [this](double loss) { return Diverged(loss); }));
+  }
+  if (saver_ && o_.checkpoint_every > 0) {
+    train::CheckpointSaverHook::Options co;
+    co.every_steps = o_.checkpoint_every;
+    co.save_on_create = false;
+    co.save_at_end = false;  // the trainer saves at each epoch's end and at the end
+    co.saver = saver_;
+    co.log = [this](const std::string& line) { std::fprintf(o_.out, "%s\n", line.c_str()); };
+    checkpoints_ = std::make_shared<train::CheckpointSaverHook>(o_.checkpoint_dir, co);
+    hooks.push_back(checkpoints_);
+  }
+  if (o_.max_steps > 0)
+    hooks.push_back(
+        std::make_shared<train::StopAtStepHook>(train::StopAtStepHook::NumSteps(o_.max_steps)));
+  hooks.insert(hooks.end(), o_.session_hooks.begin(), o_.session_hooks.end());
+  return hooks;
+}
+
+void Trainer::CreateSession() {
+  if (mon_) return;
+  std::unique_ptr<train::SessionCreator> creator;
+  if (o_.make_creator) {
+    creator = o_.make_creator(sess_, saver_);
+  } else {
+    // The caller initialised the session: the chief's creator only restores (with `restore`).
+    train::SessionCreatorOptions co;
+    co.session = &sess_;
+    co.scaffold.init_op = Operation();
+    co.scaffold.saver = saver_;
+    co.ready = !(o_.restore && saver_);
+    if (!co.ready) co.checkpoint_dir = o_.checkpoint_dir;
+    co.restore_options.check_numerics = o_.check_numerics;
+    co.log = [this](const std::string& line) {
+      std::fprintf(o_.out, "%s\n", line.c_str());
+      std::fflush(o_.out);
+    };
+    creator = std::make_unique<train::ChiefSessionCreator>(std::move(co));
+  }
+  mon_ = std::make_unique<train::MonitoredSession>(std::move(creator), MakeHooks());
+}
+
+float Trainer::Step(const FeedDict& feeds, bool trace, int64_t step, int64_t examples) {
+  current_ = {step, examples};
   std::vector<Output> fetches = {m_.loss};
   if (m_.step_after.node) fetches.push_back(m_.step_after);
-  const size_t first_extra = fetches.size();
-  if (o_.hooks.fetches) {
-    for (const Output& o : o_.hooks.fetches(step)) fetches.push_back(o);
-  }
   RunOptions ro;
   const bool chrome_trace = trace && !o_.trace_path.empty();
-  const bool hook_trace = o_.hooks.trace && o_.hooks.trace(step);
-  ro.trace = chrome_trace || hook_trace;
+  ro.trace = chrome_trace;
   ro.timeout_in_ms = o_.step_timeout_ms;
   RunMetadata md;
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<Tensor> out = sess_.Run(ro, feeds, fetches, {m_.train_op}, &md);
-  const double step_s = Seconds(start);
+  std::vector<Tensor> out = mon_->Run(feeds, fetches, {m_.train_op}, ro, &md);
   if (m_.step_after.node) global_after_ = out[1].scalar<int64_t>();
   if (chrome_trace) {
     ThrowIfError(WriteChromeTrace(md, o_.trace_path));
     std::fprintf(o_.out, "trace of one step (%zu nodes, %.3f ms) written to %s\n",
                  md.step_stats.size(), md.step_us / 1e3, o_.trace_path.c_str());
-  }
-  if (o_.hooks.after) {
-    std::vector<Tensor> extra(out.begin() + first_extra, out.end());
-    StepResult r;
-    r.step = step;
-    r.loss = out[0].scalar<float>();
-    r.extra = &extra;
-    r.step_s = step_s;
-    r.examples = examples;
-    r.metadata = hook_trace ? &md : nullptr;
-    o_.hooks.after(r);
   }
   return out[0].scalar<float>();
 }
@@ -199,35 +269,12 @@ bool Trainer::StopRequested() {
   return true;
 }
 
-void Trainer::CheckLoss(float loss, int64_t step) const {
-  if (std::isfinite(loss) || o_.allow_nan) return;
-  throw Error(errors::InvalidArgument(
-      "Model diverged with loss = ", std::isnan(loss) ? "NaN" : (loss > 0 ? "inf" : "-inf"),
-      " at step ", step, " (fetched from ", m_.loss.name(),
-      "); lower the learning rate or change the initialiser (--allow-nan keeps training)"));
-}
-
-void Trainer::MaybeRestore() {
-  if (o_.restore && saver_ && !RestoreLatest())
-    std::fprintf(o_.out, "no checkpoint in %s: starting fresh\n", o_.checkpoint_dir.c_str());
-}
-
-bool Trainer::RestoreLatest() {
-  if (!saver_) return false;
-  std::string latest = Saver::LatestCheckpoint(o_.checkpoint_dir);
-  if (latest.empty()) return false;
-  RestoreOptions ro;
-  ro.check_numerics = o_.check_numerics;
-  saver_->Restore(sess_, latest, ro);
-  std::fprintf(o_.out, "restored %s (global_step=%lld)\n", latest.c_str(),
-               static_cast<long long>(global_step()));
-  std::fflush(o_.out);
-  return true;
-}
-
 void Trainer::MaybeSave() {
   if (!saver_) return;
-  std::string path = saver_->Save(sess_, o_.checkpoint_dir + "/model", global_step());
+  const int64_t step = global_step();
+  // The hook saved this very step already.
+  if (checkpoints_ && checkpoints_->last_saved_step() == step) return;
+  std::string path = saver_->Save(sess_, o_.checkpoint_dir + "/model", step);
   std::fprintf(o_.out, "saved %s\n", path.c_str());
 }
 
@@ -242,8 +289,9 @@ data::Dataset TrainingPipeline(const data::Dataset& examples, int64_t num_exampl
 }
 
 double Trainer::Run(const data::MnistArrays* train, const data::MnistArrays* test) {
-  MaybeRestore();
+  CreateSession();
   double result = m_.classifier ? RunClassifier(train, *test) : RunRegression();
+  mon_->Close();
   std::fflush(o_.out);
   return result;
 }
@@ -264,8 +312,6 @@ double Trainer::RunRegression() {
   int64_t step = first + 1;
   for (; More(step, o_.steps); ++step) {
     loss = Step({{m_.input, x}, {m_.target, t}}, step == first + 2, step, batch);
-    CheckLoss(static_cast<float>(loss), step);
-    if (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0 && step != o_.steps) MaybeSave();
     if (bar) {
       bar->Update(step - first, {{"loss", loss}}, (step - first) * batch / Seconds(run_start));
     } else if (mode == progress::Mode::kLines &&
@@ -278,7 +324,7 @@ double Trainer::RunRegression() {
       std::fflush(o_.out);
       window = std::chrono::steady_clock::now();
     }
-    if (StopRequested()) break;
+    if (StopRequested() || mon_->ShouldStop()) break;
   }
   if (bar) {
     bar->Finish(std::min(step, o_.steps) - first, {{"loss", loss}},
@@ -420,10 +466,10 @@ double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistA
   for (; More(step + 1, o_.epochs * per_epoch); ++step) {
     const float loss =
         ClassifierStep(step, step == first + 1, batch, per_epoch, batches ? &*batches : nullptr);
-    CheckLoss(loss, step + 1);
-    if (o_.checkpoint_every > 0 && (step + 1) % o_.checkpoint_every == 0) MaybeSave();
     const int64_t epoch = step / per_epoch + 1, in_epoch = step % per_epoch + 1;
-    const bool epoch_end = in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch);
+    // A hook's stop (max_steps) ends the epoch in progress: evaluated and saved.
+    const bool epoch_end =
+        in_epoch == per_epoch || !More(step + 2, o_.epochs * per_epoch) || mon_->ShouldStop();
     progress.Step(epoch, in_epoch, loss, epoch_end);
     if (StopRequested()) break;
     if (epoch_end) {
@@ -432,6 +478,10 @@ double Trainer::RunClassifier(const data::MnistArrays* train, const data::MnistA
       if (o_.hooks.after_epoch) o_.hooks.after_epoch(step + 1, accuracy);
       progress.EndEpoch(epoch, in_epoch, accuracy, train_s);
       MaybeSave();
+      if (mon_->ShouldStop()) {
+        ++step;
+        break;
+      }
     }
   }
   if (interrupted_) {

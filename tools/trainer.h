@@ -1,5 +1,9 @@
 // The training loop behind pf-train: batches prepared on a background thread, progress
-// lines, per-epoch evaluation, checkpoints and exact resumption.
+// lines, per-epoch evaluation, checkpoints and exact resumption. Every training step runs
+// through a train::MonitoredSession (train/monitored_session.h): its session creator restores
+// (or, in a cluster, initialises or waits for the chief, and recovers from a ps restart), and
+// hooks check the loss (NanTensorHook), save every checkpoint_every steps (CheckpointSaverHook),
+// stop after max_steps (StopAtStepHook) and run the StepHooks below.
 //
 //   pf::trainer::Options o;  o.epochs = 2;  o.checkpoint_dir = "ckpt";
 //   pf::trainer::Trainer t(model, session, o);
@@ -21,8 +25,10 @@
 
 #include "placeflow/data/idx.h"
 #include "placeflow/data/iterator_ops.h"
-#include "tools/models.h"
-#include "tools/progress_bar.h"
+#include "placeflow/models/models.h"
+#include "placeflow/train/basic_hooks.h"
+#include "placeflow/train/monitored_session.h"
+#include "placeflow/train/progress_bar.h"
 
 namespace pf::trainer {
 
@@ -49,8 +55,11 @@ struct StepHooks {
 };
 
 struct Options {
-  int64_t epochs = 1;       // classifiers
-  int64_t steps = 100;      // regression (mlp_seed000)
+  int64_t epochs = 1;   // classifiers
+  int64_t steps = 100;  // regression (mlp_seed000)
+  // Classifiers: stop after this many steps (a StopAtStepHook), the epoch in progress ending
+  // there (evaluated, saved); 0: train every epoch.
+  int64_t max_steps = 0;
   int64_t batch = 0;        // 0: the model's default (2000 or 100)
   int64_t print_every = 0;  // 0: about ten lines per run or five per epoch
   uint64_t seed = 1;
@@ -66,9 +75,15 @@ struct Options {
   int64_t step_timeout_ms = 0;  // > 0: a training step that takes longer fails (RunOptions)
   // Also save every this many steps (0: only after each epoch, or at the end).
   int64_t checkpoint_every = 0;
-  // Called when a training step fails; returns true when the step should be tried again (a
-  // cluster worker waits for a restarted ps and for its variables to be restored).
-  std::function<bool(const Error&)> recover;
+  // Makes the session creator of the steps' MonitoredSession for `session` (a cluster's chief or
+  // worker: initialise or wait, recover from a ps restart), given the trainer's saver (null
+  // without checkpoint_dir). Null: the session is ready (initialised by the caller); the chief's
+  // creator restores the latest checkpoint first when `restore` is set.
+  std::function<std::unique_ptr<train::SessionCreator>(Session& session,
+                                                       std::shared_ptr<Saver> saver)>
+      make_creator;
+  // More hooks on every training step (after the trainer's own).
+  std::vector<std::shared_ptr<train::SessionRunHook>> session_hooks;
   // A NaN or infinite loss stops training with an error (TensorFlow's NanTensorHook) unless set.
   bool allow_nan = false;
   // Restoring a checkpoint with NaN or Inf values is an error (else a warning per variable).
@@ -140,12 +155,12 @@ class Trainer {
   // Trains until the option's epochs/steps are done; returns the last test accuracy
   // (classifiers) or the last loss.
   double Run(const data::MnistArrays* train, const data::MnistArrays* test);
+  // Makes the MonitoredSession (Run does when it has not been made): its creator initialises,
+  // restores or waits for the variables.
+  void CreateSession();
   int64_t global_step();
   // Whether Run returned early because `stop` was set.
   bool interrupted() const { return interrupted_; }
-  // The latest checkpoint of checkpoint_dir back into the session (at start with `restore`, or
-  // a chief after its ps lost the variables). False when there is none (or no checkpoint_dir).
-  bool RestoreLatest();
 
  private:
   double RunRegression();
@@ -160,11 +175,10 @@ class Trainer {
   // One training step, making global step `step`; traced (and written to trace_path) when
   // `trace` is set; runs the hooks.
   float Step(const FeedDict& feeds, bool trace, int64_t step, int64_t examples);
-  float StepOnce(const FeedDict& feeds, bool trace, int64_t step, int64_t examples);
   bool StopRequested();
-  // Throws when `loss` (of global step `step`) is NaN or infinite, unless allow_nan.
-  void CheckLoss(float loss, int64_t step) const;
-  void MaybeRestore();
+  // The NaN hook's message for `loss` at the step in progress.
+  std::string Diverged(double loss) const;
+  std::vector<std::shared_ptr<train::SessionRunHook>> MakeHooks();
   void MaybeSave();
 
   std::string GlobalStepNote() const;  // " global_step=N" with until_global_step
@@ -178,7 +192,13 @@ class Trainer {
   Options o_;
   int64_t global_after_ = 0;  // with until_global_step: the global step after the last step
   bool interrupted_ = false;
-  std::optional<Saver> saver_;
+  std::shared_ptr<Saver> saver_;
+  std::shared_ptr<train::CheckpointSaverHook> checkpoints_;  // with checkpoint_every
+  std::unique_ptr<train::MonitoredSession> mon_;
+  // The step in progress, as the hooks see it.
+  struct Current {
+    int64_t step = 0, examples = 0;
+  } current_;
 };
 
 }  // namespace pf::trainer

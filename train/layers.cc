@@ -106,6 +106,10 @@ Output Dense(const Scope& s, const std::string& name, Output x, const DenseOptio
   return Activation(vs, WithBias(vs, y, o.units, o.use_bias), o.activation);
 }
 
+// train/batch_norm_check.cc: `mean` and `variance` read through BatchNormMovingStatsCheck.
+void CheckedMovingStatistics(const Scope& s, const std::string& layer, float momentum, Output* mean,
+                             Output* variance);
+
 Output BatchNormalization(const Scope& s, const std::string& name, Output x, bool training,
                           const BatchNormOptions& o) {
   const int64_t c = Channels(name, x);
@@ -121,7 +125,11 @@ Output BatchNormalization(const Scope& s, const std::string& name, Output x, boo
   Variable mean = GetVariable(vs, "moving_mean", {c}, init::Zeros(), DT_FLOAT, false);
   Variable var = GetVariable(vs, "moving_variance", {c}, init::Ones(), DT_FLOAT, false);
   if (!training) {
-    return ops::FusedBatchNorm(vs, x, gamma, beta, mean.value(), var.value(), o.epsilon, false).y;
+    // Read through a check that warns once when they have barely moved (batch_norm_check.cc).
+    Output moving_mean = mean.value(), moving_variance = var.value();
+    CheckedMovingStatistics(vs, name, o.momentum, &moving_mean, &moving_variance);
+    return ops::FusedBatchNorm(vs, x, gamma, beta, moving_mean, moving_variance, o.epsilon, false)
+        .y;
   }
   // Training ignores the mean and variance inputs: empty ones keep the moving statistics (on
   // tower 0's device when mirrored) out of every tower's step.

@@ -8,11 +8,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <thread>
 
 #include "placeflow/distributed/cluster_spec.h"
 #include "placeflow/distributed/server.h"
+#include "placeflow/train/basic_hooks.h"
+#include "placeflow/train/monitored_session.h"
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
 #include "tools/cluster_train.h"
@@ -121,6 +124,60 @@ TEST_CASE("A non-chief worker started before the chief waits for its variables, 
   Batch(1, &x, &y);
   s1.Run({{other.x, x}, {other.y, y}}, {}, {other.train});
   CHECK(s0.Run({chief.step.value()})[0].scalar<int64_t>() == 1);
+}
+
+TEST_CASE("MonitoredTrainingSession: a worker waits for the chief, then trains; alone it times out",
+          "[distributed][monitored]") {
+  std::vector<std::string> addr;
+  auto spec = ClusterSpec::Parse(testing::LoopbackCluster({{"ps", 1}, {"worker", 2}}, &addr))
+                  .ValueOrThrow();
+  Server ps(spec, "ps", 0), w0(spec, "worker", 0), w1(spec, "worker", 1);
+  Regression chief("/job:worker/task:0"), other("/job:worker/task:1");
+  std::vector<std::string> lines;
+  std::mutex lines_mu;
+  auto options = [&](const Server& server, bool is_chief, double timeout_s) {
+    train::MonitoredTrainingSessionOptions o;
+    o.session_options.target = server.target();
+    o.is_chief = is_chief;
+    o.worker_index = is_chief ? 0 : 1;
+    o.wait_timeout_s = timeout_s;
+    o.hooks = {std::make_shared<train::StopAtStepHook>(train::StopAtStepHook::LastStep(5))};
+    o.log = [&](const std::string& l) {
+      std::lock_guard<std::mutex> lock(lines_mu);
+      lines.push_back(l);
+    };
+    return o;
+  };
+  // No chief: the worker gives up with a message naming the chief.
+  CHECK_THROWS_WITH(train::MonitoredTrainingSession(&other.g, options(w1, false, 1.0)),
+                    Catch::Contains("Worker 1 waited for the chief (worker 0) to initialise the "
+                                    "variables: waited "));
+  REQUIRE_FALSE(lines.empty());
+  CHECK_THAT(lines[0], Catch::Contains("waiting for the chief to initialise the variables"));
+  // The chief comes a moment after the worker starts waiting.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<train::MonitoredSession> chief_sess;
+  std::thread late_chief([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    chief_sess = train::MonitoredTrainingSession(&chief.g, options(w0, true, 30));
+  });
+  auto worker = train::MonitoredTrainingSession(&other.g, options(w1, false, 30));
+  late_chief.join();
+  CHECK(testing::SecondsSince(t0) >= 0.7);
+  // The worker's one step lands on the ps: the chief sees global step 1.
+  Tensor x, y;
+  Batch(1, &x, &y);
+  worker->Run({{other.x, x}, {other.y, y}}, {}, {other.train});
+  CHECK(chief_sess->raw_session().Run({chief.step.value()})[0].scalar<int64_t>() == 1);
+  // Both stop at global step 5, whoever made the steps.
+  int runs = 0;
+  while (!worker->ShouldStop() && runs < 50) {
+    Batch(2 + runs++, &x, &y);
+    worker->Run({{other.x, x}, {other.y, y}}, {}, {other.train});
+  }
+  CHECK(runs == 4);
+  chief_sess->Run({{chief.x, x}, {chief.y, y}}, {}, {chief.train});
+  CHECK(chief_sess->ShouldStop());
 }
 
 // A pf-train worker process of mlp_seed000 whose output goes to `log`, with `extra` flags.

@@ -296,6 +296,8 @@ const std::map<std::string, std::string>& ExemptOps() {
         // Debugging ops read their tensors on the host; soft placement runs them on the CPU.
         {"CheckNumerics", "CPU only: a debugging check (ops/debug/debug_ops.cc, docs/api.md)"},
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
+        {"BatchNormMovingStatsCheck",
+         "CPU only: batch norm's warning on unmoved statistics (train/batch_norm_check.cc)"},
         {"_FusedMatMul", kCpuFusion},
         {"_FusedApplyGradientDescent", kCpuFusion},
         {"_FusedApplyMomentum", kCpuFusion},

@@ -397,6 +397,27 @@ TEST_CASE("pf-train: a data set smaller than the batch trains on clamped batches
       0);
 }
 
+TEST_CASE("pf-train --steps with a classifier stops there: evaluated and saved", "[cli]") {
+  testing::TempDir dir("cli_classifier_steps");
+  WriteMnist(dir.path, 300, 20);
+  const std::string ckpt = (dir.path / "ckpt").string();
+  // 300 examples in batches of 10: 30 steps an epoch, two epochs; --steps 7 ends at step 7.
+  ToolRun r = Train("--model mnist_mlp --towers 1 --batch 10 --epochs 2 --steps 7 --data " +
+                    dir.path.string() + " --checkpoint " + ckpt);
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Contains("epoch 1 loss="));
+  CHECK_THAT(r.out, Contains("test_accuracy="));
+  CHECK_THAT(r.out, !Contains("epoch 2 "));
+  CHECK_THAT(r.out, Contains("saved " + ckpt + "/model-7"));
+  // Without --steps the epochs run in full: 60 steps.
+  ToolRun full = Train("--model mnist_mlp --towers 1 --batch 10 --epochs 2 --data " +
+                       dir.path.string() + " --checkpoint " + ckpt);
+  CHECK(full.status == 0);
+  CHECK_THAT(full.out, Contains("epoch 2 loss="));
+  CHECK_THAT(full.out, Contains("saved " + ckpt + "/model-60"));
+}
+
 TEST_CASE("pf-train: IDX files with no examples are an error and not a crash", "[cli]") {
   testing::TempDir dir("cli_empty_data");
   WriteMnist(dir.path, 0, 10);

@@ -3,8 +3,8 @@
 // model table (every name builds; the classifier column is right).
 #include <vector>
 
+#include "placeflow/models/models.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
 #include "tools/placement_rules.h"
 #include "tools/train_flags.h"
 

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include "placeflow/models/models.h"
 #include "placeflow/ops/grad_util.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
 
 namespace pf {
 namespace {

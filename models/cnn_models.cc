@@ -4,7 +4,7 @@
 #include <functional>
 #include <regex>
 
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 namespace pf::models {
 namespace {

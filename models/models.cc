@@ -1,4 +1,4 @@
-#include "tools/models.h"
+#include "placeflow/models/models.h"
 
 #include <optional>
 #include <random>

@@ -1,7 +1,7 @@
 // The Keras-style progress bar of pf-train (tools/progress_bar.h): its line, its redraws, and the
 // choice between a bar and plain lines. The terminal itself is tested in observability_test.cc
 // (pf-train under a pseudo-terminal).
-#include "tools/progress_bar.h"
+#include "placeflow/train/progress_bar.h"
 
 #include <cstdio>
 #include <string>
