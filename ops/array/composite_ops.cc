@@ -18,7 +18,8 @@ Operation Group(const Scope& s, const std::vector<Operation>& inputs) {
 }
 
 Output XwPlusB(const Scope& s, Output x, Output weights, Output biases) {
-  Output mm = MatMul(s.NewSubScope("xw_plus_b"), x, weights);
+  // The sum takes the scope's op name (default "xw_plus_b", TensorFlow's), the product does not.
+  Output mm = MatMul(s.NewSubScope(""), x, weights);
   return NodeBuilder(s, "BiasAdd", "xw_plus_b").Input(mm).Input(biases).Finalize();
 }
 

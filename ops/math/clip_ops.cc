@@ -41,9 +41,9 @@ class ClipByValueOp : public OpKernel {
     T* y = out->data<T>();
     ParallelFor(ctx, t.num_elements(), 2, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        // max then min, as std::min(std::max(...)): a NaN in t stays NaN.
-        const T v = x[i] < a[i * sa] ? a[i * sa] : x[i];
-        y[i] = v > b[i * sb] ? b[i * sb] : v;
+        // TensorFlow's order, max(min(t, hi), lo): lo wins when lo > hi; a NaN in t stays NaN.
+        const T v = b[i * sb] < x[i] ? b[i * sb] : x[i];
+        y[i] = v < a[i * sa] ? a[i * sa] : v;
       }
     });
     return Status::OK();

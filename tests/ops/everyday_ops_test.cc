@@ -44,6 +44,13 @@ TEST_CASE("ClipByValue clips with scalar and per-element bounds; errors name the
                                ops::Const(root, Tensor::Scalar(int64_t{0})),
                                ops::Const(root, Tensor::Scalar(int64_t{4})));
   CHECK(RunOne(g, cl).ToVector<int64_t>() == std::vector<int64_t>{0, 4});
+  // TensorFlow's order, max(min(t, hi), lo): lo wins when lo > hi; NaN passes through.
+  Output crossed = ops::ClipByValue(root, ops::Const(root, std::vector<float>{-1, 5, NAN}, {3}),
+                                    ops::Const(root, 2.f), ops::Const(root, 1.f));
+  Tensor cr = RunOne(g, crossed);
+  CHECK(cr.data<float>()[0] == 2.f);
+  CHECK(cr.data<float>()[1] == 2.f);
+  CHECK(std::isnan(cr.data<float>()[2]));
   CHECK_THROWS_WITH(
       ops::ClipByValue(root.WithOpName("bad_clip"), ops::Const(root, x),
                        ops::Const(root, std::vector<float>{0, 0, 0}, {3}), ops::Const(root, 1.f)),
