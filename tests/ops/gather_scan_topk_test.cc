@@ -74,6 +74,21 @@ TEST_CASE("GatherV2 errors and gradients (repeated indices add up)", "[ops][ever
     Output y = ops::GatherV2(root, p, idx, axis);
     CHECK(ComputeGradientError(root, p, {3, 4}, y, y.shape()) < 1e-6);
   }
+  CHECK_THROWS_WITH(NodeBuilder(root, "GatherV2")
+                        .Input(params)
+                        .Input(ops::ConstInt(root, 1))
+                        .Input(ops::ConstInt(root, 0))
+                        .Attr("batch_dims", int64_t{1})
+                        .Finalize(),
+                    Contains("batch_dims != 0 is not supported (got 1)"));
+  // An axis fed at run time.
+  Output ap = ops::Placeholder(root, DT_INT32, {});
+  Output ga = ops::GatherV2(root, params, ops::ConstInt(root, std::vector<int32_t>{0, 0}), ap);
+  CHECK(ga.shape() == Shape{-1, -1});
+  CHECK(RunOne(g, ga, {{ap, Tensor::Scalar(int32_t{1})}}).shape() == Shape{3, 2});
+  CHECK(RunOne(g, ga, {{ap, Tensor::Scalar(int32_t{-2})}}).shape() == Shape{2, 4});
+  CHECK_THROWS_WITH(RunOne(g, ga, {{ap, Tensor::Scalar(int32_t{5})}}),
+                    Contains("Expected axis in the range [-2, 2), but got 5"));
   // The gradient of a repeated row is the sum of its copies' gradients.
   Output p = ops::Placeholder(root, DT_DOUBLE, {3, 2});
   Output y = ops::GatherV2(root, p, ops::ConstInt(root, std::vector<int32_t>{1, 1, 2}), 0);
@@ -216,6 +231,14 @@ TEST_CASE("TopK: the k largest per row, ties to the lower index; gradient and er
   Output p = ops::Placeholder(root, DT_DOUBLE, {3, 5});
   auto tp = ops::TopK(root, p, 2);
   CHECK(ComputeGradientError(root, p, {3, 5}, tp.values, {3, 2}) < 1e-6);
+  // k fed at run time: the output shape and the check come then, naming the node.
+  Output kp = ops::Placeholder(root, DT_INT32, {});
+  auto fed = ops::TopK(root.WithOpName("fed_k"), ops::Const(root, x), kp);
+  CHECK(fed.values.shape() == Shape{4, -1});
+  CHECK(RunOne(g, fed.indices, {{kp, Tensor::Scalar(int32_t{2})}}).shape() == Shape{4, 2});
+  CHECK_THROWS_WITH(
+      RunOne(g, fed.values, {{kp, Tensor::Scalar(int32_t{9})}}),
+      Contains("input must have last dimension >= k = 9 but is 7") && Contains("fed_k"));
   // int32 input.
   auto ti = ops::TopK(root, ops::ConstInt(root, std::vector<int32_t>{3, 9, 9, 1}), 2);
   CHECK(RunOne(g, ti.indices).ToVector<int32_t>() == std::vector<int32_t>{1, 2});
