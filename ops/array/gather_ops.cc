@@ -11,6 +11,9 @@
 namespace pf {
 namespace {
 
+// The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
+const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+
 // ---- GatherV2 ----
 // The canonical axis from the axis input's value (rank of params known).
 StatusOr<int> GatherAxis(const Shape& params, const Tensor& axis_value) {
@@ -167,7 +170,7 @@ PF_REGISTER_OP(OpDef("GatherV2Grad")
                    .Input("axis", "Taxis")
                    .Input("like", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kKernelTypes)
                    .TypeAttr("Tindices", kIndexTypes)
                    .TypeAttr("Taxis", kIndexTypes, DT_INT32)
                    .SetShapeOnlyInput(3)
@@ -291,7 +294,7 @@ PF_REGISTER_OP(OpDef("TileGrad")
                    .Input("multiples", "Tmultiples")
                    .Input("like", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kKernelTypes)
                    .TypeAttr("Tmultiples", kIndexTypes, DT_INT32)
                    .SetShapeOnlyInput(2)
                    .SetShapeFn([](ShapeContext& c) { return ShapeOfInput(c, 2); }));

@@ -11,6 +11,9 @@
 namespace pf {
 namespace {
 
+// The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
+const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+
 // ---- Range ----
 template <typename T>
 StatusOr<int64_t> RangeSize(T start, T limit, T delta) {
@@ -90,7 +93,7 @@ PF_REGISTER_OP(OpDef("Range")
                    .Input("limit", "Tidx")
                    .Input("delta", "Tidx")
                    .Output("output", "Tidx")
-                   .TypeAttr("Tidx", kNumberTypes, DT_INT32)
+                   .TypeAttr("Tidx", kKernelTypes, DT_INT32)
                    .SetNotDifferentiable()
                    .SetShapeFn(RangeShape));
 PF_REGISTER_KERNEL(KernelDef("Range", kDeviceCpu), RangeOp);
@@ -158,7 +161,7 @@ PF_REGISTER_OP(OpDef("Cumsum")
                    .Output("out", "T")
                    .Attr("exclusive", false)
                    .Attr("reverse", false)
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kKernelTypes)
                    .TypeAttr("Tidx", kIndexTypes, DT_INT32)
                    .SetGradient(CumsumGrad)
                    .SetShapeFn([](ShapeContext& c) {

@@ -9,6 +9,9 @@
 namespace pf {
 namespace {
 
+// The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
+const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+
 struct AbsF {
   template <typename T>
   T operator()(T x) const {
@@ -43,7 +46,7 @@ OpDef UnaryDef(const char* name) {
   return OpDef(name)
       .Input("x", "T")
       .Output("y", "T")
-      .TypeAttr("T", kNumberTypes)
+      .TypeAttr("T", kKernelTypes)
       .SetShapeFn(UnchangedShape);
 }
 #define PF_SIGN_KERNELS(op, F)                                                   \
@@ -96,7 +99,7 @@ PF_REGISTER_OP(OpDef("ArgMin")
                    .Input("input", "T")
                    .Output("output", "output_type")
                    .Attr("axis", int64_t{0})
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kKernelTypes)
                    .TypeAttr("output_type", kIndexTypes, DT_INT64)
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {

@@ -12,6 +12,9 @@
 namespace pf {
 namespace {
 
+// The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
+const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+
 // ---- TopKV2 ----
 Status ValidateTopK(const Shape& input, int64_t k) {
   if (k < 0) return errors::InvalidArgument("Need k >= 0, got ", k);
@@ -129,7 +132,7 @@ PF_REGISTER_OP(OpDef("TopKV2")
                    .Output("values", "T")
                    .Output("indices", "int32")
                    .Attr("sorted", true)
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kKernelTypes)
                    .SetGradient(TopKGradFn)
                    .SetShapeFn(TopKShape));
 PF_REGISTER_OP(OpDef("TopKV2Grad")
@@ -138,7 +141,7 @@ PF_REGISTER_OP(OpDef("TopKV2Grad")
                    .Input("indices", "int32")
                    .Input("like", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kKernelTypes)
                    .SetShapeOnlyInput(2)
                    .SetShapeFn([](ShapeContext& c) { return ShapeOfInput(c, 2); }));
 #define PF_TOPK_KERNELS(T)                                                                       \
