@@ -17,9 +17,10 @@ namespace pf::ops {
 
 // --- clipping (ops/math/clip_ops.cc) ---
 // tf.clip_by_value: max(min(t, clip_value_max), clip_value_min) (TensorFlow's order: the lower
-// bound wins where it exceeds the upper one; NaN stays NaN). The bounds are scalars or t's shape,
-// of t's dtype. The gradient flows to t where it was not clipped and to
-// the bound that clipped it elsewhere.
+// bound wins where it exceeds the upper one; NaN stays NaN). Bounds of t's dtype: scalars or t's
+// shape (the ClipByValue op), or shapes that broadcast to t's (then Minimum and Maximum, as
+// TensorFlow's Python builds it); other shapes are InvalidArgument. The gradient flows
+// to t where it was not clipped and to the bound that clipped it elsewhere.
 Output ClipByValue(const Scope& s, Output t, Output clip_value_min, Output clip_value_max);
 // tf.clip_by_norm: t * clip_norm / max(l2norm(t), clip_norm), the norm over `axes` (empty: all
 // axes, kept for broadcasting). A zero t stays zero (its gradient is finite too).

@@ -89,7 +89,23 @@ PF_REGISTER_KERNEL(KernelDef("ClipByValue", kDeviceCpu).TypeConstraint("T", {DT_
 
 namespace ops {
 
+// The ClipByValue op where the bounds are scalars or t's shape; TensorFlow's Python form,
+// Maximum(Minimum(t, max), min), where they broadcast to t's shape (per column, say). Bounds that
+// do neither get the op's error.
 Output ClipByValue(const Scope& s, Output t, Output clip_value_min, Output clip_value_max) {
+  const pf::Shape& ts = t.shape();
+  auto op_fits = [&](const Output& b) {
+    return b.shape().unknown_rank() || b.shape().rank() == 0 || b.shape().IsCompatibleWith(ts);
+  };
+  auto broadcasts_to_t = [&](const Output& b) {
+    StatusOr<pf::Shape> r = BroadcastShapes(ts, b.shape());
+    return r.ok() && r->rank() == ts.rank() && r->IsCompatibleWith(ts);
+  };
+  if (!(op_fits(clip_value_min) && op_fits(clip_value_max)) && !ts.unknown_rank() &&
+      broadcasts_to_t(clip_value_min) && broadcasts_to_t(clip_value_max)) {
+    Output lower = Minimum(s.NewSubScope("clip_by_value"), t, clip_value_max);
+    return Maximum(s, lower, clip_value_min);
+  }
   return NodeBuilder(s, "ClipByValue")
       .Input(t)
       .Input(clip_value_min)

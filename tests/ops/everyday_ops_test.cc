@@ -44,6 +44,20 @@ TEST_CASE("ClipByValue clips with scalar and per-element bounds; errors name the
                                ops::Const(root, Tensor::Scalar(int64_t{0})),
                                ops::Const(root, Tensor::Scalar(int64_t{4})));
   CHECK(RunOne(g, cl).ToVector<int64_t>() == std::vector<int64_t>{0, 4});
+  // Bounds that broadcast to t's shape (per column): TensorFlow's Python form.
+  Tensor col = RandomTensor({4}, 3, -1.f, 0.f);
+  Output per_col =
+      ops::ClipByValue(root, ops::Const(root, x), ops::Const(root, col), ops::Const(root, 0.5f));
+  Tensor pc = RunOne(g, per_col);
+  REQUIRE(pc.shape() == Shape{3, 4});
+  for (int64_t i = 0; i < 12; ++i) {
+    CHECK(pc.data<float>()[i] ==
+          std::max(std::min(x.data<float>()[i], 0.5f), col.data<float>()[i % 4]));
+  }
+  CHECK_THROWS_WITH(
+      ops::ClipByValue(root, ops::Const(root, x), ops::Const(root, Tensor(DT_FLOAT, {2, 3, 4})),
+                       ops::Const(root, 1.f)),
+      Contains("t.shape = [3,4], clip_value_min.shape = [2,3,4]"));
   // TensorFlow's order, max(min(t, hi), lo): lo wins when lo > hi; NaN passes through.
   Output crossed = ops::ClipByValue(root, ops::Const(root, std::vector<float>{-1, 5, NAN}, {3}),
                                     ops::Const(root, 2.f), ops::Const(root, 1.f));
