@@ -7,6 +7,7 @@
 
 #include "placeflow/core/logging.h"
 #include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/everyday_ops.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/gradients.h"
 
@@ -224,22 +225,13 @@ Output PiecewiseConstant(const Scope& scope, const Variable& global_step,
 std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope,
                                                         const std::vector<Output>& grads,
                                                         double clip_norm) {
-  Scope s = scope.NewSubScope("clip_by_global_norm");
-  std::vector<Output> squares;
+  // One behaviour for both spellings: ops::ClipByGlobalNorm is TensorFlow's (an inf or NaN norm
+  // makes every value NaN).
   for (const Output& g : grads) {
     if (g.node != nullptr)
-      squares.push_back(ops::Mul(s, ops::L2Loss(s, g), ScalarOf(s, 2, g.dtype())));
+      return ops::ClipByGlobalNorm(scope, grads, ScalarOf(scope, clip_norm, g.dtype()));
   }
-  if (squares.empty())
-    throw Error(errors::InvalidArgument("ClipByGlobalNorm: every gradient is null"));
-  const DType t = squares[0].dtype();
-  Output norm = ops::Sqrt(s.WithOpName("global_norm"), ops::AddN(s, squares));
-  Output clip = ScalarOf(s, clip_norm, t);
-  Output scale = ops::Div(s, clip, ops::Maximum(s, norm, clip));
-  std::vector<Output> clipped;
-  for (const Output& g : grads)
-    clipped.push_back(g.node == nullptr ? Output() : ops::Mul(s, g, scale));
-  return {clipped, norm};
+  throw Error(errors::InvalidArgument("ClipByGlobalNorm: every gradient is null"));
 }
 
 Output L2Regularization(const Scope& scope, const std::vector<Variable>& weights, double scale) {

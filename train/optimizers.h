@@ -162,8 +162,9 @@ Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable
 Output PiecewiseConstant(const Scope& scope, const Variable& global_step,
                          const std::vector<double>& boundaries, const std::vector<double>& values);
 
-// Scales every gradient by clip_norm / max(global_norm, clip_norm). Null gradients stay null.
-// Returns the clipped gradients and the global norm.
+// ops::ClipByGlobalNorm with a constant clip_norm (of the gradients' dtype): every gradient
+// scaled by clip_norm / max(global_norm, clip_norm), null gradients stay null, an inf or NaN norm
+// makes every value NaN (TensorFlow's signal). Returns the clipped gradients and the global norm.
 std::pair<std::vector<Output>, Output> ClipByGlobalNorm(const Scope& scope,
                                                         const std::vector<Output>& grads,
                                                         double clip_norm);
