@@ -5,6 +5,9 @@
 #include <limits>
 
 #include "placeflow/graph/kernel.h"
+#if defined(PF_WITH_PROTOBUF)
+#include "placeflow/graph/proto_codecs.h"
+#endif
 #include "placeflow/ops/op_util.h"
 #include "placeflow/placer/placer.h"
 #include "tests/ops/dtype_reference.h"
@@ -145,7 +148,48 @@ TEST_CASE("A Cast of a dtype the device has no kernel for is soft-placed on the 
         "DTYPE_GPU");  // float -> int32 has a kernel
 }
 
+TEST_CASE("int8, int16 and half tensors cross between CPU devices", "[ops][dtype]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  std::vector<Output> fetches;
+  for (DType t : {DT_INT8, DT_INT16, DT_HALF}) {
+    Output c = ops::Const(root.WithDevice("/cpu:1"), TensorOfDoubles(t, {3}, {-7, 0, 100}));
+    fetches.push_back(ops::Cast(root.WithDevice("/cpu:0"), ops::Identity(root, c), DT_FLOAT));
+  }
+  SessionOptions opts;
+  opts.device_count["CPU"] = 2;
+  Session sess(g, opts);
+  for (const Tensor& out : sess.Run({}, fetches)) {
+    CHECK(out.ToVector<float>() == std::vector<float>{-7, 0, 100});
+  }
+}
+
 #if defined(PF_WITH_PROTOBUF)
+TEST_CASE("The small integer dtypes have TF's DataType numbers and round-trip as TensorProtos",
+          "[ops][dtype][graph_def]") {
+  CHECK(DTypeToProto(DT_UINT8).value() == 4);  // TF's types.proto numbers
+  CHECK(DTypeToProto(DT_INT16).value() == 5);
+  CHECK(DTypeToProto(DT_INT8).value() == 6);
+  CHECK(DTypeFromProto(5).value() == DT_INT16);
+  CHECK(DTypeFromProto(6).value() == DT_INT8);
+  const Tensor t = TensorOfDoubles(DT_INT8, {3}, {-128, 5, 127});
+  tensorflow::TensorProto p;
+  REQUIRE(TensorToProto(t, &p).ok());
+  const Tensor back = TensorFromProto(p).value();
+  REQUIRE(back.dtype() == DT_INT8);
+  for (int i = 0; i < 3; ++i) CHECK(ElementAsDouble(back, i) == ElementAsDouble(t, i));
+  // TF writes a small Const's values in int_val.
+  tensorflow::TensorProto q;
+  q.set_dtype(tensorflow::DT_INT16);
+  q.mutable_tensor_shape()->add_dim()->set_size(2);
+  q.add_int_val(-300);
+  q.add_int_val(7);
+  const Tensor r = TensorFromProto(q).value();
+  REQUIRE(r.dtype() == DT_INT16);
+  CHECK(r.data<int16_t>()[0] == -300);
+  CHECK(r.data<int16_t>()[1] == 7);
+}
+
 // docs/data.md's recipe: serialized tf.train.Example -> ParseExample -> DecodeRaw(uint8) ->
 // Cast(float) / 255, against the bytes themselves.
 TEST_CASE("ParseExample, DecodeRaw(uint8) and Cast(float) decode images end to end",
