@@ -22,6 +22,10 @@ std::string_view DTypeName(DType t) {
       return "uint8";
     case DT_STRING:
       return "string";
+    case DT_INT8:
+      return "int8";
+    case DT_INT16:
+      return "int16";
     case DT_INVALID:
       break;
   }
@@ -38,11 +42,13 @@ size_t DTypeSize(DType t) {
       return 8;
     case DT_BOOL:
     case DT_UINT8:
+    case DT_INT8:
       return 1;
     case DT_STRING:
       return sizeof(std::string);
     case DT_HALF:
     case DT_BFLOAT16:
+    case DT_INT16:
       return 2;
     case DT_INVALID:
       break;
@@ -52,7 +58,7 @@ size_t DTypeSize(DType t) {
 
 StatusOr<DType> ParseDType(std::string_view name) {
   for (DType t : {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_BFLOAT16, DT_UINT8,
-                  DT_STRING}) {
+                  DT_STRING, DT_INT8, DT_INT16}) {
     if (DTypeName(t) == name) return t;
   }
   if (name == "float32") return DT_FLOAT;

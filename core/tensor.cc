@@ -168,8 +168,8 @@ void AppendValue(std::string* s, const Tensor& t, int64_t i) {
     *s += t.data<bool>()[i] ? "true" : "false";
   } else if constexpr (std::is_same_v<T, std::string>) {
     AppendQuoted(s, t.data<std::string>()[i]);
-  } else if constexpr (std::is_same_v<T, uint8_t>) {
-    fmt::format_to(std::back_inserter(*s), "{}", static_cast<int>(t.data<uint8_t>()[i]));
+  } else if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>) {
+    fmt::format_to(std::back_inserter(*s), "{}", static_cast<int>(t.data<T>()[i]));
   } else {
     fmt::format_to(std::back_inserter(*s), "{}", t.data<T>()[i]);
   }
@@ -189,6 +189,10 @@ std::string Tensor::DebugString(int max_entries) const {
     }
     if (dtype_ == DT_UINT8) {
       fn(uint8_t{});
+      return true;
+    }
+    if (dtype_ == DT_INT8 || dtype_ == DT_INT16) {
+      dtype_ == DT_INT8 ? fn(int8_t{}) : fn(int16_t{});
       return true;
     }
     return VisitDType(dtype_, fn);

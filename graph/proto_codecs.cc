@@ -14,7 +14,8 @@ const std::vector<std::pair<DType, tensorflow::DataType>>& DTypePairs() {
       {DT_INT32, tensorflow::DT_INT32},       {DT_INT64, tensorflow::DT_INT64},
       {DT_BOOL, tensorflow::DT_BOOL},         {DT_HALF, tensorflow::DT_HALF},
       {DT_BFLOAT16, tensorflow::DT_BFLOAT16}, {DT_UINT8, tensorflow::DT_UINT8},
-      {DT_STRING, tensorflow::DT_STRING},
+      {DT_STRING, tensorflow::DT_STRING},     {DT_INT8, tensorflow::DT_INT8},
+      {DT_INT16, tensorflow::DT_INT16},
   };
   return kPairs;
 }
@@ -119,6 +120,12 @@ StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& p) {
       break;
     case DT_UINT8:
       s = FillFromList<uint8_t>(p.int_val(), &t);
+      break;
+    case DT_INT8:  // TF keeps the small integers in int_val
+      s = FillFromList<int8_t>(p.int_val(), &t);
+      break;
+    case DT_INT16:
+      s = FillFromList<int16_t>(p.int_val(), &t);
       break;
     case DT_STRING: {
       const int64_t n = t.num_elements();

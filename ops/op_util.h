@@ -146,9 +146,15 @@ StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const
 inline const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE};
 inline const std::vector<DType> kNumberTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 inline const std::vector<DType> kIndexTypes = {DT_INT32, DT_INT64};
-// Every dtype kernels compute on (half and bfloat16 are storage only).
+// The dtypes most kernels compute on (VisitDType's).
 inline const std::vector<DType> kComputableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
                                                     DT_BOOL};
+// TF's real number types that placeflow stores: the dtypes of the elementwise math and the
+// reductions (docs/api.md "Dtypes"); half and bfloat16 compute in float.
+inline const std::vector<DType> kRealNumberTypes = {
+    DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8};
+// The floating-point dtypes.
+inline const std::vector<DType> kFloatingTypes = {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16};
 
 // Reads an int attr or an int tensor's values.
 std::vector<int64_t> ToInt64(const Tensor& t);

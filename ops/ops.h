@@ -78,6 +78,8 @@ Output AddN(const Scope& s, const std::vector<Output>& inputs);
 Output Sum(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes = {},
             bool keep_dims = false);
+Output Prod(const Scope& s, Output x, const std::vector<int32_t>& axes = {},
+            bool keep_dims = false);
 Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output Min(const Scope& s, Output x, const std::vector<int32_t>& axes = {}, bool keep_dims = false);
 Output ArgMax(const Scope& s, Output x, int axis, DType output_type = DT_INT64);

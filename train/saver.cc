@@ -23,7 +23,8 @@ namespace {
 const std::map<DType, std::string>& DTypeCodes() {
   static const std::map<DType, std::string> codes = {
       {DT_FLOAT, "F32"}, {DT_DOUBLE, "F64"}, {DT_INT32, "I32"},     {DT_INT64, "I64"},
-      {DT_BOOL, "BOOL"}, {DT_HALF, "F16"},   {DT_BFLOAT16, "BF16"}, {DT_UINT8, "U8"}};
+      {DT_BOOL, "BOOL"}, {DT_HALF, "F16"},   {DT_BFLOAT16, "BF16"}, {DT_UINT8, "U8"},
+      {DT_INT8, "I8"},   {DT_INT16, "I16"}};
   return codes;
 }
 

@@ -8,10 +8,10 @@ namespace {
 
 // Const, Placeholder, Identity and StopGradient take every dtype; on GPUs all but DT_STRING,
 // which lives in host memory only (the placer keeps string nodes on the CPU).
-const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                      DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_STRING};
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,    DT_INT64,
-                                         DT_BOOL,  DT_HALF,   DT_BFLOAT16, DT_UINT8};
+const std::vector<DType> kAllTypes = {DT_FLOAT,    DT_DOUBLE, DT_INT32,  DT_INT64, DT_BOOL, DT_HALF,
+                                      DT_BFLOAT16, DT_UINT8,  DT_STRING, DT_INT8,  DT_INT16};
+const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
+                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 class ConstOp : public OpKernel {
  public:

@@ -14,20 +14,77 @@
 namespace pf {
 namespace {
 
-// static_cast of a NaN or out-of-range float to an integer is undefined behaviour (x86 gives
-// INT_MIN, other CPUs other values). Cast defines it: NaN becomes 0 and other values saturate
-// at the integer type's limits; the fraction is truncated toward zero as in C++.
+// Cast's attrs take every dtype, so that a string gets CastShape's error and not the generic one.
+std::vector<DType> CastTypes() {
+  std::vector<DType> types = kRealNumberTypes;
+  types.push_back(DT_BOOL);
+  types.push_back(DT_STRING);
+  return types;
+}
+std::string CastTypeNames() {
+  std::string names;
+  for (DType t : CastTypes()) {
+    if (!DTypeIsNumeric(t)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(DTypeName(t));
+  }
+  return names;
+}
+
+// A value as the type Cast converts from: half and bfloat16 as float, the others as they are.
+template <typename T>
+auto Widen(T v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return HalfToFloat(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return BFloat16ToFloat(v);
+  else
+    return v;
+}
+
+// One element of Cast, TF's semantics made defined (docs/api.md "Dtypes"):
+// - to bool: v != 0 (NaN is true); from bool: 0 or 1;
+// - to half/bfloat16: through float, rounded to nearest even (a double rounds twice, as TF's);
+// - floating to integer: the fraction is truncated toward zero; NaN becomes 0 and values past
+//   the integer type's range saturate at its limits (static_cast is undefined there: x86 gives
+//   INT_MIN, other CPUs other values);
+// - integer to integer: two's-complement wrap-around (C++20 static_cast, as TF: int32 300 is
+//   uint8 44, int32 -1 is uint8 255); integer to floating: rounds to nearest.
 template <typename D, typename S>
-D CastValue(S v) {
-  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D> && !std::is_same_v<D, bool>) {
+D CastValue(S raw) {
+  const auto v = Widen(raw);
+  using V = decltype(v);
+  if constexpr (std::is_same_v<D, Half>) {
+    return FloatToHalf(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<D, BFloat16>) {
+    return FloatToBFloat16(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return v != V(0);
+  } else if constexpr (std::is_floating_point_v<V> && std::is_integral_v<D>) {
     if (std::isnan(v)) return D(0);
-    // The limits as S: lo is exact (a power of two), hi rounds up to 2^bits, so >= is the test.
-    constexpr S lo = static_cast<S>(std::numeric_limits<D>::min());
-    constexpr S hi = static_cast<S>(std::numeric_limits<D>::max());
+    // The limits as V: lo is exact (a power of two or 0), hi rounds up to 2^bits at most, so
+    // >= is the test.
+    constexpr V lo = static_cast<V>(std::numeric_limits<D>::min());
+    constexpr V hi = static_cast<V>(std::numeric_limits<D>::max());
     if (v <= lo) return std::numeric_limits<D>::min();
     if (v >= hi) return std::numeric_limits<D>::max();
+    return static_cast<D>(v);
+  } else {
+    return static_cast<D>(v);
   }
-  return static_cast<D>(v);
+}
+
+// Cast converts between the numeric dtypes only: a string has no number to convert.
+Status CastShape(ShapeContext& c) {
+  for (const char* attr : {"SrcT", "DstT"}) {
+    const DType t = c.attr<DType>(attr);
+    if (!DTypeIsNumeric(t)) {
+      return errors::InvalidArgument(
+          "Cast ", DTypeName(c.attr<DType>("SrcT")), " to ", DTypeName(c.attr<DType>("DstT")),
+          " is not supported: ", DTypeName(t), " is not a numeric dtype (", attr,
+          "); Cast converts between ", CastTypeNames());
+    }
+  }
+  return UnchangedShape(c);
 }
 
 class CastOp : public OpKernel {
@@ -35,11 +92,14 @@ class CastOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    if (in.dtype() == ctx->output_dtype(0)) return ctx->ForwardInput(0, 0);
-    Status s;
-    VisitDType(in.dtype(), [&](auto src) {
+    const DType to = ctx->output_dtype(0);
+    if (in.dtype() == to && DTypeIsNumeric(to)) return ctx->ForwardInput(0, 0);
+    Status s =
+        errors::InvalidArgument("Cast ", DTypeName(in.dtype()), " to ", DTypeName(to),
+                                " is not supported: Cast converts between ", CastTypeNames());
+    VisitNumericDType(in.dtype(), [&](auto src) {
       using S = decltype(src);
-      VisitDType(ctx->output_dtype(0), [&](auto dst) {
+      VisitNumericDType(to, [&](auto dst) {
         using D = decltype(dst);
         s = UnaryElementwise<S, D>(ctx, [](S v) { return CastValue<D, S>(v); });
       });
@@ -52,16 +112,17 @@ PF_REGISTER_OP(OpDef("Cast")
                    .SetForwardsInput()
                    .Input("x", "SrcT")
                    .Output("y", "DstT")
-                   .TypeAttr("SrcT", kComputableTypes)
-                   .TypeAttr("DstT", kComputableTypes)
+                   .TypeAttr("SrcT", CastTypes())
+                   .TypeAttr("DstT", CastTypes())
                    .SetGradient([](const Scope& s, const Node& n, const Grads& g, Grads* dx) {
-                     // Only real-to-real casts carry a gradient.
+                     // Only floating-to-floating casts carry a gradient.
                      const DType src = n.attr<DType>("SrcT");
-                     *dx = {IsReal(src) && IsReal(n.attr<DType>("DstT")) ? ops::Cast(s, g[0], src)
-                                                                         : Output()};
+                     *dx = {DTypeIsFloating(src) && DTypeIsFloating(n.attr<DType>("DstT"))
+                                ? ops::Cast(s, g[0], src)
+                                : Output()};
                      return Status::OK();
                    })
-                   .SetShapeFn(UnchangedShape));
+                   .SetShapeFn(CastShape));
 PF_REGISTER_KERNEL(KernelDef("Cast", kDeviceCpu), CastOp);
 
 template <typename T>

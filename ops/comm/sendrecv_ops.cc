@@ -12,10 +12,10 @@ namespace pf {
 namespace {
 
 // DT_STRING crosses between CPU devices only (they share the buffer): GPU kernels leave it out.
-const std::vector<DType> kAll = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                 DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_STRING};
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,    DT_INT64,
-                                         DT_BOOL,  DT_HALF,   DT_BFLOAT16, DT_UINT8};
+const std::vector<DType> kAll = {DT_FLOAT,    DT_DOUBLE, DT_INT32,  DT_INT64, DT_BOOL, DT_HALF,
+                                 DT_BFLOAT16, DT_UINT8,  DT_STRING, DT_INT8,  DT_INT16};
+const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
+                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 std::string KeyOf(const Node& n) {
   const uint64_t incarnation =

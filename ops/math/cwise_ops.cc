@@ -1,6 +1,10 @@
 // Elementwise math with NumPy broadcasting: Add Sub Mul Div Maximum Minimum Pow, the unary
 // Neg Square Sqrt Rsqrt Exp Log Floor, and the comparisons Equal Less Greater. The formulas are
-// the functors of cwise_functors.cuh, which the GPU kernels (cwise_ops.cu) run too.
+// the functors of cwise_functors.cuh, which the GPU kernels (cwise_ops.cu) run too. The CPU
+// kernels take TF's dtypes (docs/api.md "Dtypes"): half and bfloat16 compute in float and round
+// back to nearest even (ViaFloat); int8, int16 and uint8 compute in int and wrap around.
+#include <type_traits>
+
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/cwise_functors.cuh"
 #include "placeflow/ops/op_util.h"
@@ -8,6 +12,28 @@
 
 namespace pf {
 namespace {
+
+// F on 16-bit floats: the operands as floats, a T result rounded to nearest even (a bool one,
+// from a comparison, as it is).
+template <typename T, typename F>
+struct ViaFloat {
+  static float In(T v) {
+    if constexpr (std::is_same_v<T, Half>)
+      return HalfToFloat(v);
+    else
+      return BFloat16ToFloat(v);
+  }
+  template <typename... A>
+  auto operator()(A... a) const {
+    const auto r = F()(In(a)...);
+    if constexpr (std::is_same_v<std::remove_cv_t<decltype(r)>, bool>)
+      return r;
+    else if constexpr (std::is_same_v<T, Half>)
+      return FloatToHalf(r);
+    else
+      return FloatToBFloat16(r);
+  }
+};
 
 template <typename T, typename F, int kCost = 1>
 class BinaryOp : public OpKernel {
@@ -30,6 +56,7 @@ class UnaryOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F(), kCost); }
 };
 
+// Integer Div: truncates toward zero (C++ and TF's), and checks the divisor.
 template <typename T>
 class IntDivOp : public OpKernel {
  public:
@@ -126,7 +153,7 @@ OpDef CompareDef(const char* name) {
       .Input("x", "T")
       .Input("y", "T")
       .Output("z", "bool")
-      .TypeAttr("T", kNumberTypes)
+      .TypeAttr("T", kRealNumberTypes)
       .SetNotDifferentiable()
       .SetShapeFn(BroadcastBinaryShape);
 }
@@ -142,6 +169,9 @@ KernelDef Cpu(const char* op, DType t) {
   return KernelDef(op, kDeviceCpu).TypeConstraint("T", {t});
 }
 
+// Kernel<T, F> on each dtype of a group. NUMBER: float, double, int32, int64 (what the GPU
+// kernels take too); REAL: float, double; HALF: half and bfloat16 through ViaFloat; SMALL_INT:
+// int8, int16, uint8; SIGNED_SMALL: int8, int16.
 #define PF_CWISE_NUMBER_KERNELS(op, Kernel, F)               \
   PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>);   \
   PF_REGISTER_KERNEL(Cpu(op, DT_DOUBLE), Kernel<double, F>); \
@@ -150,48 +180,74 @@ KernelDef Cpu(const char* op, DType t) {
 #define PF_CWISE_REAL_KERNELS(op, Kernel, F)               \
   PF_REGISTER_KERNEL(Cpu(op, DT_FLOAT), Kernel<float, F>); \
   PF_REGISTER_KERNEL(Cpu(op, DT_DOUBLE), Kernel<double, F>)
+#define PF_CWISE_HALF_KERNELS(op, Kernel, F)                             \
+  PF_REGISTER_KERNEL(Cpu(op, DT_HALF), Kernel<Half, ViaFloat<Half, F>>); \
+  PF_REGISTER_KERNEL(Cpu(op, DT_BFLOAT16), Kernel<BFloat16, ViaFloat<BFloat16, F>>)
+#define PF_CWISE_SIGNED_SMALL_KERNELS(op, Kernel, F)       \
+  PF_REGISTER_KERNEL(Cpu(op, DT_INT8), Kernel<int8_t, F>); \
+  PF_REGISTER_KERNEL(Cpu(op, DT_INT16), Kernel<int16_t, F>)
+#define PF_CWISE_SMALL_INT_KERNELS(op, Kernel, F) \
+  PF_CWISE_SIGNED_SMALL_KERNELS(op, Kernel, F);   \
+  PF_REGISTER_KERNEL(Cpu(op, DT_UINT8), Kernel<uint8_t, F>)
+// Every dtype of kRealNumberTypes.
+#define PF_CWISE_ALL_KERNELS(op, Kernel, F) \
+  PF_CWISE_NUMBER_KERNELS(op, Kernel, F);   \
+  PF_CWISE_HALF_KERNELS(op, Kernel, F);     \
+  PF_CWISE_SMALL_INT_KERNELS(op, Kernel, F)
+// float, double, half, bfloat16.
+#define PF_CWISE_FLOATING_KERNELS(op, Kernel, F) \
+  PF_CWISE_REAL_KERNELS(op, Kernel, F);          \
+  PF_CWISE_HALF_KERNELS(op, Kernel, F)
 
-PF_REGISTER_OP(BinaryDef("Add", kNumberTypes).SetGradient(AddGrad));
-PF_CWISE_NUMBER_KERNELS("Add", BinaryOp, AddF);
-PF_REGISTER_OP(BinaryDef("Sub", kNumberTypes).SetGradient(SubGrad));
-PF_CWISE_NUMBER_KERNELS("Sub", BinaryOp, SubF);
-PF_REGISTER_OP(BinaryDef("Mul", kNumberTypes).SetGradient(MulGrad));
-PF_CWISE_NUMBER_KERNELS("Mul", BinaryOp, MulF);
-PF_REGISTER_OP(BinaryDef("Div", kNumberTypes).SetGradient(DivGrad));
-PF_CWISE_REAL_KERNELS("Div", BinaryOp, DivF);
+PF_REGISTER_OP(BinaryDef("Add", kRealNumberTypes).SetGradient(AddGrad));
+PF_CWISE_ALL_KERNELS("Add", BinaryOp, AddF);
+PF_REGISTER_OP(BinaryDef("Sub", kRealNumberTypes).SetGradient(SubGrad));
+PF_CWISE_ALL_KERNELS("Sub", BinaryOp, SubF);
+PF_REGISTER_OP(BinaryDef("Mul", kRealNumberTypes).SetGradient(MulGrad));
+PF_CWISE_ALL_KERNELS("Mul", BinaryOp, MulF);
+PF_REGISTER_OP(BinaryDef("Div", kRealNumberTypes).SetGradient(DivGrad));
+PF_CWISE_FLOATING_KERNELS("Div", BinaryOp, DivF);
 PF_REGISTER_KERNEL(Cpu("Div", DT_INT32), IntDivOp<int32_t>);
 PF_REGISTER_KERNEL(Cpu("Div", DT_INT64), IntDivOp<int64_t>);
-PF_REGISTER_OP(BinaryDef("Maximum", kNumberTypes).SetGradient(MaximumGrad));
-PF_CWISE_NUMBER_KERNELS("Maximum", BinaryOp, MaxF);
-PF_REGISTER_OP(BinaryDef("Minimum", kNumberTypes).SetGradient(MinimumGrad));
-PF_CWISE_NUMBER_KERNELS("Minimum", BinaryOp, MinF);
-PF_REGISTER_OP(BinaryDef("Pow", kRealTypes).SetGradient(PowGrad));
+PF_REGISTER_KERNEL(Cpu("Div", DT_INT16), IntDivOp<int16_t>);  // TF has no int8 Div
+PF_REGISTER_KERNEL(Cpu("Div", DT_UINT8), IntDivOp<uint8_t>);
+PF_REGISTER_OP(BinaryDef("Maximum", kRealNumberTypes).SetGradient(MaximumGrad));
+PF_CWISE_ALL_KERNELS("Maximum", BinaryOp, MaxF);
+PF_REGISTER_OP(BinaryDef("Minimum", kRealNumberTypes).SetGradient(MinimumGrad));
+PF_CWISE_ALL_KERNELS("Minimum", BinaryOp, MinF);
+PF_REGISTER_OP(BinaryDef("Pow", kFloatingTypes).SetGradient(PowGrad));
 PF_REGISTER_KERNEL(Cpu("Pow", DT_FLOAT), BinaryOp<float, PowF, 20>);
 PF_REGISTER_KERNEL(Cpu("Pow", DT_DOUBLE), BinaryOp<double, PowF, 20>);
+PF_CWISE_HALF_KERNELS("Pow", BinaryOp, PowF);
 
 PF_REGISTER_OP(CompareDef("Equal"));
-PF_CWISE_NUMBER_KERNELS("Equal", CompareOp, EqualF);
+PF_CWISE_ALL_KERNELS("Equal", CompareOp, EqualF);
 PF_REGISTER_OP(CompareDef("Less"));
-PF_CWISE_NUMBER_KERNELS("Less", CompareOp, LessF);
+PF_CWISE_ALL_KERNELS("Less", CompareOp, LessF);
 PF_REGISTER_OP(CompareDef("Greater"));
-PF_CWISE_NUMBER_KERNELS("Greater", CompareOp, GreaterF);
+PF_CWISE_ALL_KERNELS("Greater", CompareOp, GreaterF);
 
-PF_REGISTER_OP(UnaryDef("Neg", kNumberTypes).SetGradient(NegGrad));
+// Neg: TF has no unsigned Neg.
+PF_REGISTER_OP(UnaryDef("Neg", kRealNumberTypes).SetGradient(NegGrad));
 PF_CWISE_NUMBER_KERNELS("Neg", UnaryOp, NegF);
-PF_REGISTER_OP(UnaryDef("Square", kNumberTypes).SetGradient(SquareGrad));
-PF_CWISE_NUMBER_KERNELS("Square", UnaryOp, SquareF);
-PF_REGISTER_OP(UnaryDef("Sqrt", kRealTypes).SetGradient(SqrtGrad));
-PF_CWISE_REAL_KERNELS("Sqrt", UnaryOp, SqrtF);
-PF_REGISTER_OP(UnaryDef("Rsqrt", kRealTypes).SetGradient(RsqrtGrad));
-PF_CWISE_REAL_KERNELS("Rsqrt", UnaryOp, RsqrtF);
-PF_REGISTER_OP(UnaryDef("Exp", kRealTypes).SetGradient(ExpGrad));
+PF_CWISE_HALF_KERNELS("Neg", UnaryOp, NegF);
+PF_CWISE_SIGNED_SMALL_KERNELS("Neg", UnaryOp, NegF);
+PF_REGISTER_OP(UnaryDef("Square", kRealNumberTypes).SetGradient(SquareGrad));
+PF_CWISE_ALL_KERNELS("Square", UnaryOp, SquareF);
+PF_REGISTER_OP(UnaryDef("Sqrt", kFloatingTypes).SetGradient(SqrtGrad));
+PF_CWISE_FLOATING_KERNELS("Sqrt", UnaryOp, SqrtF);
+PF_REGISTER_OP(UnaryDef("Rsqrt", kFloatingTypes).SetGradient(RsqrtGrad));
+PF_CWISE_FLOATING_KERNELS("Rsqrt", UnaryOp, RsqrtF);
+PF_REGISTER_OP(UnaryDef("Exp", kFloatingTypes).SetGradient(ExpGrad));
 PF_REGISTER_KERNEL(Cpu("Exp", DT_FLOAT), UnaryOp<float, ExpF, 10>);
 PF_REGISTER_KERNEL(Cpu("Exp", DT_DOUBLE), UnaryOp<double, ExpF, 10>);
-PF_REGISTER_OP(UnaryDef("Log", kRealTypes).SetGradient(LogGrad));
+PF_CWISE_HALF_KERNELS("Exp", UnaryOp, ExpF);
+PF_REGISTER_OP(UnaryDef("Log", kFloatingTypes).SetGradient(LogGrad));
 PF_REGISTER_KERNEL(Cpu("Log", DT_FLOAT), UnaryOp<float, LogF, 10>);
 PF_REGISTER_KERNEL(Cpu("Log", DT_DOUBLE), UnaryOp<double, LogF, 10>);
-PF_REGISTER_OP(UnaryDef("Floor", kRealTypes).SetNotDifferentiable());
-PF_CWISE_REAL_KERNELS("Floor", UnaryOp, FloorF);
+PF_CWISE_HALF_KERNELS("Log", UnaryOp, LogF);
+PF_REGISTER_OP(UnaryDef("Floor", kFloatingTypes).SetNotDifferentiable());
+PF_CWISE_FLOATING_KERNELS("Floor", UnaryOp, FloorF);
 
 Output Binary(const Scope& s, const char* op, Output a, Output b) {
   return NodeBuilder(s, op).Input(a).Input(b).Finalize();

@@ -6,6 +6,7 @@
 #include "placeflow/ops/math/grad_ops.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/reduce_impl.h"
@@ -171,7 +172,15 @@ Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64
 
 Output ScalarOf(const Scope& s, double v, DType t) {
   Tensor c(t, Shape{});
-  VisitDType(t, [&](auto z) { c.flat<decltype(z)>()[0] = static_cast<decltype(z)>(v); });
+  VisitNumericDType(t, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, Half>)
+      c.flat<T>()[0] = FloatToHalf(static_cast<float>(v));
+    else if constexpr (std::is_same_v<T, BFloat16>)
+      c.flat<T>()[0] = FloatToBFloat16(static_cast<float>(v));
+    else
+      c.flat<T>()[0] = static_cast<T>(v);
+  });
   return ops::Const(s, c);
 }
 

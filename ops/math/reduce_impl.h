@@ -1,4 +1,4 @@
-// Reduction routines shared by Sum/Mean/Max/Min and the gradient kernels that reduce
+// Reduction routines shared by Sum/Mean/Prod/Max/Min and the gradient kernels that reduce
 // (SumToShape, BiasAddGrad).
 #pragma once
 
@@ -18,6 +18,16 @@ struct SumR {
   template <typename T>
   static T Combine(T a, T b) {
     return a + b;
+  }
+};
+struct ProdR {
+  template <typename T>
+  static T Init() {
+    return T(1);
+  }
+  template <typename T>
+  static T Combine(T a, T b) {
+    return a * b;
   }
 };
 struct MaxR {

@@ -1,8 +1,11 @@
-// Reductions: Sum Mean Max Min over axes (keep_dims), ArgMax, and AddN.
+// Reductions: Sum Mean Prod Max Min over axes (keep_dims), ArgMax, and AddN. Sum/Mean/Prod/Max/
+// Min take TF's real number types (docs/api.md "Dtypes"): integers accumulate in their own type
+// (wrapping around, as TF's), half and bfloat16 in float, rounded once at the end.
 #include "placeflow/ops/math/reduction_ops.h"
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/reduce_impl.h"
@@ -67,6 +70,47 @@ Status ReduceShape(ShapeContext& c) {
   return Status::OK();
 }
 
+template <typename T>
+constexpr bool kIsHalf = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Mean's division of a sum of `count` values: in T for floating types; for integers in int64
+// (truncating toward zero, as TF), so that a count past T's range divides right.
+template <typename T>
+T DivideByCount(T sum, int64_t count) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<int64_t>(sum) / count);
+  else
+    return sum / static_cast<T>(count);
+}
+
+// Reduces `in` as floats into `out` (half or bfloat16): converted in, reduced, rounded back.
+template <typename T, typename R, bool kMean>
+void ReduceViaFloat(OpKernelContext* ctx, const Tensor& in, const std::vector<bool>& reduced,
+                    Tensor* out) {
+  Tensor fin(DT_FLOAT, in.shape()), fout(DT_FLOAT, out->shape());
+  const T* x = in.data<T>();
+  float* xf = fin.data<float>();
+  ParallelFor(ctx, in.num_elements(), 2, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (std::is_same_v<T, Half>)
+        xf[i] = HalfToFloat(x[i]);
+      else
+        xf[i] = BFloat16ToFloat(x[i]);
+    }
+  });
+  Reduce<float, R>(ctx, fin, reduced, &fout);
+  const int64_t count = out->num_elements() == 0 ? 0 : in.num_elements() / out->num_elements();
+  const float* yf = fout.data<float>();
+  T* y = out->data<T>();
+  for (int64_t i = 0; i < out->num_elements(); ++i) {
+    const float v = kMean && count > 0 ? DivideByCount(yf[i], count) : yf[i];
+    if constexpr (std::is_same_v<T, Half>)
+      y[i] = FloatToHalf(v);
+    else
+      y[i] = FloatToBFloat16(v);
+  }
+}
+
 // Reductions over `axes` of the input; Mean divides by the count afterwards.
 template <typename T, typename R, bool kMean>
 class ReduceOp : public OpKernel {
@@ -76,11 +120,16 @@ class ReduceOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     PF_ASSIGN_OR_RETURN(auto reduced, ReducedDims(axes_, in.rank()));
-    Reduce<T, R>(ctx, in, reduced, out);
-    if constexpr (kMean) {
-      const int64_t count = out->num_elements() == 0 ? 0 : in.num_elements() / out->num_elements();
-      if (count > 0) {
-        for (T& v : out->flat<T>()) v = v / static_cast<T>(count);
+    if constexpr (kIsHalf<T>) {
+      ReduceViaFloat<T, R, kMean>(ctx, in, reduced, out);
+    } else {
+      Reduce<T, R>(ctx, in, reduced, out);
+      if constexpr (kMean) {
+        const int64_t count =
+            out->num_elements() == 0 ? 0 : in.num_elements() / out->num_elements();
+        if (count > 0) {
+          for (T& v : out->flat<T>()) v = DivideByCount(v, count);
+        }
       }
     }
     return Status::OK();
@@ -96,6 +145,25 @@ PF_GRAD(SumGrad) {
 }
 PF_GRAD(MeanGrad) {
   *dx = {ReduceGrad(s, g[0], n.input(0), n.attr<std::vector<int64_t>>("axes"), true)};
+  return Status::OK();
+}
+// Prod: d/dx_i = the product of the others, exact with zeros among them (TF's result): where
+// the reduced group has no zero it is prod / x_i; where it has one zero, prod(nonzero) at the
+// zero and 0 elsewhere; where it has more, 0.
+PF_GRAD(ProdGrad) {
+  const auto& axes = n.attr<std::vector<int64_t>>("axes");
+  const std::vector<int32_t> axes32(axes.begin(), axes.end());
+  const Output x = n.input(0);
+  const DType t = x.dtype();
+  Output is_zero = ops::Cast(s, ops::Equal(s, x, ScalarOf(s, 0, t)), t);
+  Output nonzero = ops::Add(s, x, is_zero);  // the zeros as ones
+  Output prod_nonzero = ops::Prod(s, nonzero, axes32, true);
+  Output zeros = ops::Sum(s, is_zero, axes32, true);
+  Output none = ops::Cast(s, ops::Equal(s, zeros, ScalarOf(s, 0, t)), t);
+  Output one = ops::Cast(s, ops::Equal(s, zeros, ScalarOf(s, 1, t)), t);
+  Output others = ops::Add(s, ops::Mul(s, none, ops::Div(s, prod_nonzero, nonzero)),
+                           ops::Mul(s, ops::Mul(s, one, is_zero), prod_nonzero));
+  *dx = {ops::Mul(s, ReduceGrad(s, g[0], x, axes, false), others)};
   return Status::OK();
 }
 // Max/Min: the gradient is shared among the elements equal to the result.
@@ -115,24 +183,30 @@ OpDef ReduceDef(const char* name) {
       .Output("output", "T")
       .Attr("axes", std::vector<int64_t>{})
       .Attr("keep_dims", false)
-      .TypeAttr("T", kNumberTypes)
+      .TypeAttr("T", kRealNumberTypes)
       .SetShapeFn(ReduceShape);
 }
 
-#define PF_REDUCE_KERNELS(op, R, mean)                                           \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
-                     ReduceOp<float, R, mean>);                                  \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
-                     ReduceOp<double, R, mean>);                                 \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}),  \
-                     ReduceOp<int32_t, R, mean>);                                \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}),  \
-                     ReduceOp<int64_t, R, mean>)
+#define PF_REDUCE_KERNEL(op, T, R, mean)                                               \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DataTypeOf<T>()}), \
+                     ReduceOp<T, R, mean>)
+#define PF_REDUCE_KERNELS(op, R, mean)     \
+  PF_REDUCE_KERNEL(op, float, R, mean);    \
+  PF_REDUCE_KERNEL(op, double, R, mean);   \
+  PF_REDUCE_KERNEL(op, int32_t, R, mean);  \
+  PF_REDUCE_KERNEL(op, int64_t, R, mean);  \
+  PF_REDUCE_KERNEL(op, Half, R, mean);     \
+  PF_REDUCE_KERNEL(op, BFloat16, R, mean); \
+  PF_REDUCE_KERNEL(op, int8_t, R, mean);   \
+  PF_REDUCE_KERNEL(op, int16_t, R, mean);  \
+  PF_REDUCE_KERNEL(op, uint8_t, R, mean)
 
 PF_REGISTER_OP(ReduceDef("Sum").SetGradient(SumGrad));
 PF_REDUCE_KERNELS("Sum", SumR, false);
 PF_REGISTER_OP(ReduceDef("Mean").SetGradient(MeanGrad));
 PF_REDUCE_KERNELS("Mean", SumR, true);
+PF_REGISTER_OP(ReduceDef("Prod").SetGradient(ProdGrad));
+PF_REDUCE_KERNELS("Prod", ProdR, false);
 PF_REGISTER_OP(ReduceDef("Max").SetGradient(MaxMinGrad));
 PF_REDUCE_KERNELS("Max", MaxR, false);
 PF_REGISTER_OP(ReduceDef("Min").SetGradient(MaxMinGrad));
@@ -279,6 +353,9 @@ Output Sum(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep
 }
 Output Mean(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
   return Reduce(s, "Mean", x, axes, keep_dims);
+}
+Output Prod(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
+  return Reduce(s, "Prod", x, axes, keep_dims);
 }
 Output Max(const Scope& s, Output x, const std::vector<int32_t>& axes, bool keep_dims) {
   return Reduce(s, "Max", x, axes, keep_dims);

@@ -10,8 +10,8 @@
 namespace pf {
 namespace {
 
-const std::vector<DType> kDecodeTypes = {DT_UINT8,  DT_INT32, DT_INT64,   DT_FLOAT,
-                                         DT_DOUBLE, DT_HALF,  DT_BFLOAT16};
+const std::vector<DType> kDecodeTypes = {DT_UINT8, DT_INT8,   DT_INT16, DT_INT32,   DT_INT64,
+                                         DT_FLOAT, DT_DOUBLE, DT_HALF,  DT_BFLOAT16};
 
 // The values per string, from the first string's length (the kernel checks the others).
 Status DecodeRawShape(ShapeContext& c) {
