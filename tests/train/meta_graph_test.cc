@@ -1,0 +1,190 @@
+// MetaGraph export and import (train/meta_graph.h): a model exported with its checkpoint
+// reloads into a fresh Graph and Session, trains on exactly as the original would have (Adam's
+// slots and the global step restored) and serves the same outputs through its signature; a
+// plain GraphDef import lists its variables; a Saver of nothing is TensorFlow's error.
+#include "placeflow/train/meta_graph.h"
+
+#include <filesystem>
+
+#include "placeflow/graph/graph_def.h"
+#include "placeflow/io/proto/meta_graph.pb.h"
+#include "placeflow/ops/summary/summary.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+struct Mlp {
+  Graph g;
+  Output x, labels, logits, probs, loss;
+  Operation train_op;
+  Mlp() {
+    Scope root = Scope::Root(&g);
+    x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 6});
+    labels = ops::Placeholder(root.WithOpName("labels"), DT_INT32, {-1});
+    Variable step = train::GetOrCreateGlobalStep(root);
+    Scope d0 = root.WithVariableScope("dense0"), d1 = root.WithVariableScope("dense1");
+    Variable w0 = GetVariable(d0, "kernel", {6, 8}, init::GlorotUniform(1));
+    Variable b0 = GetVariable(d0, "bias", {8}, init::Constant(0.1));
+    Variable w1 = GetVariable(d1, "kernel", {8, 3}, init::GlorotUniform(2));
+    Variable b1 = GetVariable(d1, "bias", {3}, init::Zeros());
+    Output h = ops::Relu(root, ops::Add(root, ops::MatMul(root, x, w0.value()), b0.value()));
+    logits = ops::Add(root.WithOpName("logits"), ops::MatMul(root, h, w1.value()), b1.value());
+    probs = ops::Softmax(root.WithOpName("probs"), logits);
+    loss = ops::Mean(root.WithOpName("loss"),
+                     ops::SparseSoftmaxCrossEntropyWithLogits(root, logits, labels).first);
+    g.AddToCollection(kLosses, loss);
+    train::Adam opt(0.05);
+    train_op = opt.Minimize(root, loss, &step);
+    g.AddToCollection(train::kTrainOp, train_op);
+  }
+};
+
+Tensor Batch(uint32_t seed) { return testing::RandomTensor({4, 6}, seed); }
+Tensor Labels() { return Tensor::FromVector<int32_t>({0, 2, 1, 2}); }
+
+std::filesystem::path TempDir(const char* name) {
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("pf_meta_{}_{}", name, getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+struct Reference {
+  std::string meta, checkpoint;
+  Tensor served;                   // probs on the serving batch at the checkpoint
+  std::vector<float> next_losses;  // the losses of the two steps after the checkpoint
+};
+
+// Trains 5 Adam steps, exports the MetaGraph and a checkpoint, then records what the original
+// gives next: the serving output and two more training steps.
+Reference TrainExportAndContinue(const std::filesystem::path& dir) {
+  Mlp m;
+  Session sess(m.g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(Scope::Root(&m.g))});
+  for (uint32_t i = 0; i < 5; ++i)
+    sess.Run({{m.x, Batch(i)}, {m.labels, Labels()}}, {}, {m.train_op});
+  Saver saver(&m.g, {}, 3);
+  train::ExportMetaGraphOptions opt;
+  opt.saver = &saver;
+  opt.tags = {"serve", "train"};
+  opt.signatures["serving_default"] = {{{"x", m.x}}, {{"probs", m.probs}}};
+  Reference r;
+  r.meta = (dir / "model.meta").string();
+  train::ExportMetaGraph(r.meta, m.g, opt);
+  r.checkpoint = saver.Save(sess, (dir / "model").string(), 5);
+  r.served = sess.Run({{m.x, Batch(99)}}, {m.probs})[0];
+  for (uint32_t i = 5; i < 7; ++i) {
+    auto out = sess.Run({{m.x, Batch(i)}, {m.labels, Labels()}}, {m.loss}, {m.train_op});
+    r.next_losses.push_back(out[0].scalar<float>());
+  }
+  return r;
+}
+
+TEST_CASE("An exported MetaGraph and checkpoint reload in a fresh graph, train on and serve",
+          "[meta_graph]") {
+  auto dir = TempDir("reload");
+  const Reference r = TrainExportAndContinue(dir);
+
+  Graph g;
+  train::ImportedMetaGraph m = train::ImportMetaGraph(r.meta, &g);
+  // 4 weights + global_step + Adam's 8 slots and 2 powers, as the original had.
+  CHECK(GlobalVariables(&g).size() == 15);
+  CHECK(TrainableVariables(&g).size() == 4);
+  CHECK(m.variables.size() == 15);
+  CHECK(m.trainable_variables.size() == 4);
+  CHECK(FindVariable(&g, "dense0/kernel").value().node->name() == "dense0/kernel/read");
+  CHECK_FALSE(FindVariable(&g, "global_step").trainable());
+  CHECK(m.tags == std::vector<std::string>{"serve", "train"});
+  REQUIRE(m.saver != nullptr);
+  CHECK(m.saver->max_to_keep() == 3);
+  REQUIRE(m.train_op().node != nullptr);
+  REQUIRE(m.losses().size() == 1);
+  CHECK(m.losses()[0].node->name() == "loss");
+  CHECK(g.GetCollection(train::kTrainOp).size() == 1);
+
+  Session sess(g);
+  m.saver->Restore(sess, r.checkpoint);
+  const train::Signature& sig = m.signatures.at("serving_default");
+  Tensor served = sess.Run({{sig.inputs.at("x"), Batch(99)}}, {sig.outputs.at("probs")})[0];
+  // The same ops on the same values: equal to the last bits.
+  CHECK(testing::MaxAbsDiff(served, r.served) == 0.0);
+  Output x = FindOutput(g, "x").value(), labels = FindOutput(g, "labels").value();
+  for (uint32_t i = 5; i < 7; ++i) {
+    auto out = sess.Run({{x, Batch(i)}, {labels, Labels()}}, {m.losses()[0]}, {m.train_op()});
+    CHECK(out[0].scalar<float>() == Approx(r.next_losses[i - 5]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("The .meta file is TensorFlow's MetaGraphDef with VariableDefs and a signature",
+          "[meta_graph]") {
+  auto dir = TempDir("format");
+  const Reference r = TrainExportAndContinue(dir);
+  std::ifstream f(r.meta, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  tensorflow::MetaGraphDef def;
+  REQUIRE(def.ParseFromString(ss.str()));
+  CHECK(def.saver_def().max_to_keep() == 3);
+  const auto& vars = def.collection_def().at("trainable_variables").bytes_list().value();
+  REQUIRE(vars.size() == 4);
+  tensorflow::VariableDef vd;
+  REQUIRE(vd.ParseFromString(vars[0]));
+  CHECK(vd.variable_name() == "dense0/kernel:0");
+  CHECK(vd.snapshot_name() == "dense0/kernel/read:0");
+  CHECK(vd.initializer_name() == "dense0/kernel/Assign");
+  CHECK(vd.trainable());
+  CHECK(def.collection_def().at("losses").node_list().value(0) == "loss:0");
+  const auto& sig = def.signature_def().at("serving_default");
+  CHECK(sig.inputs().at("x").name() == "x:0");
+  CHECK(sig.inputs().at("x").tensor_shape().dim(1).size() == 6);
+  CHECK(sig.outputs().at("probs").name() == "probs:0");
+  CHECK(sig.method_name() == "tensorflow/serving/predict");
+}
+
+TEST_CASE("A GraphDef import lists its variables, and a Saver restores them", "[meta_graph]") {
+  auto dir = TempDir("graphdef");
+  const Reference r = TrainExportAndContinue(dir);
+  Mlp original;
+  ExportGraphDef(original.g, (dir / "model.pb").string());
+  Graph g;
+  ImportGraphDef((dir / "model.pb").string(), &g);
+  const std::vector<Variable> vars = GlobalVariables(&g);
+  REQUIRE(vars.size() == 15);
+  CHECK(FindVariable(&g, "dense1/bias").valid());
+  CHECK(FindVariable(&g, "dense1/bias").initializer().node->name() == "dense1/bias/Assign");
+  Session sess(g);
+  Saver(&g).Restore(sess, r.checkpoint);
+  Output x = FindOutput(g, "x").value(), probs = FindOutput(g, "probs").value();
+  CHECK(testing::MaxAbsDiff(sess.Run({{x, Batch(99)}}, {probs})[0], r.served) == 0.0);
+}
+
+TEST_CASE("A Saver on a graph without variables is TensorFlow's 'No variables to save'",
+          "[meta_graph][saver]") {
+  Graph g;
+  ops::Const(Scope::Root(&g), 1.f);
+  CHECK_THROWS_WITH(Saver(&g), Contains("No variables to save"));
+  Graph empty_import;
+  ThrowIfError(ImportGraphDefFromBytes(R"pb(node { name: "c" op: "NoOp" })pb", &empty_import, {},
+                                       /*text=*/true));
+  CHECK_THROWS_WITH(Saver(&empty_import), Contains("No variables to save"));
+}
+
+TEST_CASE("ImportMetaGraph errors name the file and the missing tensor", "[meta_graph]") {
+  Graph g;
+  CHECK_THROWS_WITH(train::ImportMetaGraph("/nonexistent/m.meta", &g),
+                    Contains("/nonexistent/m.meta"));
+  tensorflow::MetaGraphDef def;
+  auto* n = def.mutable_graph_def()->add_node();
+  n->set_name("c");
+  n->set_op("NoOp");
+  (*def.mutable_collection_def())["losses"].mutable_node_list()->add_value("gone:0");
+  auto m = train::ImportMetaGraphFromBytes(def.SerializeAsString(), &g);
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.status().message(), Contains("collection 'losses'") && Contains("gone:0"));
+}
+
+}  // namespace
+}  // namespace pf
