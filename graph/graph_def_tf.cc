@@ -113,6 +113,7 @@ Status SplitIdentityN(const std::set<std::string>& taken, tfp::NodeDef* nd,
   auto t = nd->attr().find("T");
   if (t == nd->attr().end() || t->second.list().type_size() != static_cast<int>(data.size()))
     return errors::InvalidArgument(Where(*nd), ": attr 'T' does not list one type per input");
+  const auto types = t->second.list().type();  // a copy: *nd is replaced below
   std::vector<std::string> control;
   for (const std::string& in : nd->input())
     if (!in.empty() && in[0] == '^') control.push_back(in);
@@ -126,7 +127,7 @@ Status SplitIdentityN(const std::set<std::string>& taken, tfp::NodeDef* nd,
     one.set_device(original.device());
     one.add_input(original.input(data[i]));
     for (const std::string& c : control) one.add_input(c);
-    (*one.mutable_attr())["T"].set_type(t->second.list().type(static_cast<int>(i)));
+    (*one.mutable_attr())["T"].set_type(static_cast<tfp::DataType>(types.Get(static_cast<int>(i))));
     (*renames)[{original.name(), static_cast<int>(i)}] = name;
     if (i == 0)
       *nd = std::move(one);

@@ -111,12 +111,15 @@ std::string Prefixed(const ImportGraphDefOptions& options, const std::string& na
 
 StatusOr<Output> Lookup(const Graph& graph, const ImportGraphDefOptions& options,
                         const std::string& name, const std::string& where) {
-  auto o = FindOutput(graph, Prefixed(options, name));
-  if (!o.ok()) {
+  auto t = ParseTensorName(Prefixed(options, name));
+  Node* n = t.ok() ? graph.FindNode(t->node) : nullptr;
+  // "name" without an index may name an op without outputs (a train op).
+  const bool op = n != nullptr && name.find(':') == std::string::npos;
+  if (n == nullptr || (!op && t->index >= n->num_outputs())) {
     return errors::InvalidArgument("MetaGraph ", where, " names '", name,
                                    "', which is not in the imported graph");
   }
-  return *o;
+  return Output(n, t->index);
 }
 
 // The variables of a VariableDef collection, registered with the graph's variable store.

@@ -6,7 +6,7 @@
 //
 //   // Training process: export once, checkpoint as usual.
 //   pf::Saver saver(&g);
-//   g.AddToCollection(pf::train::kTrainOp, train_op);
+//   g.AddToCollection(pf::train::kTrainOp, train_op.node);
 //   pf::train::ExportMetaGraphOptions opt;
 //   opt.saver = &saver;
 //   opt.signatures["serving_default"] = {{{"x", x}}, {{"probs", probs}}};

@@ -38,7 +38,7 @@ struct Mlp {
     g.AddToCollection(kLosses, loss);
     train::Adam opt(0.05);
     train_op = opt.Minimize(root, loss, &step);
-    g.AddToCollection(train::kTrainOp, train_op);
+    g.AddToCollection(train::kTrainOp, train_op.node);
   }
 };
 
