@@ -279,128 +279,136 @@ TEST_CASE("A TF GraphDef's variables are listed and restored after import",
   }
 }
 
-TEST_CASE("TF ops import rewrites: bad cases name the node", "[graph_def]") {
+// A Sum whose axes are a Placeholder, a VarIsInitializedOp that a node uses, and a Sum over
+// TF's empty axes list.
+constexpr char kAxesFromPlaceholder[] = R"pb(
+  node {
+    name: "x"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "a"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_INT32 }
+    }
+  }
+  node {
+    name: "Sum"
+    op: "Sum"
+    input: "x"
+    input: "a"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "Tidx"
+      value { type: DT_INT32 }
+    }
+    attr {
+      key: "keep_dims"
+      value { b: false }
+    }
+  })pb";
+constexpr char kUsedVarIsInitialized[] = R"pb(
+  node {
+    name: "v"
+    op: "VarHandleOp"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "shape"
+      value { shape { dim { size: 2 } } }
+    }
+  }
+  node { name: "init" op: "VarIsInitializedOp" input: "v" }
+  node {
+    name: "use"
+    op: "Identity"
+    input: "init"
+    attr {
+      key: "T"
+      value { type: DT_BOOL }
+    }
+  })pb";
+constexpr char kEmptyAxes[] = R"pb(
+  node {
+    name: "x"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value {
+        tensor {
+          dtype: DT_FLOAT
+          tensor_shape { dim { size: 2 } }
+          float_val: 1
+          float_val: 2
+        }
+      }
+    }
+  }
+  node {
+    name: "ax"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_INT32 }
+    }
+    attr {
+      key: "value"
+      value {
+        tensor {
+          dtype: DT_INT32
+          tensor_shape { dim { size: 0 } }
+        }
+      }
+    }
+  }
+  node {
+    name: "Sum"
+    op: "Sum"
+    input: "x"
+    input: "ax"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  })pb";
+
+TEST_CASE("TF reduction axes that are not a Const are an error naming the node", "[graph_def]") {
   Graph g;
-  // Axes that are not a Const cannot become placeflow's attr.
-  Status s = ImportGraphDefFromBytes(R"pb(
-                                       node {
-                                         name: "x"
-                                         op: "Placeholder"
-                                         attr {
-                                           key: "dtype"
-                                           value { type: DT_FLOAT }
-                                         }
-                                       }
-                                       node {
-                                         name: "a"
-                                         op: "Placeholder"
-                                         attr {
-                                           key: "dtype"
-                                           value { type: DT_INT32 }
-                                         }
-                                       }
-                                       node {
-                                         name: "Sum"
-                                         op: "Sum"
-                                         input: "x"
-                                         input: "a"
-                                         attr {
-                                           key: "T"
-                                           value { type: DT_FLOAT }
-                                         }
-                                         attr {
-                                           key: "Tidx"
-                                           value { type: DT_INT32 }
-                                         }
-                                         attr {
-                                           key: "keep_dims"
-                                           value { b: false }
-                                         }
-                                       })pb",
-                                     &g, {}, true);
+  Status s = ImportGraphDefFromBytes(kAxesFromPlaceholder, &g, {}, /*text=*/true);
   CHECK(s.code() == Code::kUnimplemented);
   CHECK_THAT(s.message(), Contains("'Sum' (op: 'Sum')") && Contains("must come from a Const"));
-  // A VarIsInitializedOp someone uses.
-  Graph g2;
-  s = ImportGraphDefFromBytes(R"pb(
-                                node {
-                                  name: "v"
-                                  op: "VarHandleOp"
-                                  attr {
-                                    key: "dtype"
-                                    value { type: DT_FLOAT }
-                                  }
-                                  attr {
-                                    key: "shape"
-                                    value { shape { dim { size: 2 } } }
-                                  }
-                                }
-                                node { name: "init" op: "VarIsInitializedOp" input: "v" }
-                                node {
-                                  name: "use"
-                                  op: "Identity"
-                                  input: "init"
-                                  attr {
-                                    key: "T"
-                                    value { type: DT_BOOL }
-                                  }
-                                })pb",
-                              &g2, {}, true);
+}
+
+TEST_CASE("A TF VarIsInitializedOp in use is an error naming it and its user", "[graph_def]") {
+  Graph g;
+  Status s = ImportGraphDefFromBytes(kUsedVarIsInitialized, &g, {}, /*text=*/true);
   CHECK(s.code() == Code::kUnimplemented);
   CHECK_THAT(s.message(), Contains("'init' (op: 'VarIsInitializedOp')") && Contains("'use'"));
-  // TF's empty axes reduce nothing: an Identity.
-  Graph g3;
-  ThrowIfError(ImportGraphDefFromBytes(R"pb(
-                                         node {
-                                           name: "x"
-                                           op: "Const"
-                                           attr {
-                                             key: "dtype"
-                                             value { type: DT_FLOAT }
-                                           }
-                                           attr {
-                                             key: "value"
-                                             value {
-                                               tensor {
-                                                 dtype: DT_FLOAT
-                                                 tensor_shape { dim { size: 2 } }
-                                                 float_val: 1
-                                                 float_val: 2
-                                               }
-                                             }
-                                           }
-                                         }
-                                         node {
-                                           name: "ax"
-                                           op: "Const"
-                                           attr {
-                                             key: "dtype"
-                                             value { type: DT_INT32 }
-                                           }
-                                           attr {
-                                             key: "value"
-                                             value {
-                                               tensor {
-                                                 dtype: DT_INT32
-                                                 tensor_shape { dim { size: 0 } }
-                                               }
-                                             }
-                                           }
-                                         }
-                                         node {
-                                           name: "Sum"
-                                           op: "Sum"
-                                           input: "x"
-                                           input: "ax"
-                                           attr {
-                                             key: "T"
-                                             value { type: DT_FLOAT }
-                                           }
-                                         })pb",
-                                       &g3, {}, true));
-  CHECK(g3.FindNode("Sum")->op() == "Identity");
-  Session sess(g3);
-  CHECK(sess.RunNamed({}, {"Sum"})[0].flat<float>()[1] == 2.f);
+}
+
+TEST_CASE("A TF reduction over no axes imports as an Identity", "[graph_def]") {
+  Graph g;
+  ThrowIfError(ImportGraphDefFromBytes(kEmptyAxes, &g, {}, /*text=*/true));
+  CHECK(g.FindNode("Sum")->op() == "Identity");
+  Session sess(g);
+  Tensor got = sess.RunNamed({}, {"Sum"})[0];
+  CHECK(got.shape() == Shape({2}));
+  CHECK(got.flat<float>()[1] == 2.f);
 }
 
 }  // namespace
