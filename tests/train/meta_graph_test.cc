@@ -4,6 +4,7 @@
 // plain GraphDef import lists its variables; a Saver of nothing is TensorFlow's error.
 #include "placeflow/train/meta_graph.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "placeflow/graph/graph_def.h"
@@ -116,6 +117,42 @@ TEST_CASE("An exported MetaGraph and checkpoint reload in a fresh graph, train o
     auto out = sess.Run({{x, Batch(i)}, {labels, Labels()}}, {m.losses()[0]}, {m.train_op()});
     CHECK(out[0].scalar<float>() == Approx(r.next_losses[i - 5]).epsilon(1e-6));
   }
+}
+
+// Run by the next test in a child process: reloads the exported model there, then records
+// what it serves and the losses of two more training steps.
+TEST_CASE("child: reload a MetaGraph in a fresh process", "[.][meta_graph_child]") {
+  const char* dir = std::getenv("PF_META_CHILD_DIR");
+  REQUIRE(dir != nullptr);
+  Graph g;
+  train::ImportedMetaGraph m = train::ImportMetaGraph(std::string(dir) + "/model.meta", &g);
+  Session sess(g);
+  m.saver->Restore(sess, Saver::LatestCheckpoint(dir));
+  const train::Signature& sig = m.signatures.at("serving_default");
+  std::map<std::string, Tensor> out;
+  out["served"] = sess.Run({{sig.inputs.at("x"), Batch(99)}}, {sig.outputs.at("probs")})[0];
+  Output x = FindOutput(g, "x").value(), labels = FindOutput(g, "labels").value();
+  std::vector<float> losses;
+  for (uint32_t i = 5; i < 7; ++i) {
+    auto r = sess.Run({{x, Batch(i)}, {labels, Labels()}}, {m.losses()[0]}, {m.train_op()});
+    losses.push_back(r[0].scalar<float>());
+  }
+  out["losses"] = Tensor::FromVector<float>(losses);
+  ThrowIfError(WriteSafetensors(std::string(dir) + "/child.safetensors", out));
+}
+
+TEST_CASE("An exported MetaGraph and checkpoint reload in a fresh process", "[meta_graph]") {
+  auto dir = TempDir("child");
+  const Reference r = TrainExportAndContinue(dir);
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd =
+      fmt::format("PF_META_CHILD_DIR='{}' '{}' '[meta_graph_child]' > '{}' 2>&1", dir.string(),
+                  self, (dir / "child.log").string());
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  auto got = ReadSafetensors((dir / "child.safetensors").string()).ValueOrThrow();
+  CHECK(testing::MaxAbsDiff(got.at("served"), r.served) == 0.0);
+  for (int i = 0; i < 2; ++i)
+    CHECK(got.at("losses").flat<float>()[i] == Approx(r.next_losses[i]).epsilon(1e-6));
 }
 
 TEST_CASE("The .meta file is TensorFlow's MetaGraphDef with VariableDefs and a signature",
