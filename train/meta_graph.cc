@@ -147,17 +147,24 @@ Status ImportVariables(const tfp::CollectionDef& c, const std::string& key,
     const bool trainable = vd.trainable() || key == kTrainableVariables;
     vars->push_back(RegisterImportedVariable(graph, ref.node, read, init, trainable));
   }
-  std::vector<Output> refs;
-  for (const Variable& v : *vars) refs.push_back(v.ref());
-  graph->SetCollection(key, std::move(refs));
   return Status();
 }
 
+// A collection's entries from before the import, then the MetaGraph's (as TensorFlow's
+// import_meta_graph adds to the graph's collections).
+using Collections = std::map<std::string, std::vector<Output>>;
+void SetAfter(const Collections& before, const std::string& key, std::vector<Output> imported,
+              Graph* graph) {
+  std::vector<Output> all = before.count(key) ? before.at(key) : std::vector<Output>{};
+  all.insert(all.end(), imported.begin(), imported.end());
+  graph->SetCollection(key, std::move(all));
+}
+
 Status ImportCollections(const tfp::MetaGraphDef& m, const ImportGraphDefOptions& options,
-                         Graph* graph, ImportedMetaGraph* out) {
+                         const Collections& before, Graph* graph, ImportedMetaGraph* out) {
   // The plain import put every variable in "variables"; the MetaGraph says exactly which.
   for (const char* key : {kGlobalVariables, kTrainableVariables, kLocalVariables})
-    if (!m.collection_def().count(key)) graph->SetCollection(key, {});
+    if (!m.collection_def().count(key)) SetAfter(before, key, {}, graph);
   // Trainable first: registering a global variable needs to know whether it trains.
   std::vector<std::string> keys;
   for (const auto& [key, c] : m.collection_def()) keys.push_back(key);
@@ -169,6 +176,9 @@ Status ImportCollections(const tfp::MetaGraphDef& m, const ImportGraphDefOptions
     if (IsVariableKey(key) && c.has_bytes_list()) {
       std::vector<Variable> vars;
       PF_RETURN_IF_ERROR(ImportVariables(c, key, options, graph, &vars));
+      std::vector<Output> refs;
+      for (const Variable& v : vars) refs.push_back(v.ref());
+      SetAfter(before, key, std::move(refs), graph);
       if (key == kTrainableVariables) {
         for (const Variable& v : vars) trainable.insert(v.ref().node);
         out->trainable_variables = vars;
@@ -183,7 +193,7 @@ Status ImportCollections(const tfp::MetaGraphDef& m, const ImportGraphDefOptions
       PF_ASSIGN_OR_RETURN(values.emplace_back(),
                           Lookup(*graph, options, name, "collection '" + key + "'"));
     }
-    graph->SetCollection(key, values);
+    SetAfter(before, key, values, graph);
     out->collections[key] = std::move(values);
   }
   // A global variable's trainable flag is its membership of "trainable_variables".
@@ -249,10 +259,14 @@ StatusOr<ImportedMetaGraph> ImportMetaGraphFromBytes(std::string_view bytes, Gra
                 (text ? google::protobuf::TextFormat::ParseFromString(std::string(bytes), &m)
                       : m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
   if (!parsed) return errors::DataLoss("cannot parse a MetaGraphDef from ", bytes.size(), " bytes");
+  Collections before;
+  for (const char* key : {kGlobalVariables, kTrainableVariables, kLocalVariables})
+    before[key] = graph->GetCollection(key);
+  for (const auto& [key, c] : m.collection_def()) before[key] = graph->GetCollection(key);
   PF_RETURN_IF_ERROR(ImportGraphDefProto(m.graph_def(), graph, options));
   ImportedMetaGraph out;
   out.tags.assign(m.meta_info_def().tags().begin(), m.meta_info_def().tags().end());
-  PF_RETURN_IF_ERROR(ImportCollections(m, options, graph, &out));
+  PF_RETURN_IF_ERROR(ImportCollections(m, options, before, graph, &out));
   PF_RETURN_IF_ERROR(ImportSignatures(m, options, *graph, &out));
   if (!out.variables.empty()) {
     const int keep =

@@ -198,6 +198,23 @@ TEST_CASE("A GraphDef import lists its variables, and a Saver restores them", "[
   CHECK(testing::MaxAbsDiff(sess.Run({{x, Batch(99)}}, {probs})[0], r.served) == 0.0);
 }
 
+TEST_CASE("ImportMetaGraph with a prefix adds to the graph's own collections", "[meta_graph]") {
+  auto dir = TempDir("prefix");
+  const Reference r = TrainExportAndContinue(dir);
+  Graph g;
+  Variable own = GetVariable(Scope::Root(&g), "own", {2}, init::Zeros());
+  ImportGraphDefOptions opt;
+  opt.prefix = "imported";
+  train::ImportedMetaGraph m = train::ImportMetaGraph(r.meta, &g, opt);
+  CHECK(GlobalVariables(&g).size() == 16);
+  CHECK(GlobalVariables(&g)[0].name() == "own");
+  CHECK(TrainableVariables(&g).size() == 5);
+  CHECK(m.variables.size() == 15);
+  CHECK(m.variables[1].name().rfind("imported/", 0) == 0);
+  CHECK(m.signatures.at("serving_default").inputs.at("x").node->name() == "imported/x");
+  CHECK(m.train_op().node->name().rfind("imported/", 0) == 0);
+}
+
 TEST_CASE("A Saver on a graph without variables is TensorFlow's 'No variables to save'",
           "[meta_graph][saver]") {
   Graph g;
