@@ -12,6 +12,8 @@ Writes, into the folder:
   convnet.pb       a small conv net: Conv2D, BiasAdd, Relu, MaxPool, Reshape, MatMul, Softmax
   consts.pb        one Const of each dtype placeflow has, each behind an Identity
   consts_unsupported.pb  Consts of dtypes placeflow does not have (int8, int16, uint16)
+  mlp_resource.meta  mlp_resource as tf.compat.v1.train.export_meta_graph writes it (collections
+                   "variables", "trainable_variables" of VariableDefs, "losses"; no Saver)
   expected.json    per GraphDef: its init target, the feeds (values) and TensorFlow's fetched
                    values, and the (name, op) of every node (TensorFlow's default names)
 Variables start from Consts (tf.constant_initializer with fixed arrays), so running the
@@ -76,6 +78,7 @@ def mlp(use_resource):
         tf.identity(pair[1], name="pair_loss")
         tf.identity(tf.stop_gradient(h) * 2.0, name="scaled")  # StopGradient, mul
         tf.group(pair[0], pair[1], name="done")
+        tf1.add_to_collection(tf1.GraphKeys.LOSSES, loss)
         tf1.global_variables_initializer()  # "init"
     feeds = {"x:0": rng.uniform(-1, 1, (5, 8)).astype(np.float32),
              "labels:0": np.array([0, 3, 1, 2, 3], np.int32)}
@@ -151,6 +154,8 @@ def main(out):
             "fetches": {k: values_of(v) for k, v in zip(fetches, got)},
             "nodes": [[op.name, op.type] for op in g.get_operations()],
         }
+    g, _, _ = cases["mlp_resource"]
+    tf1.train.export_meta_graph(filename=os.path.join(out, "mlp_resource.meta"), graph=g)
     g, _, _ = consts(UNSUPPORTED)
     with open(os.path.join(out, "consts_unsupported.pb"), "wb") as f:
         f.write(g.as_graph_def().SerializeToString())

@@ -215,6 +215,42 @@ TEST_CASE("ImportMetaGraph with a prefix adds to the graph's own collections", "
   CHECK(m.train_op().node->name().rfind("imported/", 0) == 0);
 }
 
+TEST_CASE("A MetaGraph written by TensorFlow imports with its resource variables",
+          "[meta_graph][tf_fixture]") {
+  // tests/data/make_tf_graphdef_fixtures.py: tf.compat.v1.train.export_meta_graph of an MLP.
+  const std::string path =
+      std::string(PF_SOURCE_DIR) + "/tests/data/tf_graphdefs/mlp_resource.meta";
+  Graph g;
+  train::ImportedMetaGraph m = train::ImportMetaGraph(path, &g);
+  REQUIRE(m.variables.size() == 4);
+  CHECK(m.trainable_variables.size() == 4);
+  CHECK(TrainableVariables(&g).size() == 4);
+  const Variable& k = m.variables[0];
+  CHECK(k.name() == "dense0/kernel");
+  CHECK(k.shape() == Shape({8, 16}));
+  CHECK(k.value().node->name() == "dense0/kernel/Read/ReadVariableOp");
+  CHECK(k.initializer().node->name() == "dense0/kernel/Assign");
+  REQUIRE(m.losses().size() == 1);
+  CHECK(m.losses()[0].node->name() == "loss");
+  REQUIRE(m.saver != nullptr);  // no SaverDef in the file: TensorFlow's default max_to_keep
+  CHECK(m.saver->max_to_keep() == 5);
+  // TF's initial values (Consts), saved and restored into a second import: the same outputs.
+  auto dir = TempDir("tfmeta");
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(Scope::Root(&g))});
+  const std::string ckpt = m.saver->Save(sess, (dir / "model").string(), 1);
+  Tensor x = testing::RandomTensor({3, 8}, 7);
+  Tensor probs = sess.RunNamed({{"x", x}}, {"probs"})[0];
+  Graph g2;
+  train::ImportedMetaGraph m2 = train::ImportMetaGraph(path, &g2);
+  Session sess2(g2);
+  m2.saver->Restore(sess2, ckpt);
+  CHECK(testing::MaxAbsDiff(sess2.RunNamed({{"x", x}}, {"probs"})[0], probs) == 0.0);
+  Tensor uniform(DT_FLOAT, {3, 4});
+  for (float& v : uniform.flat<float>()) v = 0.25f;
+  CHECK(testing::MaxAbsDiff(probs, uniform) > 0.01);  // the weights were restored, not zeros
+}
+
 TEST_CASE("A Saver on a graph without variables is TensorFlow's 'No variables to save'",
           "[meta_graph][saver]") {
   Graph g;
