@@ -123,7 +123,9 @@ TEST_CASE("An exported MetaGraph and checkpoint reload in a fresh graph, train o
 // what it serves and the losses of two more training steps.
 TEST_CASE("child: reload a MetaGraph in a fresh process", "[.][meta_graph_child]") {
   const char* dir = std::getenv("PF_META_CHILD_DIR");
-  REQUIRE(dir != nullptr);
+  // A run of the whole binary with only exclusions ("~[gpu]") selects hidden tests too: then
+  // there is no parent and nothing to do.
+  if (dir == nullptr) return;
   Graph g;
   train::ImportedMetaGraph m = train::ImportMetaGraph(std::string(dir) + "/model.meta", &g);
   Session sess(g);
