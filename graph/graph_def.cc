@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/graph/graph_def_tf.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/proto_codecs.h"
 #include "placeflow/graph/scope.h"
+#include "placeflow/graph/variable.h"
 #include "placeflow/io/proto/graph.pb.h"
 
 namespace pf {
@@ -347,9 +349,24 @@ Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
                      : def.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   if (!parsed || bytes.size() > INT32_MAX)
     return errors::DataLoss("cannot parse a GraphDef from ", bytes.size(), " bytes");
+  return ImportGraphDefProto(std::move(def), graph, options);
+}
+
+Status ImportGraphDefProto(tfp::GraphDef def, Graph* graph, const ImportGraphDefOptions& options) {
+  PF_RETURN_IF_ERROR(internal::RewriteTensorFlowNodes(&def));
   InputRefs inputs;
   PF_ASSIGN_OR_RETURN(std::vector<int> order, InputsFirst(def, &inputs));
   for (int i : order) PF_RETURN_IF_ERROR(ImportOne(def.node(i), options, graph, inputs));
+  // The imported variables join the graph's variable collections (a GraphDef has none:
+  // floating-point variables count as trainable; ImportMetaGraph sets both lists exactly).
+  for (const tfp::NodeDef& nd : def.node()) {
+    Node* n = graph->FindNode(ImportedName(options, nd.name()));
+    if (n == nullptr || !n->op_def().is_variable()) continue;
+    graph->AddToCollection(kGlobalVariables, n);
+    const DType t = n->output_dtype(0);
+    if (t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16)
+      graph->AddToCollection(kTrainableVariables, n);
+  }
   return Status();
 }
 

@@ -55,6 +55,14 @@ struct ImportGraphDefOptions {
 Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
                                const ImportGraphDefOptions& options = {}, bool text = false);
 
+// The same from a parsed GraphDef (a MetaGraphDef's graph_def). TensorFlow's ops that placeflow
+// has under other names are rewritten first (graph/graph_def_tf.h: AddV2, resource variables,
+// reductions with an axes input, IdentityN). Imported variables join the graph's "variables"
+// collection, floating-point ones also "trainable_variables", so GlobalVariables(&g) and a
+// Saver see them.
+Status ImportGraphDefProto(tensorflow::GraphDef def, Graph* graph,
+                           const ImportGraphDefOptions& options = {});
+
 // The public forms: throw pf::Error (NotFound / DataLoss naming the file for I/O and parse
 // failures).
 void ExportGraphDef(const Graph& graph, const std::string& path,

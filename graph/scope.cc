@@ -16,6 +16,32 @@ std::string Join(const std::string& prefix, std::string_view name) {
   return prefix.empty() ? std::string(name) : prefix + "/" + std::string(name);
 }
 
+// The name TensorFlow's Python API gives an unnamed node of op `op`: the op type ("MatMul",
+// "Relu", "Sum"), except the ops Python builds through operators and snake_case wrappers
+// (`x + y` is "add", tf.concat is "concat"), so graphs built here and in TensorFlow name their
+// nodes alike and GraphDefs exchanged both ways keep their names.
+std::string_view TfDefaultName(std::string_view op) {
+  static constexpr std::pair<std::string_view, std::string_view> kSnakeCase[] = {
+      {"Add", "add"},
+      {"AddV2", "add"},
+      {"Sub", "sub"},
+      {"Mul", "mul"},
+      {"Div", "truediv"},
+      {"RealDiv", "truediv"},
+      {"Pow", "pow"},
+      {"Concat", "concat"},
+      {"ConcatV2", "concat"},
+      {"Split", "split"},
+      {"Transpose", "transpose"},
+      {"OneHot", "one_hot"},
+      {"ZerosLike", "zeros_like"},
+      {"OnesLike", "ones_like"},
+  };
+  for (const auto& [type, name] : kSnakeCase)
+    if (type == op) return name;
+  return op;
+}
+
 }  // namespace
 
 Scope Scope::Root(Graph* graph) { return Scope(graph); }
@@ -110,7 +136,9 @@ std::string Scope::GetUniqueNameForOp(std::string_view default_name) const {
 std::string Scope::Qualify(std::string_view name) const { return Join(name_scope_, name); }
 
 NodeBuilder::NodeBuilder(const Scope& scope, std::string_view op, std::string_view default_name)
-    : scope_(scope), op_(op), default_name_(default_name.empty() ? op : default_name) {}
+    : scope_(scope),
+      op_(op),
+      default_name_(default_name.empty() ? TfDefaultName(op) : default_name) {}
 
 NodeBuilder& NodeBuilder::Input(Output o) {
   args_.push_back({false, {o}});

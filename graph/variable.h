@@ -38,6 +38,8 @@ class Variable {
  private:
   friend Variable GetVariable(const Scope&, const std::string&, const Shape&, Initializer, DType,
                               bool);
+  // A variable that already is in the graph (imported from a GraphDef or MetaGraph).
+  friend Variable AdoptVariable(Node* ref, Output read, Operation initializer, bool trainable);
   std::string name_;
   Output ref_;
   Output read_;

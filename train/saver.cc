@@ -245,6 +245,8 @@ Saver::VarList::VarList(const std::map<std::string, Variable>& by_name) {
 Saver::Saver(Graph* graph, VarList vars, int max_to_keep)
     : vars_(std::move(vars.vars_)), names_(std::move(vars.names_)), max_to_keep_(max_to_keep) {
   if (vars_.empty()) vars_ = GlobalVariables(graph);
+  // TensorFlow's tf.train.Saver() raises the same: a Saver of nothing would "restore" silently.
+  if (vars_.empty()) throw Error(errors::InvalidArgument("No variables to save"));
   if (names_.empty()) {
     for (const Variable& v : vars_) names_.push_back(v.name());
   }

@@ -62,7 +62,12 @@ class Saver {
     std::vector<std::string> names_;  // checkpoint names, parallel to vars_; empty: var names
   };
 
+  // Throws pf::Error (InvalidArgument "No variables to save", as TensorFlow) when the list is
+  // empty and the graph has no global variables.
   explicit Saver(Graph* graph, VarList vars = {}, int max_to_keep = 5);
+
+  const std::vector<Variable>& variables() const { return vars_; }
+  int max_to_keep() const { return max_to_keep_; }
 
   // Writes "<prefix>-<global_step>.safetensors" ("<prefix>.safetensors" when global_step < 0),
   // records it in "<dir>/checkpoint" and deletes the oldest beyond max_to_keep, counting the

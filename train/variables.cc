@@ -7,12 +7,18 @@
 #include "placeflow/ops/ops.h"
 
 namespace pf {
+
+// Graph/variable.h's friend: a Variable handle for nodes already in the graph.
+Variable AdoptVariable(Node* ref, Output read, Operation initializer, bool trainable);
+
 namespace {
 
 struct VariableStore {
   std::map<std::string, Variable> by_name;
   std::vector<std::string> order;
 };
+
+void AdoptImported(Graph* g, VariableStore* store);
 
 Output FillWith(const Scope& s, const Shape& shape, DType dtype, double value) {
   std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
@@ -91,6 +97,7 @@ Variable GetVariable(const Scope& scope, const std::string& name, const Shape& s
   }
   Graph* g = scope.graph();
   auto* store = g->GetOrCreateExtension<VariableStore>();
+  AdoptImported(g, store);
   const std::string full =
       scope.variable_scope().empty() ? name : scope.variable_scope() + "/" + name;
   const Reuse reuse = scope.reuse();
@@ -152,9 +159,64 @@ Variable GetVariable(const Scope& scope, const std::string& name, const Shape& s
   return v;
 }
 
+Variable AdoptVariable(Node* ref, Output read, Operation initializer, bool trainable) {
+  Variable v;
+  v.name_ = ref->name();
+  v.ref_ = ref;
+  v.read_ = read;
+  v.initializer_ = initializer;
+  v.trainable_ = trainable;
+  return v;
+}
+
 namespace {
+
+// An imported variable's value: "<name>/read" (TensorFlow's name), else an Identity reading it
+// (a resource variable's ReadVariableOp), else a new "<name>/read".
+Output FindRead(Graph* g, Node* ref) {
+  Node* n = g->FindNode(ref->name() + "/read");
+  if (n != nullptr && n->op() == "Identity" && n->input(0).node == ref) return n;
+  for (const Edge& e : ref->out_edges())
+    if (!e.IsControl() && e.dst->op() == "Identity") return e.dst;
+  Scope s = Scope::Root(g).WithExactNameScope("").ColocateWith(ref);
+  return ops::Identity(s.WithOpName(ref->name() + "/read"), ref);
+}
+
+// An imported variable's initializer: "<name>/Assign", else an Assign to it under its name.
+Operation FindInitializer(Graph* g, Node* ref) {
+  Node* n = g->FindNode(ref->name() + "/Assign");
+  if (n != nullptr && n->op() == "Assign" && n->input(0).node == ref) return n;
+  for (const Edge& e : ref->out_edges()) {
+    if (!e.IsControl() && e.dst_input == 0 && e.dst->op() == "Assign" &&
+        e.dst->name().rfind(ref->name() + "/", 0) == 0)
+      return e.dst;
+  }
+  return Operation();
+}
+
+bool InCollection(Graph* g, const char* key, const Node* n) {
+  for (const Output& o : g->GetCollection(key))
+    if (o.node == n) return true;
+  return false;
+}
+
+// Variables that entered the graph's collections without GetVariable (ImportGraphDef) join the
+// store, so lookups, savers and reuse see them.
+void AdoptImported(Graph* g, VariableStore* store) {
+  for (const char* key : {kGlobalVariables, kLocalVariables}) {
+    for (const Output& o : g->GetCollection(key)) {
+      Node* n = o.node;
+      if (store->by_name.count(n->name()) || !n->op_def().is_variable()) continue;
+      store->by_name[n->name()] = AdoptVariable(n, FindRead(g, n), FindInitializer(g, n),
+                                                InCollection(g, kTrainableVariables, n));
+      store->order.push_back(n->name());
+    }
+  }
+}
+
 std::vector<Variable> FromCollection(Graph* g, const char* key) {
   auto* store = g->GetOrCreateExtension<VariableStore>();
+  AdoptImported(g, store);
   std::vector<Variable> out;
   for (const Output& o : g->GetCollection(key)) {
     auto it = store->by_name.find(o.node->name());
@@ -187,6 +249,7 @@ std::vector<Variable> TrainableVariables(Graph* g) {
 
 Variable FindVariable(Graph* g, const std::string& name) {
   auto* store = g->GetOrCreateExtension<VariableStore>();
+  AdoptImported(g, store);
   auto it = store->by_name.find(name);
   return it == store->by_name.end() ? Variable() : it->second;
 }
@@ -194,7 +257,8 @@ Variable FindVariable(Graph* g, const std::string& name) {
 Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars,
                                const std::string& name) {
   std::vector<Operation> deps;
-  for (const Variable& v : vars) deps.push_back(v.initializer());
+  for (const Variable& v : vars)
+    if (v.initializer().node != nullptr) deps.push_back(v.initializer());
   return ops::NoOp(scope.WithOpName(name).WithControlDependencies(deps));
 }
 
@@ -204,6 +268,26 @@ Operation GlobalVariablesInitializer(const Scope& scope) {
 
 Operation LocalVariablesInitializer(const Scope& scope) {
   return VariablesInitializer(scope, LocalVariables(scope.graph()), "init_local");
+}
+
+}  // namespace pf
+
+namespace pf {
+
+Variable RegisterImportedVariable(Graph* graph, Node* ref, Output read, Operation initializer,
+                                  bool trainable) {
+  if (ref == nullptr || !ref->op_def().is_variable()) {
+    throw Error(errors::InvalidArgument("RegisterImportedVariable: '",
+                                        ref ? ref->name() : std::string("null"),
+                                        "' is not a variable node"));
+  }
+  auto* store = graph->GetOrCreateExtension<VariableStore>();
+  if (!store->by_name.count(ref->name())) store->order.push_back(ref->name());
+  Variable v =
+      AdoptVariable(ref, read.node ? read : FindRead(graph, ref),
+                    initializer.node ? initializer : FindInitializer(graph, ref), trainable);
+  store->by_name[ref->name()] = v;
+  return v;
 }
 
 }  // namespace pf

@@ -46,7 +46,16 @@ Variable GetVariable(const Scope& scope, const std::string& name, const Shape& s
 Variable LocalVariable(const Scope& scope, const std::string& name, const Shape& shape,
                        Initializer initializer = nullptr, DType dtype = DT_FLOAT);
 
-// The variables of a graph in creation order.
+// Registers a variable that is already in the graph (imported from a GraphDef or MetaGraph):
+// `ref` its Variable node, `read` its value and `initializer` the op that initialises it (null:
+// found by TensorFlow's names, "<name>/read" and "<name>/Assign"). GlobalVariables and the
+// other lookups adopt the variables of an imported graph's collections this way by themselves;
+// ImportMetaGraph calls it with the MetaGraph's VariableDefs. Throws pf::Error (InvalidArgument)
+// when `ref` is not a variable node.
+Variable RegisterImportedVariable(Graph* graph, Node* ref, Output read = {},
+                                  Operation initializer = {}, bool trainable = true);
+
+// The variables of a graph in creation order (imported ones included: see above).
 std::vector<Variable> GlobalVariables(Graph* graph);
 std::vector<Variable> LocalVariables(Graph* graph);
 std::vector<Variable> TrainableVariables(Graph* graph);
