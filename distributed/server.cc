@@ -33,18 +33,10 @@ class Master final : public rpc::MasterService::CallbackService {
     resp->set_job(job_);
     resp->set_task(task_);
     // Every other task answers GetStatus (waiting for it to come up, until the deadline).
-    struct Poll {
-      std::string name, address;
-      grpc::ClientContext ctx;
-      rpc::GetStatusRequest req;
-      rpc::GetStatusResponse resp;
-      std::unique_ptr<rpc::WorkerService::Stub> stub;
-      Status status;
-    };
-    struct State {
-      std::vector<std::unique_ptr<Poll>> polls;
-      std::atomic<int> remaining{0};
-    };
+    if (Status s = OtherTasksHaveRealPorts(); !s.ok()) {
+      reactor->Finish(ToGrpc(s));
+      return reactor;
+    }
     auto state = std::make_shared<State>();
     const double wait_s = std::clamp(req->wait_s(), 0.1, 24 * 3600.0);
     for (const auto& [job, tasks] : cluster_.jobs()) {
@@ -53,13 +45,6 @@ class Master final : public rpc::MasterService::CallbackService {
         auto poll = std::make_unique<Poll>();
         poll->name = fmt::format("/job:{}/replica:0/task:{}", job, i);
         poll->address = tasks[i];
-        if (tasks[i].ends_with(":0")) {  // it would be waited for until wait_s, in vain
-          reactor->Finish(ToGrpc(errors::InvalidArgument(
-              "Task ", poll->name, " has port 0 in the cluster spec (", tasks[i],
-              "): only a server can bind port 0, for itself; the other tasks need its real "
-              "port")));
-          return reactor;
-        }
         auto channel = NewChannel(tasks[i], options_);
         if (!channel.ok()) {
           reactor->Finish(ToGrpc(channel.status()));
@@ -109,6 +94,35 @@ class Master final : public rpc::MasterService::CallbackService {
   }
 
  private:
+  // One other task's GetStatus call, and all of them.
+  struct Poll {
+    std::string name, address;
+    grpc::ClientContext ctx;
+    rpc::GetStatusRequest req;
+    rpc::GetStatusResponse resp;
+    std::unique_ptr<rpc::WorkerService::Stub> stub;
+    Status status;
+  };
+  struct State {
+    std::vector<std::unique_ptr<Poll>> polls;
+    std::atomic<int> remaining{0};
+  };
+
+  // A task at port 0 would be waited for until the deadline, in vain.
+  Status OtherTasksHaveRealPorts() const {
+    for (const auto& [job, tasks] : cluster_.jobs()) {
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        if ((job != job_ || static_cast<int>(i) != task_) && tasks[i].ends_with(":0")) {
+          return errors::InvalidArgument(
+              "Task /job:", job, "/replica:0/task:", i, " has port 0 in the cluster spec (",
+              tasks[i],
+              "): only a server can bind port 0, for itself; the other tasks need its real port");
+        }
+      }
+    }
+    return Status::OK();
+  }
+
   ClusterSpec cluster_;
   Worker* local_;
   std::string job_;

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "placeflow/core/logging.h"
-#include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/everyday_ops.h"
+#include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/gradients.h"
 
