@@ -1,9 +1,10 @@
-// Reductions: Sum Mean Prod Max Min over axes (keep_dims), ArgMax, and AddN. Sum/Mean/Prod/Max/
-// Min take TF's real number types (docs/api.md "Dtypes"): integers accumulate in their own type
-// (wrapping around, as TF's), half and bfloat16 in float, rounded once at the end.
+// Reductions: Sum Mean Prod Max Min over axes (keep_dims), ArgMax and ArgMin, and AddN.
+// Sum/Mean/Prod/Max/Min take TF's real number types (docs/api.md "Dtypes"): integers accumulate in
+// their own type (wrapping around, as TF's), half and bfloat16 in float, rounded once at the end.
 #include "placeflow/ops/math/reduction_ops.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -212,11 +213,11 @@ PF_REDUCE_KERNELS("Max", MaxR, false);
 PF_REGISTER_OP(ReduceDef("Min").SetGradient(MaxMinGrad));
 PF_REDUCE_KERNELS("Min", MinR, false);
 
-// ---- ArgMax ----
-template <typename T, typename Index>
-class ArgMaxOp : public OpKernel {
+// ---- ArgMax, ArgMin: the first index of the largest (smallest) value along `axis` ----
+template <typename T, typename Index, typename Better>
+class ArgOp : public OpKernel {
  public:
-  explicit ArgMaxOp(const Node& n) : OpKernel(n), axis_(n.attr<int64_t>("axis")) {}
+  explicit ArgOp(const Node& n) : OpKernel(n), axis_(n.attr<int64_t>("axis")) {}
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
@@ -233,7 +234,7 @@ class ArgMaxOp : public OpKernel {
         const T* base = x + o * n * inner + i;
         int64_t best = 0;
         for (int64_t r = 1; r < n; ++r) {
-          if (base[r * inner] > base[best * inner]) best = r;
+          if (Better()(base[r * inner], base[best * inner])) best = r;
         }
         y[t] = static_cast<Index>(best);
       }
@@ -245,34 +246,41 @@ class ArgMaxOp : public OpKernel {
   int64_t axis_;
 };
 
-PF_REGISTER_OP(OpDef("ArgMax")
-                   .Input("input", "T")
-                   .Output("output", "output_type")
-                   .Attr("axis", int64_t{0})
-                   .TypeAttr("T", kNumberTypes)
-                   .TypeAttr("output_type", kIndexTypes, DT_INT64)
-                   .SetNotDifferentiable()
-                   .SetShapeFn([](ShapeContext& c) {
-                     Shape in = c.input(0);
-                     if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
-                     PF_ASSIGN_OR_RETURN(int axis, ArgMaxAxis(in, c.attr<int64_t>("axis")));
-                     in.RemoveDim(axis);
-                     c.set_output(0, in);
-                     return Status::OK();
-                   }));
-#define PF_ARGMAX_KERNELS(T)                                         \
-  PF_REGISTER_KERNEL(KernelDef("ArgMax", kDeviceCpu)                 \
+OpDef ArgDef(const char* name) {
+  return OpDef(name)
+      .Input("input", "T")
+      .Output("output", "output_type")
+      .Attr("axis", int64_t{0})
+      .TypeAttr("T", kNumberTypes)
+      .TypeAttr("output_type", kIndexTypes, DT_INT64)
+      .SetNotDifferentiable()
+      .SetShapeFn([](ShapeContext& c) {
+        Shape in = c.input(0);
+        if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
+        PF_ASSIGN_OR_RETURN(int axis, ArgMaxAxis(in, c.attr<int64_t>("axis")));
+        in.RemoveDim(axis);
+        c.set_output(0, in);
+        return Status::OK();
+      });
+}
+PF_REGISTER_OP(ArgDef("ArgMax"));
+PF_REGISTER_OP(ArgDef("ArgMin"));
+#define PF_ARG_KERNELS(NAME, T, BETTER)                              \
+  PF_REGISTER_KERNEL(KernelDef(NAME, kDeviceCpu)                     \
                          .TypeConstraint("T", {DataTypeOf<T>()})     \
                          .TypeConstraint("output_type", {DT_INT32}), \
-                     ArgMaxOp<T, int32_t>);                          \
-  PF_REGISTER_KERNEL(KernelDef("ArgMax", kDeviceCpu)                 \
+                     ArgOp<T, int32_t, BETTER<T>>);                  \
+  PF_REGISTER_KERNEL(KernelDef(NAME, kDeviceCpu)                     \
                          .TypeConstraint("T", {DataTypeOf<T>()})     \
                          .TypeConstraint("output_type", {DT_INT64}), \
-                     ArgMaxOp<T, int64_t>)
-PF_ARGMAX_KERNELS(float);
-PF_ARGMAX_KERNELS(double);
-PF_ARGMAX_KERNELS(int32_t);
-PF_ARGMAX_KERNELS(int64_t);
+                     ArgOp<T, int64_t, BETTER<T>>)
+#define PF_ARGMAX_ARGMIN_KERNELS(T)          \
+  PF_ARG_KERNELS("ArgMax", T, std::greater); \
+  PF_ARG_KERNELS("ArgMin", T, std::less)
+PF_ARGMAX_ARGMIN_KERNELS(float);
+PF_ARGMAX_ARGMIN_KERNELS(double);
+PF_ARGMAX_ARGMIN_KERNELS(int32_t);
+PF_ARGMAX_ARGMIN_KERNELS(int64_t);
 
 // ---- AddN ----
 Status CheckAddNInputs(OpKernelContext* ctx) {

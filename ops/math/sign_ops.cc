@@ -1,5 +1,5 @@
-// Abs and Sign (with TensorFlow's gradients: g * sign(x), and zero) and ArgMin, ArgMax's twin
-// (ops/math/reduction_ops.cc: the same attr-axis form and checks).
+// Abs and Sign (with TensorFlow's gradients: g * sign(x), and zero), and the ArgMin builder (the
+// op and its kernels are ArgMax's twin in ops/math/reduction_ops.cc).
 #include "placeflow/ops/everyday_ops.h"
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/reduction_ops.h"
@@ -62,67 +62,6 @@ PF_REGISTER_OP(UnaryDef("Abs").SetGradient(AbsGrad));
 PF_SIGN_KERNELS("Abs", AbsF);
 PF_REGISTER_OP(UnaryDef("Sign").SetGradient(SignGrad));
 PF_SIGN_KERNELS("Sign", SignF);
-
-// ---- ArgMin: the first index of the smallest value along `axis` ----
-template <typename T, typename Index>
-class ArgMinOp : public OpKernel {
- public:
-  explicit ArgMinOp(const Node& n) : OpKernel(n), axis_(n.attr<int64_t>("axis")) {}
-  Status Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    PF_ASSIGN_OR_RETURN(const int axis, ArgMaxAxis(in.shape(), axis_));
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d) outer *= in.dim(d);
-    for (int d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
-    const int64_t n = in.dim(axis);
-    const T* x = in.data<T>();
-    Index* y = out->data<Index>();
-    ParallelFor(ctx, outer * inner, n, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const T* base = x + (t / inner) * n * inner + t % inner;
-        int64_t best = 0;
-        for (int64_t r = 1; r < n; ++r) {
-          if (base[r * inner] < base[best * inner]) best = r;
-        }
-        y[t] = static_cast<Index>(best);
-      }
-    });
-    return Status::OK();
-  }
-
- private:
-  int64_t axis_;
-};
-
-PF_REGISTER_OP(OpDef("ArgMin")
-                   .Input("input", "T")
-                   .Output("output", "output_type")
-                   .Attr("axis", int64_t{0})
-                   .TypeAttr("T", kKernelTypes)
-                   .TypeAttr("output_type", kIndexTypes, DT_INT64)
-                   .SetNotDifferentiable()
-                   .SetShapeFn([](ShapeContext& c) {
-                     Shape in = c.input(0);
-                     if (in.unknown_rank()) return (c.set_output(0, in), Status::OK());
-                     PF_ASSIGN_OR_RETURN(int axis, ArgMaxAxis(in, c.attr<int64_t>("axis")));
-                     in.RemoveDim(axis);
-                     c.set_output(0, in);
-                     return Status::OK();
-                   }));
-#define PF_ARGMIN_KERNELS(T)                                         \
-  PF_REGISTER_KERNEL(KernelDef("ArgMin", kDeviceCpu)                 \
-                         .TypeConstraint("T", {DataTypeOf<T>()})     \
-                         .TypeConstraint("output_type", {DT_INT32}), \
-                     ArgMinOp<T, int32_t>);                          \
-  PF_REGISTER_KERNEL(KernelDef("ArgMin", kDeviceCpu)                 \
-                         .TypeConstraint("T", {DataTypeOf<T>()})     \
-                         .TypeConstraint("output_type", {DT_INT64}), \
-                     ArgMinOp<T, int64_t>)
-PF_ARGMIN_KERNELS(float);
-PF_ARGMIN_KERNELS(double);
-PF_ARGMIN_KERNELS(int32_t);
-PF_ARGMIN_KERNELS(int64_t);
 
 }  // namespace
 
