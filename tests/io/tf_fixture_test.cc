@@ -8,72 +8,14 @@
 #include <sstream>
 #include <variant>
 
+#include "tests/testing/json.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
 namespace {
 
-// Just enough JSON for the expectations file: objects, arrays, strings, numbers.
-struct Json {
-  std::variant<double, std::string, std::vector<Json>, std::map<std::string, Json>> v;
-  const Json& operator[](const std::string& k) const {
-    return std::get<std::map<std::string, Json>>(v).at(k);
-  }
-  const std::vector<Json>& array() const { return std::get<std::vector<Json>>(v); }
-  double number() const { return std::get<double>(v); }
-  const std::string& str() const { return std::get<std::string>(v); }
-};
-
-class JsonParser {
- public:
-  explicit JsonParser(std::string text) : s_(std::move(text)) {}
-  Json Parse() {
-    Skip();
-    const char c = s_.at(i_);
-    if (c == '{') {
-      ++i_;
-      std::map<std::string, Json> m;
-      for (Skip(); s_.at(i_) != '}'; Skip()) {
-        std::string key = Parse().str();
-        Skip();
-        ++i_;  // ':'
-        m[key] = Parse();
-        Skip();
-        if (s_.at(i_) == ',') ++i_;
-      }
-      ++i_;
-      return Json{std::move(m)};
-    }
-    if (c == '[') {
-      ++i_;
-      std::vector<Json> a;
-      for (Skip(); s_.at(i_) != ']'; Skip()) {
-        a.push_back(Parse());
-        Skip();
-        if (s_.at(i_) == ',') ++i_;
-      }
-      ++i_;
-      return Json{std::move(a)};
-    }
-    if (c == '"') {
-      const size_t end = s_.find('"', i_ + 1);  // the file holds no escapes (hex strings)
-      std::string v = s_.substr(i_ + 1, end - i_ - 1);
-      i_ = end + 1;
-      return Json{std::move(v)};
-    }
-    size_t used = 0;
-    const double d = std::stod(s_.substr(i_, 40), &used);
-    i_ += used;
-    return Json{d};
-  }
-
- private:
-  void Skip() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  std::string s_;
-  size_t i_ = 0;
-};
+using testing::Json;
+using testing::JsonParser;
 
 std::string FromHex(const std::string& hex) {
   std::string out;
