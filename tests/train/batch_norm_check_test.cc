@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "placeflow/core/logging.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -13,27 +14,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-// What the placeflow logger writes at warn level and above while it lives.
-class WarningCapture {
- public:
-  WarningCapture()
-      : sink_(std::make_shared<spdlog::sinks::ostream_sink_st>(text_)), level_(Logger().level()) {
-    sink_->set_pattern("%v");
-    Logger().sinks().push_back(sink_);
-    Logger().set_level(spdlog::level::warn);
-  }
-  ~WarningCapture() {
-    auto& sinks = Logger().sinks();
-    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
-    Logger().set_level(level_);
-  }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_st> sink_;
-  spdlog::level::level_enum level_;
-};
+using WarningCapture = testing::LogCapture;  // warnings, and info lines around them
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -62,7 +43,7 @@ TEST_CASE("Batch-norm inference on unmoved moving statistics warns once, output 
   WarningCapture warnings;
   Tensor y = sess.Run({{net.x, xv}}, {net.y_infer})[0];
   sess.Run({{net.x, xv}}, {net.y_infer});  // once per layer
-  const std::string text = warnings.text();
+  const std::string text = warnings.Text();
   CHECK(Count(text, "BatchNormalization 'bn_unmoved'") == 1);
   CHECK_THAT(text, Contains("moving statistics still at their initial values"));
   CHECK_THAT(text, Contains("\"update_ops\""));
@@ -86,7 +67,7 @@ TEST_CASE("Batch-norm inference after the moving statistics moved does not warn"
   sess.Run({{net.x, xv}}, {}, updates);  // one update: the mean moves by 0.1 * ~3
   WarningCapture warnings;
   sess.Run({{net.x, xv}}, {net.y_infer});
-  CHECK(warnings.text().find("bn_moved") == std::string::npos);
+  CHECK(warnings.Text().find("bn_moved") == std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -104,27 +105,7 @@ TEST_CASE("Sigmoid cross-entropy, MSE and L2 loss", "[train][losses]") {
   CHECK(GradErr({3, 4}, [](const Scope& s, Output v) { return ops::L2Loss(s, v); }) < 1e-6);
 }
 
-// What the placeflow logger writes at warn level and above while it lives.
-class WarningCapture {
- public:
-  WarningCapture()
-      : sink_(std::make_shared<spdlog::sinks::ostream_sink_st>(text_)), level_(Logger().level()) {
-    sink_->set_pattern("%v");
-    Logger().sinks().push_back(sink_);
-    Logger().set_level(spdlog::level::warn);
-  }
-  ~WarningCapture() {
-    auto& sinks = Logger().sinks();
-    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
-    Logger().set_level(level_);
-  }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_st> sink_;
-  spdlog::level::level_enum level_;
-};
+using WarningCapture = testing::LogCapture;  // warnings, and info lines around them
 
 TEST_CASE("Optimizers skip variables whose every gradient path is stopped, with a warning",
           "[train][optimizers]") {
@@ -142,7 +123,7 @@ TEST_CASE("Optimizers skip variables whose every gradient path is stopped, with 
   {
     WarningCapture log;
     step = opt.ApplyGradients(root, gv);
-    CHECK(log.text() ==
+    CHECK(log.Text() ==
           "Gradients do not exist for variables [frozen] when minimizing the loss.\n");
   }
   Session sess(g);
