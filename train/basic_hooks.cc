@@ -223,7 +223,11 @@ void LoggingTensorHook::AfterRun(SessionRunContext&, const SessionRunValues& val
 // ---- ProgressBarHook ----
 
 ProgressBarHook::ProgressBarHook(FILE* out, int64_t total_steps, Output loss, int64_t batch)
-    : out_(out), total_(total_steps), batch_(batch), loss_(loss) {
+    : out_(out),
+      mode_(progress::Resolve(progress::Mode::kAuto, out)),
+      total_(total_steps),
+      batch_(batch),
+      loss_(loss) {
   if (total_steps < 1)
     throw Error(errors::InvalidArgument("ProgressBarHook: total_steps must be >= 1"));
 }
@@ -243,13 +247,27 @@ void ProgressBarHook::AfterRun(SessionRunContext&, const SessionRunValues& value
   loss_sum_ += ScalarValue(values.results[0]);
   ++loss_count_;
   ++done_;
-  bar_->Update(done_, {{"loss", loss_sum_ / loss_count_}}, done_ * batch_ / SecondsSince(start_));
+  const double elapsed = SecondsSince(start_);
+  const progress::Metrics metrics = {{"loss", loss_sum_ / loss_count_}};
+  if (mode_ == progress::Mode::kBar) {
+    bar_->Update(done_, metrics, done_ * batch_ / elapsed);
+  } else if (mode_ == progress::Mode::kLines && done_ % std::max<int64_t>(1, total_ / 10) == 0) {
+    std::fprintf(out_, "%s\n",
+                 bar_->Line(done_, elapsed, metrics, done_ * batch_ / elapsed, false).c_str());
+    std::fflush(out_);
+  }
 }
 
 void ProgressBarHook::End(Session&) {
   if (!bar_) return;
-  bar_->Finish(done_, {{"loss", loss_count_ ? loss_sum_ / loss_count_ : 0.0}},
-               done_ * batch_ / std::max(1e-9, SecondsSince(start_)));
+  const double elapsed = std::max(1e-9, SecondsSince(start_));
+  const progress::Metrics metrics = {{"loss", loss_count_ ? loss_sum_ / loss_count_ : 0.0}};
+  if (mode_ == progress::Mode::kBar) {
+    bar_->Finish(done_, metrics, done_ * batch_ / elapsed);
+  } else {  // the totals, also when quiet (as pf-train's epoch summaries)
+    std::fprintf(out_, "%s\n",
+                 bar_->Line(done_, elapsed, metrics, done_ * batch_ / elapsed, true).c_str());
+  }
   bar_.reset();
 }
 

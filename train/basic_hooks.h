@@ -152,6 +152,7 @@ class ProgressBarHook : public SessionRunHook {
 
  private:
   FILE* out_;
+  progress::Mode mode_;  // a bar on a terminal; plain lines (every tenth) in a log or pipe
   int64_t total_, batch_;
   Output loss_;
   Variable step_;

@@ -251,6 +251,11 @@ TEST_CASE("LoggingTensorHook logs every N steps; ProgressBarHook draws to the la
   CHECK_THAT(text, Contains("5/5"));
   CHECK_THAT(text, Contains("loss 6.0000"));  // the mean of 2, 4, ..., 10
   CHECK(text.back() == '\n');                 // finished at End
+  // A file is no terminal: plain lines (the bar's text), nothing redrawn with \r.
+  if (std::getenv("PF_PROGRESS") == nullptr) {
+    CHECK(text.find('\r') == std::string::npos);
+    CHECK_THAT(text, Contains("1/5"));
+  }
 }
 
 TEST_CASE("A hook that needs the global step says so", "[monitored]") {
