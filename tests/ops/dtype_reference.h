@@ -1,8 +1,10 @@
-// Reference conversions for the dtype tests, written apart from the library's: half through the
-// compiler's _Float16 (IEEE binary16, rounded to nearest even), bfloat16 by comparing the two
-// neighbouring bfloat16 values in double, integers by explicit wrap-around or saturation.
+// Reference conversions for the dtype tests, written apart from the library's: half by rounding
+// to the binade's quantum in double arithmetic (IEEE binary16: 10 fraction bits, exponents -14 to
+// 15, ties to even; clang 14 has no _Float16 on x86), bfloat16 by comparing the two neighbouring
+// bfloat16 values in double, integers by explicit wrap-around or saturation.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +32,39 @@ inline int IntegerBits(DType t) {
     default:
       return 64;
   }
+}
+
+// The nearest IEEE binary16 value to v (ties to even), as a double: v rounded to a multiple of
+// its binade's quantum 2^(e - 10) (2^-24 below the normal range); 65520 and beyond overflow.
+inline double RefHalf(double v) {
+  if (std::isnan(v) || std::isinf(v)) return v;
+  if (std::fabs(v) >= 65520) return std::copysign(std::numeric_limits<double>::infinity(), v);
+  if (v == 0) return v;
+  const int e = std::max(std::ilogb(v), -14);
+  const double quantum = std::ldexp(1.0, e - 10);
+  return std::nearbyint(v / quantum) * quantum;  // the default rounding: to nearest even
+}
+
+// The bits of a binary16 value (one RefHalf returned), and back.
+inline uint16_t RefHalfBits(double h) {
+  const uint16_t sign = std::signbit(h) ? 0x8000 : 0;
+  if (std::isnan(h)) return 0x7e00;
+  if (std::isinf(h)) return sign | 0x7c00;
+  const double m = std::fabs(h);
+  if (m == 0) return sign;
+  const int e = std::ilogb(m);
+  if (e < -14) return sign | static_cast<uint16_t>(std::ldexp(m, 24));  // subnormal
+  const uint16_t fraction = static_cast<uint16_t>(std::ldexp(m, 10 - e) - 1024);
+  return sign | static_cast<uint16_t>((e + 15) << 10) | fraction;
+}
+inline double RefHalfValue(uint16_t bits) {
+  const double sign = (bits & 0x8000) ? -1 : 1;
+  const int exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+  if (exponent == 0x1f)
+    return fraction ? std::numeric_limits<double>::quiet_NaN()
+                    : sign * std::numeric_limits<double>::infinity();
+  if (exponent == 0) return sign * std::ldexp(fraction, -24);
+  return sign * std::ldexp(1024 + fraction, exponent - 25);
 }
 
 // The nearest bfloat16 to f (ties to even), as a double.
@@ -65,7 +100,7 @@ inline double RefConvert(double v, bool from_integer, DType t) {
     case DT_DOUBLE:
       return v;
     case DT_HALF:
-      return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
+      return RefHalf(static_cast<float>(v));
     case DT_BFLOAT16:
       return RefBFloat16(static_cast<float>(v));
     default:
@@ -114,7 +149,7 @@ inline double ElementAsDouble(const Tensor& t, int64_t i) {
     case DT_BOOL:
       return read(bool{}) ? 1 : 0;
     case DT_HALF:
-      return static_cast<double>(read(_Float16{}));
+      return RefHalfValue(read(uint16_t{}));
     case DT_BFLOAT16: {
       const uint32_t bits = static_cast<uint32_t>(read(uint16_t{})) << 16;
       float f;
@@ -160,7 +195,7 @@ inline Tensor TensorOfDoubles(DType t, const Shape& shape, const std::vector<dou
         write(v != 0);
         break;
       case DT_HALF:
-        write(static_cast<_Float16>(v));
+        write(RefHalfBits(RefHalf(v)));
         break;
       case DT_BFLOAT16: {
         const float f = static_cast<float>(v);
