@@ -44,8 +44,8 @@ Status OpKernelContext::SetOutput(int i, Tensor t) {
   // Otherwise the inferred shape comes from the shape function over the real inputs: the
   // kernel must agree with it (design rule 2), dim for dim.
   const Shape& inferred = p_.output_shapes[i];
-  const bool shape_ok = ShapeIsDeclaration(p_.kernel) ||
-                        (t.shape().IsCompatibleWith(inferred) && t.rank() == inferred.rank());
+  const bool shape_ok = (t.shape().IsCompatibleWith(inferred) && t.rank() == inferred.rank()) ||
+                        ShapeIsDeclaration(p_.kernel);  // asked only when the shapes differ
   if (t.dtype() != p_.output_dtypes[i] || !shape_ok) {
     return errors::Internal("Output ", i, " set to ", DTypeName(t.dtype()), " ",
                             t.shape().ToString(), " but the shape function inferred ",
