@@ -274,9 +274,9 @@ StatusOr<CheckpointState> ParseCheckpointState(std::string_view text) {
       PF_ASSIGN_OR_RETURN(std::string path, r.String());
       state.all_model_checkpoint_paths.push_back(std::move(path));
     } else if (field == "all_model_checkpoint_timestamps" || field == "last_preserved_timestamp") {
-      std::string_view number = r.Token();
+      const std::string number(r.Token());
       char* end = nullptr;
-      std::strtod(std::string(number).c_str(), &end);
+      std::strtod(number.c_str(), &end);
       if (number.empty() || *end != '\0') return r.Error("expected a number for " + field);
     } else {
       return r.Error(
