@@ -2,12 +2,15 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "placeflow/core/thread_pool.h"
 #include "placeflow/devices/device.h"
 #include "placeflow/graph/kernel.h"
 #include "placeflow/graph/scope.h"
+#include "placeflow/ops/simd/cpu_isa.h"
+#include "placeflow/ops/simd/functor_map.h"
 
 namespace pf {
 
@@ -15,21 +18,45 @@ inline ThreadPool* IntraOpPool(OpKernelContext* ctx) {
   return ctx->intra_op_pool() != nullptr ? ctx->intra_op_pool() : ThreadPool::Default();
 }
 
-// fn(i) for i in [begin, end), compiled for SSE2, AVX2 and AVX-512 and picked when the library
-// loads (GCC's target_clones): a Debian build must run on any x86-64, yet elementwise loops on
-// L2-resident tensors run 1.4-1.7x faster with the wider vectors (docs/benchmarks.md). The
-// library compiles with -ffp-contract=off, so no clone fuses a multiply-add: every clone gives
-// the same bits. Sanitizer builds and clang get the plain loop (ifunc resolvers run before the
-// sanitizer runtimes start).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define PF_SIMD_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
-#else
-#define PF_SIMD_CLONES
-#endif
+// SimdFor: fn(i) for i in [begin, end), compiled for baseline x86-64 (SSE2), AVX2 and AVX-512
+// and run as the widest that the CPU has and PF_MAX_CPU_ISA allows (ops/simd/cpu_isa.h): the
+// straight-line loops (sums, optimizer updates, copies) vectorise in each, 1.4-1.7x faster with the
+// wider vectors on L2-resident tensors (docs/benchmarks.md). The library compiles with
+// -ffp-contract=off and the AVX2 copy has no FMA, so every copy gives the same bits. What the
+// compiler cannot vectorise (branches, exp, tanh) runs Highway kernels instead (vec_kernels.h).
+// `pf-bench simd_targets` prints each family's ns per element under each cap, so scalar code
+// cannot hide in one.
+#if defined(__x86_64__)
 template <typename Fn>
-PF_SIMD_CLONES void SimdFor(int64_t begin, int64_t end, const Fn& fn) {
-  for (int64_t i = begin; i < end; ++i) fn(i);
+__attribute__((target("avx2"))) auto SimdCallAvx2(const Fn& fn) {
+  return fn();
+}
+template <typename Fn>
+__attribute__((target("avx512f"))) auto SimdCallAvx512(const Fn& fn) {
+  return fn();
+}
+#endif
+// fn(), its body inlined into the copy for the active ISA: for kernels whose loops are more
+// than one SimdFor (interleaved sums).
+template <typename Fn>
+auto SimdCall(const Fn& fn) {
+#if defined(__x86_64__)
+  switch (simd::ActiveCpuIsa()) {
+    case simd::CpuIsa::kAvx512:
+      return SimdCallAvx512(fn);
+    case simd::CpuIsa::kAvx2:
+      return SimdCallAvx2(fn);
+    case simd::CpuIsa::kSse4:
+      break;
+  }
+#endif
+  return fn();
+}
+template <typename Fn>
+void SimdFor(int64_t begin, int64_t end, const Fn& fn) {
+  SimdCall([&] {
+    for (int64_t i = begin; i < end; ++i) fn(i);
+  });
 }
 
 // Runs fn(begin, end) over [0, n) on the intra-op pool.
@@ -38,15 +65,50 @@ void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, Fn&& fn
   IntraOpPool(ctx)->ParallelFor(n, cost_per_unit, fn);
 }
 
-// out[i] = f(in[i]); the loops are simple enough for the compiler to vectorise.
+// True when F on float has a Highway kernel (ops/simd/functor_map.h).
+template <typename T, typename F>
+inline constexpr bool kHasSimdUnary = std::is_same_v<T, float>&& simd::kUnaryFnOf<F>.has_value();
+template <typename T, typename F>
+inline constexpr bool kHasSimdBinary = std::is_same_v<T, float>&& simd::kBinaryFnOf<F>.has_value();
+
+// out[i] = f(in[i]): a Highway kernel for float where F has one, else SimdFor's loop.
 template <typename TIn, typename TOut, typename F>
 Status UnaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
   PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
   const TIn* x = ctx->input(0).data<TIn>();
   TOut* y = out->data<TOut>();
-  ParallelFor(ctx, out->num_elements(), cost,
-              [&](int64_t b, int64_t e) { SimdFor(b, e, [&](int64_t i) { y[i] = f(x[i]); }); });
+  ParallelFor(ctx, out->num_elements(), cost, [&](int64_t b, int64_t e) {
+    if constexpr (kHasSimdUnary<TIn, F> && std::is_same_v<TOut, float>) {
+      simd::Unary(*simd::kUnaryFnOf<F>, x + b, y + b, e - b);
+    } else {
+      SimdFor(b, e, [&](int64_t i) { y[i] = f(x[i]); });
+    }
+  });
   return Status::OK();
+}
+
+// y[0, n) = f(a[i], b[i]), f(a[i], b[0]) or f(a[0], b[i]) (a_step, b_step: 1 or 0).
+template <typename TIn, typename TOut, typename F>
+void BinaryRun(F f, const TIn* a, int64_t a_step, const TIn* b, int64_t b_step, TOut* y,
+               int64_t n) {
+  if constexpr (kHasSimdBinary<TIn, F> && std::is_same_v<TOut, float>) {
+    constexpr simd::BinaryFn fn = *simd::kBinaryFnOf<F>;
+    if (a_step == 1 && b_step == 1) return simd::Binary(fn, a, b, y, n);
+    if (a_step == 1) return simd::BinaryScalarB(fn, a, *b, y, n);
+    if (b_step == 1) return simd::BinaryScalarA(fn, *a, b, y, n);
+  }
+  if (a_step == 1 && b_step == 1) {
+    SimdFor(0, n, [&](int64_t i) { y[i] = f(a[i], b[i]); });
+  } else if (a_step == 1) {
+    const TIn bv = *b;
+    SimdFor(0, n, [&](int64_t i) { y[i] = f(a[i], bv); });
+  } else if (b_step == 1) {
+    const TIn av = *a;
+    SimdFor(0, n, [&](int64_t i) { y[i] = f(av, b[i]); });
+  } else {
+    const TOut v = f(*a, *b);
+    for (int64_t i = 0; i < n; ++i) y[i] = v;
+  }
 }
 
 // Broadcast plan for two inputs into the output: dims collapsed where possible, per-input
@@ -73,19 +135,10 @@ Status BinaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
   const int64_t n = out->num_elements();
   if (n == 0) return Status::OK();
   BroadcastPlan p = MakeBroadcastPlan(ta.shape(), tb.shape(), out->shape());
-  if (p.same_shape) {
+  if (p.same_shape || p.a_scalar || p.b_scalar) {
+    const int64_t sa = p.a_scalar ? 0 : 1, sb = p.b_scalar ? 0 : 1;
     ParallelFor(ctx, n, cost, [&](int64_t s, int64_t e) {
-      SimdFor(s, e, [&](int64_t i) { y[i] = f(a[i], b[i]); });
-    });
-  } else if (p.b_scalar) {
-    const TIn bv = b[0];
-    ParallelFor(ctx, n, cost, [&](int64_t s, int64_t e) {
-      SimdFor(s, e, [&](int64_t i) { y[i] = f(a[i], bv); });
-    });
-  } else if (p.a_scalar) {
-    const TIn av = a[0];
-    ParallelFor(ctx, n, cost, [&](int64_t s, int64_t e) {
-      SimdFor(s, e, [&](int64_t i) { y[i] = f(av, b[i]); });
+      BinaryRun(f, a + s * sa, sa, b + s * sb, sb, y + s, e - s);
     });
   } else {
     // Rows of the innermost dim; the offsets of each row come from the outer index.
@@ -102,18 +155,7 @@ Status BinaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
           oa += idx * p.a_strides[d];
           ob += idx * p.b_strides[d];
         }
-        TOut* yr = y + r * inner;
-        if (sa == 1 && sb == 1) {
-          for (int64_t i = 0; i < inner; ++i) yr[i] = f(a[oa + i], b[ob + i]);
-        } else if (sa == 1) {
-          const TIn bv = b[ob];
-          for (int64_t i = 0; i < inner; ++i) yr[i] = f(a[oa + i], bv);
-        } else if (sb == 1) {
-          const TIn av = a[oa];
-          for (int64_t i = 0; i < inner; ++i) yr[i] = f(av, b[ob + i]);
-        } else {
-          for (int64_t i = 0; i < inner; ++i) yr[i] = f(a[oa], b[ob]);
-        }
+        BinaryRun(f, a + oa, sa, b + ob, sb, y + r * inner, inner);
       }
     });
   }

@@ -67,6 +67,7 @@ Output Sqrt(const Scope& s, Output x);
 Output Rsqrt(const Scope& s, Output x);
 Output Exp(const Scope& s, Output x);
 Output Log(const Scope& s, Output x);
+Output Erf(const Scope& s, Output x);  // the error function (tf.math.erf)
 Output Floor(const Scope& s, Output x);
 Output Equal(const Scope& s, Output a, Output b);
 Output Less(const Scope& s, Output a, Output b);

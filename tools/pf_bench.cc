@@ -40,6 +40,7 @@
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
 #include "tools/run_main.h"
+#include "tools/simd_bench.h"
 #include "tools/summaries_bench.h"
 #include "tools/tower_timing.h"
 
@@ -478,6 +479,8 @@ const std::vector<Figure>& Figures() {
        pf::bench::Conv2dGflops},
       {"summaries_overhead", "a mnist_mlp step with pf-train's --logdir summaries against none",
        pf::bench::SummariesOverhead},
+      {"simd_targets", "ns per element of each CPU kernel family under each ISA cap",
+       pf::bench::SimdTargets},
       {"crc32c", "GB/s of TFRecord's CRC32C: the library's (ISA-L) and the SSE4.2 fallback",
        pf::bench::Crc32cFigure}};
   return figures;

@@ -116,6 +116,12 @@ struct LogF {
     return std::log(a);
   }
 };
+struct ErfF {
+  template <typename T>
+  PF_HOST_DEVICE T operator()(T a) const {
+    return std::erf(a);
+  }
+};
 struct FloorF {
   template <typename T>
   PF_HOST_DEVICE T operator()(T a) const {

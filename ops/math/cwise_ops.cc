@@ -1,5 +1,5 @@
 // Elementwise math with NumPy broadcasting: Add Sub Mul Div Maximum Minimum Pow, the unary
-// Neg Square Sqrt Rsqrt Exp Log Floor, and the comparisons Equal Less Greater. The formulas are
+// Neg Square Sqrt Rsqrt Exp Log Erf Floor, and the comparisons Equal Less Greater. The formulas are
 // the functors of cwise_functors.cuh, which the GPU kernels (cwise_ops.cu) run too. The CPU
 // kernels take TF's dtypes (docs/api.md "Dtypes"): half and bfloat16 compute in float and round
 // back to nearest even (ViaFloat); int8, int16 and uint8 compute in int and wrap around.
@@ -139,6 +139,12 @@ PF_GRAD(LogGrad) {
   *dx = {ops::Div(s, g[0], n.input(0))};
   return Status::OK();
 }
+PF_GRAD(ErfGrad) {  // 2 / sqrt(pi) e^(-x^2)
+  const Output x = n.input(0);
+  const Output e = ops::Exp(s, ops::Neg(s, ops::Square(s, x)));
+  *dx = {ops::Mul(s, g[0], ops::Mul(s, ScalarOf(s, 1.1283791670955126, x.dtype()), e))};
+  return Status::OK();
+}
 
 OpDef BinaryDef(const char* name, const std::vector<DType>& types) {
   return OpDef(name)
@@ -246,6 +252,10 @@ PF_REGISTER_OP(UnaryDef("Log", kFloatingTypes).SetGradient(LogGrad));
 PF_REGISTER_KERNEL(Cpu("Log", DT_FLOAT), UnaryOp<float, LogF, 10>);
 PF_REGISTER_KERNEL(Cpu("Log", DT_DOUBLE), UnaryOp<double, LogF, 10>);
 PF_CWISE_HALF_KERNELS("Log", UnaryOp, LogF);
+PF_REGISTER_OP(UnaryDef("Erf", kFloatingTypes).SetGradient(ErfGrad));
+PF_REGISTER_KERNEL(Cpu("Erf", DT_FLOAT), UnaryOp<float, ErfF, 10>);
+PF_REGISTER_KERNEL(Cpu("Erf", DT_DOUBLE), UnaryOp<double, ErfF, 10>);
+PF_CWISE_HALF_KERNELS("Erf", UnaryOp, ErfF);
 PF_REGISTER_OP(UnaryDef("Floor", kFloatingTypes).SetNotDifferentiable());
 PF_CWISE_FLOATING_KERNELS("Floor", UnaryOp, FloorF);
 
@@ -276,6 +286,7 @@ Output Sqrt(const Scope& s, Output x) { return Unary(s, "Sqrt", x); }
 Output Rsqrt(const Scope& s, Output x) { return Unary(s, "Rsqrt", x); }
 Output Exp(const Scope& s, Output x) { return Unary(s, "Exp", x); }
 Output Log(const Scope& s, Output x) { return Unary(s, "Log", x); }
+Output Erf(const Scope& s, Output x) { return Unary(s, "Erf", x); }
 Output Floor(const Scope& s, Output x) { return Unary(s, "Floor", x); }
 
 }  // namespace ops

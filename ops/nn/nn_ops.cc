@@ -9,7 +9,6 @@
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/reduce_impl.h"
-#include "placeflow/ops/nn/dnnl_eltwise.h"
 #include "placeflow/ops/nn/nn_functors.cuh"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -124,49 +123,14 @@ PF_REGISTER_KERNEL(KernelDef("BiasAddGrad", kDeviceCpu).TypeConstraint("T", {DT_
 PF_REGISTER_KERNEL(KernelDef("BiasAddGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
                    BiasAddGradOp<double>);
 
-// float Tanh: tanh(x) = x * P(x^2) / Q(x^2), a degree-4/4 rational fitted by
-// tools/math/fit_tanh.py on [0, 9] (beyond 9 tanh rounds to +-1 in float, so x is clamped
-// there). Measured over every float against tanh in double: at most 3.7e-7 relative, i.e.
-// 3.9 ulp for |x| < 2 and 6.2 ulp up to 9 (oneDNN's tanh: 8e-8; TensorFlow's Eigen rational,
-// by the same measure: 2.9e-7). It vectorises through SimdFor at 0.31 ns an element with
-// AVX-512, against 0.54 ns for oneDNN's tanh primitive (plus ~0.4 us a call for its memory
-// objects) and 1.45 ns for SLEEF's 1-ulp tanhf16 (docs/benchmarks.md). NaN passes through the
-// clamp (comparisons with NaN are false), +-inf become +-1, and P(0) = Q(0) = 1 keeps -0, tiny
-// and subnormal x exact.
-struct RationalTanhF {
-  float operator()(float v) const {
-    const float x = v < -9.f ? -9.f : (v > 9.f ? 9.f : v);
-    const float s = x * x;
-    float p = 1.34186546e-08f;
-    p = p * s + 2.06604163e-05f;
-    p = p * s + 0.00349894492f;
-    p = p * s + 0.133839384f;
-    p = p * s + 1.f;
-    float q = 7.80424955e-07f;
-    q = q * s + 0.000329095434f;
-    q = q * s + 0.0258900132f;
-    q = q * s + 0.467172593f;
-    q = q * s + 1.f;
-    return x * p / q;
-  }
-};
-
 template <typename T, typename F, int kCost>
 class ActivationOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override {
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<F, SigmoidF>) {
-      // oneDNN's vectorised logistic (2-4 ulp); a tanh-based sigmoid would lose the relative
-      // accuracy of its small values.
-      PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-      DnnlLogistic(ctx, ctx->input(0).data<float>(), out->data<float>(), out->num_elements());
-      return Status::OK();
-    } else if constexpr (std::is_same_v<T, float> && std::is_same_v<F, TanhF>) {
-      return UnaryElementwise<float, float>(ctx, RationalTanhF(), 4);
-    }
-    return UnaryElementwise<T, T>(ctx, F(), kCost);
-  }
+  // float Tanh and Sigmoid run the Highway kernels (ops/simd/vec_math-inl.h: a rational tanh
+  // within 7 ulp, 0.3 ns an element with AVX-512; a sigmoid within 4 ulp that keeps the relative
+  // accuracy of its small values); other dtypes the functor.
+  Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F(), kCost); }
 };
 
 // Activation gradients from the forward output: ReluGrad, SigmoidGrad, TanhGrad(g, y).

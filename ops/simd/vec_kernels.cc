@@ -1,0 +1,205 @@
+// The kernels of vec_kernels.h, compiled once per Highway target (foreach_target.h includes this
+// file again for each) and dispatched at run time (HWY_DYNAMIC_DISPATCH) under the ISA cap.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "placeflow/ops/simd/vec_kernels.cc"
+#include "placeflow/ops/simd/vec_kernels.h"
+
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "placeflow/ops/simd/cpu_isa.h"
+#include "placeflow/ops/simd/vec_math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pf::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The elementwise functions as function objects (lambdas would miss the target attribute).
+#define PF_UNARY_OP(Name, expr)               \
+  struct Name {                               \
+    template <class D, class V>               \
+    HWY_INLINE V operator()(D d, V x) const { \
+      return expr;                            \
+    }                                         \
+  };
+PF_UNARY_OP(TanhOp, Tanh(d, x))
+PF_UNARY_OP(SigmoidOp, Sigmoid(d, x))
+PF_UNARY_OP(ExpOp, Exp(d, x))
+PF_UNARY_OP(LogOp, Log(d, x))
+PF_UNARY_OP(ErfOp, Erf(d, x))
+PF_UNARY_OP(ReluOp, hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x))
+PF_UNARY_OP(NegOp, hn::Neg(x))
+PF_UNARY_OP(SquareOp, hn::Mul(x, x))
+PF_UNARY_OP(SqrtOp, hn::Sqrt(x))
+#undef PF_UNARY_OP
+
+#define PF_BINARY_OP(Name, expr)                   \
+  struct Name {                                    \
+    template <class D, class V>                    \
+    HWY_INLINE V operator()(D d, V a, V b) const { \
+      return expr;                                 \
+    }                                              \
+  };
+PF_BINARY_OP(AddOp, hn::Add(a, b))
+PF_BINARY_OP(SubOp, hn::Sub(a, b))
+PF_BINARY_OP(MulOp, hn::Mul(a, b))
+PF_BINARY_OP(DivOp, hn::Div(a, b))
+PF_BINARY_OP(MaxOp, hn::IfThenElse(hn::Gt(a, b), a, b))
+PF_BINARY_OP(MinOp, hn::IfThenElse(hn::Lt(a, b), a, b))
+PF_BINARY_OP(ReluGradOp, hn::IfThenElseZero(hn::Gt(b, hn::Zero(d)), a))
+PF_BINARY_OP(TanhGradOp, hn::Mul(a, hn::Sub(hn::Set(d, 1.f), hn::Mul(b, b))))
+PF_BINARY_OP(SigmoidGradOp, hn::Mul(hn::Mul(a, b), hn::Sub(hn::Set(d, 1.f), b)))
+PF_BINARY_OP(SquaredDiffOp, hn::Mul(hn::Sub(a, b), hn::Sub(a, b)))
+#undef PF_BINARY_OP
+
+// Whole vectors, then the remainder one lane at a time through the same code. Load(i) gives an
+// operand at element i for a descriptor.
+template <class Fn>
+HWY_INLINE void Map(int64_t n, float* y, Fn fn) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(fn(d, i), d, y + i);
+  const hn::CappedTag<float, 1> d1;
+  for (; i < n; ++i) hn::StoreU(fn(d1, i), d1, y + i);
+}
+
+template <class Op>
+struct UnaryAt {
+  const float* x;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    return Op()(d, hn::LoadU(d, x + i));
+  }
+};
+template <class Op>
+struct BinaryAt {
+  const float* a;
+  const float* b;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    return Op()(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i));
+  }
+};
+template <class Op>
+struct ScalarBAt {
+  const float* a;
+  float b;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    return Op()(d, hn::LoadU(d, a + i), hn::Set(d, b));
+  }
+};
+template <class Op>
+struct ScalarAAt {
+  float a;
+  const float* b;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    return Op()(d, hn::Set(d, a), hn::LoadU(d, b + i));
+  }
+};
+struct AxpyAt {
+  float s;
+  const float* x;
+  const float* y;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    return hn::Add(hn::LoadU(d, y + i), hn::Mul(hn::Set(d, s), hn::LoadU(d, x + i)));
+  }
+};
+
+void UnaryImpl(UnaryFn fn, const float* x, float* y, int64_t n) {
+  switch (fn) {
+#define PF_CASE(e, Op) \
+  case UnaryFn::e:     \
+    return Map(n, y, UnaryAt<Op>{x});
+    PF_CASE(kTanh, TanhOp)
+    PF_CASE(kSigmoid, SigmoidOp)
+    PF_CASE(kExp, ExpOp)
+    PF_CASE(kLog, LogOp)
+    PF_CASE(kErf, ErfOp)
+    PF_CASE(kRelu, ReluOp)
+    PF_CASE(kNeg, NegOp)
+    PF_CASE(kSquare, SquareOp)
+    PF_CASE(kSqrt, SqrtOp)
+#undef PF_CASE
+  }
+}
+
+// Each BinaryFn with its function object, for one of the operand forms At.
+template <template <class> class At, class... Args>
+HWY_INLINE void MapBinary(BinaryFn fn, int64_t n, float* y, Args... args) {
+  switch (fn) {
+#define PF_CASE(e, Op) \
+  case BinaryFn::e:    \
+    return Map(n, y, At<Op>{args...});
+    PF_CASE(kAdd, AddOp)
+    PF_CASE(kSub, SubOp)
+    PF_CASE(kMul, MulOp)
+    PF_CASE(kDiv, DivOp)
+    PF_CASE(kMax, MaxOp)
+    PF_CASE(kMin, MinOp)
+    PF_CASE(kReluGrad, ReluGradOp)
+    PF_CASE(kTanhGrad, TanhGradOp)
+    PF_CASE(kSigmoidGrad, SigmoidGradOp)
+    PF_CASE(kSquaredDiff, SquaredDiffOp)
+#undef PF_CASE
+  }
+}
+
+void BinaryImpl(BinaryFn fn, const float* a, const float* b, float* y, int64_t n) {
+  MapBinary<BinaryAt>(fn, n, y, a, b);
+}
+void BinaryScalarBImpl(BinaryFn fn, const float* a, float b, float* y, int64_t n) {
+  MapBinary<ScalarBAt>(fn, n, y, a, b);
+}
+void BinaryScalarAImpl(BinaryFn fn, float a, const float* b, float* y, int64_t n) {
+  MapBinary<ScalarAAt>(fn, n, y, a, b);
+}
+void AxpyImpl(float s, const float* x, float* y, int64_t n) { Map(n, y, AxpyAt{s, x, y}); }
+const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pf::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace pf::simd {
+
+HWY_EXPORT(UnaryImpl);
+HWY_EXPORT(BinaryImpl);
+HWY_EXPORT(BinaryScalarBImpl);
+HWY_EXPORT(BinaryScalarAImpl);
+HWY_EXPORT(AxpyImpl);
+HWY_EXPORT(TargetNameImpl);
+
+// ActiveCpuIsa() first: it hands PF_MAX_CPU_ISA to Highway before the first dispatch.
+void Unary(UnaryFn fn, const float* x, float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(UnaryImpl)(fn, x, y, n);
+}
+void Binary(BinaryFn fn, const float* a, const float* b, float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(BinaryImpl)(fn, a, b, y, n);
+}
+void BinaryScalarB(BinaryFn fn, const float* a, float b, float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(BinaryScalarBImpl)(fn, a, b, y, n);
+}
+void BinaryScalarA(BinaryFn fn, float a, const float* b, float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(BinaryScalarAImpl)(fn, a, b, y, n);
+}
+void Axpy(float s, const float* x, float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(AxpyImpl)(s, x, y, n);
+}
+const char* DispatchedTargetName() {
+  ActiveCpuIsa();
+  return HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
+}
+
+}  // namespace pf::simd
+#endif  // HWY_ONCE

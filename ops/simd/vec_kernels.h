@@ -1,0 +1,55 @@
+// Float32 kernels written once with Google Highway's portable vectors and compiled for every x86
+// target (SSSE3, SSE4, AVX2, AVX-512) and a scalar fallback; each call runs the widest target the
+// CPU has and PF_MAX_CPU_ISA allows (cpu_isa.h). docs/simd.md says why and how.
+//
+// Every kernel is a fixed sequence of correctly rounded IEEE operations (add, multiply, divide,
+// compare-select; no fused multiply-add, no approximate reciprocal), so every target gives the
+// same bits as every other: the tests compare the capped targets bit for bit.
+#ifndef PLACEFLOW_OPS_SIMD_VEC_KERNELS_H_
+#define PLACEFLOW_OPS_SIMD_VEC_KERNELS_H_
+
+#include <cstdint>
+
+namespace pf::simd {
+
+// y = f(x), elementwise. Accuracy against the function in double over all floats: docs/simd.md.
+enum class UnaryFn {
+  kTanh,     // rational x P(x^2) / Q(x^2), |x| clamped to 9
+  kSigmoid,  // 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0
+  kExp,
+  kLog,
+  kErf,   // rational x P(x^2) / Q(x^2), |x| clamped to 4
+  kRelu,  // x > 0 ? x : 0
+  kNeg,
+  kSquare,
+  kSqrt,
+};
+void Unary(UnaryFn fn, const float* x, float* y, int64_t n);
+
+// y = f(a, b), elementwise.
+enum class BinaryFn {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMax,          // a > b ? a : b
+  kMin,          // a < b ? a : b
+  kReluGrad,     // (g, y): y > 0 ? g : 0
+  kTanhGrad,     // (g, y): g (1 - y y)
+  kSigmoidGrad,  // (g, y): g y (1 - y)
+  kSquaredDiff,  // (a - b)^2
+};
+void Binary(BinaryFn fn, const float* a, const float* b, float* y, int64_t n);
+// The same with one operand a scalar: f(a[i], b) and f(a, b[i]).
+void BinaryScalarB(BinaryFn fn, const float* a, float b, float* y, int64_t n);
+void BinaryScalarA(BinaryFn fn, float a, const float* b, float* y, int64_t n);
+
+// y += s x (AddN's sums, AssignAdd/AssignSub with s = +-1, BiasAdd's rows).
+void Axpy(float s, const float* x, float* y, int64_t n);
+
+// The Highway target of this call's dispatch ("AVX3", "AVX2", "SSE4", "EMU128", ...).
+const char* DispatchedTargetName();
+
+}  // namespace pf::simd
+
+#endif  // PLACEFLOW_OPS_SIMD_VEC_KERNELS_H_

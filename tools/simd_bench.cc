@@ -1,0 +1,111 @@
+#include "tools/simd_bench.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "placeflow/ops/op_util.h"
+#include "placeflow/ops/simd/cpu_isa.h"
+#include "placeflow/ops/simd/vec_kernels.h"
+#include "placeflow/ops/train/apply_functors.cuh"
+#include "tools/bench_util.h"
+
+namespace pf::bench {
+namespace {
+
+constexpr int64_t kN = 4096;
+
+// ns per element of fn (one pass over kN elements), the median of kRepeats timings of enough
+// passes to last ~2 ms.
+double NsPerElement(const std::function<void()>& fn) {
+  fn();
+  int passes = 1;
+  for (;;) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < passes; ++i) fn();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 2e-3) break;
+    passes *= 2;
+  }
+  const double s = TimeMedian([&] {
+    for (int i = 0; i < passes; ++i) fn();
+  });
+  return s / passes / kN * 1e9;
+}
+
+struct Buffers {
+  std::vector<float> a = std::vector<float>(kN), b = std::vector<float>(kN),
+                     y = std::vector<float>(kN), m = std::vector<float>(kN, 0.f),
+                     v = std::vector<float>(kN, 0.f);
+  Buffers() {
+    for (int64_t i = 0; i < kN; ++i) {
+      a[i] = std::sin(0.37f * i) * 3.f;
+      b[i] = 0.5f + std::cos(0.11f * i) * 0.4f;  // positive: log and sqrt see real inputs
+    }
+  }
+};
+
+std::vector<std::pair<std::string, std::function<void()>>> Families(Buffers* w) {
+  float *a = w->a.data(), *b = w->b.data(), *y = w->y.data(), *m = w->m.data(), *v = w->v.data();
+  using simd::BinaryFn;
+  using simd::UnaryFn;
+  auto unary = [=](UnaryFn fn) {
+    return [=] { simd::Unary(fn, fn == UnaryFn::kLog || fn == UnaryFn::kSqrt ? b : a, y, kN); };
+  };
+  auto binary = [=](BinaryFn fn) { return [=] { simd::Binary(fn, a, b, y, kN); }; };
+  const AdamUpdate<float> adam(0.9f, 0.999f, 1e-3f, 0.9f, 0.999f, 1e-7f);
+  const GradientDescentUpdate<float> sgd{0.01f};
+  return {
+      {"tanh", unary(UnaryFn::kTanh)},
+      {"sigmoid", unary(UnaryFn::kSigmoid)},
+      {"exp", unary(UnaryFn::kExp)},
+      {"log", unary(UnaryFn::kLog)},
+      {"erf", unary(UnaryFn::kErf)},
+      {"relu", unary(UnaryFn::kRelu)},
+      {"add", binary(BinaryFn::kAdd)},
+      {"div", binary(BinaryFn::kDiv)},
+      {"max", binary(BinaryFn::kMax)},
+      {"relu_grad", binary(BinaryFn::kReluGrad)},
+      {"tanh_grad", binary(BinaryFn::kTanhGrad)},
+      {"axpy", [=] { simd::Axpy(0.5f, a, y, kN); }},
+      // SimdFor's straight-line loops: AddN's sums, the SGD and Adam updates.
+      {"simdfor_sum", [=] { SimdFor(0, kN, [&](int64_t i) { y[i] += a[i]; }); }},
+      {"simdfor_sgd", [=] { SimdFor(0, kN, [&](int64_t i) { sgd(y[i], a[i]); }); }},
+      {"simdfor_adam", [=] { SimdFor(0, kN, [&](int64_t i) { adam(y[i], m[i], v[i], a[i]); }); }},
+      // For scale: glibc's scalar tanhf, what a loop the compiler cannot vectorise costs.
+      {"scalar_tanhf",
+       [=] {
+         for (int64_t i = 0; i < kN; ++i) y[i] = std::tanh(a[i]);
+       }},
+  };
+}
+
+}  // namespace
+
+void SimdTargets() {
+  const simd::CpuIsa saved = simd::MaxCpuIsa();
+  Buffers w;
+  for (simd::CpuIsa cap : {simd::CpuIsa::kSse4, simd::CpuIsa::kAvx2, simd::CpuIsa::kAvx512}) {
+    if (cap > simd::HostCpuIsa()) {
+      std::printf("simd_targets cap=%s skipped=cpu_lacks_it\n", simd::CpuIsaName(cap));
+      continue;
+    }
+    simd::SetMaxCpuIsa(cap);
+    std::string line = std::string("simd_targets cap=") + simd::CpuIsaName(cap) +
+                       " target=" + simd::DispatchedTargetName();
+    for (auto& [name, fn] : Families(&w)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s=%.3f", name.c_str(), NsPerElement(fn));
+      line += buf;
+    }
+    std::printf("%s ns_per_element n=%lld repeats=%d\n", line.c_str(), static_cast<long long>(kN),
+                kRepeats);
+  }
+  simd::SetMaxCpuIsa(saved);
+}
+
+}  // namespace pf::bench
