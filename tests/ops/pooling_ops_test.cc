@@ -183,6 +183,62 @@ TEST_CASE("MaxPool, AvgPool and their gradient ops match naive loops", "[ops][nn
   }
 }
 
+// Values on a grid of 0.25 in [-1, 1]: most windows hold ties, so MaxPoolGrad's choice of the
+// first maximum is checked on every image of every shard.
+std::vector<double> Quantized(int64_t n, uint32_t seed) {
+  std::vector<double> v = Random(n, seed);
+  for (double& x : v) x = std::round(x * 4) / 4;
+  return v;
+}
+
+TEST_CASE("float32 pooling split into uneven batch shards matches naive loops", "[ops][nn][pool]") {
+  // Batches of 5, 7 and 9 over 4 threads: shards of two sizes (one oneDNN primitive per shard,
+  // pooling_onednn.cc); the big ones split into several shards, the small one may run as one.
+  const std::vector<PoolCase> cases = {{{7, 28, 28, 32}, 3, 3, 2, 2, "SAME"},
+                                       {{7, 24, 24, 16}, 2, 2, 2, 2, "VALID"},
+                                       {{9, 13, 11, 5}, 2, 2, 2, 2, "VALID"},
+                                       {{5, 15, 17, 24}, 3, 2, 1, 3, "SAME"},
+                                       {{5, 15, 17, 24}, 3, 2, 1, 3, "VALID"}};
+  uint32_t seed = 100;
+  for (const PoolCase& pc : cases) {
+    for (bool nchw : {false, true}) {
+      INFO(pc.nhwc.ToString() << " k " << pc.kh << "x" << pc.kw << " s " << pc.sh << "x" << pc.sw
+                              << " " << pc.padding << (nchw ? " NCHW" : " NHWC"));
+      const std::vector<double> x = Quantized(pc.nhwc.num_elements(), seed++);
+      Shape out_nhwc;
+      const std::vector<double> want_max = NaivePool(pc, x, {}, Ref::kMax, &out_nhwc);
+      const std::vector<double> want_avg = NaivePool(pc, x, {}, Ref::kAvg, &out_nhwc);
+      const std::vector<double> dy = Random(out_nhwc.num_elements(), seed++);
+      const std::vector<double> want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
+      const std::vector<double> want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
+      auto layout = [&](const std::vector<double>& v, const Shape& s) {
+        return nchw ? FromDoubles(DT_FLOAT, NchwShape(s), ToNchw(v, s))
+                    : FromDoubles(DT_FLOAT, s, v);
+      };
+      const std::string df = nchw ? "NCHW" : "NHWC";
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Output in = ops::Const(root, layout(x, pc.nhwc));
+      Output grad = ops::Const(root, layout(dy, out_nhwc));
+      const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
+      Output mx = ops::MaxPool(root, in, k, s, pc.padding, df);
+      Output av = ops::AvgPool(root, in, k, s, pc.padding, df);
+      Output dmx = ops::MaxPoolGrad(root, in, mx, grad, k, s, pc.padding, df);
+      Output dav = ops::AvgPoolGrad(root, ops::Shape(root, in), grad, k, s, pc.padding, df);
+      SessionOptions opts;
+      opts.num_threads = 4;
+      Session sess(g, opts);
+      for (int run = 0; run < 2; ++run) {  // the second run reuses the cached primitives
+        std::vector<Tensor> got = sess.Run({}, {mx, av, dmx, dav});
+        CHECK(MaxAbsDiff(got[0], layout(want_max, out_nhwc)) == 0);
+        CHECK(MaxAbsDiff(got[1], layout(want_avg, out_nhwc)) <= 1e-6);
+        CHECK(MaxAbsDiff(got[2], layout(want_dmax, pc.nhwc)) <= 1e-5);
+        CHECK(MaxAbsDiff(got[3], layout(want_davg, pc.nhwc)) <= 1e-6);
+      }
+    }
+  }
+}
+
 TEST_CASE("MaxPoolGrad sends each gradient to the first maximum of its window", "[ops][nn][pool]") {
   // A 3x3 image of ties: [[1,1,0],[1,1,0],[0,0,0]], 2x2 windows, stride 1, VALID: every window
   // holding several 1s gives its gradient to the first 1 in row-major order.
