@@ -8,13 +8,20 @@
 // one primitive over the whole batch on OpenMP threads (the pool's size), kept for measuring
 // the two (docs/benchmarks.md).
 //
-// MaxPoolGrad: TensorFlow's op gets the forward's input and output, not oneDNN's workspace (the
-// argmax of each window), so each shard runs forward_training on its images into scratch (the
-// output and the workspace, both discarded after) and then the backward. This is the argmax
-// recomputation TensorFlow's own CPU kernel does; MaxPool itself runs forward_inference, as it
-// cannot know whether a gradient will follow. Keeping the forward's workspace needs a graph
-// rewrite (TensorFlow's oneDNN layout pass turns MaxPool into _MklMaxPool with a workspace
-// output); docs/benchmarks.md weighs what that would save.
+// MaxPoolGrad: TensorFlow's op gets the forward's input and output, not oneDNN's workspace (each
+// window's argmax), and MaxPool cannot know whether a gradient will follow. TensorFlow's oneDNN
+// build rewrites the graph (MaxPool becomes _MklMaxPool with a workspace output); here the two
+// kernels meet at run time instead, the graph untouched:
+//  - a float32 MaxPoolGrad whose orig_output is a MaxPool's output 0 and whose orig_input is
+//    that MaxPool's input (MaxPoolLink) looks for the workspace that MaxPool kept for exactly
+//    these two buffers (the same Buffer objects, alive, at the same addresses, same geometry);
+//  - finding none (the first step, a fed or different orig_input, a second gradient of the same
+//    pair) it recomputes it per shard with forward_training, as TensorFlow's CPU kernel does,
+//    and asks that MaxPool to keep its workspace from then on;
+//  - a MaxPool so asked runs forward_training and keeps the workspace until a MaxPoolGrad takes
+//    it or its output buffer dies; one never asked (inference) runs forward_inference.
+// Before issue 34 every training step ran forward_inference (MaxPool), forward_training (the
+// recomputation) and backward on each image.
 #include "placeflow/ops/nn/pooling_onednn.h"
 
 #include <omp.h>
@@ -22,8 +29,12 @@
 #include <array>
 #include <cstdlib>
 #include <dnnl.hpp>
+#include <list>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/op_util.h"
@@ -92,9 +103,11 @@ std::shared_ptr<const Prims> MakePrims(DnnlPoolKind kind, const Pool2DGeometry& 
   return p;
 }
 
-// Runs one shard: images [first, first + mb) through p.
+// Runs one shard: images [first, first + mb) through p. `ws`: kMaxForward runs p's
+// forward_training (p made for kMaxBackward) and keeps the argmax in *ws; kMaxBackward runs only
+// the backward from *ws. Without it kMaxBackward recomputes the forward into scratch.
 void RunShard(DnnlPoolKind kind, const Prims& p, const Pool2DGeometry& g, int64_t first,
-              const float* x, const float* dy, float* result) {
+              const float* x, const float* dy, float* result, memory* ws) {
   const dnnl::engine& eng = DnnlEngine();
   dnnl::stream stream(eng);
   const int64_t in_off = first * g.InImageSize(), out_off = first * g.OutImageSize();
@@ -106,25 +119,37 @@ void RunShard(DnnlPoolKind kind, const Prims& p, const Pool2DGeometry& g, int64_
   };
   // Scratchpads (empty descs allocate nothing).
   memory fwd_scratch(p.fwd_scratch, eng), bwd_scratch(p.bwd_scratch, eng);
+  const bool max = kind == DnnlPoolKind::kMaxForward || kind == DnnlPoolKind::kMaxBackward;
+  memory own_ws;
+  if (max && ws == nullptr && kind == DnnlPoolKind::kMaxBackward) {
+    own_ws = memory(p.ws_md, eng);
+    memory scratch_dst(p.out_md, eng);
+    p.fwd.execute(stream, {{DNNL_ARG_SRC, in(x)},
+                           {DNNL_ARG_DST, scratch_dst},
+                           {DNNL_ARG_WORKSPACE, own_ws},
+                           {DNNL_ARG_SCRATCHPAD, fwd_scratch}});
+    ws = &own_ws;
+  }
   switch (kind) {
     case DnnlPoolKind::kMaxForward:
     case DnnlPoolKind::kAvgForward:
-      p.fwd.execute(
-          stream,
-          {{DNNL_ARG_SRC, in(x)}, {DNNL_ARG_DST, out(result)}, {DNNL_ARG_SCRATCHPAD, fwd_scratch}});
+      if (ws != nullptr) {
+        p.fwd.execute(stream, {{DNNL_ARG_SRC, in(x)},
+                               {DNNL_ARG_DST, out(result)},
+                               {DNNL_ARG_WORKSPACE, *ws},
+                               {DNNL_ARG_SCRATCHPAD, fwd_scratch}});
+      } else {
+        p.fwd.execute(stream, {{DNNL_ARG_SRC, in(x)},
+                               {DNNL_ARG_DST, out(result)},
+                               {DNNL_ARG_SCRATCHPAD, fwd_scratch}});
+      }
       break;
-    case DnnlPoolKind::kMaxBackward: {
-      memory ws(p.ws_md, eng), scratch_dst(p.out_md, eng);
-      p.fwd.execute(stream, {{DNNL_ARG_SRC, in(x)},
-                             {DNNL_ARG_DST, scratch_dst},
-                             {DNNL_ARG_WORKSPACE, ws},
-                             {DNNL_ARG_SCRATCHPAD, fwd_scratch}});
+    case DnnlPoolKind::kMaxBackward:
       p.bwd.execute(stream, {{DNNL_ARG_DIFF_DST, out(dy)},
                              {DNNL_ARG_DIFF_SRC, in(result)},
-                             {DNNL_ARG_WORKSPACE, ws},
+                             {DNNL_ARG_WORKSPACE, *ws},
                              {DNNL_ARG_SCRATCHPAD, bwd_scratch}});
       break;
-    }
     case DnnlPoolKind::kAvgBackward:
       p.bwd.execute(stream, {{DNNL_ARG_DIFF_DST, out(dy)},
                              {DNNL_ARG_DIFF_SRC, in(result)},
@@ -133,6 +158,93 @@ void RunShard(DnnlPoolKind kind, const Prims& p, const Pool2DGeometry& g, int64_
   }
   stream.wait();
 }
+
+// The batch split of one call: the first r shards take q + 1 images, the others q.
+struct ShardPlan {
+  int64_t shards = 1, q = 0, r = 0;
+  int64_t first(int64_t s) const { return s * q + std::min(s, r); }
+  int64_t size(int64_t s) const { return s < r ? q + 1 : q; }
+  bool operator==(const ShardPlan& o) const { return shards == o.shards && q == o.q && r == o.r; }
+};
+
+bool SameGeometry(const Pool2DGeometry& a, const Pool2DGeometry& b) {
+  auto same = [](const PoolDim& x, const PoolDim& y) {
+    return x.in == y.in && x.window == y.window && x.stride == y.stride && x.out == y.out &&
+           x.pad_before == y.pad_before && x.pad_after == y.pad_after;
+  };
+  return a.nchw == b.nchw && a.batch == b.batch && a.channels == b.channels && same(a.h, b.h) &&
+         same(a.w, b.w);
+}
+
+// A workspace MaxForward kept: valid for a MaxPoolGrad of the same link and geometry whose x and
+// y are the very buffers (alive, at the same addresses) this run read and wrote. Within a step
+// an Output's tensor is immutable (a kernel reuses an input's buffer in place only when no other
+// consumer holds it, and the MaxPoolGrad holds both), so those buffers still hold what the
+// forward saw.
+struct KeptWorkspace {
+  MaxPoolLink link;
+  Pool2DGeometry g;
+  ShardPlan plan;
+  std::weak_ptr<Buffer> x_buf, y_buf;
+  const void* x_data = nullptr;
+  const void* y_data = nullptr;
+  std::vector<memory> ws;  // per shard
+};
+
+// The process' kept workspaces, newest last. A workspace nobody takes (a forward-only run of a
+// graph that also trains) goes when its y buffer dies, or as the oldest beyond kMaxKept.
+class WorkspaceRegistry {
+ public:
+  static WorkspaceRegistry& Get() {
+    static auto* r = new WorkspaceRegistry;  // never destroyed: kernels may run at exit
+    return *r;
+  }
+  bool Wanted(const std::string& pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return wanted_.count(pool) > 0;
+  }
+  // A MaxPoolGrad found no workspace: `pool`'s later runs keep one ("" names no MaxPool).
+  void Recomputing(const std::string& pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.recomputed;
+    if (!pool.empty()) wanted_.insert(pool);
+  }
+  MaxPoolWorkspaceCounts counts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return counts_;
+  }
+  void Put(std::shared_ptr<KeptWorkspace> w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.kept;
+    kept_.remove_if([](const auto& k) { return k->y_buf.expired(); });
+    if (kept_.size() >= kMaxKept) kept_.pop_front();
+    kept_.push_back(std::move(w));
+  }
+  // Removes and returns the workspace kept for (link, g, x, y), or nullptr.
+  std::shared_ptr<KeptWorkspace> Take(const MaxPoolLink& link, const Pool2DGeometry& g,
+                                      const Tensor& x, const Tensor& y) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+      const KeptWorkspace& k = **it;
+      if (k.y_data != y.raw_data() || k.x_data != x.raw_data()) continue;
+      if (k.y_buf.lock() != y.buffer() || k.x_buf.lock() != x.buffer()) continue;
+      if (k.link.pool != link.pool || k.link.x_source != link.x_source) continue;
+      if (!SameGeometry(k.g, g)) continue;
+      std::shared_ptr<KeptWorkspace> w = *it;
+      kept_.erase(it);
+      ++counts_.taken;
+      return w;
+    }
+    return nullptr;
+  }
+
+ private:
+  static constexpr size_t kMaxKept = 64;
+  std::mutex mu_;
+  std::set<std::string> wanted_;
+  std::list<std::shared_ptr<KeptWorkspace>> kept_;
+  MaxPoolWorkspaceCounts counts_;
+};
 
 // How many batch shards a call runs: one per pool thread, but not below ~64k element visits
 // per shard (a wake-up costs more than pooling a small image).
@@ -167,44 +279,130 @@ struct DnnlPool::Cache {
 DnnlPool::DnnlPool() : cache_(std::make_unique<Cache>()) {}
 DnnlPool::~DnnlPool() = default;
 
-Status DnnlPool::Run(OpKernelContext* ctx, DnnlPoolKind kind, const Pool2DGeometry& g,
-                     const float* x, const float* dy, float* result) {
-  OneOmpThread();
-  const int64_t threads = std::max(1, IntraOpPool(ctx)->num_threads());
-  const bool omp = UseOmp();
-  const int64_t shards = omp ? 1 : ShardCount(g, threads);
-  const int64_t q = g.batch / shards, r = g.batch % shards;
-  // The first r shards take q + 1 images.
-  std::shared_ptr<const Prims> prims[2];
+namespace {
+
+ShardPlan PlanShards(OpKernelContext* ctx, const Pool2DGeometry& g, int64_t* threads) {
+  *threads = std::max(1, IntraOpPool(ctx)->num_threads());
+  ShardPlan plan;
+  plan.shards = UseOmp() ? 1 : ShardCount(g, *threads);
+  plan.q = g.batch / plan.shards;
+  plan.r = g.batch % plan.shards;
+  return plan;
+}
+
+// Runs fn(s) for every shard of `plan` (on the pool, or the one shard on OpenMP threads) and
+// returns the first oneDNN error.
+template <typename Fn>
+Status RunShards(OpKernelContext* ctx, const ShardPlan& plan, int64_t threads, Fn&& fn) {
+  std::mutex err_mu;
+  Status err;
+  auto run_shard = [&](int64_t s) {
+    try {
+      fn(s);
+    } catch (const dnnl::error& e) {  // shards run on pool threads: nothing may escape
+      std::lock_guard<std::mutex> lock(err_mu);
+      if (err.ok()) err = DnnlError(e);
+    }
+  };
+  if (UseOmp()) {
+    omp_set_num_threads(static_cast<int>(threads));
+    run_shard(0);
+    omp_set_num_threads(1);
+  } else {
+    // Each unit is a whole shard: a cost this high gives each shard its own task.
+    ParallelFor(ctx, plan.shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
+      OneOmpThread();
+      for (int64_t s = b; s < e; ++s) run_shard(s);
+    });
+  }
+  return err;
+}
+
+}  // namespace
+
+MaxPoolWorkspaceCounts GetMaxPoolWorkspaceCounts() { return WorkspaceRegistry::Get().counts(); }
+
+// The primitives of plan's two shard sizes ([0]: q images, [1]: q + 1).
+Status DnnlPool::GetPrims(DnnlPoolKind kind, const Pool2DGeometry& g, int64_t q, int64_t r,
+                          std::shared_ptr<const void> prims[2]) {
   try {
     prims[0] = q > 0 ? cache_->Get(kind, g, q) : nullptr;
     prims[1] = r > 0 ? cache_->Get(kind, g, q + 1) : nullptr;
   } catch (const dnnl::error& e) {
     return DnnlError(e);
   }
-  std::mutex err_mu;
-  Status err;
-  auto run_shard = [&](int64_t s) {
-    const int64_t first = s * q + std::min(s, r);
-    try {
-      RunShard(kind, *prims[s < r ? 1 : 0], g, first, x, dy, result);
-    } catch (const dnnl::error& e) {  // shards run on pool threads: nothing may escape
-      std::lock_guard<std::mutex> lock(err_mu);
-      if (err.ok()) err = DnnlError(e);
-    }
-  };
-  if (omp) {
-    omp_set_num_threads(static_cast<int>(threads));
-    run_shard(0);
-    omp_set_num_threads(1);
-  } else {
-    // Each unit is a whole shard: a cost this high gives each shard its own task.
-    ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
-      OneOmpThread();
-      for (int64_t s = b; s < e; ++s) run_shard(s);
-    });
+  return Status::OK();
+}
+
+Status DnnlPool::Run(OpKernelContext* ctx, DnnlPoolKind kind, const Pool2DGeometry& g,
+                     const float* x, const float* dy, float* result) {
+  OneOmpThread();
+  int64_t threads;
+  const ShardPlan plan = PlanShards(ctx, g, &threads);
+  std::shared_ptr<const void> prims[2];
+  PF_RETURN_IF_ERROR(GetPrims(kind, g, plan.q, plan.r, prims));
+  return RunShards(ctx, plan, threads, [&](int64_t s) {
+    const auto& p = *static_cast<const Prims*>(prims[s < plan.r ? 1 : 0].get());
+    RunShard(kind, p, g, plan.first(s), x, dy, result, nullptr);
+  });
+}
+
+Status DnnlPool::MaxForward(OpKernelContext* ctx, const Pool2DGeometry& g, const MaxPoolLink& link,
+                            const Tensor& x, Tensor* y) {
+  WorkspaceRegistry& registry = WorkspaceRegistry::Get();
+  if (link.pool.empty() || !registry.Wanted(link.pool)) {
+    return Run(ctx, DnnlPoolKind::kMaxForward, g, x.data<float>(), nullptr, y->data<float>());
   }
-  return err;
+  OneOmpThread();
+  int64_t threads;
+  auto kept = std::make_shared<KeptWorkspace>();
+  kept->plan = PlanShards(ctx, g, &threads);
+  const ShardPlan& plan = kept->plan;
+  // kMaxBackward's primitives: their forward is forward_training, with a workspace.
+  std::shared_ptr<const void> prims[2];
+  PF_RETURN_IF_ERROR(GetPrims(DnnlPoolKind::kMaxBackward, g, plan.q, plan.r, prims));
+  try {
+    for (int64_t s = 0; s < plan.shards; ++s) {
+      kept->ws.emplace_back(static_cast<const Prims*>(prims[s < plan.r ? 1 : 0].get())->ws_md,
+                            DnnlEngine());
+    }
+  } catch (const dnnl::error& e) {
+    return DnnlError(e);
+  }
+  PF_RETURN_IF_ERROR(RunShards(ctx, plan, threads, [&](int64_t s) {
+    const auto& p = *static_cast<const Prims*>(prims[s < plan.r ? 1 : 0].get());
+    RunShard(DnnlPoolKind::kMaxForward, p, g, plan.first(s), x.data<float>(), nullptr,
+             y->data<float>(), &kept->ws[s]);
+  }));
+  kept->link = link;
+  kept->g = g;
+  kept->x_buf = x.buffer();
+  kept->y_buf = y->buffer();
+  kept->x_data = x.raw_data();
+  kept->y_data = y->raw_data();
+  registry.Put(std::move(kept));
+  return Status::OK();
+}
+
+Status DnnlPool::MaxBackward(OpKernelContext* ctx, const Pool2DGeometry& g, const MaxPoolLink& link,
+                             const Tensor& x, const Tensor& y, const float* dy, float* dx) {
+  WorkspaceRegistry& registry = WorkspaceRegistry::Get();
+  std::shared_ptr<KeptWorkspace> kept = link.pool.empty() ? nullptr : registry.Take(link, g, x, y);
+  if (kept == nullptr) {
+    // The first step, or no MaxPool of this link ran for these buffers: ask its later runs to
+    // keep the workspace, and recompute it this time.
+    registry.Recomputing(link.pool);
+    return Run(ctx, DnnlPoolKind::kMaxBackward, g, x.data<float>(), dy, dx);
+  }
+  OneOmpThread();
+  const ShardPlan& plan = kept->plan;  // the forward's split: each shard's workspace is its own
+  const int64_t threads = std::max(1, IntraOpPool(ctx)->num_threads());
+  std::shared_ptr<const void> prims[2];
+  PF_RETURN_IF_ERROR(GetPrims(DnnlPoolKind::kMaxBackward, g, plan.q, plan.r, prims));
+  return RunShards(ctx, plan, threads, [&](int64_t s) {
+    const auto& p = *static_cast<const Prims*>(prims[s < plan.r ? 1 : 0].get());
+    RunShard(DnnlPoolKind::kMaxBackward, p, g, plan.first(s), nullptr, dy, dx, &kept->ws[s]);
+  });
 }
 
 }  // namespace pf

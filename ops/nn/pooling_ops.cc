@@ -192,10 +192,25 @@ void AvgPoolGradImage(const Pool2DGeometry& g, const T* dy, T* dx) {
 
 // ---- kernels ----
 
+// A MaxPool keeps its workspace under its own name and input; a MaxPoolGrad looks for the one
+// of the MaxPool that made its orig_output from its orig_input. A pooled variable (whose buffer
+// an Assign may rewrite in place) keeps none.
+MaxPoolLink MakeLink(const Node& n) {
+  if (n.op() == "MaxPool") {
+    if (ReferencedVariable(n.input(0)) != nullptr) return {};
+    return {n.name(), n.input(0).name()};
+  }
+  if (n.op() == "MaxPoolGrad" && n.input(1).index == 0 && n.input(1).node->op() == "MaxPool") {
+    return {n.input(1).node->name(), n.input(0).name()};
+  }
+  return {};
+}
+
 template <typename T>
 class PoolKernelBase : public OpKernel {
  public:
-  explicit PoolKernelBase(const Node& n) : OpKernel(n), attrs_(ReadPoolAttrs(n)) {}
+  explicit PoolKernelBase(const Node& n)
+      : OpKernel(n), attrs_(ReadPoolAttrs(n)), link_(MakeLink(n)) {}
 
  protected:
   Status Geometry(const Shape& input, Pool2DGeometry* g) const {
@@ -211,6 +226,7 @@ class PoolKernelBase : public OpKernel {
     });
   }
   PoolAttrs attrs_;
+  MaxPoolLink link_;  // how a MaxPool and its MaxPoolGrad find each other's workspace
   DnnlPool dnnl_;
 };
 
@@ -227,9 +243,10 @@ class PoolOp : public PoolKernelBase<T> {
     const T* px = x.data<T>();
     T* py = out->data<T>();
     const int64_t in_size = g.InImageSize(), out_size = g.OutImageSize();
-    if constexpr (std::is_same_v<T, float>) {
-      return this->dnnl_.Run(ctx, kMax ? DnnlPoolKind::kMaxForward : DnnlPoolKind::kAvgForward, g,
-                             px, nullptr, py);
+    if constexpr (std::is_same_v<T, float> && kMax) {
+      return this->dnnl_.MaxForward(ctx, g, this->link_, x, out);
+    } else if constexpr (std::is_same_v<T, float>) {
+      return this->dnnl_.Run(ctx, DnnlPoolKind::kAvgForward, g, px, nullptr, py);
     } else {
       this->ForEachImage(ctx, g, [&](int64_t n) {
         if constexpr (kMax) {
@@ -243,9 +260,9 @@ class PoolOp : public PoolKernelBase<T> {
   }
 };
 
-// MaxPoolGrad(orig_input, orig_output, grad): the float32 path recomputes each window's argmax
-// from orig_input (oneDNN's workspace; pooling_onednn.cc says why), as TensorFlow's CPU kernel
-// does.
+// MaxPoolGrad(orig_input, orig_output, grad): the float32 path takes the workspace (each
+// window's argmax) its MaxPool kept for these very tensors, or recomputes it from orig_input
+// (pooling_onednn.cc).
 template <typename T>
 class MaxPoolGradOp : public PoolKernelBase<T> {
  public:
@@ -267,7 +284,7 @@ class MaxPoolGradOp : public PoolKernelBase<T> {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
-      return this->dnnl_.Run(ctx, DnnlPoolKind::kMaxBackward, g, px, pdy, pdx);
+      return this->dnnl_.MaxBackward(ctx, g, this->link_, x, ctx->input(1), pdy, pdx);
     } else {
       this->ForEachImage(ctx, g, [&](int64_t n) {
         MaxPoolGradImage(g, px + n * in_size, pdy + n * out_size, pdx + n * in_size);

@@ -1,10 +1,14 @@
 // MaxPool, AvgPool and their gradient ops against naive window loops written here (NHWC, with
 // NCHW tensors transposed by hand), finite-difference gradient checks in float64, and errors.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 
+#include "placeflow/ops/nn/pooling_onednn.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -239,6 +243,57 @@ TEST_CASE("float32 pooling split into uneven batch shards matches naive loops", 
   }
 }
 
+TEST_CASE("MaxPoolGrad takes its MaxPool's workspace only for the very tensors it pooled",
+          "[ops][nn][pool]") {
+  // A training-like graph: x fed each step, y = MaxPool(x), dx = MaxPoolGrad(x, y, dy); beside it
+  // a MaxPoolGrad whose orig_input is another tensor of x's shape (the workspace of MaxPool(x)
+  // would be wrong for it) and a second MaxPoolGrad of the same pair (the workspace goes once).
+  const PoolCase pc{{9, 12, 10, 16}, 3, 3, 2, 2, "SAME"};
+  Shape out_nhwc;
+  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pc.nhwc);
+  Output other = ops::Placeholder(root.WithOpName("other"), DT_FLOAT, pc.nhwc);
+  Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
+  const std::vector<int32_t> k = {1, 3, 3, 1}, st = {1, 2, 2, 1};
+  Output y = ops::MaxPool(root.WithOpName("pool"), x, k, st, "SAME");
+  Output dx = ops::MaxPoolGrad(root.WithOpName("dx"), x, y, dy, k, st, "SAME");
+  Output dx_again = ops::MaxPoolGrad(root.WithOpName("dx_again"), x, y, dy, k, st, "SAME");
+  Output dother = ops::MaxPoolGrad(root.WithOpName("dother"), other, y, dy, k, st, "SAME");
+  SessionOptions opts;
+  opts.num_threads = 4;
+  Session sess(g, opts);
+  const MaxPoolWorkspaceCounts before = GetMaxPoolWorkspaceCounts();
+  constexpr int kSteps = 4;
+  for (int step = 0; step < kSteps; ++step) {
+    INFO("step " << step);
+    const std::vector<double> xv = Quantized(pc.nhwc.num_elements(), 10 + step);
+    const std::vector<double> ov = Quantized(pc.nhwc.num_elements(), 20 + step);
+    const std::vector<double> dyv = Random(out_nhwc.num_elements(), 30 + step);
+    std::vector<Tensor> got = sess.Run({{x, FromDoubles(DT_FLOAT, pc.nhwc, xv)},
+                                        {other, FromDoubles(DT_FLOAT, pc.nhwc, ov)},
+                                        {dy, FromDoubles(DT_FLOAT, out_nhwc, dyv)}},
+                                       {y, dx, dx_again, dother});
+    Shape unused;
+    CHECK(MaxAbsDiff(got[0], FromDoubles(DT_FLOAT, out_nhwc,
+                                         NaivePool(pc, xv, {}, Ref::kMax, &unused))) == 0);
+    const Tensor want_dx =
+        FromDoubles(DT_FLOAT, pc.nhwc, NaivePool(pc, xv, dyv, Ref::kMaxGrad, &unused));
+    CHECK(MaxAbsDiff(got[1], want_dx) <= 1e-5);
+    CHECK(MaxAbsDiff(got[2], want_dx) <= 1e-5);
+    // TensorFlow's MaxPoolGrad takes each window's argmax from orig_input.
+    CHECK(MaxAbsDiff(got[3], FromDoubles(DT_FLOAT, pc.nhwc,
+                                         NaivePool(pc, ov, dyv, Ref::kMaxGrad, &unused))) <= 1e-5);
+  }
+  // The first step recomputes for all three gradients; from the second on MaxPool keeps one
+  // workspace per step, which exactly one of dx and dx_again takes.
+  const MaxPoolWorkspaceCounts after = GetMaxPoolWorkspaceCounts();
+  CHECK(after.kept - before.kept == kSteps - 1);
+  CHECK(after.taken - before.taken == kSteps - 1);
+  CHECK(after.recomputed - before.recomputed == 3 + 2 * (kSteps - 1));
+}
+
 TEST_CASE("MaxPoolGrad sends each gradient to the first maximum of its window", "[ops][nn][pool]") {
   // A 3x3 image of ties: [[1,1,0],[1,1,0],[0,0,0]], 2x2 windows, stride 1, VALID: every window
   // holding several 1s gives its gradient to the first 1 in row-major order.
@@ -369,6 +424,40 @@ TEST_CASE("Pooling checks run-time shapes too", "[ops][nn][pool][errors]") {
   Session sess(g);
   CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {4, 4, 1})}}, {y}),
                     Catch::Contains("input must be 4-dimensional, got [4,4,1]"));
+}
+
+// Hidden: LeNet's two max pools (2x2, stride 2, SAME, batch 128) forward and gradient, as targets
+// (no fetch copies), median of 30 runs each. Prints, asserts nothing: `pf_tests "[pool-bench]"`
+// (PF_POOL_OMP=1: one primitive over the batch on OpenMP threads instead of shards).
+TEST_CASE("Max pooling timings", "[.][pool-bench]") {
+  for (const Shape& xs : {Shape{128, 28, 28, 32}, Shape{128, 14, 14, 64}}) {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Const(root, FromDoubles(DT_FLOAT, xs, Random(xs.num_elements(), 7)));
+    Output y = ops::MaxPool(root, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    Output dy =
+        ops::Const(root, FromDoubles(DT_FLOAT, y.shape(), Random(y.shape().num_elements(), 8)));
+    Output dx = ops::MaxPoolGrad(root, x, y, dy, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    Session sess(g);
+    for (auto [name, target] :
+         {std::pair<const char*, Output>{"MaxPool", y}, {"MaxPoolGrad", dx}}) {
+      const std::vector<Operation> targets = {Operation(target.node)};
+      for (int i = 0; i < 3; ++i) sess.Run({}, {}, targets);
+      std::vector<double> ms;
+      for (int i = 0; i < 30; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        sess.Run({}, {}, targets);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("pool_bench %-12s %-16s median %8.3f ms  min %8.3f ms (threads %d, omp %s)\n",
+                  name, xs.ToString().c_str(), ms[ms.size() / 2], ms[0],
+                  ThreadPool::Default()->num_threads(),
+                  std::getenv("PF_POOL_OMP") ? std::getenv("PF_POOL_OMP") : "0");
+    }
+  }
 }
 
 }  // namespace
