@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "placeflow/ops/nn/pooling_onednn.h"
 #include "tests/testing/test_util.h"
@@ -243,6 +244,8 @@ TEST_CASE("float32 pooling split into uneven batch shards matches naive loops", 
   }
 }
 
+// The tests of the kept workspace name their MaxPool uniquely: the request to keep one is keyed
+// by the node's name, process-wide, and the counts below assume a MaxPool nobody asked before.
 TEST_CASE("MaxPoolGrad takes its MaxPool's workspace only for the very tensors it pooled",
           "[ops][nn][pool]") {
   // A training-like graph: x fed each step, y = MaxPool(x), dx = MaxPoolGrad(x, y, dy); beside it
@@ -257,7 +260,7 @@ TEST_CASE("MaxPoolGrad takes its MaxPool's workspace only for the very tensors i
   Output other = ops::Placeholder(root.WithOpName("other"), DT_FLOAT, pc.nhwc);
   Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
   const std::vector<int32_t> k = {1, 3, 3, 1}, st = {1, 2, 2, 1};
-  Output y = ops::MaxPool(root.WithOpName("pool"), x, k, st, "SAME");
+  Output y = ops::MaxPool(root.WithOpName("kept_pool"), x, k, st, "SAME");
   Output dx = ops::MaxPoolGrad(root.WithOpName("dx"), x, y, dy, k, st, "SAME");
   Output dx_again = ops::MaxPoolGrad(root.WithOpName("dx_again"), x, y, dy, k, st, "SAME");
   Output dother = ops::MaxPoolGrad(root.WithOpName("dother"), other, y, dy, k, st, "SAME");
@@ -292,6 +295,74 @@ TEST_CASE("MaxPoolGrad takes its MaxPool's workspace only for the very tensors i
   CHECK(after.kept - before.kept == kSteps - 1);
   CHECK(after.taken - before.taken == kSteps - 1);
   CHECK(after.recomputed - before.recomputed == 3 + 2 * (kSteps - 1));
+}
+
+TEST_CASE("MaxPoolGrad of another window never takes the MaxPool's workspace", "[ops][nn][pool]") {
+  // 3x3 and 4x4 windows at stride 2, SAME, give the same output shape: the gradient's link
+  // (orig_output of MaxPool "wide_pool", orig_input its input) matches, its geometry does not.
+  const PoolCase pool3{{5, 12, 10, 16}, 3, 3, 2, 2, "SAME"}, wide{pool3.nhwc, 4, 4, 2, 2, "SAME"};
+  Shape out_nhwc;
+  NaivePool(pool3, Random(pool3.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pool3.nhwc);
+  Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
+  const std::vector<int32_t> st = {1, 2, 2, 1};
+  Output y = ops::MaxPool(root.WithOpName("wide_pool"), x, {1, 3, 3, 1}, st, "SAME");
+  Output dwide = ops::MaxPoolGrad(root.WithOpName("dwide"), x, y, dy, {1, 4, 4, 1}, st, "SAME");
+  Session sess(g);
+  const MaxPoolWorkspaceCounts before = GetMaxPoolWorkspaceCounts();
+  for (int step = 0; step < 3; ++step) {
+    INFO("step " << step);
+    const std::vector<double> xv = Quantized(pool3.nhwc.num_elements(), 40 + step);
+    const std::vector<double> dyv = Random(out_nhwc.num_elements(), 50 + step);
+    Tensor got = sess.Run(
+        {{x, FromDoubles(DT_FLOAT, pool3.nhwc, xv)}, {dy, FromDoubles(DT_FLOAT, out_nhwc, dyv)}},
+        {dwide})[0];
+    Shape unused;
+    CHECK(MaxAbsDiff(got, FromDoubles(DT_FLOAT, pool3.nhwc,
+                                      NaivePool(wide, xv, dyv, Ref::kMaxGrad, &unused))) <= 1e-5);
+  }
+  const MaxPoolWorkspaceCounts after = GetMaxPoolWorkspaceCounts();
+  CHECK(after.kept - before.kept == 2);  // asked for after the first step, never taken
+  CHECK(after.taken == before.taken);
+}
+
+TEST_CASE("Concurrent training steps each get their own MaxPool workspace", "[ops][nn][pool]") {
+  const PoolCase pc{{6, 14, 14, 8}, 2, 2, 2, 2, "VALID"};
+  Shape out_nhwc;
+  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pc.nhwc);
+  Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
+  const std::vector<int32_t> k = {1, 2, 2, 1};
+  Output y = ops::MaxPool(root.WithOpName("concurrent_pool"), x, k, k, "VALID");
+  Output dx = ops::MaxPoolGrad(root.WithOpName("dx"), x, y, dy, k, k, "VALID");
+  SessionOptions opts;
+  opts.num_threads = 4;
+  Session sess(g, opts);
+  constexpr int kThreads = 3, kSteps = 20;
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int step = 0; step < kSteps; ++step) {
+        const uint32_t seed = 1000 + t * kSteps + step;
+        const std::vector<double> xv = Quantized(pc.nhwc.num_elements(), seed);
+        const std::vector<double> dyv = Random(out_nhwc.num_elements(), seed);
+        Tensor got = sess.Run(
+            {{x, FromDoubles(DT_FLOAT, pc.nhwc, xv)}, {dy, FromDoubles(DT_FLOAT, out_nhwc, dyv)}},
+            {dx})[0];
+        Shape unused;
+        const Tensor want =
+            FromDoubles(DT_FLOAT, pc.nhwc, NaivePool(pc, xv, dyv, Ref::kMaxGrad, &unused));
+        if (MaxAbsDiff(got, want) > 1e-5) ++wrong[t];
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
 }
 
 TEST_CASE("MaxPoolGrad sends each gradient to the first maximum of its window", "[ops][nn][pool]") {
