@@ -119,9 +119,8 @@ void RunShard(DnnlPoolKind kind, const Prims& p, const Pool2DGeometry& g, int64_
   };
   // Scratchpads (empty descs allocate nothing).
   memory fwd_scratch(p.fwd_scratch, eng), bwd_scratch(p.bwd_scratch, eng);
-  const bool max = kind == DnnlPoolKind::kMaxForward || kind == DnnlPoolKind::kMaxBackward;
   memory own_ws;
-  if (max && ws == nullptr && kind == DnnlPoolKind::kMaxBackward) {
+  if (kind == DnnlPoolKind::kMaxBackward && ws == nullptr) {
     own_ws = memory(p.ws_md, eng);
     memory scratch_dst(p.out_md, eng);
     p.fwd.execute(stream, {{DNNL_ARG_SRC, in(x)},
@@ -163,8 +162,6 @@ void RunShard(DnnlPoolKind kind, const Prims& p, const Pool2DGeometry& g, int64_
 struct ShardPlan {
   int64_t shards = 1, q = 0, r = 0;
   int64_t first(int64_t s) const { return s * q + std::min(s, r); }
-  int64_t size(int64_t s) const { return s < r ? q + 1 : q; }
-  bool operator==(const ShardPlan& o) const { return shards == o.shards && q == o.q && r == o.r; }
 };
 
 bool SameGeometry(const Pool2DGeometry& a, const Pool2DGeometry& b) {
