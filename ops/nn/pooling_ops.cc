@@ -1,6 +1,6 @@
 // 2-D pooling: MaxPool, AvgPool and their gradient ops MaxPoolGrad, AvgPoolGrad (TensorFlow's
 // attrs and semantics), and the GlobalAvgPool builder. float32 runs oneDNN pooling primitives
-// (one per image shape, cached in the kernel, single-threaded inside each call; the batch is
+// (pooling_onednn.h: one per shard of the batch, single-threaded inside each call, the shards
 // split across the intra-op pool); float64 runs the direct loops below, which are also the
 // reference for what the primitives must compute:
 //  - max windows skip padding; MaxPoolGrad sends each output's gradient to the first maximum
@@ -8,18 +8,12 @@
 //  - AvgPool divides by the number of in-bounds elements (oneDNN pooling_avg_exclude_padding).
 #include "placeflow/ops/nn/pooling_ops.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
-#include <dnnl.hpp>
 #include <limits>
-#include <map>
-#include <memory>
-#include <mutex>
 
 #include "placeflow/ops/grad_util.h"
-#include "placeflow/ops/nn/dnnl_util.h"
+#include "placeflow/ops/nn/pooling_onednn.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
@@ -196,75 +190,27 @@ void AvgPoolGradImage(const Pool2DGeometry& g, const T* dy, T* dx) {
   });
 }
 
-// ---- oneDNN (float32) ----
-
-// oneDNN parallelises with OpenMP; each call here already runs on one shard of the pool.
-void SingleThreadedDnnl() {
-  thread_local bool single = (omp_set_num_threads(1), true);
-  (void)single;
-}
-
-enum class PoolMode { kForward, kMaxBackward, kAvgBackward };
-
-// The primitives of one image shape ([1, C, H, W] in the node's layout).
-struct PoolPrimitives {
-  dnnl::memory::desc in_md, out_md, ws_md;
-  dnnl::pooling_forward fwd;
-  dnnl::pooling_backward bwd;
-};
-
-// A kernel's cache of primitives, keyed by the image shape (H, W, C); the attrs are the node's.
-class PoolPrimitiveCache {
- public:
-  std::shared_ptr<const PoolPrimitives> Get(const Pool2DGeometry& g, dnnl::algorithm alg,
-                                            PoolMode mode) {
-    const std::array<int64_t, 3> key = {g.h.in, g.w.in, g.channels};
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    auto p = Make(g, alg, mode);
-    cache_.emplace(key, p);
-    return p;
-  }
-
- private:
-  static std::shared_ptr<const PoolPrimitives> Make(const Pool2DGeometry& g, dnnl::algorithm alg,
-                                                    PoolMode mode) {
-    using dnnl::memory;
-    const memory::format_tag tag = g.nchw ? memory::format_tag::nchw : memory::format_tag::nhwc;
-    auto p = std::make_shared<PoolPrimitives>();
-    p->in_md = memory::desc({1, g.channels, g.h.in, g.w.in}, memory::data_type::f32, tag);
-    p->out_md = memory::desc({1, g.channels, g.h.out, g.w.out}, memory::data_type::f32, tag);
-    const memory::dims strides = {g.h.stride, g.w.stride}, kernel = {g.h.window, g.w.window};
-    const memory::dims pad_l = {g.h.pad_before, g.w.pad_before};
-    const memory::dims pad_r = {g.h.pad_after, g.w.pad_after};
-    const auto prop = mode == PoolMode::kForward ? dnnl::prop_kind::forward_inference
-                                                 : dnnl::prop_kind::forward_training;
-    std::unique_lock<std::mutex> lock = LockDnnlCreation();
-    dnnl::pooling_forward::primitive_desc fwd_pd(
-        dnnl::pooling_forward::desc(prop, alg, p->in_md, p->out_md, strides, kernel, pad_l, pad_r),
-        DnnlEngine());
-    if (mode != PoolMode::kAvgBackward) p->fwd = dnnl::pooling_forward(fwd_pd);
-    if (mode == PoolMode::kMaxBackward) p->ws_md = fwd_pd.workspace_desc();
-    if (mode != PoolMode::kForward) {
-      dnnl::pooling_backward::primitive_desc bwd_pd(
-          dnnl::pooling_backward::desc(alg, p->in_md, p->out_md, strides, kernel, pad_l, pad_r),
-          DnnlEngine(), fwd_pd);
-      p->bwd = dnnl::pooling_backward(bwd_pd);
-    }
-    return p;
-  }
-
-  std::mutex mu_;
-  std::map<std::array<int64_t, 3>, std::shared_ptr<const PoolPrimitives>> cache_;
-};
-
 // ---- kernels ----
+
+// A MaxPool keeps its workspace under its own name and input; a MaxPoolGrad looks for the one
+// of the MaxPool that made its orig_output from its orig_input. A pooled variable (whose buffer
+// an Assign may rewrite in place) keeps none.
+MaxPoolLink MakeLink(const Node& n) {
+  if (n.op() == "MaxPool") {
+    if (ReferencedVariable(n.input(0)) != nullptr) return {};
+    return {n.name(), n.input(0).name()};
+  }
+  if (n.op() == "MaxPoolGrad" && n.input(1).index == 0 && n.input(1).node->op() == "MaxPool") {
+    return {n.input(1).node->name(), n.input(0).name()};
+  }
+  return {};
+}
 
 template <typename T>
 class PoolKernelBase : public OpKernel {
  public:
-  explicit PoolKernelBase(const Node& n) : OpKernel(n), attrs_(ReadPoolAttrs(n)) {}
+  explicit PoolKernelBase(const Node& n)
+      : OpKernel(n), attrs_(ReadPoolAttrs(n)), link_(MakeLink(n)) {}
 
  protected:
   Status Geometry(const Shape& input, Pool2DGeometry* g) const {
@@ -279,20 +225,9 @@ class PoolKernelBase : public OpKernel {
       for (int64_t n = b; n < e; ++n) fn(n);
     });
   }
-  // The float32 path: fill_args(stream, n) runs the primitive on image n.
-  template <typename ArgsFn>
-  void RunDnnl(OpKernelContext* ctx, const Pool2DGeometry& g, ArgsFn&& fill_args) {
-    const int64_t cost =
-        std::max<int64_t>(g.OutImageSize() * g.h.window * g.w.window + g.InImageSize(), 1);
-    ParallelFor(ctx, g.batch, cost, [&](int64_t b, int64_t e) {
-      SingleThreadedDnnl();
-      dnnl::stream stream(DnnlEngine());
-      for (int64_t n = b; n < e; ++n) fill_args(stream, n);
-    });
-  }
-
   PoolAttrs attrs_;
-  PoolPrimitiveCache cache_;
+  MaxPoolLink link_;  // how a MaxPool and its MaxPoolGrad find each other's workspace
+  DnnlPool dnnl_;
 };
 
 template <typename T, bool kMax>
@@ -308,15 +243,10 @@ class PoolOp : public PoolKernelBase<T> {
     const T* px = x.data<T>();
     T* py = out->data<T>();
     const int64_t in_size = g.InImageSize(), out_size = g.OutImageSize();
-    if constexpr (std::is_same_v<T, float>) {
-      auto p =
-          this->cache_.Get(g, kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg,
-                           PoolMode::kForward);
-      this->RunDnnl(ctx, g, [&](dnnl::stream& stream, int64_t n) {
-        dnnl::memory src(p->in_md, DnnlEngine(), const_cast<T*>(px + n * in_size));
-        dnnl::memory dst(p->out_md, DnnlEngine(), py + n * out_size);
-        p->fwd.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-      });
+    if constexpr (std::is_same_v<T, float> && kMax) {
+      return this->dnnl_.MaxForward(ctx, g, this->link_, x, out);
+    } else if constexpr (std::is_same_v<T, float>) {
+      return this->dnnl_.Run(ctx, DnnlPoolKind::kAvgForward, g, px, nullptr, py);
     } else {
       this->ForEachImage(ctx, g, [&](int64_t n) {
         if constexpr (kMax) {
@@ -330,8 +260,9 @@ class PoolOp : public PoolKernelBase<T> {
   }
 };
 
-// MaxPoolGrad(orig_input, orig_output, grad): the float32 path recomputes the forward with a
-// workspace (the argmax oneDNN's backward needs), as TensorFlow's MKL kernel does.
+// MaxPoolGrad(orig_input, orig_output, grad): the float32 path takes the workspace (each
+// window's argmax) its MaxPool kept for these very tensors, or recomputes it from orig_input
+// (pooling_onednn.cc).
 template <typename T>
 class MaxPoolGradOp : public PoolKernelBase<T> {
  public:
@@ -353,27 +284,7 @@ class MaxPoolGradOp : public PoolKernelBase<T> {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
-      auto p = this->cache_.Get(g, dnnl::algorithm::pooling_max, PoolMode::kMaxBackward);
-      const int64_t cost = out_size * g.h.window * g.w.window * 2 + in_size;
-      ParallelFor(ctx, g.batch, cost, [&](int64_t b, int64_t e) {
-        SingleThreadedDnnl();
-        dnnl::stream stream(DnnlEngine());
-        const dnnl::engine& eng = DnnlEngine();
-        dnnl::memory ws(p->ws_md, eng);            // allocated per shard
-        dnnl::memory fwd_dst(p->out_md, eng);      // the recomputed output, discarded
-        dnnl::memory src(p->in_md, eng, nullptr);  // handles set per image
-        dnnl::memory dy(p->out_md, eng, nullptr);
-        dnnl::memory dx(p->in_md, eng, nullptr);
-        for (int64_t n = b; n < e; ++n) {
-          src.set_data_handle(const_cast<T*>(px + n * in_size));
-          dy.set_data_handle(const_cast<T*>(pdy + n * out_size));
-          dx.set_data_handle(pdx + n * in_size);
-          p->fwd.execute(stream,
-                         {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, fwd_dst}, {DNNL_ARG_WORKSPACE, ws}});
-          p->bwd.execute(
-              stream, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}, {DNNL_ARG_WORKSPACE, ws}});
-        }
-      });
+      return this->dnnl_.MaxBackward(ctx, g, this->link_, x, ctx->input(1), pdy, pdx);
     } else {
       this->ForEachImage(ctx, g, [&](int64_t n) {
         MaxPoolGradImage(g, px + n * in_size, pdy + n * out_size, pdx + n * in_size);
@@ -402,12 +313,7 @@ class AvgPoolGradOp : public PoolKernelBase<T> {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
-      auto p = this->cache_.Get(g, dnnl::algorithm::pooling_avg, PoolMode::kAvgBackward);
-      this->RunDnnl(ctx, g, [&](dnnl::stream& stream, int64_t n) {
-        dnnl::memory dy(p->out_md, DnnlEngine(), const_cast<T*>(pdy + n * out_size));
-        dnnl::memory dx(p->in_md, DnnlEngine(), pdx + n * in_size);
-        p->bwd.execute(stream, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}});
-      });
+      return this->dnnl_.Run(ctx, DnnlPoolKind::kAvgBackward, g, nullptr, pdy, pdx);
     } else {
       this->ForEachImage(
           ctx, g, [&](int64_t n) { AvgPoolGradImage(g, pdy + n * out_size, pdx + n * in_size); });

@@ -1,10 +1,15 @@
 // MaxPool, AvgPool and their gradient ops against naive window loops written here (NHWC, with
 // NCHW tensors transposed by hand), finite-difference gradient checks in float64, and errors.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <thread>
 
+#include "placeflow/ops/nn/pooling_onednn.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -183,6 +188,183 @@ TEST_CASE("MaxPool, AvgPool and their gradient ops match naive loops", "[ops][nn
   }
 }
 
+// Values on a grid of 0.25 in [-1, 1]: most windows hold ties, so MaxPoolGrad's choice of the
+// first maximum is checked on every image of every shard.
+std::vector<double> Quantized(int64_t n, uint32_t seed) {
+  std::vector<double> v = Random(n, seed);
+  for (double& x : v) x = std::round(x * 4) / 4;
+  return v;
+}
+
+TEST_CASE("float32 pooling split into uneven batch shards matches naive loops", "[ops][nn][pool]") {
+  // Batches of 5, 7 and 9 over 4 threads: shards of two sizes (one oneDNN primitive per shard,
+  // pooling_onednn.cc); the big ones split into several shards, the small one may run as one.
+  const std::vector<PoolCase> cases = {{{7, 28, 28, 32}, 3, 3, 2, 2, "SAME"},
+                                       {{7, 24, 24, 16}, 2, 2, 2, 2, "VALID"},
+                                       {{9, 13, 11, 5}, 2, 2, 2, 2, "VALID"},
+                                       {{5, 15, 17, 24}, 3, 2, 1, 3, "SAME"},
+                                       {{5, 15, 17, 24}, 3, 2, 1, 3, "VALID"}};
+  uint32_t seed = 100;
+  for (const PoolCase& pc : cases) {
+    for (bool nchw : {false, true}) {
+      INFO(pc.nhwc.ToString() << " k " << pc.kh << "x" << pc.kw << " s " << pc.sh << "x" << pc.sw
+                              << " " << pc.padding << (nchw ? " NCHW" : " NHWC"));
+      const std::vector<double> x = Quantized(pc.nhwc.num_elements(), seed++);
+      Shape out_nhwc;
+      const std::vector<double> want_max = NaivePool(pc, x, {}, Ref::kMax, &out_nhwc);
+      const std::vector<double> want_avg = NaivePool(pc, x, {}, Ref::kAvg, &out_nhwc);
+      const std::vector<double> dy = Random(out_nhwc.num_elements(), seed++);
+      const std::vector<double> want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
+      const std::vector<double> want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
+      auto layout = [&](const std::vector<double>& v, const Shape& s) {
+        return nchw ? FromDoubles(DT_FLOAT, NchwShape(s), ToNchw(v, s))
+                    : FromDoubles(DT_FLOAT, s, v);
+      };
+      const std::string df = nchw ? "NCHW" : "NHWC";
+      Graph g;
+      Scope root = Scope::Root(&g);
+      Output in = ops::Const(root, layout(x, pc.nhwc));
+      Output grad = ops::Const(root, layout(dy, out_nhwc));
+      const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
+      Output mx = ops::MaxPool(root, in, k, s, pc.padding, df);
+      Output av = ops::AvgPool(root, in, k, s, pc.padding, df);
+      Output dmx = ops::MaxPoolGrad(root, in, mx, grad, k, s, pc.padding, df);
+      Output dav = ops::AvgPoolGrad(root, ops::Shape(root, in), grad, k, s, pc.padding, df);
+      SessionOptions opts;
+      opts.num_threads = 4;
+      Session sess(g, opts);
+      for (int run = 0; run < 2; ++run) {  // the second run reuses the cached primitives
+        std::vector<Tensor> got = sess.Run({}, {mx, av, dmx, dav});
+        CHECK(MaxAbsDiff(got[0], layout(want_max, out_nhwc)) == 0);
+        CHECK(MaxAbsDiff(got[1], layout(want_avg, out_nhwc)) <= 1e-6);
+        CHECK(MaxAbsDiff(got[2], layout(want_dmax, pc.nhwc)) <= 1e-5);
+        CHECK(MaxAbsDiff(got[3], layout(want_davg, pc.nhwc)) <= 1e-6);
+      }
+    }
+  }
+}
+
+// The tests of the kept workspace name their MaxPool uniquely: the request to keep one is keyed
+// by the node's name, process-wide, and the counts below assume a MaxPool nobody asked before.
+TEST_CASE("MaxPoolGrad takes its MaxPool's workspace only for the very tensors it pooled",
+          "[ops][nn][pool]") {
+  // A training-like graph: x fed each step, y = MaxPool(x), dx = MaxPoolGrad(x, y, dy); beside it
+  // a MaxPoolGrad whose orig_input is another tensor of x's shape (the workspace of MaxPool(x)
+  // would be wrong for it) and a second MaxPoolGrad of the same pair (the workspace goes once).
+  const PoolCase pc{{9, 12, 10, 16}, 3, 3, 2, 2, "SAME"};
+  Shape out_nhwc;
+  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pc.nhwc);
+  Output other = ops::Placeholder(root.WithOpName("other"), DT_FLOAT, pc.nhwc);
+  Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
+  const std::vector<int32_t> k = {1, 3, 3, 1}, st = {1, 2, 2, 1};
+  Output y = ops::MaxPool(root.WithOpName("kept_pool"), x, k, st, "SAME");
+  Output dx = ops::MaxPoolGrad(root.WithOpName("dx"), x, y, dy, k, st, "SAME");
+  Output dx_again = ops::MaxPoolGrad(root.WithOpName("dx_again"), x, y, dy, k, st, "SAME");
+  Output dother = ops::MaxPoolGrad(root.WithOpName("dother"), other, y, dy, k, st, "SAME");
+  SessionOptions opts;
+  opts.num_threads = 4;
+  Session sess(g, opts);
+  const MaxPoolWorkspaceCounts before = GetMaxPoolWorkspaceCounts();
+  constexpr int kSteps = 4;
+  for (int step = 0; step < kSteps; ++step) {
+    INFO("step " << step);
+    const std::vector<double> xv = Quantized(pc.nhwc.num_elements(), 10 + step);
+    const std::vector<double> ov = Quantized(pc.nhwc.num_elements(), 20 + step);
+    const std::vector<double> dyv = Random(out_nhwc.num_elements(), 30 + step);
+    std::vector<Tensor> got = sess.Run({{x, FromDoubles(DT_FLOAT, pc.nhwc, xv)},
+                                        {other, FromDoubles(DT_FLOAT, pc.nhwc, ov)},
+                                        {dy, FromDoubles(DT_FLOAT, out_nhwc, dyv)}},
+                                       {y, dx, dx_again, dother});
+    Shape unused;
+    CHECK(MaxAbsDiff(got[0], FromDoubles(DT_FLOAT, out_nhwc,
+                                         NaivePool(pc, xv, {}, Ref::kMax, &unused))) == 0);
+    const Tensor want_dx =
+        FromDoubles(DT_FLOAT, pc.nhwc, NaivePool(pc, xv, dyv, Ref::kMaxGrad, &unused));
+    CHECK(MaxAbsDiff(got[1], want_dx) <= 1e-5);
+    CHECK(MaxAbsDiff(got[2], want_dx) <= 1e-5);
+    // TensorFlow's MaxPoolGrad takes each window's argmax from orig_input.
+    CHECK(MaxAbsDiff(got[3], FromDoubles(DT_FLOAT, pc.nhwc,
+                                         NaivePool(pc, ov, dyv, Ref::kMaxGrad, &unused))) <= 1e-5);
+  }
+  // The first step recomputes for all three gradients; from the second on MaxPool keeps one
+  // workspace per step, which exactly one of dx and dx_again takes.
+  const MaxPoolWorkspaceCounts after = GetMaxPoolWorkspaceCounts();
+  CHECK(after.kept - before.kept == kSteps - 1);
+  CHECK(after.taken - before.taken == kSteps - 1);
+  CHECK(after.recomputed - before.recomputed == 3 + 2 * (kSteps - 1));
+}
+
+TEST_CASE("MaxPoolGrad of another window never takes the MaxPool's workspace", "[ops][nn][pool]") {
+  // 3x3 and 4x4 windows at stride 2, SAME, give the same output shape: the gradient's link
+  // (orig_output of MaxPool "wide_pool", orig_input its input) matches, its geometry does not.
+  const PoolCase pool3{{5, 12, 10, 16}, 3, 3, 2, 2, "SAME"}, wide{pool3.nhwc, 4, 4, 2, 2, "SAME"};
+  Shape out_nhwc;
+  NaivePool(pool3, Random(pool3.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pool3.nhwc);
+  Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
+  const std::vector<int32_t> st = {1, 2, 2, 1};
+  Output y = ops::MaxPool(root.WithOpName("wide_pool"), x, {1, 3, 3, 1}, st, "SAME");
+  Output dwide = ops::MaxPoolGrad(root.WithOpName("dwide"), x, y, dy, {1, 4, 4, 1}, st, "SAME");
+  Session sess(g);
+  const MaxPoolWorkspaceCounts before = GetMaxPoolWorkspaceCounts();
+  for (int step = 0; step < 3; ++step) {
+    INFO("step " << step);
+    const std::vector<double> xv = Quantized(pool3.nhwc.num_elements(), 40 + step);
+    const std::vector<double> dyv = Random(out_nhwc.num_elements(), 50 + step);
+    Tensor got = sess.Run(
+        {{x, FromDoubles(DT_FLOAT, pool3.nhwc, xv)}, {dy, FromDoubles(DT_FLOAT, out_nhwc, dyv)}},
+        {dwide})[0];
+    Shape unused;
+    CHECK(MaxAbsDiff(got, FromDoubles(DT_FLOAT, pool3.nhwc,
+                                      NaivePool(wide, xv, dyv, Ref::kMaxGrad, &unused))) <= 1e-5);
+  }
+  const MaxPoolWorkspaceCounts after = GetMaxPoolWorkspaceCounts();
+  CHECK(after.kept - before.kept == 2);  // asked for after the first step, never taken
+  CHECK(after.taken == before.taken);
+}
+
+TEST_CASE("Concurrent training steps each get their own MaxPool workspace", "[ops][nn][pool]") {
+  const PoolCase pc{{6, 14, 14, 8}, 2, 2, 2, 2, "VALID"};
+  Shape out_nhwc;
+  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pc.nhwc);
+  Output dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT, out_nhwc);
+  const std::vector<int32_t> k = {1, 2, 2, 1};
+  Output y = ops::MaxPool(root.WithOpName("concurrent_pool"), x, k, k, "VALID");
+  Output dx = ops::MaxPoolGrad(root.WithOpName("dx"), x, y, dy, k, k, "VALID");
+  SessionOptions opts;
+  opts.num_threads = 4;
+  Session sess(g, opts);
+  constexpr int kThreads = 3, kSteps = 20;
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int step = 0; step < kSteps; ++step) {
+        const uint32_t seed = 1000 + t * kSteps + step;
+        const std::vector<double> xv = Quantized(pc.nhwc.num_elements(), seed);
+        const std::vector<double> dyv = Random(out_nhwc.num_elements(), seed);
+        Tensor got = sess.Run(
+            {{x, FromDoubles(DT_FLOAT, pc.nhwc, xv)}, {dy, FromDoubles(DT_FLOAT, out_nhwc, dyv)}},
+            {dx})[0];
+        Shape unused;
+        const Tensor want =
+            FromDoubles(DT_FLOAT, pc.nhwc, NaivePool(pc, xv, dyv, Ref::kMaxGrad, &unused));
+        if (MaxAbsDiff(got, want) > 1e-5) ++wrong[t];
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
+}
+
 TEST_CASE("MaxPoolGrad sends each gradient to the first maximum of its window", "[ops][nn][pool]") {
   // A 3x3 image of ties: [[1,1,0],[1,1,0],[0,0,0]], 2x2 windows, stride 1, VALID: every window
   // holding several 1s gives its gradient to the first 1 in row-major order.
@@ -313,6 +495,40 @@ TEST_CASE("Pooling checks run-time shapes too", "[ops][nn][pool][errors]") {
   Session sess(g);
   CHECK_THROWS_WITH(sess.Run({{x, Tensor(DT_FLOAT, {4, 4, 1})}}, {y}),
                     Catch::Contains("input must be 4-dimensional, got [4,4,1]"));
+}
+
+// Hidden: LeNet's two max pools (2x2, stride 2, SAME, batch 128) forward and gradient, as targets
+// (no fetch copies), median of 30 runs each. Prints, asserts nothing: `pf_tests "[pool-bench]"`
+// (PF_POOL_OMP=1: one primitive over the batch on OpenMP threads instead of shards).
+TEST_CASE("Max pooling timings", "[.][pool-bench]") {
+  for (const Shape& xs : {Shape{128, 28, 28, 32}, Shape{128, 14, 14, 64}}) {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Const(root, FromDoubles(DT_FLOAT, xs, Random(xs.num_elements(), 7)));
+    Output y = ops::MaxPool(root, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    Output dy =
+        ops::Const(root, FromDoubles(DT_FLOAT, y.shape(), Random(y.shape().num_elements(), 8)));
+    Output dx = ops::MaxPoolGrad(root, x, y, dy, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    Session sess(g);
+    for (auto [name, target] :
+         {std::pair<const char*, Output>{"MaxPool", y}, {"MaxPoolGrad", dx}}) {
+      const std::vector<Operation> targets = {Operation(target.node)};
+      for (int i = 0; i < 3; ++i) sess.Run({}, {}, targets);
+      std::vector<double> ms;
+      for (int i = 0; i < 30; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        sess.Run({}, {}, targets);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("pool_bench %-12s %-16s median %8.3f ms  min %8.3f ms (threads %d, omp %s)\n",
+                  name, xs.ToString().c_str(), ms[ms.size() / 2], ms[0],
+                  ThreadPool::Default()->num_threads(),
+                  std::getenv("PF_POOL_OMP") ? std::getenv("PF_POOL_OMP") : "0");
+    }
+  }
 }
 
 }  // namespace
