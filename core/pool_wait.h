@@ -4,10 +4,11 @@
 // workers than cores (SessionOptions::num_threads = cores: that many threads in all, the
 // caller included) leaves a core to its caller, so there an idle worker keeps polling while
 // some thread is busy running a step (it may hand over work any moment), and so does a caller
-// waiting for its step. ThreadPool::Default() (a worker per core) is left as it was: a polling
-// caller there would take a core from its workers.
+// waiting for its step, up to BusySpinMicros() (off by default); the caller always polls for
+// ThreadPool::SpinMicros() before it sleeps. ThreadPool::Default() (a worker per core) is left as
+// it was: a polling caller there would take a core from its workers.
 //
-//   pf::BusyScope busy;  // while this thread runs a step's nodes
+//   pf::BusyScope busy(*pool);  // while this thread runs a step's nodes
 //   if (pf::LeavesCoreForCaller(*pool)) pf::SpinWhileBusy(*pool, [&] { return done.load(); });
 #pragma once
 
@@ -21,14 +22,18 @@ namespace pf {
 // 0 < pool.num_threads() < the number of cores.
 bool LeavesCoreForCaller(const ThreadPool& pool);
 
-// Counts the calling thread as busy running a step's work while it lives (one count for the
-// process). Pool workers count while they run a task, and so does ThreadPool::TryRunOne.
+// Counts the calling thread as busy running a step's work of `pool` while it lives, when the
+// pool LeavesCoreForCaller() (one count for the process; other pools pay nothing). Its workers
+// count while they run a task, and so does a task run by ThreadPool::TryRunOne.
 class BusyScope {
  public:
-  BusyScope();
+  explicit BusyScope(const ThreadPool& pool);
   ~BusyScope();
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  bool counted_;
 };
 // Threads counted busy now.
 int BusyThreads();
@@ -37,7 +42,8 @@ int BusyThreads();
 // long as BusyThreads() > 0, up to BusySpinMicros(). True when `ready` came true.
 bool SpinWhileBusy(const ThreadPool& pool, const std::function<bool()>& ready);
 
-// The cap on polling while others are busy: PF_POOL_BUSY_SPIN_US (0 turns it off), else 500.
+// The cap on polling while others are busy: PF_POOL_BUSY_SPIN_US, else 0 (off: see
+// docs/benchmarks.md, issue 34, for when it helps and when it hurts).
 int64_t BusySpinMicros();
 
 }  // namespace pf

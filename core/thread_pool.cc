@@ -14,9 +14,11 @@ thread_local const ThreadPool* current_pool = nullptr;
 
 // Measured on the 2-vCPU development machine (docs/benchmarks.md).
 constexpr int64_t kDefaultSpinMicros = 50;
-// While another thread is busy, an idle thread of a pool with a spare core polls this long at
-// most: a few of executor_wide's 57 us chains (docs/benchmarks.md, issue 34).
-constexpr int64_t kDefaultBusySpinMicros = 500;
+// Off by default: on an otherwise idle machine polling up to 500 us while another thread is
+// busy cut executor_wide's step tail from ~20 us to ~2 us, but with other processes competing
+// for the cores its 2-thread step often settled at 0.8 ms instead of 0.3-0.5 (issue 34,
+// docs/benchmarks.md). PF_POOL_BUSY_SPIN_US=500 turns it on for a dedicated machine.
+constexpr int64_t kDefaultBusySpinMicros = 0;
 
 std::atomic<int> busy_threads{0};  // BusyScope
 
@@ -99,7 +101,7 @@ bool ThreadPool::TryRunOne() {
     queue_.pop_front();
     queued_.fetch_sub(1, std::memory_order_relaxed);
   }
-  BusyScope busy;
+  BusyScope busy(*this);
   fn();
   return true;
 }
@@ -118,7 +120,7 @@ void ThreadPool::WorkerLoop() {
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
     }
-    BusyScope busy;
+    BusyScope busy(*this);
     fn();
   }
 }
@@ -165,8 +167,12 @@ bool LeavesCoreForCaller(const ThreadPool& pool) {
   return pool.num_threads() > 0 && pool.num_threads() < cores;
 }
 
-BusyScope::BusyScope() { busy_threads.fetch_add(1, std::memory_order_relaxed); }
-BusyScope::~BusyScope() { busy_threads.fetch_sub(1, std::memory_order_release); }
+BusyScope::BusyScope(const ThreadPool& pool) : counted_(LeavesCoreForCaller(pool)) {
+  if (counted_) busy_threads.fetch_add(1, std::memory_order_relaxed);
+}
+BusyScope::~BusyScope() {
+  if (counted_) busy_threads.fetch_sub(1, std::memory_order_release);
+}
 int BusyThreads() { return busy_threads.load(std::memory_order_acquire); }
 
 int64_t BusySpinMicros() {

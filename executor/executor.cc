@@ -262,7 +262,7 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
       here.push_back(r);
     }
   }
-  BusyScope busy;  // idle workers of a small pool poll meanwhile (core/pool_wait.h)
+  BusyScope busy(*l.pool);  // idle workers of a small pool poll meanwhile (core/pool_wait.h)
   Process(step, std::move(here));
 }
 
@@ -271,9 +271,10 @@ void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::m
   // While other threads finish the step, help with queued work instead of idling. No polling
   // before the wait with the default pool, as many workers as cores: a polling caller takes a
   // core from them (mnist_mlp_epoch ran about 9% slower, 4 interleaved pairs). A pool that
-  // leaves the caller a core (SessionOptions::num_threads = cores) is polled while its workers
-  // are busy: the step's end, or its next node, is then microseconds away, and waking a
-  // sleeping caller costs tens of them (executor_wide, issue 34).
+  // leaves the caller a core (SessionOptions::num_threads = cores) is polled for
+  // ThreadPool::SpinMicros() first (and while its workers are busy, when PF_POOL_BUSY_SPIN_US
+  // allows): the step's end is often microseconds away, and waking a sleeping caller costs
+  // tens of them (executor_wide, issue 34).
   const bool poll = LeavesCoreForCaller(*pool);
   int polls = 0;
   auto done_or_ran = [&] {  // the queue is looked at every 32 polls (it takes the lock)
