@@ -51,6 +51,57 @@ class SmallBlockCache {
 };
 thread_local bool SmallBlockCache::destroyed_ = false;
 
+// Blocks from kCacheMin up to kThreadMax are also kept per thread, a few of them by exact size
+// (kSlots, at most kThreadBytes in all), before the shared cache: with the shared cache alone,
+// two threads running independent chains of 4096-float ops (executor_wide) took each other's
+// freed outputs, so every output was written into lines the other core held, and each node ran
+// 1.3x slower than on one thread when the two vCPUs sat far apart (issue 34).
+class MediumBlockCache {
+ public:
+  static constexpr size_t kThreadMax = 64 << 10;
+  static constexpr size_t kThreadBytes = 256 << 10;
+  static constexpr int kSlots = 8;
+
+  ~MediumBlockCache() {
+    for (int i = 0; i < count_; ++i) std::free(blocks_[i].p);
+    destroyed_ = true;
+  }
+  static MediumBlockCache* ForThisThread() {
+    if (destroyed_) return nullptr;
+    thread_local MediumBlockCache cache;
+    return &cache;
+  }
+  // The most recently freed block of exactly `rounded` bytes, or null.
+  void* Pop(size_t rounded) {
+    for (int i = count_ - 1; i >= 0; --i) {
+      if (blocks_[i].bytes != rounded) continue;
+      void* p = blocks_[i].p;
+      for (int j = i; j + 1 < count_; ++j) blocks_[j] = blocks_[j + 1];
+      --count_;
+      bytes_ -= rounded;
+      return p;
+    }
+    return nullptr;
+  }
+  bool Push(void* p, size_t rounded) {
+    if (count_ == kSlots || bytes_ + rounded > kThreadBytes) return false;
+    blocks_[count_++] = {p, rounded};
+    bytes_ += rounded;
+    return true;
+  }
+
+ private:
+  struct Block {
+    void* p;
+    size_t bytes;
+  };
+  static thread_local bool destroyed_;
+  Block blocks_[kSlots];
+  int count_ = 0;
+  size_t bytes_ = 0;
+};
+thread_local bool MediumBlockCache::destroyed_ = false;
+
 // Large blocks are kept for reuse by exact size: a training loop allocates the same sizes
 // every step, and a fresh multi-megabyte block from the OS costs a page fault per 4 KiB
 // (measured: ~40% of an mlp_seed000 forward pass before this cache).
@@ -64,6 +115,10 @@ class HostAllocator final : public Allocator {
       SmallBlockCache* cache = SmallBlockCache::ForThisThread();
       if (void* p = cache != nullptr ? cache->Pop(rounded) : nullptr) return p;
     } else {
+      if (rounded <= MediumBlockCache::kThreadMax) {
+        MediumBlockCache* cache = MediumBlockCache::ForThisThread();
+        if (void* p = cache != nullptr ? cache->Pop(rounded) : nullptr) return p;
+      }
       std::lock_guard<std::mutex> lock(mu_);
       auto it = free_.find(rounded);
       if (it != free_.end() && !it->second.empty()) {
@@ -81,6 +136,10 @@ class HostAllocator final : public Allocator {
       SmallBlockCache* cache = SmallBlockCache::ForThisThread();
       if (cache != nullptr && cache->Push(ptr, rounded)) return;
     } else {
+      if (rounded <= MediumBlockCache::kThreadMax) {
+        MediumBlockCache* cache = MediumBlockCache::ForThisThread();
+        if (cache != nullptr && cache->Push(ptr, rounded)) return;
+      }
       std::lock_guard<std::mutex> lock(mu_);
       if (cached_bytes_ + rounded <= kCacheMax) {
         free_[rounded].push_back(ptr);

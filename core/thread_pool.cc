@@ -6,12 +6,26 @@
 #include <cstdlib>
 #include <memory>
 
+#include "placeflow/core/pool_wait.h"
+
 namespace pf {
 namespace {
 thread_local const ThreadPool* current_pool = nullptr;
 
 // Measured on the 2-vCPU development machine (docs/benchmarks.md).
 constexpr int64_t kDefaultSpinMicros = 50;
+// Off by default: on an otherwise idle machine polling up to 500 us while another thread is
+// busy cut executor_wide's step tail from ~20 us to ~2 us, but with other processes competing
+// for the cores its 2-thread step often settled at 0.8 ms instead of 0.3-0.5 (issue 34,
+// docs/benchmarks.md). PF_POOL_BUSY_SPIN_US=500 turns it on for a dedicated machine.
+constexpr int64_t kDefaultBusySpinMicros = 0;
+
+std::atomic<int> busy_threads{0};  // BusyScope
+
+int64_t EnvMicros(const char* name, int64_t fallback) {
+  const char* env = std::getenv(name);
+  return env != nullptr ? std::max<int64_t>(0, std::atoll(env)) : fallback;
+}
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,10 +62,7 @@ ThreadPool* ThreadPool::Default() {
 bool ThreadPool::InPool() const { return current_pool == this; }
 
 int64_t ThreadPool::SpinMicros() {
-  static const int64_t us = [] {
-    const char* env = std::getenv("PF_POOL_SPIN_US");
-    return env != nullptr ? std::max<int64_t>(0, std::atoll(env)) : kDefaultSpinMicros;
-  }();
+  static const int64_t us = EnvMicros("PF_POOL_SPIN_US", kDefaultSpinMicros);
   return us;
 }
 
@@ -90,6 +101,7 @@ bool ThreadPool::TryRunOne() {
     queue_.pop_front();
     queued_.fetch_sub(1, std::memory_order_relaxed);
   }
+  BusyScope busy(*this);
   fn();
   return true;
 }
@@ -98,7 +110,8 @@ void ThreadPool::WorkerLoop() {
   current_pool = this;
   for (;;) {
     std::function<void()> fn;
-    SpinUntil([this] { return queued_.load(std::memory_order_acquire) > 0 || stop_.load(); });
+    SpinWhileBusy(*this,
+                  [this] { return queued_.load(std::memory_order_acquire) > 0 || stop_.load(); });
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_.load() || !queue_.empty(); });
@@ -107,6 +120,7 @@ void ThreadPool::WorkerLoop() {
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
     }
+    BusyScope busy(*this);
     fn();
   }
 }
@@ -146,6 +160,45 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   if (SpinUntil([&] { return state->done.load(std::memory_order_acquire) == shards; })) return;
   std::unique_lock<std::mutex> lock(state->mu);
   state->cv.wait(lock, [&] { return state->done.load() == shards; });
+}
+
+bool LeavesCoreForCaller(const ThreadPool& pool) {
+  static const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return pool.num_threads() > 0 && pool.num_threads() < cores;
+}
+
+BusyScope::BusyScope(const ThreadPool& pool) : counted_(LeavesCoreForCaller(pool)) {
+  if (counted_) busy_threads.fetch_add(1, std::memory_order_relaxed);
+}
+BusyScope::~BusyScope() {
+  if (counted_) busy_threads.fetch_sub(1, std::memory_order_release);
+}
+int BusyThreads() { return busy_threads.load(std::memory_order_acquire); }
+
+int64_t BusySpinMicros() {
+  static const int64_t us = EnvMicros("PF_POOL_BUSY_SPIN_US", kDefaultBusySpinMicros);
+  return us;
+}
+
+bool SpinWhileBusy(const ThreadPool& pool, const std::function<bool()>& ready) {
+  if (ThreadPool::SpinMicros() > 0) {
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::SpinMicros());
+    for (int i = 0;; ++i) {
+      if (ready()) return true;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
+      CpuRelax();
+    }
+  }
+  const int64_t cap = BusySpinMicros();
+  if (cap == 0 || !LeavesCoreForCaller(pool)) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(cap);
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if (BusyThreads() == 0) return ready();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return ready();
+    CpuRelax();
+  }
 }
 
 }  // namespace pf

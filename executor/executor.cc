@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 
+#include "placeflow/core/pool_wait.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/scope.h"
 
@@ -261,22 +262,35 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
       here.push_back(r);
     }
   }
+  BusyScope busy(*l.pool);  // idle workers of a small pool poll meanwhile (core/pool_wait.h)
   Process(step, std::move(here));
 }
 
 void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
                            std::condition_variable* cv) {
-  // While other threads finish the step, help with queued work instead of idling. (No
-  // polling before the wait: with the default pool, as many workers as cores, a polling caller
-  // takes a core from them: mnist_mlp_epoch ran about 9% slower, 4 interleaved pairs.)
-  std::unique_lock<std::mutex> lock(*mu);
+  // While other threads finish the step, help with queued work instead of idling. No polling
+  // before the wait with the default pool, as many workers as cores: a polling caller takes a
+  // core from them (mnist_mlp_epoch ran about 9% slower, 4 interleaved pairs). A pool that
+  // leaves the caller a core (SessionOptions::num_threads = cores) is polled for
+  // ThreadPool::SpinMicros() first (and while its workers are busy, when PF_POOL_BUSY_SPIN_US
+  // allows): the step's end is often microseconds away, and waking a sleeping caller costs
+  // tens of them (executor_wide, issue 34).
+  const bool poll = LeavesCoreForCaller(*pool);
+  int polls = 0;
+  auto done_or_ran = [&] {  // the queue is looked at every 32 polls (it takes the lock)
+    if (remaining->load(std::memory_order_acquire) == 0) return true;
+    return (++polls & 31) == 0 && pool->TryRunOne();
+  };
   while (remaining->load(std::memory_order_acquire) > 0) {
-    lock.unlock();
-    bool ran = pool->TryRunOne();
-    lock.lock();
-    if (!ran && remaining->load(std::memory_order_acquire) > 0)
+    if (pool->TryRunOne()) continue;
+    if (poll && SpinWhileBusy(*pool, done_or_ran)) continue;
+    std::unique_lock<std::mutex> lock(*mu);
+    if (remaining->load(std::memory_order_acquire) > 0)
       cv->wait_for(lock, std::chrono::microseconds(200));
   }
+  // `done` lowers the count under the lock and notifies before releasing it: taking the lock
+  // once more means it is finished with mu and cv, which the caller may now destroy.
+  std::lock_guard<std::mutex> lock(*mu);
 }
 
 Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches,

@@ -1,5 +1,6 @@
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -142,11 +143,14 @@ TEST_CASE("Shape with unknown dims", "[core]") {
 // this too).
 TEST_CASE("Host allocator: small blocks are reused safely across threads", "[core]") {
   Allocator* a = CpuAllocator();
+  // Small blocks (per-thread classes), then up to 70,000 bytes (the per-thread cache of
+  // blocks up to 64 KiB and the shared one).
+  const size_t max_bytes = GENERATE(size_t{4095}, size_t{70000});
   std::atomic<int> bad{0};  // Catch2 assertions are not thread-safe: count, check after join
-  auto churn = [a, &bad](int seed, std::vector<std::pair<void*, size_t>>* handoff) {
+  auto churn = [a, &bad, max_bytes](int seed, std::vector<std::pair<void*, size_t>>* handoff) {
     std::vector<std::pair<void*, size_t>> live;
     for (int i = 0; i < 2000; ++i) {
-      const size_t bytes = 1 + static_cast<size_t>((i * 37 + seed * 11) % 4095);
+      const size_t bytes = 1 + static_cast<size_t>((i * 37 + seed * 11) % max_bytes);
       auto* p = static_cast<unsigned char*>(a->Allocate(bytes));
       if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 64 != 0) {
         ++bad;
@@ -179,6 +183,46 @@ TEST_CASE("Host allocator: small blocks are reused safely across threads", "[cor
   fa.join();
   fb.join();
   CHECK(bad == 0);
+}
+
+// A 16 KiB block (a 4096-float tensor) freed on a thread goes back to that thread, not to
+// another: two threads running independent chains then keep writing into their own cache.
+TEST_CASE("Host allocator: a thread gets back the medium block it freed", "[core][threads]") {
+  Allocator* a = CpuAllocator();
+  const size_t bytes = 4096 * sizeof(float);
+  void* mine = nullptr;
+  void* again = nullptr;
+  void* other = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  int stage = 0;
+  auto wait_for = [&](int s) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return stage >= s; });
+  };
+  auto advance = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ++stage;
+    cv.notify_all();
+  };
+  std::thread owner([&] {
+    mine = a->Allocate(bytes);
+    a->Free(mine, bytes);
+    advance();  // stage 1: freed here
+    wait_for(2);
+    again = a->Allocate(bytes);
+    a->Free(again, bytes);
+  });
+  std::thread thief([&] {
+    wait_for(1);
+    other = a->Allocate(bytes);
+    advance();  // stage 2
+  });
+  owner.join();
+  thief.join();
+  CHECK(other != mine);  // still in the owner's cache
+  CHECK(again == mine);
+  a->Free(other, bytes);
 }
 
 TEST_CASE("Tensor buffers are shared, aligned and printed", "[core]") {

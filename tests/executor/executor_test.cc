@@ -4,7 +4,9 @@
 #include "placeflow/executor/executor.h"
 
 #include <future>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -20,6 +22,9 @@ using Catch::Matchers::Contains;
 std::mutex log_mu;
 std::vector<std::string>* run_log = new std::vector<std::string>();
 
+// Which thread ran each TestExecRecord node, by node name.
+std::map<std::string, std::thread::id>* run_threads = new std::map<std::string, std::thread::id>();
+
 std::vector<std::string> TakeLog() {
   std::lock_guard<std::mutex> lock(log_mu);
   return std::exchange(*run_log, {});
@@ -34,6 +39,7 @@ class RecordOp : public OpKernel {
     {
       std::lock_guard<std::mutex> lock(log_mu);
       run_log->push_back(name());
+      (*run_threads)[name()] = std::this_thread::get_id();
     }
     float sum = 1;
     for (int i = 0; i < ctx->num_inputs(); ++i) sum += ctx->input(i).data<float>()[0];
@@ -50,6 +56,25 @@ class FailOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext*) override { return errors::Internal("boom"); }
+};
+
+// TestExecMeet(x) -> x once `meet_count` TestExecMeet kernels are running at the same time;
+// an error after 30 s without them. Only kernels on different threads can meet.
+std::atomic<int> meet_arrived{0};
+int meet_count = 2;
+class MeetOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Compute(OpKernelContext* ctx) override {
+    meet_arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (meet_arrived.load() < meet_count) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return errors::DeadlineExceeded(name(), " met nobody: its branches ran one at a time");
+      std::this_thread::yield();
+    }
+    return ctx->ForwardInput(0, 0);
+  }
 };
 
 // TestExecWait() -> the tensor sent under `key`, asynchronously (like _Recv).
@@ -92,6 +117,9 @@ PF_REGISTER_KERNEL(KernelDef("TestExecRecord", "CPU"), RecordOp);
 PF_REGISTER_OP(
     OpDef("TestExecFail").Input("x", "float").Output("y", "float").SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("TestExecFail", "CPU"), FailOp);
+PF_REGISTER_OP(
+    OpDef("TestExecMeet").Input("x", "float").Output("y", "float").SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("TestExecMeet", "CPU"), MeetOp);
 PF_REGISTER_OP(OpDef("TestExecWait")
                    .Output("y", "float")
                    .RequiredAttr("key")
@@ -369,6 +397,49 @@ TEST_CASE("Small pools finish wide steps and late sends without deadlock",
     // late = sent = 10; each branch 3; total = 1 + 10 + 10 + 8 * 3.
     CHECK(Scalar(out[0]) == 45);
   }
+  TakeLog();
+}
+
+TEST_CASE("An expensive chain stays on one thread; independent branches run side by side",
+          "[executor][scheduling][threads]") {
+  ThreadPool pool(1);  // one worker and the caller
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 0.f);
+  std::vector<Output> all = {c}, ends;
+  std::vector<std::vector<std::string>> branches(8);
+  for (int b = 0; b < 8; ++b) {
+    Output x = c;
+    // The first two branches start by meeting each other: they must run at the same time.
+    if (b < 2) {
+      x = NodeBuilder(root.WithOpName("meet"), "TestExecMeet").Input(x).Finalize();
+      all.push_back(x);
+    }
+    for (int i = 0; i < 10; ++i) {
+      x = Record(root, "b" + std::to_string(b) + "_" + std::to_string(i), {x});
+      all.push_back(x);
+      branches[b].push_back(x.node->name());
+    }
+    ends.push_back(x);
+  }
+  Output total = Record(root, "total", ends);
+  all.push_back(total);
+  Harness h(&pool);
+  auto exec = h.Create(NodesOf(all), {}, {total});
+  meet_arrived = 0;
+  std::vector<Tensor> out;
+  Status s = RunWithTimeout(*exec, {}, &out);
+  REQUIRE(s.ok());
+  CHECK(Scalar(out[0]) == 1 + 8 * 10);
+  std::set<std::thread::id> used;
+  for (const auto& nodes : branches) {
+    std::set<std::thread::id> threads;
+    for (const std::string& n : nodes) threads.insert(run_threads->at(n));
+    INFO(nodes.front());
+    CHECK(threads.size() == 1);  // each node ran its successor inline: no hand-off
+    used.insert(threads.begin(), threads.end());
+  }
+  CHECK(used.size() == 2);  // the met branches ran on the worker and on the caller's thread
   TakeLog();
 }
 
