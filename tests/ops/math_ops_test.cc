@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "placeflow/train/gradient_checker.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -110,6 +111,7 @@ TEST_CASE("Unary ops", "[ops][math]") {
       {"Relu", ops::Relu, [](double x) { return x > 0 ? x : 0; }},
       {"Sigmoid", ops::Sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }},
       {"Tanh", ops::Tanh, [](double x) { return std::tanh(x); }},
+      {"Erf", ops::Erf, [](double x) { return std::erf(x); }},
   };
   for (const auto& [name, build, ref] : cases) {
     INFO(name);
@@ -126,11 +128,25 @@ TEST_CASE("Unary ops", "[ops][math]") {
   }
 }
 
-// float Sigmoid runs oneDNN's vectorised primitive in blocks of 4096 elements and float Tanh a
-// vectorised rational approximation, both split over the pool: lengths around the block size and
-// a multi-shard tensor, checked against the double-precision formulas to relative 5e-7 (plus
-// 1e-37 absolute: oneDNN flushes sigmoid results near the smallest normal float, 1.6e-38 at
-// x = -87, to zero), with NaN and infinities preserved.
+// Erf in double runs std::erf exactly; its gradient, 2/sqrt(pi) e^(-x^2), against finite
+// differences in double (delta 1e-6: error ~1e-10), at points across [-3, 3].
+TEST_CASE("Erf in double and its gradient", "[ops][math][gradients]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Tensor xv(DT_DOUBLE, {6});
+  const double pts[] = {-2.5, -1.0, -0.1, 0.0, 0.7, 2.9};
+  std::copy(pts, pts + 6, xv.data<double>());
+  Output x = ops::Placeholder(root, DT_DOUBLE, {6});
+  Output y = ops::Erf(root, x);
+  Session sess(g);
+  std::vector<Tensor> out = sess.Run({{x, xv}}, {y});
+  for (int i = 0; i < 6; ++i) CHECK(out[0].data<double>()[i] == std::erf(pts[i]));
+  CHECK(ComputeGradientError(root, x, {6}, y, {6}, &xv) < 1e-8);
+}
+
+// float Sigmoid and Tanh run the Highway kernels (ops/simd/vec_kernels.h), split over the pool:
+// lengths around 4096 and a multi-shard tensor, checked against the double-precision formulas to
+// relative 5e-7 (plus 1e-37 absolute), with NaN and infinities preserved.
 TEST_CASE("Tanh and Sigmoid (vectorised float path) match the formulas", "[ops][math][nn]") {
   const std::vector<float> special = {std::nanf(""), INFINITY, -INFINITY, 0.f,   -0.f,
                                       1e-30f,        -1e-30f,  88.f,      -87.f, -104.f,
@@ -170,7 +186,7 @@ TEST_CASE("Tanh and Sigmoid (vectorised float path) match the formulas", "[ops][
 
 // The rational tanh over a dense sweep of floats: every 769th float of [0, 10] and its
 // negation (1.4 million values; beyond 9 tanh rounds to 1), against tanh in double to relative
-// 4e-7. An exhaustive run over every float measured at most 3.7e-7 (ops/nn/nn_ops.cc).
+// 4e-7. An exhaustive run over every float measured at most 3.7e-7 (ops/simd/vec_math-inl.h).
 TEST_CASE("float Tanh is within 4e-7 of tanh over a dense sweep of floats", "[ops][math][nn]") {
   std::vector<float> xs;
   for (uint32_t bits = 0;; bits += 769) {
