@@ -11,6 +11,7 @@
 
 #include "placeflow/ops/simd/cpu_isa.h"
 #include "placeflow/ops/simd/vec_kernels.h"
+#include "tests/testing/test_util.h"
 
 namespace pf::simd {
 namespace {
@@ -216,6 +217,36 @@ TEST_CASE("SIMD: special values of exp, log, sigmoid, tanh and erf", "[simd]") {
   CHECK(at(UnaryFn::kErf, inf) == 1.f);
   CHECK(at(UnaryFn::kErf, -inf) == -1.f);
   CHECK(std::isnan(at(UnaryFn::kErf, std::nanf(""))));
+}
+
+// A whole training step under each cap: Tanh, Sigmoid, Exp and Mul (Highway), their gradients,
+// L2Loss (SimdCall), AddN and the Adam update (SimdFor, whose multiply-adds must not fuse in the
+// AVX-512 copy). Every cap must leave the same bits in the variables and the loss.
+TEST_CASE("SIMD: an Adam training step gives the same bits under every ISA cap", "[simd]") {
+  CapGuard guard;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Variable w = GetVariable(root, "w", {1003}, init::RandomUniform(-2, 2, /*seed=*/3));
+  Output h = ops::Add(root, ops::Tanh(root, w.value()), ops::Sigmoid(root, w.value()));
+  Output loss = ops::Add(root, ops::L2Loss(root, ops::Mul(root, h, ops::Exp(root, w.value()))),
+                         ops::L2Loss(root, w.value()));
+  train::Adam opt(0.01);
+  Operation step = opt.Minimize(root, loss);
+  std::vector<std::vector<uint32_t>> runs;
+  for (CpuIsa cap : kCaps) {
+    if (cap > HostCpuIsa()) continue;
+    SetMaxCpuIsa(cap);
+    Session sess(g);
+    sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+    for (int i = 0; i < 3; ++i) sess.Run({}, {}, {step});
+    Tensor wv = sess.Run({w.value()})[0];
+    std::vector<uint32_t> bits;
+    for (float v : wv.flat<float>()) bits.push_back(Bits(v));
+    bits.push_back(Bits(sess.Run({loss})[0].data<float>()[0]));
+    runs.push_back(std::move(bits));
+  }
+  for (size_t r = 1; r < runs.size(); ++r) CHECK(runs[r] == runs[0]);
+  if (runs.size() < 2) WARN("this CPU has only the SSE4 target: nothing to compare");
 }
 
 TEST_CASE("PF_MAX_CPU_ISA: the names it takes, and the cap the kernels run under", "[simd]") {
