@@ -146,6 +146,45 @@ std::vector<int32_t> Window(const PoolCase& pc, bool nchw, bool strides) {
   return nchw ? std::vector<int32_t>{1, 1, a, b} : std::vector<int32_t>{1, a, b, 1};
 }
 
+// The four pooling ops of one case on one graph, and the naive loops' answers in its layout.
+struct PoolRun {
+  PoolRun(const PoolCase& pc, DType t, bool nchw, const std::vector<double>& x, uint32_t dy_seed)
+      : pc(pc), t(t), nchw(nchw) {
+    want_max = NaivePool(pc, x, {}, Ref::kMax, &out_nhwc);
+    want_avg = NaivePool(pc, x, {}, Ref::kAvg, &out_nhwc);
+    const std::vector<double> dy = Random(out_nhwc.num_elements(), dy_seed);
+    want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
+    want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
+    const std::string df = nchw ? "NCHW" : "NHWC";
+    Scope root = Scope::Root(&g);
+    Output in = ops::Const(root, Layout(x, pc.nhwc));
+    Output grad = ops::Const(root, Layout(dy, out_nhwc));
+    const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
+    Output mx = ops::MaxPool(root, in, k, s, pc.padding, df);
+    Output av = ops::AvgPool(root, in, k, s, pc.padding, df);
+    Output dmx = ops::MaxPoolGrad(root, in, mx, grad, k, s, pc.padding, df);
+    Output dav = ops::AvgPoolGrad(root, ops::Shape(root, in), grad, k, s, pc.padding, df);
+    outputs = {mx, av, dmx, dav};
+  }
+  Tensor Layout(const std::vector<double>& v, const Shape& s) const {
+    return nchw ? FromDoubles(t, NchwShape(s), ToNchw(v, s)) : FromDoubles(t, s, v);
+  }
+  // Each output's largest difference from its naive answer: max, avg, dmax, davg.
+  std::vector<double> Errors(const std::vector<Tensor>& got) const {
+    return {MaxAbsDiff(got[0], Layout(want_max, out_nhwc)),
+            MaxAbsDiff(got[1], Layout(want_avg, out_nhwc)),
+            MaxAbsDiff(got[2], Layout(want_dmax, pc.nhwc)),
+            MaxAbsDiff(got[3], Layout(want_davg, pc.nhwc))};
+  }
+  PoolCase pc;
+  DType t;
+  bool nchw;
+  Shape out_nhwc;
+  std::vector<double> want_max, want_avg, want_dmax, want_davg;
+  Graph g;
+  std::vector<Output> outputs;
+};
+
 TEST_CASE("MaxPool, AvgPool and their gradient ops match naive loops", "[ops][nn][pool]") {
   uint32_t seed = 1;
   for (const PoolCase& pc : Cases()) {
@@ -155,34 +194,13 @@ TEST_CASE("MaxPool, AvgPool and their gradient ops match naive loops", "[ops][nn
                                 << " " << pc.padding << " " << DTypeName(t)
                                 << (nchw ? " NCHW" : " NHWC"));
         const std::vector<double> x = Random(pc.nhwc.num_elements(), seed++);
-        Shape out_nhwc;
-        const std::vector<double> want_max = NaivePool(pc, x, {}, Ref::kMax, &out_nhwc);
-        const std::vector<double> want_avg = NaivePool(pc, x, {}, Ref::kAvg, &out_nhwc);
-        const std::vector<double> dy = Random(out_nhwc.num_elements(), seed++);
-        const std::vector<double> want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
-        const std::vector<double> want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
-        auto layout = [&](const std::vector<double>& v, const Shape& s) {
-          return nchw ? FromDoubles(t, NchwShape(s), ToNchw(v, s)) : FromDoubles(t, s, v);
-        };
-        const std::string df = nchw ? "NCHW" : "NHWC";
-        Graph g;
-        Scope root = Scope::Root(&g);
-        Output in = ops::Const(root, layout(x, pc.nhwc));
-        Output grad = ops::Const(root, layout(dy, out_nhwc));
-        const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
-        Output mx = ops::MaxPool(root, in, k, s, pc.padding, df);
-        Output av = ops::AvgPool(root, in, k, s, pc.padding, df);
-        Output dmx = ops::MaxPoolGrad(root, in, mx, grad, k, s, pc.padding, df);
-        Output dav = ops::AvgPoolGrad(root, ops::Shape(root, in), grad, k, s, pc.padding, df);
-        const Shape want_out = nchw ? NchwShape(out_nhwc) : out_nhwc;
-        CHECK(mx.shape() == want_out);
-        Session sess(g);
-        std::vector<Tensor> got = sess.Run({}, {mx, av, dmx, dav});
+        PoolRun r(pc, t, nchw, x, seed++);
+        const Shape want_out = nchw ? NchwShape(r.out_nhwc) : r.out_nhwc;
+        CHECK(r.outputs[0].shape() == want_out);
+        Session sess(r.g);
+        const std::vector<double> err = r.Errors(sess.Run({}, r.outputs));
         const double tol = t == DT_FLOAT ? 1e-5 : 1e-12;
-        CHECK(MaxAbsDiff(got[0], layout(want_max, out_nhwc)) <= tol);
-        CHECK(MaxAbsDiff(got[1], layout(want_avg, out_nhwc)) <= tol);
-        CHECK(MaxAbsDiff(got[2], layout(want_dmax, pc.nhwc)) <= tol);
-        CHECK(MaxAbsDiff(got[3], layout(want_davg, pc.nhwc)) <= tol);
+        for (double e : err) CHECK(e <= tol);
       }
     }
   }
@@ -210,35 +228,16 @@ TEST_CASE("float32 pooling split into uneven batch shards matches naive loops", 
       INFO(pc.nhwc.ToString() << " k " << pc.kh << "x" << pc.kw << " s " << pc.sh << "x" << pc.sw
                               << " " << pc.padding << (nchw ? " NCHW" : " NHWC"));
       const std::vector<double> x = Quantized(pc.nhwc.num_elements(), seed++);
-      Shape out_nhwc;
-      const std::vector<double> want_max = NaivePool(pc, x, {}, Ref::kMax, &out_nhwc);
-      const std::vector<double> want_avg = NaivePool(pc, x, {}, Ref::kAvg, &out_nhwc);
-      const std::vector<double> dy = Random(out_nhwc.num_elements(), seed++);
-      const std::vector<double> want_dmax = NaivePool(pc, x, dy, Ref::kMaxGrad, &out_nhwc);
-      const std::vector<double> want_davg = NaivePool(pc, x, dy, Ref::kAvgGrad, &out_nhwc);
-      auto layout = [&](const std::vector<double>& v, const Shape& s) {
-        return nchw ? FromDoubles(DT_FLOAT, NchwShape(s), ToNchw(v, s))
-                    : FromDoubles(DT_FLOAT, s, v);
-      };
-      const std::string df = nchw ? "NCHW" : "NHWC";
-      Graph g;
-      Scope root = Scope::Root(&g);
-      Output in = ops::Const(root, layout(x, pc.nhwc));
-      Output grad = ops::Const(root, layout(dy, out_nhwc));
-      const auto k = Window(pc, nchw, false), s = Window(pc, nchw, true);
-      Output mx = ops::MaxPool(root, in, k, s, pc.padding, df);
-      Output av = ops::AvgPool(root, in, k, s, pc.padding, df);
-      Output dmx = ops::MaxPoolGrad(root, in, mx, grad, k, s, pc.padding, df);
-      Output dav = ops::AvgPoolGrad(root, ops::Shape(root, in), grad, k, s, pc.padding, df);
+      PoolRun r(pc, DT_FLOAT, nchw, x, seed++);
       SessionOptions opts;
       opts.num_threads = 4;
-      Session sess(g, opts);
+      Session sess(r.g, opts);
       for (int run = 0; run < 2; ++run) {  // the second run reuses the cached primitives
-        std::vector<Tensor> got = sess.Run({}, {mx, av, dmx, dav});
-        CHECK(MaxAbsDiff(got[0], layout(want_max, out_nhwc)) == 0);
-        CHECK(MaxAbsDiff(got[1], layout(want_avg, out_nhwc)) <= 1e-6);
-        CHECK(MaxAbsDiff(got[2], layout(want_dmax, pc.nhwc)) <= 1e-5);
-        CHECK(MaxAbsDiff(got[3], layout(want_davg, pc.nhwc)) <= 1e-6);
+        const std::vector<double> err = r.Errors(sess.Run({}, r.outputs));
+        CHECK(err[0] == 0);
+        CHECK(err[1] <= 1e-6);
+        CHECK(err[2] <= 1e-5);
+        CHECK(err[3] <= 1e-6);
       }
     }
   }
