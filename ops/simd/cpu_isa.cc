@@ -23,14 +23,18 @@ int64_t TargetsAbove(CpuIsa cap) {
   return mask;
 }
 
+// PF_MAX_CPU_ISA, read and (when bad) reported once.
 std::optional<CpuIsa> EnvCap() {
-  const char* env = std::getenv("PF_MAX_CPU_ISA");
-  if (env == nullptr || *env == '\0') return std::nullopt;
-  std::optional<CpuIsa> isa = ParseCpuIsa(env);
-  if (!isa) {
-    PF_LOG_ERROR("PF_MAX_CPU_ISA='{}' is not one of sse4, avx2, avx512: ignored, no cap", env);
-  }
-  return isa;
+  static const std::optional<CpuIsa> cap = []() -> std::optional<CpuIsa> {
+    const char* env = std::getenv("PF_MAX_CPU_ISA");
+    if (env == nullptr || *env == '\0') return std::nullopt;
+    std::optional<CpuIsa> isa = ParseCpuIsa(env);
+    if (!isa) {
+      PF_LOG_ERROR("PF_MAX_CPU_ISA='{}' is not one of sse4, avx2, avx512: ignored, no cap", env);
+    }
+    return isa;
+  }();
+  return cap;
 }
 
 struct IsaState {

@@ -179,6 +179,17 @@ TEST_CASE("pf-train --help names the TensorFlow spellings of the cluster flags a
   }
 }
 
+// PF_MAX_CPU_ISA is read when the library loads: a value it does not know is logged with the
+// valid ones, and the program goes on uncapped (docs/simd.md).
+TEST_CASE("PF_MAX_CPU_ISA with an unknown value is an error naming the valid ones", "[cli][simd]") {
+  ToolRun r = RunTool(std::string("PF_MAX_CPU_ISA=avx3 ") + PF_BENCH_BINARY, "--help");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Contains("PF_MAX_CPU_ISA='avx3' is not one of sse4, avx2, avx512: ignored"));
+  ToolRun ok = RunTool(std::string("PF_MAX_CPU_ISA=avx2 ") + PF_BENCH_BINARY, "--help");
+  CHECK(ok.status == 0);
+  CHECK(ok.err.empty());
+}
+
 TEST_CASE("pf-bench --help lists its figures with one line each", "[cli]") {
   ToolRun r = RunTool(PF_BENCH_BINARY, "--help");
   CHECK(r.status == 0);
