@@ -129,6 +129,15 @@ void ApplyCpuIsaCapToOneDnn() {
   (void)applied;
 }
 
+CpuIsa OneDnnCpuIsa() {
+  ApplyCpuIsaCapToOneDnn();
+  // oneDNN's ISAs are bit sets: 0x4 is AVX2's bit, 0x8 and 0x20 those of AVX-512 (MIC, core).
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  if (isa & 0x28u) return CpuIsa::kAvx512;
+  if (isa & 0x4u) return CpuIsa::kAvx2;
+  return CpuIsa::kSse4;
+}
+
 namespace {
 // When the library loads, before any kernel asks oneDNN for its ISA.
 [[maybe_unused]] const bool kOneDnnCapped = (ApplyCpuIsaCapToOneDnn(), true);

@@ -41,6 +41,10 @@ inline CpuIsa ActiveCpuIsa() {
 // in turn). oneDNN's cap is fixed by its first primitive, so this leaves oneDNN as it is.
 void SetMaxCpuIsa(CpuIsa isa);
 
+// The ISA oneDNN's JIT uses (dnnl::get_effective_cpu_isa), on the same scale: AVX2 (with or
+// without VNNI) is kAvx2, any AVX-512 kAvx512, anything less (SSE4.1, AVX) kSse4.
+CpuIsa OneDnnCpuIsa();
+
 // Gives oneDNN PF_MAX_CPU_ISA's cap before its first primitive (called by DnnlEngine and when the
 // library loads); a set ONEDNN_MAX_CPU_ISA wins. Idempotent.
 void ApplyCpuIsaCapToOneDnn();

@@ -265,6 +265,10 @@ TEST_CASE("PF_MAX_CPU_ISA: the names it takes, and the cap the kernels run under
     CHECK(ActiveCpuIsa() <= *cap);
     if (*cap < CpuIsa::kAvx2)
       CHECK(std::string(DispatchedTargetName()).find("AVX") == std::string::npos);
+    // The same cap reached oneDNN (unless ONEDNN_MAX_CPU_ISA set its own).
+    if (std::getenv("ONEDNN_MAX_CPU_ISA") == nullptr) CHECK(OneDnnCpuIsa() <= *cap);
+  } else if (std::getenv("ONEDNN_MAX_CPU_ISA") == nullptr) {
+    CHECK(OneDnnCpuIsa() == HostCpuIsa());  // uncapped, oneDNN sees the CPU as Highway does
   }
 }
 
