@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "placeflow/ops/math/reduce_impl.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/simd/cpu_isa.h"
 #include "placeflow/ops/simd/vec_kernels.h"
@@ -76,6 +77,9 @@ std::vector<std::pair<std::string, std::function<void()>>> Families(Buffers* w) 
       {"simdfor_sum", [=] { SimdFor(0, kN, [&](int64_t i) { y[i] += a[i]; }); }},
       {"simdfor_sgd", [=] { SimdFor(0, kN, [&](int64_t i) { sgd(y[i], a[i]); }); }},
       {"simdfor_adam", [=] { SimdFor(0, kN, [&](int64_t i) { adam(y[i], m[i], v[i], a[i]); }); }},
+      // The reductions' inner loops: Sum and Max of a row (ReduceRow's eight partial results).
+      {"row_sum", [=] { y[0] = ReduceRow<float, SumR>(a, kN); }},
+      {"row_max", [=] { y[0] = ReduceRow<float, MaxR>(a, kN); }},
       // For scale: glibc's scalar tanhf, what a loop the compiler cannot vectorise costs.
       {"scalar_tanhf",
        [=] {

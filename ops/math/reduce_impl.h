@@ -51,20 +51,26 @@ struct MinR {
   }
 };
 
-// Combines row[0, n) with eight partial accumulators so the compiler can vectorise without
-// reassociating across the whole row.
+// Combines row[0, n) with 32 partial accumulators so the compiler can vectorise without
+// reassociating across the whole row: four AVX2 or two AVX-512 vectors of independent adds in
+// flight (eight, one vector's worth, left each add waiting on the last: 0.1 ns an element on
+// every ISA). SimdCall runs the copy for the active ISA; the partial results are the same on
+// every target, so are the bits.
 template <typename T, typename R>
 inline T ReduceRow(const T* row, int64_t n) {
-  T acc[8];
-  std::fill(acc, acc + 8, R::template Init<T>());
-  int64_t r = 0;
-  for (; r + 8 <= n; r += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] = R::Combine(acc[l], row[r + l]);
-  }
-  for (; r < n; ++r) acc[0] = R::Combine(acc[0], row[r]);
-  T v = acc[0];
-  for (int l = 1; l < 8; ++l) v = R::Combine(v, acc[l]);
-  return v;
+  return SimdCall([&] {
+    constexpr int kLanes = 32;
+    T acc[kLanes];
+    std::fill(acc, acc + kLanes, R::template Init<T>());
+    int64_t r = 0;
+    for (; r + kLanes <= n; r += kLanes) {
+      for (int l = 0; l < kLanes; ++l) acc[l] = R::Combine(acc[l], row[r + l]);
+    }
+    for (; r < n; ++r) acc[0] = R::Combine(acc[0], row[r]);
+    T v = acc[0];
+    for (int l = 1; l < kLanes; ++l) v = R::Combine(v, acc[l]);
+    return v;
+  });
 }
 
 namespace reduce_internal {
@@ -102,11 +108,13 @@ void OuterInner(OpKernelContext* ctx, const T* x, T* y, int64_t outer, int64_t r
     for (int64_t t = b; t < e; ++t) {
       const int64_t o = t / blocks, i0 = (t % blocks) * kBlock, i1 = std::min(inner, i0 + kBlock);
       T* yo = y + o * inner;
-      for (int64_t i = i0; i < i1; ++i) yo[i] = R::template Init<T>();
-      for (int64_t r = 0; r < reduce; ++r) {
-        const T* row = x + (o * reduce + r) * inner;
-        for (int64_t i = i0; i < i1; ++i) yo[i] = R::Combine(yo[i], row[i]);
-      }
+      SimdCall([&] {
+        for (int64_t i = i0; i < i1; ++i) yo[i] = R::template Init<T>();
+        for (int64_t r = 0; r < reduce; ++r) {
+          const T* row = x + (o * reduce + r) * inner;
+          for (int64_t i = i0; i < i1; ++i) yo[i] = R::Combine(yo[i], row[i]);
+        }
+      });
     }
   });
 }
