@@ -122,14 +122,15 @@ TEST_CASE("Sync replicas: two workers with a batch of 16 each match one process 
   constexpr int kSteps = 5;
   SyncCluster c(/*workers=*/2, /*batch=*/16, /*to_aggregate=*/2);
   train::SyncReplicasChief chief(*c.sessions[0], *c.models[0]->sync, /*last_step=*/kSteps);
-  auto worker = [&](int i) {
-    for (int k = 0; k < kSteps; ++k) {
-      Status s = c.Step(i, 100 + k, 16 * i, 16 * (i + 1));
-      if (!s.ok()) return s;
-    }
-    return Status::OK();
-  };
-  REQUIRE(RunTwoWorkers(worker).ok());
+  // Both workers' step k, then step k + 1: the tokens sit in one queue, so a worker a whole step
+  // ahead would take the other's token (as in TensorFlow) and hand in two gradients of one
+  // update, or, after its last step, leave the other waiting for a token that never comes (this
+  // test hung 1 run in 10 before the barrier). In lockstep every update averages one gradient
+  // of each worker, which is what a batch of 32 in one process computes.
+  for (int k = 0; k < kSteps; ++k) {
+    INFO("step " << k);
+    REQUIRE(RunTwoWorkers([&](int i) { return c.Step(i, 100 + k, 16 * i, 16 * (i + 1)); }).ok());
+  }
   chief.Stop();
   REQUIRE(chief.status().ok());
   CHECK(chief.updates() == kSteps);
