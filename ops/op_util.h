@@ -22,7 +22,7 @@ inline ThreadPool* IntraOpPool(OpKernelContext* ctx) {
 // and run as the widest that the CPU has and PF_MAX_CPU_ISA allows (ops/simd/cpu_isa.h): the
 // straight-line loops (sums, optimizer updates, copies) vectorise in each, 1.4-1.7x faster with the
 // wider vectors on L2-resident tensors (docs/benchmarks.md). The library compiles with
-// -ffp-contract=off and the AVX2 copy has no FMA, so every copy gives the same bits. What the
+// -ffp-contract=off, so no copy fuses a multiply-add and every copy gives the same bits. What the
 // compiler cannot vectorise (branches, exp, tanh) runs Highway kernels instead (vec_kernels.h).
 // `pf-bench simd_targets` prints each family's ns per element under each cap, so scalar code
 // cannot hide in one.
