@@ -15,7 +15,8 @@ build_dir="${BUILD_DIR:-build}"
 # libisal-dev: CRC32C of TFRecord files (optional: SSE4.2 without it). gRPC and protobuf: the
 # cluster runtime (distributed/), protobuf also tf.Example (io/proto). openssl and iproute2: the cluster tests
 # (TLS certificates, network namespaces). libcli11-dev: the tools' flag parser (CLI11, header-only;
-# tools/flags.cc, docs/flags.md).
+# tools/flags.cc, docs/flags.md). libhwy-dev: Google Highway, the float kernels' portable SIMD
+# with run-time dispatch (ops/simd/, docs/simd.md).
 packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 python3 libcli11-dev libdnnl-dev libhwy-dev ocl-icd-opencl-dev zlib1g-dev libisal-dev dataset-fashion-mnist
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2)
 source tools/ensure_packages.sh
