@@ -34,6 +34,20 @@ inline void CpuRelax() {
   asm volatile("yield");
 #endif
 }
+
+// Polls `ready` for up to `us` microseconds; true when it became true.
+template <typename Ready>
+bool PollFor(int64_t us, Ready& ready) {
+  if (us == 0) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    // The clock costs ~20 ns: read it every 64 polls.
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return ready();
+    CpuRelax();
+  }
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -68,15 +82,7 @@ int64_t ThreadPool::SpinMicros() {
 
 template <typename Ready>
 bool ThreadPool::SpinUntil(Ready ready) {
-  const int64_t us = SpinMicros();
-  if (us == 0) return ready();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  for (int i = 0;; ++i) {
-    if (ready()) return true;
-    // The clock costs ~20 ns: read it every 64 polls.
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return ready();
-    CpuRelax();
-  }
+  return PollFor(SpinMicros(), ready);
 }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
@@ -181,15 +187,7 @@ int64_t BusySpinMicros() {
 }
 
 bool SpinWhileBusy(const ThreadPool& pool, const std::function<bool()>& ready) {
-  if (ThreadPool::SpinMicros() > 0) {
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::SpinMicros());
-    for (int i = 0;; ++i) {
-      if (ready()) return true;
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
-      CpuRelax();
-    }
-  }
+  if (PollFor(ThreadPool::SpinMicros(), ready)) return true;
   const int64_t cap = BusySpinMicros();
   if (cap == 0 || !LeavesCoreForCaller(pool)) return ready();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(cap);

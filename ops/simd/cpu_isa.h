@@ -45,8 +45,8 @@ void SetMaxCpuIsa(CpuIsa isa);
 // without VNNI) is kAvx2, any AVX-512 kAvx512, anything less (SSE4.1, AVX) kSse4.
 CpuIsa OneDnnCpuIsa();
 
-// Gives oneDNN PF_MAX_CPU_ISA's cap before its first primitive (called by DnnlEngine and when the
-// library loads); a set ONEDNN_MAX_CPU_ISA wins. Idempotent.
+// Gives oneDNN PF_MAX_CPU_ISA's cap before its first primitive (called when the library loads,
+// before any kernel runs); a set ONEDNN_MAX_CPU_ISA wins. Idempotent.
 void ApplyCpuIsaCapToOneDnn();
 
 }  // namespace pf::simd

@@ -53,8 +53,8 @@ PF_BINARY_OP(SigmoidGradOp, hn::Mul(hn::Mul(a, b), hn::Sub(hn::Set(d, 1.f), b)))
 PF_BINARY_OP(SquaredDiffOp, hn::Mul(hn::Sub(a, b), hn::Sub(a, b)))
 #undef PF_BINARY_OP
 
-// Whole vectors, then the remainder one lane at a time through the same code. Load(i) gives an
-// operand at element i for a descriptor.
+// Whole vectors, then the remainder one lane at a time through the same code; fn(d, i) is the
+// result at element i for descriptor d.
 template <class Fn>
 HWY_INLINE void Map(int64_t n, float* y, Fn fn) {
   const hn::ScalableTag<float> d;

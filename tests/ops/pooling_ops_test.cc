@@ -141,6 +141,13 @@ std::vector<double> Distinct(int64_t n, uint32_t seed) {
   return v;
 }
 
+// The NHWC shape a case pools to (the naive loop's own output shape).
+Shape PooledShape(const PoolCase& pc) {
+  Shape out;
+  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out);
+  return out;
+}
+
 std::vector<int32_t> Window(const PoolCase& pc, bool nchw, bool strides) {
   const int a = strides ? pc.sh : pc.kh, b = strides ? pc.sw : pc.kw;
   return nchw ? std::vector<int32_t>{1, 1, a, b} : std::vector<int32_t>{1, a, b, 1};
@@ -251,8 +258,7 @@ TEST_CASE("MaxPoolGrad takes its MaxPool's workspace only for the very tensors i
   // a MaxPoolGrad whose orig_input is another tensor of x's shape (the workspace of MaxPool(x)
   // would be wrong for it) and a second MaxPoolGrad of the same pair (the workspace goes once).
   const PoolCase pc{{9, 12, 10, 16}, 3, 3, 2, 2, "SAME"};
-  Shape out_nhwc;
-  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  const Shape out_nhwc = PooledShape(pc);
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pc.nhwc);
@@ -300,8 +306,7 @@ TEST_CASE("MaxPoolGrad of another window never takes the MaxPool's workspace", "
   // 3x3 and 4x4 windows at stride 2, SAME, give the same output shape: the gradient's link
   // (orig_output of MaxPool "wide_pool", orig_input its input) matches, its geometry does not.
   const PoolCase pool3{{5, 12, 10, 16}, 3, 3, 2, 2, "SAME"}, wide{pool3.nhwc, 4, 4, 2, 2, "SAME"};
-  Shape out_nhwc;
-  NaivePool(pool3, Random(pool3.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  const Shape out_nhwc = PooledShape(pool3);
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pool3.nhwc);
@@ -329,8 +334,7 @@ TEST_CASE("MaxPoolGrad of another window never takes the MaxPool's workspace", "
 
 TEST_CASE("Concurrent training steps each get their own MaxPool workspace", "[ops][nn][pool]") {
   const PoolCase pc{{6, 14, 14, 8}, 2, 2, 2, 2, "VALID"};
-  Shape out_nhwc;
-  NaivePool(pc, Random(pc.nhwc.num_elements(), 1), {}, Ref::kMax, &out_nhwc);
+  const Shape out_nhwc = PooledShape(pc);
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, pc.nhwc);
