@@ -5,24 +5,19 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 
 #include "placeflow/core/pool_wait.h"
+#include "placeflow/executor/executor_state.h"
+#include "placeflow/executor/frames.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/scope.h"
 
 namespace pf {
 namespace {
-
-// Read when an executor is built (once per signature), so a process can switch modes.
-bool SequentialMode() {
-  const char* env = std::getenv("PF_EXECUTOR");
-  return env != nullptr && std::strcmp(env, "sequential") == 0;
-}
 
 Status Annotate(const Status& s, const Node& node, const Device& device) {
   return s.WithSuffix(
@@ -47,192 +42,9 @@ Status Guarded(Fn&& fn) {
 
 }  // namespace
 
-struct Executor::Layout {
-  struct OutEdge {
-    int src_output;
-    int dst_item;  // -1: a fetch
-    int dst_slot;  // input slot of the destination, or fetch index
-  };
-  struct Item {
-    const Node* node;
-    Device* device;
-    OpKernel* kernel;
-    bool expensive;
-    // Every input and output shape is known at build time and no input is fed: the shape
-    // function is skipped while the real input shapes equal input_shapes.
-    bool static_shapes;
-    int input_base;
-    int num_inputs;
-    std::vector<VarState*> ref_inputs;  // empty when the node has none
-    std::vector<Shape> input_shapes;    // static
-    std::vector<Shape> output_shapes;
-    std::vector<DType> output_dtypes;
-    std::vector<OutEdge> out_edges;
-    std::vector<int> out_control;
-    int initial_pending;
-  };
-  std::vector<Item> items;
-  std::vector<int> roots;
-  ThreadPool* pool = nullptr;
-  const DeviceSet* devices = nullptr;
-  int num_slots = 0;
-  // For feed i: the input slots it fills and the fetch indices it answers directly.
-  std::vector<std::vector<int>> feed_slots;
-  std::vector<std::vector<int>> feed_fetches;
-  int num_fetches = 0;
-
-  // Executor::Create's steps. `item_of`: node -> its item; `feed_index`: fed output -> feed.
-  using ItemIndex = std::unordered_map<const Node*, int>;
-  using FeedIndex = std::map<Output, int>;
-  // Item i: spec.nodes[i] with its device, kernel, shapes, input slots and pending count.
-  Status AddItem(size_t i, const ExecutorSpec& spec, const KernelSource& kernels, bool sequential,
-                 const ItemIndex& item_of, const FeedIndex& feed_index);
-  // Input k of `it`: its static shape, variable reference, and the feed or producer it waits on.
-  Status AddInput(Item* it, int k, const ItemIndex& item_of, const FeedIndex& feed_index);
-  // Out-edges, restricted to the subgraph; data edges from fed outputs are cut.
-  void AddOutEdges(const ExecutorSpec& spec, const ItemIndex& item_of, const FeedIndex& feed_index);
-  // Each fetch: answered by its feed, or an out-edge of the item that produces it.
-  Status AddFetches(const ExecutorSpec& spec, const ItemIndex& item_of,
-                    const FeedIndex& feed_index);
-};
-
-Status Executor::Layout::AddItem(size_t i, const ExecutorSpec& spec, const KernelSource& kernels,
-                                 bool sequential, const ItemIndex& item_of,
-                                 const FeedIndex& feed_index) {
-  const Node* n = spec.nodes[i];
-  Item& it = items[i];
-  it.node = n;
-  auto dev = spec.device.find(n);
-  if (dev == spec.device.end()) return errors::Internal("Node '", n->name(), "' was not placed");
-  it.device = dev->second;
-  PF_ASSIGN_OR_RETURN(it.kernel, kernels(*n, it.device));
-  // With no pool threads (or PF_EXECUTOR=sequential) everything runs inline on the caller.
-  it.expensive = it.kernel->IsExpensive() && !sequential && pool->num_threads() > 0;
-  it.input_base = num_slots;
-  it.num_inputs = n->num_inputs();
-  num_slots += it.num_inputs;
-  it.static_shapes = true;
-  for (int o = 0; o < n->num_outputs(); ++o) {
-    it.output_shapes.push_back(n->output_shape(o));
-    it.output_dtypes.push_back(n->output_dtype(o));
-    it.static_shapes = it.static_shapes && n->output_shape(o).IsFullyDefined();
-  }
-  it.initial_pending = 0;
-  for (int k = 0; k < n->num_inputs(); ++k)
-    PF_RETURN_IF_ERROR(AddInput(&it, k, item_of, feed_index));
-  for (const Node* c : n->control_inputs()) {
-    if (item_of.count(c)) ++it.initial_pending;
-  }
-  return Status::OK();
-}
-
-Status Executor::Layout::AddInput(Item* it, int k, const ItemIndex& item_of,
-                                  const FeedIndex& feed_index) {
-  const Node* n = it->node;
-  const Output& src = n->input(k);
-  it->input_shapes.push_back(src.shape());
-  // A fed input may replace a constant whose value the static shape came from (the
-  // session feeds through _Arg copies, so which one is not known here): always recheck.
-  it->static_shapes = it->static_shapes && src.shape().IsFullyDefined() && !feed_index.count(src);
-  if (n->IsRefInput(k)) {
-    const Node* var = ReferencedVariable(src);
-    if (var == nullptr) {
-      return errors::InvalidArgument("Input ", k, " of node '", n->name(),
-                                     "' must be a variable reference, but comes from '",
-                                     src.node->name(), "' (", src.node->op(), ")");
-    }
-    it->ref_inputs.resize(n->num_inputs(), nullptr);
-    it->ref_inputs[k] = it->device->resource_mgr()->LookupOrCreateVar(var->name());
-  }
-  auto fed = feed_index.find(src);
-  if (fed != feed_index.end()) {
-    feed_slots[fed->second].push_back(it->input_base + k);
-    return Status::OK();
-  }
-  if (!item_of.count(src.node)) {
-    return errors::Internal("Input '", src.name(), "' of node '", n->name(),
-                            "' is neither fed nor in the subgraph");
-  }
-  ++it->initial_pending;
-  return Status::OK();
-}
-
-void Executor::Layout::AddOutEdges(const ExecutorSpec& spec, const ItemIndex& item_of,
-                                   const FeedIndex& feed_index) {
-  for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    const Node* n = spec.nodes[i];
-    for (const Edge& e : n->out_edges()) {
-      auto dst = item_of.find(e.dst);
-      if (dst == item_of.end()) continue;
-      if (e.IsControl()) {
-        items[i].out_control.push_back(dst->second);
-      } else if (!feed_index.count(Output(e.src, e.src_output))) {
-        items[i].out_edges.push_back(
-            {e.src_output, dst->second, items[dst->second].input_base + e.dst_input});
-      }
-    }
-  }
-}
-
-Status Executor::Layout::AddFetches(const ExecutorSpec& spec, const ItemIndex& item_of,
-                                    const FeedIndex& feed_index) {
-  num_fetches = static_cast<int>(spec.fetches.size());
-  for (size_t f = 0; f < spec.fetches.size(); ++f) {
-    const Output& o = spec.fetches[f];
-    auto fed = feed_index.find(o);
-    if (fed != feed_index.end()) {
-      feed_fetches[fed->second].push_back(static_cast<int>(f));
-      continue;
-    }
-    auto it = item_of.find(o.node);
-    if (it == item_of.end())
-      return errors::Internal("Fetch '", o.name(), "' is not in the subgraph");
-    items[it->second].out_edges.push_back({o.index, -1, static_cast<int>(f)});
-  }
-  return Status::OK();
-}
-
-struct Executor::Step {
-  explicit Step(const Layout& l)
-      : pending(new std::atomic<int>[l.items.size()]), inputs(l.num_slots) {
-    for (size_t i = 0; i < l.items.size(); ++i)
-      pending[i].store(l.items[i].initial_pending, std::memory_order_relaxed);
-  }
-  std::unique_ptr<std::atomic<int>[]> pending;
-  std::vector<Tensor> inputs;
-  std::vector<Tensor>* fetches = nullptr;
-  int64_t step_id = 0;
-  StepGroup* group = nullptr;
-  std::atomic<int> outstanding{0};
-  std::function<void()> done;
-};
-
 Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
 Executor::~Executor() = default;
 int Executor::num_nodes() const { return static_cast<int>(layout_->items.size()); }
-
-StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
-                                                     const KernelSource& kernels) {
-  auto layout = std::make_unique<Layout>();
-  layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
-  layout->devices = spec.devices;
-  const bool sequential = SequentialMode();
-  Layout::ItemIndex item_of;
-  for (size_t i = 0; i < spec.nodes.size(); ++i) item_of[spec.nodes[i]] = static_cast<int>(i);
-  Layout::FeedIndex feed_index;
-  for (size_t i = 0; i < spec.feeds.size(); ++i) feed_index[spec.feeds[i]] = static_cast<int>(i);
-  layout->feed_slots.resize(spec.feeds.size());
-  layout->feed_fetches.resize(spec.feeds.size());
-  layout->items.resize(spec.nodes.size());
-  for (size_t i = 0; i < spec.nodes.size(); ++i)
-    PF_RETURN_IF_ERROR(layout->AddItem(i, spec, kernels, sequential, item_of, feed_index));
-  layout->AddOutEdges(spec, item_of, feed_index);
-  PF_RETURN_IF_ERROR(layout->AddFetches(spec, item_of, feed_index));
-  for (size_t i = 0; i < layout->items.size(); ++i) {
-    if (layout->items[i].initial_pending == 0) layout->roots.push_back(static_cast<int>(i));
-  }
-  return std::unique_ptr<Executor>(new Executor(std::move(layout)));
-}
 
 void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches,
                         int64_t step_id, StepGroup* group, std::function<void()> done) const {
@@ -244,7 +56,7 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
   fetches->assign(l.num_fetches, Tensor());
   step->fetches = fetches;
   for (size_t f = 0; f < feeds.size() && f < l.feed_slots.size(); ++f) {
-    for (int slot : l.feed_slots[f]) step->inputs[slot] = feeds[f];
+    for (int slot : l.feed_slots[f]) step->root.inputs[slot] = feeds[f];
     for (int fetch : l.feed_fetches[f]) (*fetches)[fetch] = feeds[f];
   }
   if (l.roots.empty()) {
@@ -254,12 +66,14 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
   }
   step->outstanding.store(static_cast<int>(l.roots.size()));
   // Cheap roots and one expensive root run here; other expensive roots go to the pool.
-  std::deque<int> here;
+  std::deque<TaggedNode> here;
+  step->root.outstanding = static_cast<int>(l.roots.size());  // control flow's count
   for (int r : l.roots) {
+    const TaggedNode t{r, &step->root};
     if (l.items[r].expensive && !here.empty()) {
-      l.pool->Schedule([this, step, r] { Process(step, {r}); });
+      l.pool->Schedule([this, step, t] { Process(step, {t}); });
     } else {
-      here.push_back(r);
+      here.push_back(t);
     }
   }
   BusyScope busy(*l.pool);  // idle workers of a small pool poll meanwhile (core/pool_wait.h)
@@ -313,14 +127,15 @@ Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetc
   return group.status();
 }
 
-Status Executor::PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
+Status Executor::PrepareNode(Step* step, TaggedNode t, std::vector<Tensor>* outputs,
                              std::vector<Shape>* runtime_shapes,
                              OpKernelContext::Params* params) const {
-  const Layout::Item& it = layout_->items[id];
+  const Layout::Item& it = layout_->items[t.id];
   const Node& n = *it.node;
-  Tensor* inputs = step->inputs.data() + it.input_base;
+  Tensor* inputs = t.iter->inputs.data() + it.input_base;
   for (int k = 0; k < it.num_inputs; ++k) {
-    if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr))
+    if (inputs[k].IsInitialized() || (!it.ref_inputs.empty() && it.ref_inputs[k] != nullptr) ||
+        it.runs_dead)  // a Merge's or _Send's dead inputs are unset
       continue;
     const Node* var = ReferencedVariable(n.input(k));
     if (var != nullptr) return errors::UninitializedValue(var->name());
@@ -387,6 +202,24 @@ uint64_t TraceThreadId() {
   return id;
 }
 
+// Adds a node's run to the step's trace.
+void Record(StepGroup* group, const std::string& node, const std::string& op,
+            const std::string& device, const std::vector<Tensor>& outputs,
+            std::chrono::steady_clock::time_point t0, std::string* trace_label) {
+  NodeExecStats rec;
+  rec.node = node;
+  rec.op = op;
+  rec.device = device;
+  rec.thread = TraceThreadId();
+  rec.start_us = std::chrono::duration_cast<std::chrono::microseconds>(t0 - group->start()).count();
+  rec.end_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                   std::chrono::steady_clock::now() - group->start())
+                   .count();
+  for (const Tensor& t : outputs) rec.output_bytes += static_cast<int64_t>(t.TotalBytes());
+  if (trace_label != nullptr) rec.label = std::move(*trace_label);
+  group->Record(std::move(rec));
+}
+
 // A trampoline for completions. An asynchronous node may finish on the stack of the node that
 // caused it: a _Send hands its value to a waiting _Recv, whose completion runs the next nodes
 // inline, whose _Send finishes the next _Recv, ... A long cross-device chain would recurse
@@ -437,15 +270,15 @@ struct AsyncNode {
   std::string trace_label;
 };
 
-void Executor::StartAsync(Step* step, int id) const {
-  const Layout::Item& it = layout_->items[id];
+void Executor::StartAsync(Step* step, TaggedNode t) const {
+  const Layout::Item& it = layout_->items[t.id];
   auto state = std::make_shared<AsyncNode>();
   state->t0 = step->group->stats() ? std::chrono::steady_clock::now()
                                    : std::chrono::steady_clock::time_point();
-  Status s = PrepareNode(step, id, &state->outputs, &state->shapes, &state->params);
+  Status s = PrepareNode(step, t, &state->outputs, &state->shapes, &state->params);
   if (!s.ok()) {
-    std::deque<int> ready;
-    Complete(step, id, s, &state->outputs, state->t0, &ready);
+    std::deque<TaggedNode> ready;
+    Complete(step, t, s, &state->outputs, state->t0, &ready);
     if (!ready.empty()) Process(step, std::move(ready));
     return;
   }
@@ -453,44 +286,33 @@ void Executor::StartAsync(Step* step, int id) const {
   state->params.outputs = state->outputs.data();
   if (!state->shapes.empty()) state->params.output_shapes = state->shapes.data();
   state->ctx = std::make_unique<OpKernelContext>(state->params);
-  it.kernel->ComputeAsync(state->ctx.get(), [this, step, id, state](Status done_status) {
-    RunCompletion([this, step, id, state, done_status] {
-      std::deque<int> ready;
-      Complete(step, id, done_status, &state->outputs, state->t0, &ready, &state->trace_label);
+  it.kernel->ComputeAsync(state->ctx.get(), [this, step, t, state](Status done_status) {
+    RunCompletion([this, step, t, state, done_status] {
+      std::deque<TaggedNode> ready;
+      Complete(step, t, done_status, &state->outputs, state->t0, &ready, &state->trace_label);
       if (!ready.empty()) Process(step, std::move(ready));
     });
   });
 }
 
-void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
-                        std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready,
-                        std::string* trace_label) const {
+void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<Tensor>* outputs,
+                        std::chrono::steady_clock::time_point t0,
+                        std::deque<TaggedNode>* inline_ready, std::string* trace_label) const {
   const Layout& l = *layout_;
-  const Layout::Item& it = l.items[id];
-  if (step->group->stats() && !step->group->aborted()) {
-    NodeExecStats rec;
-    rec.node = it.node->name();
-    rec.op = it.node->op();
-    rec.device = it.device->name();
-    rec.thread = TraceThreadId();
-    rec.start_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(t0 - step->group->start()).count();
-    rec.end_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::steady_clock::now() - step->group->start())
-                     .count();
-    for (const Tensor& t : *outputs) rec.output_bytes += static_cast<int64_t>(t.TotalBytes());
-    if (trace_label != nullptr) rec.label = std::move(*trace_label);
-    step->group->Record(std::move(rec));
-  }
+  const Layout::Item& it = l.items[t.id];
+  IterState* iter = t.iter;
+  if (step->group->stats() && !step->group->aborted() && !t.dead)
+    Record(step->group, it.node->name(), it.node->op(), it.device->name(), *outputs, t0,
+           trace_label);
   // Inputs die as soon as their last consumer has run.
-  for (int k = 0; k < it.num_inputs; ++k) step->inputs[it.input_base + k] = Tensor();
+  for (int k = 0; k < it.num_inputs; ++k) iter->inputs[it.input_base + k] = Tensor();
   // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
   // else is queued here and the rest go to the pool. A node counts as outstanding before it
   // can run, except the first that will run inline here: it takes over this node's count (so
   // a chain of nodes never touches the shared counter, which both threads would contend for).
-  int keep_expensive = -1;
+  std::optional<TaggedNode> keep_expensive;
   bool handed_over = false;
-  auto run_here = [&](int r) {
+  auto run_here = [&](TaggedNode r) {
     if (handed_over) {
       step->outstanding.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -498,40 +320,45 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
     }
     inline_ready->push_back(r);
   };
-  auto schedule = [&](int r) {
+  auto schedule = [&](TaggedNode r) {
     step->outstanding.fetch_add(1, std::memory_order_relaxed);
     l.pool->Schedule([this, step, r] { Process(step, {r}); });
   };
-  auto ready = [&](int r) {
-    if (!l.items[r].expensive) {
+  auto ready = [&](TaggedNode r) {
+    if (!l.items[r.id].expensive || r.dead) {
       run_here(r);
       return;
     }
-    if (keep_expensive >= 0) schedule(keep_expensive);
+    if (keep_expensive) schedule(*keep_expensive);
     keep_expensive = r;
   };
   if (!s.ok()) {
     // Aborted _Recvs report the step's first error, which already names its node.
     if (!step->group->aborted()) step->group->Fail(Annotate(s, *it.node, *it.device));
-  } else {
+  } else if (!l.control_flow) {  // the fast path: one iteration, atomic counts
     for (const Layout::OutEdge& e : it.out_edges) {
       if (e.dst_item < 0) {
         (*step->fetches)[e.dst_slot] = (*outputs)[e.src_output];
         continue;
       }
-      step->inputs[e.dst_slot] = (*outputs)[e.src_output];
-      if (step->pending[e.dst_item].fetch_sub(1, std::memory_order_acq_rel) == 1) ready(e.dst_item);
+      iter->inputs[e.dst_slot] = (*outputs)[e.src_output];
+      if (iter->pending[e.dst_local].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        ready({e.dst_item, iter});
     }
-    for (int dst : it.out_control) {
-      if (step->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready(dst);
+    for (int dst : it.out_control) {  // one frame: an item's local index is its id
+      if (iter->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready({dst, iter});
     }
+  } else {
+    std::vector<TaggedNode> made_ready;
+    PropagateInFrames(l, step, t, outputs, &made_ready);
+    for (const TaggedNode& r : made_ready) ready(r);
   }
   outputs->clear();
-  if (keep_expensive >= 0) {
+  if (keep_expensive) {
     if (inline_ready->empty()) {
-      run_here(keep_expensive);
+      run_here(*keep_expensive);
     } else {
-      schedule(keep_expensive);
+      schedule(*keep_expensive);
     }
   }
   if (!handed_over && step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -541,30 +368,35 @@ void Executor::Complete(Step* step, int id, const Status& s, std::vector<Tensor>
   }
 }
 
-void Executor::Process(Step* step, std::deque<int> inline_ready) const {
+void Executor::Process(Step* step, std::deque<TaggedNode> inline_ready) const {
   ProcessScope scope;
   const Layout& l = *layout_;
   std::vector<Tensor> outputs;
   std::vector<Shape> runtime_shapes;
   std::string trace_label;  // what a traced kernel says about its run (SetTraceLabel)
   while (!inline_ready.empty()) {
-    const int id = inline_ready.front();
+    const TaggedNode t = inline_ready.front();
     inline_ready.pop_front();
-    const Layout::Item& it = l.items[id];
+    const Layout::Item& it = l.items[t.id];
     if (step->group->aborted()) {
       outputs.clear();
-      Complete(step, id, errors::Aborted("step aborted"), &outputs, {}, &inline_ready);
+      Complete(step, t, errors::Aborted("step aborted"), &outputs, {}, &inline_ready);
+      continue;
+    }
+    if (t.dead) {  // an untaken branch: its outputs are dead (executor/frames.h)
+      outputs.clear();
+      Complete(step, t, Status::OK(), &outputs, {}, &inline_ready);
       continue;
     }
     if (it.kernel->IsAsync()) {
-      StartAsync(step, id);
+      StartAsync(step, t);
       continue;
     }
     const auto t0 = step->group->stats() ? std::chrono::steady_clock::now()
                                          : std::chrono::steady_clock::time_point();
     OpKernelContext::Params params;
     runtime_shapes.clear();
-    Status s = PrepareNode(step, id, &outputs, &runtime_shapes, &params);
+    Status s = PrepareNode(step, t, &outputs, &runtime_shapes, &params);
     if (s.ok()) {
       if (step->group->stats()) {
         trace_label.clear();
@@ -573,7 +405,7 @@ void Executor::Process(Step* step, std::deque<int> inline_ready) const {
       OpKernelContext ctx(params);
       s = Guarded([&] { return it.kernel->Compute(&ctx); });
     }
-    Complete(step, id, s, &outputs, t0, &inline_ready, params.trace_label);
+    Complete(step, t, s, &outputs, t0, &inline_ready, params.trace_label);
   }
 }
 

@@ -80,6 +80,18 @@ struct ExecutorSpec {
   std::vector<Output> fetches;                      // tensors returned, in order
   ThreadPool* pool = nullptr;          // inter-op pool (default: ThreadPool::Default())
   const DeviceSet* devices = nullptr;  // for _Recv (which device sent)
+  // The step's graph has control flow (a cond, a loop) on some device: a _Recv may bring a dead
+  // tensor even into a partition without control-flow nodes (executor/frames.h).
+  bool dead_tensors = false;
+};
+
+struct IterState;
+// A node to run in one iteration of one frame (the step's only iteration when the graph has no
+// control flow); `dead`: its inputs were dead, so it does not run and its outputs are dead.
+struct TaggedNode {
+  int id;
+  IterState* iter;
+  bool dead = false;
 };
 
 // Hands out the kernel for a node on a device (the session caches them so stateful kernels
@@ -106,22 +118,24 @@ class Executor {
 
   int num_nodes() const;
 
- private:
+  // Defined in executor/executor_state.h (the executor's own files only).
   struct Layout;
   struct Step;
+
+ private:
   explicit Executor(std::unique_ptr<Layout> layout);
   // Runs `ready` and whatever it makes ready that should stay on this thread.
-  void Process(Step* step, std::deque<int> ready) const;
-  // Checks inputs, infers runtime shapes and fills the kernel parameters of item `id`.
-  Status PrepareNode(Step* step, int id, std::vector<Tensor>* outputs,
+  void Process(Step* step, std::deque<TaggedNode> ready) const;
+  // Checks inputs, infers runtime shapes and fills the kernel parameters of node `t`.
+  Status PrepareNode(Step* step, TaggedNode t, std::vector<Tensor>* outputs,
                      std::vector<Shape>* runtime_shapes, OpKernelContext::Params* p) const;
-  // After item `id` ran: frees its inputs, records the error or hands its outputs to their
-  // consumers, queues newly ready items (cheap ones on `inline_ready`), and ends the step when
+  // After node `t` ran: frees its inputs, records the error or hands its outputs to their
+  // consumers, queues newly ready nodes (cheap ones on `inline_ready`), and ends the step when
   // nothing is left. `trace_label`: what the kernel said about its run, for the trace (moved).
-  void Complete(Step* step, int id, const Status& s, std::vector<Tensor>* outputs,
-                std::chrono::steady_clock::time_point t0, std::deque<int>* inline_ready,
+  void Complete(Step* step, TaggedNode t, const Status& s, std::vector<Tensor>* outputs,
+                std::chrono::steady_clock::time_point t0, std::deque<TaggedNode>* inline_ready,
                 std::string* trace_label = nullptr) const;
-  void StartAsync(Step* step, int id) const;
+  void StartAsync(Step* step, TaggedNode t) const;
   std::unique_ptr<Layout> layout_;
 };
 

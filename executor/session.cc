@@ -11,6 +11,7 @@
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_factory.h"
 #include "placeflow/executor/executor.h"
+#include "placeflow/executor/frames.h"
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
@@ -143,9 +144,11 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   auto prepared = std::make_shared<Prepared>();
   prepared->fetch_from_feed = plan.fetch_from_feed;
   prepared->partitions = std::move(plan.partitions);
+  const bool dead_tensors = HasControlFlow(plan.nodes);
   for (Partitions::Part& part : prepared->partitions.parts) {
     ExecutorSpec es;
     es.nodes = part.nodes;
+    es.dead_tensors = dead_tensors;
     es.pool = pool_;
     es.devices = &devices_;
     std::vector<int> feed_ids;

@@ -34,6 +34,10 @@ bool Node::IsRefInput(int i) const {
 const Node* ReferencedVariable(const Output& o) {
   for (Output cur = o;; cur = cur.node->input(0)) {
     if (cur.node->op_def().is_variable()) return cur.node;
+    // A while loop brings a variable in through an Enter, a cond through a Switch (TensorFlow's
+    // RefEnter, RefSwitch): every output of theirs is the reference.
+    const ControlFlowKind kind = cur.node->op_def().control_flow();
+    if (kind == ControlFlowKind::kEnter || kind == ControlFlowKind::kSwitch) continue;
     if (cur.index != 0 || cur.node->num_inputs() == 0 || !cur.node->IsRefInput(0)) return nullptr;
   }
 }

@@ -130,7 +130,7 @@ struct TensorName {
 StatusOr<TensorName> ParseTensorName(std::string_view name);
 
 // Everything needed to add a node; Graph::AddNode checks nothing beyond name uniqueness:
-// NodeBuilder (graph/node_builder.h) validates against the op schema first.
+// NodeBuilder (graph/scope.h) validates against the op schema first.
 struct NodeSpec {
   std::string name;
   const OpDef* op_def = nullptr;
@@ -154,12 +154,18 @@ class Graph {
   Node* FindNode(std::string_view name) const;
   const std::vector<Node*>& nodes() const { return node_ptrs_; }
   int num_nodes() const { return static_cast<int>(node_ptrs_.size()); }
-  // For graph rewrites on a runtime's own copy of a graph (never a user's graph: Output and
-  // Operation handles would dangle). UpdateEdge points input `dst_input` of `dst` at `new_src`
-  // (TensorFlow's Graph::UpdateEdge); RemoveNode drops `n` with its edges, and its name can be
-  // used again. Node ids stay unique: a removed node's id is never handed out again.
+  // UpdateEdge points input `dst_input` of `dst` at `new_src` (TensorFlow's Graph::UpdateEdge;
+  // the while-loop builder closes a loop's back edge with it). RemoveNode is for graph rewrites
+  // on a runtime's own copy of a graph (never a user's graph: Output and Operation handles
+  // would dangle): it drops `n` with its edges, and its name can be used again. Node ids stay
+  // unique: a removed node's id is never handed out again.
   void UpdateEdge(Output new_src, Node* dst, int dst_input);
   void RemoveNode(Node* n);
+  // Sets the static shape of output `index` of `n` (a while loop's Merge takes its loop
+  // variable's shape invariant, which may be less defined than what its Enter gives it).
+  void SetOutputShape(Node* n, int index, Shape shape) {
+    n->output_shapes_[index] = std::move(shape);
+  }
 
   // A name not yet used: `base`, else `base_1`, `base_2`, ... (TensorFlow's unique_name).
   std::string UniqueName(const std::string& base);
@@ -173,7 +179,7 @@ class Graph {
   bool has_seed() const { return has_seed_; }
   int64_t seed() const { return seed_; }
 
-  // Collections by key (see graph/variables.h for the standard keys).
+  // Collections by key (see graph/variable.h for the standard keys).
   void AddToCollection(const std::string& key, Output value) { collections_[key].push_back(value); }
   const std::vector<Output>& GetCollection(const std::string& key) const;
   void SetCollection(const std::string& key, std::vector<Output> values) {

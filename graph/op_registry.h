@@ -36,6 +36,24 @@ using GradFn = std::function<Status(const Scope& scope, const Node& node,
                                     const std::vector<Output>& grad_outputs,
                                     std::vector<Output>* grad_inputs)>;
 
+// What a control-flow op is to the executor (TensorFlow's Switch, Merge, Enter, Exit,
+// NextIteration, LoopCond; docs/control_flow.md). The executor routes their outputs between
+// loop frames and iterations and propagates dead tensors (the untaken side of a Switch) through
+// the graph: a node with a dead input does not run and its outputs are dead, except a Merge
+// (it waits for one live input) and the transfer pair (kSend runs with a dead input, an
+// uninitialized tensor, and sends it as dead; kRecv's output is dead when such a one arrives).
+enum class ControlFlowKind : uint8_t {
+  kNone,
+  kSwitch,         // output `pred` is live, the other dead
+  kMerge,          // forwards its first live input (a loop's Merge: one per iteration)
+  kEnter,          // into a loop frame (attrs frame_name, is_constant, parallel_iterations)
+  kExit,           // out of a loop frame, once per frame
+  kNextIteration,  // into the next iteration of its frame
+  kLoopCond,       // the loop's predicate
+  kSend,
+  kRecv,
+};
+
 struct ArgDef {
   std::string name;
   std::string type;         // a type attr name ("T") or a fixed dtype ("int32")
@@ -107,6 +125,11 @@ class OpDef {
     return *this;
   }
 
+  OpDef& SetControlFlow(ControlFlowKind kind) {
+    control_flow_ = kind;
+    return *this;
+  }
+
   // Input `index` is read for its shape only (a gradient's "like" operand): a rewrite may hand
   // it any tensor of that shape (the remapper hands it a fused node's output).
   OpDef& SetShapeOnlyInput(int index) {
@@ -130,6 +153,7 @@ class OpDef {
   bool is_constant() const { return is_constant_; }
   bool is_metadata() const { return is_metadata_; }
   bool forwards_input() const { return forwards_input_; }
+  ControlFlowKind control_flow() const { return control_flow_; }
   bool shape_only_input(int index) const {
     return index >= 0 && index < 64 && (shape_only_inputs_ >> index & 1);
   }
@@ -149,6 +173,7 @@ class OpDef {
   bool is_constant_ = false;
   bool is_metadata_ = false;
   bool forwards_input_ = false;
+  ControlFlowKind control_flow_ = ControlFlowKind::kNone;
   uint64_t shape_only_inputs_ = 0;  // bit i: SetShapeOnlyInput(i)
   ShapeFn shape_fn_;
   GradFn grad_fn_;

@@ -23,7 +23,7 @@ namespace pf {
 class Variable;
 struct VariableRequest;
 // tf.variable_scope(custom_getter=...): sees every GetVariable in its scope and returns the
-// variable, usually by calling `next` with a changed request (graph/variables.h).
+// variable, usually by calling `next` with a changed request (graph/variable.h).
 using VariableGetterFn = std::function<Variable(const VariableRequest&)>;
 using CustomGetter =
     std::function<Variable(const VariableRequest& request, const VariableGetterFn& next)>;

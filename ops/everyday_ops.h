@@ -15,6 +15,12 @@
 
 namespace pf::ops {
 
+// --- logical (ops/math/cwise_ops.cc) ---
+// tf.logical_and, tf.logical_or (bool, broadcasting) and tf.logical_not.
+Output LogicalAnd(const Scope& s, Output a, Output b);
+Output LogicalOr(const Scope& s, Output a, Output b);
+Output LogicalNot(const Scope& s, Output x);
+
 // --- clipping (ops/math/clip_ops.cc) ---
 // tf.clip_by_value: max(min(t, clip_value_max), clip_value_min) (TensorFlow's order: the lower
 // bound wins where it exceeds the upper one; NaN stays NaN). Bounds of t's dtype: scalars or t's

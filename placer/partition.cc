@@ -40,11 +40,31 @@ class Partitioner {
     std::vector<const Node*> order;
     PF_RETURN_IF_ERROR(TopologicalOrder(nodes, &order));
     for (const Node* n : order) PF_RETURN_IF_ERROR(Copy(n));
-    return Status::OK();
+    return CloseBackEdges();
   }
   Partitions result;
 
  private:
+  // A while loop's back edge (NextIteration -> Merge): left out of the order, copied last.
+  static bool IsBackEdge(const Output& src) {
+    return src.node->op_def().control_flow() == ControlFlowKind::kNextIteration;
+  }
+  Status CloseBackEdges() {
+    for (const auto& [merge, k] : back_edges_) {
+      const Output& in = merge->input(k);
+      if (device_.at(in.node) != device_.at(merge)) {
+        return errors::Unimplemented("While loop back edge '", in.name(), "' -> '", merge->name(),
+                                     "' crosses devices (", device_.at(in.node)->name(), " -> ",
+                                     device_.at(merge)->name(),
+                                     "): a loop's nodes must be on one device for now");
+      }
+      PartFor(device_.at(merge))
+          .graph->UpdateEdge(Output(result.copy_of.at(in.node), in.index), result.copy_of.at(merge),
+                             k);
+    }
+    return Status::OK();
+  }
+  std::vector<std::pair<const Node*, int>> back_edges_;
   Status TopologicalOrder(const std::vector<Node*>& nodes, std::vector<const Node*>* order) {
     std::unordered_map<const Node*, int> pending;
     for (const Node* n : nodes) pending[n] = 0;
@@ -58,7 +78,7 @@ class Partitioner {
       }
       std::vector<std::string> missing;
       for (const Output& in : n->inputs()) {
-        if (fed_.count(in)) continue;
+        if (fed_.count(in) || IsBackEdge(in)) continue;
         if (!pending.count(in.node)) {
           missing.push_back(in.name());
           continue;
@@ -85,7 +105,8 @@ class Partitioner {
       order->push_back(n);
       for (const Edge& e : n->out_edges()) {
         auto it = pending.find(e.dst);
-        if (it == pending.end() || (!e.IsControl() && fed_.count(Output(e.src, e.src_output))))
+        if (it == pending.end() || (!e.IsControl() && (fed_.count(Output(e.src, e.src_output)) ||
+                                                       IsBackEdge(Output(e.src, e.src_output)))))
           continue;
         if (--it->second == 0) ready.push_back(e.dst);
       }
@@ -205,6 +226,16 @@ class Partitioner {
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& in = n->input(k);
       const bool wants_host = !host_in.empty() && host_in[k];
+      if (IsBackEdge(in) && !fed_.count(in) && !result.copy_of.count(in.node)) {
+        if (spec.inputs.empty()) {
+          return errors::InvalidArgument("Node '", n->name(), "' (", n->op(),
+                                         ") takes a loop's back edge '", in.name(),
+                                         "' as its first input: a Merge takes it after the Enter");
+        }
+        back_edges_.push_back({n, k});  // closed once its NextIteration is copied
+        spec.inputs.push_back(spec.inputs[0]);
+        continue;
+      }
       if (fed_.count(in)) {
         spec.inputs.push_back(ArgFor(PartFor(d), in, wants_host));
         continue;

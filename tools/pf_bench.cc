@@ -3,7 +3,8 @@
 //   pf-bench                       # every figure
 //   pf-bench executor_chain session_run_overhead
 //
-// Figures: executor_chain (us per node, a chain of 10,000 tiny ops), executor_wide (speedup of
+// Figures: executor_chain (us per node, a chain of 10,000 tiny ops), while_loop (us per
+// iteration of a scalar loop), executor_wide (speedup of
 // independent branches with 2 threads over 1), session_run_overhead (us per Run of a trivial
 // graph), mlp_seed000_forward (ms per forward pass at batch 2000), matmul_gflops (the BLAS
 // rate of the model's largest GEMM, for context), mlp_seed000_step (one SGD step at batch
@@ -65,6 +66,30 @@ void ExecutorChain() {
   });
   std::printf("executor_chain us_per_node=%.3f nodes=%d repeats=%d\n", s / 10 / kNodes * 1e6,
               kNodes, kRepeats);
+}
+
+// us per iteration of a while loop adding 1 to a scalar, 100,000 iterations (issue 35's goal,
+// against tf.compat.v1.while_loop).
+void WhileLoop() {
+  constexpr int kIterations = 100000;
+  pf::Graph g;
+  pf::Scope root = pf::Scope::Root(&g);
+  pf::Output n = pf::ops::Placeholder(root.WithOpName("n"), pf::DT_INT32, {});
+  std::vector<pf::Output> out = pf::ops::WhileLoop(
+      root,
+      [&](const pf::Scope& s, const std::vector<pf::Output>& v) {
+        return pf::ops::Less(s, v[0], n);
+      },
+      [](const pf::Scope& s, const std::vector<pf::Output>& v) {
+        return std::vector<pf::Output>{pf::ops::Add(s, v[0], pf::ops::ConstInt(s, 1))};
+      },
+      {pf::ops::ConstInt(root, 0)});
+  pf::Session sess(g, OnDevice(false));
+  sess.Run({{n, pf::Tensor::Scalar<int32_t>(100)}}, out);  // prepare once
+  const pf::Tensor count = pf::Tensor::Scalar<int32_t>(kIterations);
+  double s = TimeMedian([&] { sess.Run({{n, count}}, out); });
+  std::printf("while_loop us_per_iteration=%.3f iterations=%d repeats=%d\n", s / kIterations * 1e6,
+              kIterations, kRepeats);
 }
 
 void ExecutorWide() {
@@ -438,6 +463,7 @@ const std::vector<Figure>& Figures() {
       {"executor_chain", "us per node of a chain of 10,000 tiny ops", ExecutorChain},
       {"executor_wide", "speedup of 8 independent branches with 2 threads over 1", ExecutorWide},
       {"session_run_overhead", "us per Run of a trivial graph", SessionRunOverhead},
+      {"while_loop", "us per iteration of a while loop adding 1 to a scalar", WhileLoop},
       {"mlp_seed000_forward", "ms per mlp_seed000 forward pass at batch 2000", MlpSeed000Forward},
       {"matmul_gflops", "BLAS GFLOP/s of mlp_seed000's largest GEMM, for context", MatMulRate},
       {"gemm_threading", "the MLP steps' GEMMs: the pool's split against oneDNN's own threads",

@@ -29,6 +29,7 @@
 #include "placeflow/graph/scope.h"
 #include "placeflow/graph/variable.h"
 #include "placeflow/io/record_io.h"
+#include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/everyday_ops.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/ops/parse/parse_ops.h"

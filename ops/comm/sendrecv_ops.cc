@@ -60,6 +60,9 @@ class RecvOp : public OpKernel {
     ctx->rendezvous()->RecvAsync(
         key_, [ctx, src, dst, done = std::move(done)](const Status& s, const Tensor& t) {
           if (!s.ok()) return done(s);
+          // A dead tensor (the untaken side of a cond, sent by a _Send whose input was dead):
+          // the output stays unset, which the executor reads as dead (executor/frames.h).
+          if (!t.IsInitialized()) return done(Status::OK());
           CopyRegistry::Global()->CopyAsync(t, src, dst, [ctx, done](StatusOr<Tensor> copied) {
             if (!copied.ok()) return done(copied.status());
             done(ctx->SetOutput(0, std::move(copied).value()));
@@ -87,6 +90,7 @@ PF_REGISTER_OP(OpDef("_Send")
                    .RequiredAttr("send_device")
                    .RequiredAttr("recv_device")
                    .Attr("send_device_incarnation", int64_t{0})  // Device::incarnation()
+                   .SetControlFlow(ControlFlowKind::kSend)
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn(NoOutputsShape));
@@ -99,6 +103,7 @@ PF_REGISTER_OP(OpDef("_Recv")
                    .RequiredAttr("shape")
                    .Attr("send_device_incarnation", int64_t{0})
                    .Attr("host_memory", false)  // the consumer reads it in host memory
+                   .SetControlFlow(ControlFlowKind::kRecv)
                    .SetStateful()
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {

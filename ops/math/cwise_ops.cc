@@ -5,6 +5,7 @@
 // back to nearest even (ViaFloat); int8, int16 and uint8 compute in int and wrap around.
 #include <type_traits>
 
+#include "placeflow/ops/everyday_ops.h"
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/math/cwise_functors.cuh"
 #include "placeflow/ops/op_util.h"
@@ -233,6 +234,35 @@ PF_CWISE_ALL_KERNELS("Less", CompareOp, LessF);
 PF_REGISTER_OP(CompareDef("Greater"));
 PF_CWISE_ALL_KERNELS("Greater", CompareOp, GreaterF);
 
+// tf.logical_and, tf.logical_or (broadcasting) and tf.logical_not, on bool; CPU only.
+struct LogicalAndF {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct LogicalOrF {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct LogicalNotF {
+  bool operator()(bool a) const { return !a; }
+};
+OpDef LogicalDef(const char* name) {
+  return OpDef(name)
+      .Input("x", "bool")
+      .Input("y", "bool")
+      .Output("z", "bool")
+      .SetNotDifferentiable()
+      .SetShapeFn(BroadcastBinaryShape);
+}
+PF_REGISTER_OP(LogicalDef("LogicalAnd"));
+PF_REGISTER_KERNEL(KernelDef("LogicalAnd", kDeviceCpu), CompareOp<bool, LogicalAndF>);
+PF_REGISTER_OP(LogicalDef("LogicalOr"));
+PF_REGISTER_KERNEL(KernelDef("LogicalOr", kDeviceCpu), CompareOp<bool, LogicalOrF>);
+PF_REGISTER_OP(OpDef("LogicalNot")
+                   .Input("x", "bool")
+                   .Output("y", "bool")
+                   .SetNotDifferentiable()
+                   .SetShapeFn(UnchangedShape));
+PF_REGISTER_KERNEL(KernelDef("LogicalNot", kDeviceCpu), UnaryOp<bool, LogicalNotF>);
+
 // Neg: TF has no unsigned Neg.
 PF_REGISTER_OP(UnaryDef("Neg", kRealNumberTypes).SetGradient(NegGrad));
 PF_CWISE_NUMBER_KERNELS("Neg", UnaryOp, NegF);
@@ -276,6 +306,9 @@ Output Mul(const Scope& s, Output a, Output b) { return Binary(s, "Mul", a, b); 
 Output Div(const Scope& s, Output a, Output b) { return Binary(s, "Div", a, b); }
 Output Maximum(const Scope& s, Output a, Output b) { return Binary(s, "Maximum", a, b); }
 Output Minimum(const Scope& s, Output a, Output b) { return Binary(s, "Minimum", a, b); }
+Output LogicalAnd(const Scope& s, Output a, Output b) { return Binary(s, "LogicalAnd", a, b); }
+Output LogicalOr(const Scope& s, Output a, Output b) { return Binary(s, "LogicalOr", a, b); }
+Output LogicalNot(const Scope& s, Output x) { return Unary(s, "LogicalNot", x); }
 Output Pow(const Scope& s, Output a, Output b) { return Binary(s, "Pow", a, b); }
 Output Equal(const Scope& s, Output a, Output b) { return Binary(s, "Equal", a, b); }
 Output Less(const Scope& s, Output a, Output b) { return Binary(s, "Less", a, b); }

@@ -38,9 +38,10 @@ FIGURES = {
     "conv_lenet_step": {"ms": "conv_lenet_step"},
     "peak_rss": {},
     "input_pipeline": {"examples_per_s": "input_pipeline"},
+    "while_loop": {"us_per_iteration": "while_loop"},
 }
-# Figures only TensorFlow has a twin of (tf.data).
-TF_ONLY = {"input_pipeline"}
+# Figures only TensorFlow has a twin of (tf.data, graph-mode while loops).
+TF_ONLY = {"input_pipeline", "while_loop"}
 # row -> (label, unit, higher is better)
 ROWS = {
     "mlp_seed000_step": ("mlp_seed000 SGD step, batch 2000", "ms/step", False),
@@ -51,6 +52,7 @@ ROWS = {
     "session_run_overhead": ("session_run_overhead, 2 nodes", "µs/run", False),
     "conv_lenet_step": ("conv_lenet_step, batch 128", "ms/step", False),
     "peak_rss": ("peak RSS, 50 mlp_seed000 steps", "MiB", False),
+    "while_loop": ("while_loop, i + 1 for 100,000 iterations", "µs/iteration", False),
     "input_pipeline": ("input_pipeline, MNIST TFRecord: shuffle, batch 100, parse, prefetch",
                        "examples/s", True),
 }

@@ -21,7 +21,7 @@ import time
 REPEATS = 5
 SEED = 1
 FIGURES = ["mlp_seed000_step", "mnist_mlp_epoch", "executor_chain", "executor_wide",
-           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline"]
+           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline", "while_loop"]
 
 
 def median_seconds(fn, repeats=REPEATS):
@@ -250,6 +250,18 @@ class Tf:
             sess.run(train, feed)
         return median_seconds(lambda: [sess.run(train, feed) for _ in range(5)]) / 5 * 1e3
 
+    def while_loop(self, variant):
+        """µs per iteration of tf.compat.v1.while_loop adding 1 to a scalar, 100,000 times
+        (pf-bench while_loop's twin; issue 35's goal)."""
+        tf = self.tf
+        g = tf.Graph()
+        with g.as_default():
+            n = self.v1.placeholder(tf.int32, [])
+            out = self.v1.while_loop(lambda i: i < n, lambda i: i + 1, [tf.constant(0)])
+        sess = self.session(g, optimize=False)
+        sess.run(out, {n: 100})
+        return median_seconds(lambda: sess.run(out, {n: 100000}), repeats=5) / 100000 * 1e6
+
     def input_pipeline(self, variant):
         """examples/s of pf-bench input_pipeline's tf.data twin on the same TFRecord file (which
         pf-bench input_pipeline writes; $PF_BENCH_TFRECORD or /tmp/pf_bench_input_pipeline.tfrecord):
@@ -461,7 +473,8 @@ def main():
         if figure not in FIGURES:
             sys.exit(f"compare_peers.py: unknown figure '{figure}'")
         if not hasattr(peer, figure):
-            sys.exit(f"compare_peers.py: {a.side} has no figure '{figure}' (input_pipeline: tf only)")
+            sys.exit(f"compare_peers.py: {a.side} has no figure '{figure}' "
+                     "(input_pipeline, while_loop: tf only)")
         variants = ["feed", "const"] if (a.side, figure) == ("tf", "mnist_mlp_epoch") else [""]
         for variant in variants:
             if a.side == "torch" and a.compile:
