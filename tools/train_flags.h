@@ -7,7 +7,7 @@
 // Naming: dashes (--job-name); the TensorFlow spellings of the cluster flags (--job_name,
 // --task_index, --ps_hosts, --worker_hosts, --sync_replicas, --replicas_to_aggregate,
 // --sync_timeout) are aliases (docs/flags.md). Defaults that depend on the model (--batch, --lr,
-// --optimizer) come from the model table (tools/models.h).
+// --optimizer) come from the model table (placeflow/models/models.h).
 #pragma once
 
 #include <placeflow/placeflow.h>

@@ -6,9 +6,9 @@
 #include "placeflow/core/bfc_allocator.h"
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_set.h"
+#include "placeflow/models/models.h"
 #include "tests/testing/bfc_checks.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
 
 namespace pf {
 namespace {

@@ -4,8 +4,8 @@
 // elements. (A GPU fault that must come back as an error from Run, never as a hang, is in
 // tests/devices/cuda/gpu_fault_test.cc: it needs a kernel of its own, so its program links the
 // CUDA backend.) Skipped (ctest code 4) without a GPU.
+#include "placeflow/models/models.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
 
 namespace pf {
 namespace {

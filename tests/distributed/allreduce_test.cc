@@ -2,9 +2,9 @@
 // give the same bits as one process with towers on as many CPU devices.
 #include "placeflow/distributed/cluster_spec.h"
 #include "placeflow/distributed/server.h"
+#include "placeflow/models/models.h"
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
 
 namespace pf {
 namespace {

@@ -2,8 +2,8 @@
 // match a single device bit for bit), and a failure on one device ends the step everywhere.
 #include <future>
 
+#include "placeflow/models/models.h"
 #include "tests/testing/test_util.h"
-#include "tools/models.h"
 
 namespace pf {
 namespace {

@@ -1,4 +1,4 @@
-// The MNIST reader (tools/mnist_data.cc) on arbitrary bytes, plain or gzip. The first byte
+// The IDX/MNIST reader (data/idx.h) on arbitrary bytes, plain or gzip. The first byte
 // picks the mode: one IDX file through ReadIdx, or an images/labels pair (the rest split at a
 // position read from the input) through LoadMnist, Take and Gather.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The Keras-style progress bar of pf-train (tools/progress_bar.h): its line, its redraws, and the
+// The Keras-style progress bar of pf-train (train/progress_bar.h): its line, its redraws, and the
 // choice between a bar and plain lines. The terminal itself is tested in observability_test.cc
 // (pf-train under a pseudo-terminal).
 #include "placeflow/train/progress_bar.h"

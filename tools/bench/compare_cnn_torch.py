@@ -16,7 +16,7 @@ moving statistics updated too.
     bias + ReLU, maxpool 2x2/2, flatten 7*7*64, dense 512 ReLU, dropout 0.4, dense 10.
   - mobilenet_small_step / mobilenet_v2_small: Keras's MobileNetV2 blocks at alpha 1.0 on 28x28,
     stem 3x3x32 stride 1, (t, c, n, s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,2,1), 1x1 conv to
-    256, global average pool, dense 10 (see tools/cnn_models.cc).
+    256, global average pool, dense 10 (see models/cnn_models.cc).
 placeflow runs NHWC; PyTorch runs channels_last (NHWC in memory, NCHW logical shapes) by
 default: on the 2-core AVX-512 dev machine it was faster than NCHW for both models at 1 and 2
 threads (mobilenet 1 thread ~0.6-0.85 s against ~0.85-1.1 s per step, lenet ~10-15% faster);

@@ -8,7 +8,7 @@ Prints one line per figure, "FIGURE variant=V value=X version=..." (the unit is 
 business); TF's mnist_mlp_epoch prints two, variant feed and const. Thread settings are per
 process (TF sizes its global pools from the first session), so compare.py starts one process per
 setting. Each figure
-builds the graph pf-bench builds (tools/pf_bench.cc, tools/models.cc, tools/cnn_models.cc) and
+builds the graph pf-bench builds (tools/pf_bench.cc, models/models.cc, models/cnn_models.cc) and
 times it the way pf-bench does: warm-up steps, then the median of 5 repeats of a block of runs.
 TensorFlow runs tf.compat.v1 graph mode; PyTorch runs eager (torch.compile where asked).
 """

@@ -9,7 +9,7 @@ once per task: ps tasks serve (server.join()) until killed, workers train and pr
   tf mode=<m> workers=<M> task=<i> examples_per_s=<f> step_ms=<median> test_accuracy=<f>
 then the launcher prints `tf mode=<m> workers=<M> total_examples_per_s=<sum over workers>`.
 
-Mirrors tools/models.cc BuildMnistMlp as pf-train trains it: x[?,784] in [0,1] -> dense 500
+Mirrors models/models.cc BuildMnistMlp as pf-train trains it: x[?,784] in [0,1] -> dense 500
 ReLU -> dense 10; Glorot-uniform weights, zero biases; loss = mean sparse softmax cross-entropy
 + 1e-4 * (l2_loss(w1) + l2_loss(w2)); SGD, lr 0.3 * 0.99^floor(global_step / 600) (staircase);
 batch 100 per worker fed with feed_dict, each worker shuffling with its own seed (1 + task);
