@@ -188,6 +188,7 @@ Status Executor::PrepareNode(Step* step, TaggedNode t, std::vector<Tensor>* outp
   p.step_id = step->step_id;
   p.rendezvous = step->group->rendezvous();
   p.collectives = step->group->collectives();
+  p.step_container = step->group->step_container();
   p.cancellation = step->group->cancellation();
   p.devices = layout_->devices;
   p.kernel = it.kernel;

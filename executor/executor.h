@@ -56,6 +56,7 @@ class StepGroup {
   Status status() const;
   Rendezvous* rendezvous() { return rendezvous_; }
   CollectiveTable* collectives() { return &collectives_; }
+  StepContainer* step_container() { return &step_container_; }
   RunMetadata* stats() const { return stats_; }
   std::chrono::steady_clock::time_point start() const { return start_; }
   void Record(NodeExecStats s);
@@ -64,6 +65,7 @@ class StepGroup {
   LocalRendezvous local_rendezvous_;
   Rendezvous* rendezvous_;
   LocalCollectiveTable collectives_;
+  StepContainer step_container_;
   CancellationManager cancellation_;
   uint64_t timer_ = 0;  // the timeout's Timer id, 0 when none
   std::atomic<bool> aborted_{false};
@@ -89,9 +91,10 @@ struct IterState;
 // A node to run in one iteration of one frame (the step's only iteration when the graph has no
 // control flow); `dead`: its inputs were dead, so it does not run and its outputs are dead.
 struct TaggedNode {
-  int id;
+  TaggedNode(int id, IterState* iter, bool dead = false) : iter(iter), id(id), dead(dead) {}
   IterState* iter;
-  bool dead = false;
+  int id;
+  bool dead;  // 16 bytes in all: the ready queues hold these
 };
 
 // Hands out the kernel for a node on a device (the session caches them so stateful kernels

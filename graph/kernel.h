@@ -29,6 +29,7 @@
 #include "placeflow/graph/collectives.h"
 #include "placeflow/graph/graph.h"
 #include "placeflow/graph/rendezvous.h"
+#include "placeflow/graph/step_container.h"
 
 namespace pf {
 
@@ -91,6 +92,7 @@ class OpKernelContext {
     int64_t step_id = 0;
     Rendezvous* rendezvous = nullptr;             // this step's, for _Send/_Recv
     CollectiveTable* collectives = nullptr;       // this step's, for all-reduce
+    StepContainer* step_container = nullptr;      // this step's resources (stacks)
     CancellationManager* cancellation = nullptr;  // this step's, for kernels that wait
     const DeviceSet* devices = nullptr;           // the session's devices
     const OpKernel* kernel = nullptr;             // for per-argument memory types
@@ -110,6 +112,7 @@ class OpKernelContext {
   int64_t step_id() const { return p_.step_id; }
   Rendezvous* rendezvous() const { return p_.rendezvous; }
   CollectiveTable* collectives() const { return p_.collectives; }
+  StepContainer* step_container() const { return p_.step_container; }
   CancellationManager* cancellation() const { return p_.cancellation; }
   const OpKernel* kernel() const { return p_.kernel; }
   const DeviceSet* devices() const { return p_.devices; }

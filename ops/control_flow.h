@@ -20,6 +20,7 @@
 // branch's or the loop's pivot, so it runs only when the branch or the iteration does.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -77,5 +78,48 @@ struct WhileOptions {
 std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
                               const std::vector<Output>& loop_vars,
                               const WhileOptions& options = {});
+
+// --- stacks (ops/control/stack_ops.cc) ---
+// A stack of tensors for the rest of the step (TensorFlow's StackV2): a while loop's gradient
+// pushes the forward values its backward loop needs and pops them in reverse. Popping an empty
+// stack is OutOfRange.
+Output StackV2(const Scope& s, DType elem_type);
+Output StackPush(const Scope& s, Output handle, Output elem);  // forwards elem
+Output StackPop(const Scope& s, Output handle, DType elem_type, const pf::Shape& elem_shape);
+
+namespace internal {
+// What the gradient of a while loop knows of it (train/gradients.cc); WhileLoop records one
+// per loop in its graph.
+struct WhileLoopInfo {
+  std::string frame;
+  int first_id = 0, last_id = 0;  // the ids of the nodes its builder made
+  int parallel_iterations = 10;
+  Output loop_cond;
+  // Per loop variable (maximum_iterations' counter first when there is one):
+  std::vector<Output> enters;  // Enter outputs (the loop's inputs are their inputs)
+  std::vector<Node*> merges;
+  std::vector<Output> body_in;  // the value the body gets (an Identity)
+  std::vector<Output> next;     // what the body returned (NextIteration's input)
+  std::vector<Node*> next_iterations;
+  std::vector<Output> exits;
+  std::vector<pf::Shape> shapes;  // shape invariants
+  // Constant Enters that brought outside values into the condition and the body.
+  std::vector<Output> invariants;
+  bool Contains(const Node* n) const { return n->id() >= first_id && n->id() <= last_id; }
+};
+// The while loops built in `g`, in the order they were built (a deque: references stay valid
+// as loops are added).
+const std::deque<WhileLoopInfo>& WhileLoops(Graph* g);
+// How the gradient's backward loop brings in a value from outside its body: a value of the
+// forward loop comes from a stack (pushed there), others through a constant Enter (nullopt).
+// `pivot`: the backward body's pivot, the control input of what runs once per iteration;
+// `enter(x)`: x through a constant Enter into the loop being built.
+using CaptureFn = std::function<std::optional<Output>(
+    const Output& outside, Node* pivot, const std::function<Output(const Output&)>& enter)>;
+// WhileLoop with a CaptureFn for the body's outside values.
+std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
+                              const std::vector<Output>& loop_vars, const WhileOptions& options,
+                              const CaptureFn& capture);
+}  // namespace internal
 
 }  // namespace pf::ops

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "placeflow/ops/ops.h"
+#include "placeflow/train/while_gradients.h"
 
 namespace pf {
 namespace {
@@ -24,8 +25,10 @@ bool IsFloat(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
 
 Node* Mutable(const Node* n) { return const_cast<Node*>(n); }
 
-// Nodes that reach a y, walking inputs backwards from the ys.
-NodeSet NodesReachingYs(const std::vector<Output>& ys) {
+// Nodes that reach a y, walking inputs backwards from the ys (not past a stop node).
+NodeSet NodesReachingYs(const std::vector<Output>& ys, const std::vector<Output>& stops) {
+  NodeSet stop;
+  for (const Output& o : stops) stop.insert(o.node);
   NodeSet reaches_y;
   std::vector<const Node*> stack;
   for (const Output& y : ys) {
@@ -34,6 +37,7 @@ NodeSet NodesReachingYs(const std::vector<Output>& ys) {
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
+    if (stop.count(n)) continue;
     for (const Output& in : n->inputs()) {
       if (reaches_y.insert(in.node).second) stack.push_back(in.node);
     }
@@ -46,7 +50,7 @@ NodeSet NodesReachingYs(const std::vector<Output>& ys) {
 // afterwards: they are where the sweep starts even when no x reaches them.
 StatusOr<NodeSet> NodesBetween(const std::vector<Output>& ys, const std::vector<Output>& xs,
                                const GradientOptions& options) {
-  const NodeSet reaches_y = NodesReachingYs(ys);
+  const NodeSet reaches_y = NodesReachingYs(ys, options.stop_gradients);
   NodeSet between;
   std::vector<const Node*> stack;
   for (const Output& x : xs) {
@@ -78,6 +82,7 @@ class BackwardSweep {
  public:
   BackwardSweep(const Scope& gradients_scope, NodeSet between, const GradientOptions& options)
       : scope_(gradients_scope), between_(std::move(between)), options_(options) {
+    FindLoops();
     CountPending();
   }
 
@@ -108,13 +113,70 @@ class BackwardSweep {
   }
 
  private:
-  // Pending counts: data edges from a node to consumers that will send gradients back.
+  // The while loop each node between xs and ys belongs to (the outermost, when nested): the
+  // sweep treats a loop as one node, from its Exits to its Enters' inputs. Only loops whose
+  // Exits the sweep goes through count (a loop's own backward body sweeps its body's nodes).
+  void FindLoops() {
+    std::vector<const ops::internal::WhileLoopInfo*> crossed;
+    for (const auto& l : ops::internal::WhileLoops(scope_.graph())) {
+      if (std::any_of(l.exits.begin(), l.exits.end(),
+                      [&](const Output& x) { return between_.count(x.node) > 0; }))
+        crossed.push_back(&l);
+    }
+    for (const Node* n : between_) {
+      const ops::internal::WhileLoopInfo* best = nullptr;
+      for (const auto* l : crossed) {
+        if (l->Contains(n) && (best == nullptr || l->first_id < best->first_id)) best = l;
+      }
+      if (best != nullptr) loop_of_[n] = best;
+    }
+  }
+  bool Stopped(const Node* n) const {
+    return std::any_of(options_.stop_gradients.begin(), options_.stop_gradients.end(),
+                       [n](const Output& o) { return o.node == n; });
+  }
+  bool IsExitOf(const Node* n, const ops::internal::WhileLoopInfo& l) const {
+    return std::any_of(l.exits.begin(), l.exits.end(),
+                       [n](const Output& x) { return x.node == n; });
+  }
+  // Pending counts: data edges from a node to consumers that will send gradients back. Inside
+  // a loop only its Exits count (their consumers are outside).
   void CountPending() {
     for (const Node* n : between_) {
+      auto loop = loop_of_.find(n);
+      if (loop != loop_of_.end() && !IsExitOf(n, *loop->second)) continue;
       for (const Edge& e : n->out_edges()) {
         if (!e.IsControl() && between_.count(e.dst)) ++pending_[n];
       }
     }
+  }
+
+  // A loop's Exit is ready: once all of them are, the backward loop hands its Enters' inputs
+  // their gradients.
+  Status VisitLoopExit(const Node* n, const ops::internal::WhileLoopInfo& l) {
+    if (!IsExitOf(n, l)) {
+      return errors::Unimplemented("Gradients of '", n->name(), "': it is inside while loop '",
+                                   l.frame, "'; take gradients of the loop's outputs");
+    }
+    if (++exits_ready_[&l] < std::count_if(
+                                 l.exits.begin(), l.exits.end(),
+                                 [&](const Output& x) { return between_.count(x.node) > 0; }))
+      return Status::OK();
+    std::vector<Output> exit_grads;
+    for (const Output& x : l.exits) {
+      auto it = grads_.find(x);
+      exit_grads.push_back(it == grads_.end() ? Output() : Aggregate(scope_, it->second));
+    }
+    PF_ASSIGN_OR_RETURN(internal::LoopInputGradients g,
+                        internal::WhileLoopGradients(scope_, l, exit_grads, options_));
+    for (size_t i = 0; i < l.enters.size(); ++i) {
+      if (between_.count(l.enters[i].node)) SendToInputs(l.enters[i].node, {g.enters[i]});
+    }
+    for (size_t j = 0; j < l.invariants.size(); ++j) {
+      if (between_.count(l.invariants[j].node))
+        SendToInputs(l.invariants[j].node, {g.invariants[j]});
+    }
+    return Status::OK();
   }
 
   void SeedYs(const std::vector<Output>& ys, const std::vector<Output>& grad_ys) {
@@ -133,6 +195,8 @@ class BackwardSweep {
   }
 
   Status Visit(const Node* n) {
+    if (auto loop = loop_of_.find(n); loop != loop_of_.end())
+      return VisitLoopExit(n, *loop->second);
     Scope op_scope = scope_.NewSubScope(n->name() + "_grad");
     if (options_.colocate_gradients_with_ops)
       op_scope = op_scope.ColocateWith(Operation(Mutable(n)));
@@ -140,7 +204,7 @@ class BackwardSweep {
     std::vector<Output> in_grads(n->num_inputs());
     const bool any = std::any_of(out_grads.begin(), out_grads.end(),
                                  [](const Output& g) { return g.node != nullptr; });
-    if (any && n->num_inputs() > 0 && n->op_def().differentiable()) {
+    if (any && n->num_inputs() > 0 && n->op_def().differentiable() && !Stopped(n)) {
       PF_RETURN_IF_ERROR(InputGradients(op_scope, n, &out_grads, &in_grads));
       if (options_.gate_gradients) Gate(op_scope, n, &in_grads);
     }
@@ -211,6 +275,8 @@ class BackwardSweep {
   std::map<Output, std::vector<Output>> grads_;  // per output: the gradients that reached it
   std::deque<const Node*> ready_;
   NodeSet queued_;
+  std::unordered_map<const Node*, const ops::internal::WhileLoopInfo*> loop_of_;
+  std::map<const ops::internal::WhileLoopInfo*, int> exits_ready_;
 };
 
 }  // namespace

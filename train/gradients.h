@@ -22,6 +22,9 @@ struct GradientOptions {
   // are computed. Optimizers turn this on: an update that overwrites a variable in place must
   // not run before every gradient that reads the variable (e.g. MatMul's other input) is done.
   bool gate_gradients = false;
+  // tf.gradients' stop_gradients: no gradient flows past these tensors' nodes to their inputs
+  // (they are held constant); an x among them still gets its gradient.
+  std::vector<Output> stop_gradients;
 };
 
 // d(sum of ys)/d(xs). grad_ys (one per y; default ones) weight the ys. An x that the ys depend

@@ -213,77 +213,152 @@ void CheckNext(const std::string& frame, size_t user, const Output& var, const O
 
 }  // namespace
 
-std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
-                              const std::vector<Output>& loop_vars, const WhileOptions& options) {
-  Graph* g = s.graph();
-  const std::string frame = s.GetUniqueNameForOp("while");
-  if (loop_vars.empty())
-    Throw(errors::InvalidArgument("While loop '", frame, "' needs at least one loop variable"));
-  const Scope ws = s.WithExactNameScope(frame);
-  const Scope inner = ws.WithNoControlDependencies();
-  const int p = std::max(options.parallel_iterations, 1);
-  // maximum_iterations: a counter runs as loop variable 0 (TensorFlow's way).
-  std::vector<Output> vars = loop_vars;
-  std::vector<pf::Shape> shapes = Invariants(frame, loop_vars, options.shape_invariants);
-  const bool counted = options.maximum_iterations.has_value();
-  if (counted) {
-    vars.insert(vars.begin(), ConstInt(ws.WithOpName("iteration_counter"), 0));
-    shapes.insert(shapes.begin(), pf::Shape{});
+namespace {
+
+struct WhileLoopRegistry {
+  std::deque<internal::WhileLoopInfo> loops;
+};
+
+// WhileLoop's steps: the loop variables' Enter and Merge, the condition, the Switches and
+// Exits, the body, and the back edges.
+class WhileBuilder {
+ public:
+  WhileBuilder(const Scope& s, const WhileOptions& options, const internal::CaptureFn& capture)
+      : g_(s.graph()),
+        frame_(s.GetUniqueNameForOp("while")),
+        ws_(s.WithExactNameScope(frame_)),
+        inner_(ws_.WithNoControlDependencies()),
+        options_(options),
+        capture_(capture) {
+    info_.frame = frame_;
+    info_.parallel_iterations = std::max(options.parallel_iterations, 1);
   }
-  const int first_id = NextNodeId(*g);
-  std::vector<Node*> merges;
-  std::vector<Output> merged;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    Output enter = Enter(ws.WithOpName("Enter"), vars[i], frame, /*is_constant=*/false, p);
-    Node* m = Merge(inner.WithOpName("Merge"), {enter, enter}).output.node;
-    g->SetOutputShape(m, 0, shapes[i]);  // the back edge closes below
-    merges.push_back(m);
-    merged.push_back(Output(m, 0));
+
+  std::vector<Output> Build(const LoopCondFn& cond, const LoopBodyFn& body,
+                            const std::vector<Output>& loop_vars) {
+    if (loop_vars.empty())
+      Throw(errors::InvalidArgument("While loop '", frame_, "' needs at least one loop variable"));
+    // maximum_iterations: a counter runs as loop variable 0 (TensorFlow's way).
+    counted_ = options_.maximum_iterations.has_value();
+    vars_ = loop_vars;
+    info_.shapes = Invariants(frame_, loop_vars, options_.shape_invariants);
+    if (counted_) {
+      vars_.insert(vars_.begin(), ConstInt(ws_.WithOpName("iteration_counter"), 0));
+      info_.shapes.insert(info_.shapes.begin(), pf::Shape{});
+    }
+    info_.first_id = NextNodeId(*g_);
+    EnterAndMerge();
+    Condition(cond);
+    Body(body, loop_vars.size());
+    info_.last_id = NextNodeId(*g_) - 1;
+    std::vector<Output> exits = info_.exits;
+    if (counted_) exits.erase(exits.begin());
+    g_->GetOrCreateExtension<WhileLoopRegistry>()->loops.push_back(std::move(info_));
+    return exits;
+  }
+
+ private:
+  void EnterAndMerge() {
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      info_.enters.push_back(Enter(ws_.WithOpName("Enter"), vars_[i], frame_,
+                                   /*is_constant=*/false, info_.parallel_iterations));
+      Node* m = Merge(inner_.WithOpName("Merge"), {info_.enters[i], info_.enters[i]}).output.node;
+      g_->SetOutputShape(m, 0, info_.shapes[i]);  // the back edge closes in Body
+      info_.merges.push_back(m);
+    }
   }
   // Values from outside reach every iteration through constant Enters.
-  auto enter_constant = [&](const Output& x) {
-    return Enter(ws.WithOpName("Enter"), x, frame, /*is_constant=*/true, p);
-  };
-  Context cond_ctx(g, first_id, merges[0], enter_constant, true);
-  const std::vector<Output> user_vars(merged.begin() + (counted ? 1 : 0), merged.end());
-  Output pred = BuildIn(&cond_ctx, g, [&] {
-    Output c = cond(inner, user_vars);
-    if (counted) {
-      Output more = Less(inner, merged[0], *options.maximum_iterations);
-      c = LogicalAnd(inner, more, c);
+  Output EnterConstant(const Output& x) {
+    Output e =
+        Enter(ws_.WithOpName("Enter"), x, frame_, /*is_constant=*/true, info_.parallel_iterations);
+    info_.invariants.push_back(e);
+    return e;
+  }
+  void Condition(const LoopCondFn& cond) {
+    Context ctx(
+        g_, info_.first_id, info_.merges[0], [&](const Output& x) { return EnterConstant(x); },
+        true);
+    std::vector<Output> merged;
+    for (Node* m : info_.merges) merged.emplace_back(m, 0);
+    const std::vector<Output> user(merged.begin() + (counted_ ? 1 : 0), merged.end());
+    Output pred = BuildIn(&ctx, g_, [&] {
+      Output c = cond(inner_, user);
+      if (counted_)
+        c = LogicalAnd(inner_, Less(inner_, merged[0], *options_.maximum_iterations), c);
+      return std::vector<Output>{c};
+    })[0];
+    if (pred.dtype() != DT_BOOL || (!pred.shape().unknown_rank() && pred.shape().rank() != 0)) {
+      Throw(errors::InvalidArgument("The condition of while loop '", frame_,
+                                    "' must return a bool scalar, got ", DTypeName(pred.dtype()),
+                                    " ", pred.shape().ToString(), " ('", pred.name(), "')"));
     }
-    return std::vector<Output>{c};
-  })[0];
-  if (pred.dtype() != DT_BOOL || (!pred.shape().unknown_rank() && pred.shape().rank() != 0)) {
-    Throw(errors::InvalidArgument("The condition of while loop '", frame,
-                                  "' must return a bool scalar, got ", DTypeName(pred.dtype()), " ",
-                                  pred.shape().ToString(), " ('", pred.name(), "')"));
+    info_.loop_cond = LoopCond(inner_.WithOpName("LoopCond"), pred);
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      SwitchOutputs sw = Switch(inner_.WithOpName("Switch"), merged[i], info_.loop_cond);
+      info_.exits.push_back(Exit(inner_.WithOpName("Exit"), sw.output_false));
+      info_.body_in.push_back(Identity(inner_.WithOpName("Identity"), sw.output_true));
+    }
   }
-  Output loop_cond = LoopCond(inner.WithOpName("LoopCond"), pred);
-  std::vector<Output> exits, body_in;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    SwitchOutputs sw = Switch(inner.WithOpName("Switch"), merged[i], loop_cond);
-    exits.push_back(Exit(inner.WithOpName("Exit"), sw.output_false));
-    body_in.push_back(Identity(inner.WithOpName("Identity"), sw.output_true));
+  void Body(const LoopBodyFn& body, size_t num_user_vars) {
+    Node* pivot = info_.body_in[0].node;
+    Context ctx(
+        g_, info_.first_id, pivot,
+        [&](const Output& x) {
+          if (capture_) {
+            std::optional<Output> v =
+                capture_(x, pivot, [&](const Output& y) { return EnterConstant(y); });
+            if (v) return *v;
+          }
+          return EnterConstant(x);
+        },
+        true);
+    const std::vector<Output> user(info_.body_in.begin() + (counted_ ? 1 : 0), info_.body_in.end());
+    info_.next = BuildIn(&ctx, g_, [&] {
+      std::vector<Output> out = body(inner_, user);
+      if (counted_) out.insert(out.begin(), Add(inner_, info_.body_in[0], ConstInt(inner_, 1)));
+      return out;
+    });
+    if (info_.next.size() != vars_.size()) {
+      Throw(errors::InvalidArgument("The body of while loop '", frame_, "' returns ",
+                                    info_.next.size() - (counted_ ? 1 : 0), " tensors for ",
+                                    num_user_vars, " loop variables"));
+    }
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      CheckNext(frame_, counted_ ? i - 1 : i, vars_[i], info_.next[i], info_.shapes[i]);
+      Output back = NextIteration(inner_.WithOpName("NextIteration"), info_.next[i]);
+      info_.next_iterations.push_back(back.node);
+      g_->UpdateEdge(back, info_.merges[i], 1);
+    }
   }
-  Context body_ctx(g, first_id, body_in[0].node, enter_constant, true);
-  const std::vector<Output> user_in(body_in.begin() + (counted ? 1 : 0), body_in.end());
-  std::vector<Output> next = BuildIn(&body_ctx, g, [&] {
-    std::vector<Output> out = body(inner, user_in);
-    if (counted) out.insert(out.begin(), Add(inner, body_in[0], ConstInt(inner, 1)));
-    return out;
-  });
-  if (next.size() != vars.size()) {
-    Throw(errors::InvalidArgument("The body of while loop '", frame, "' returns ",
-                                  next.size() - (counted ? 1 : 0), " tensors for ",
-                                  loop_vars.size(), " loop variables"));
-  }
-  for (size_t i = 0; i < vars.size(); ++i) {
-    CheckNext(frame, counted ? i - 1 : i, vars[i], next[i], shapes[i]);
-    g->UpdateEdge(NextIteration(inner.WithOpName("NextIteration"), next[i]), merges[i], 1);
-  }
-  if (counted) exits.erase(exits.begin());
-  return exits;
+
+  Graph* g_;
+  const std::string frame_;
+  const Scope ws_, inner_;
+  const WhileOptions& options_;
+  const internal::CaptureFn& capture_;
+  bool counted_ = false;
+  std::vector<Output> vars_;
+  internal::WhileLoopInfo info_;
+};
+
+}  // namespace
+
+std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
+                              const std::vector<Output>& loop_vars, const WhileOptions& options) {
+  return internal::WhileLoop(s, cond, body, loop_vars, options, nullptr);
 }
 
+namespace internal {
+
+std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
+                              const std::vector<Output>& loop_vars, const WhileOptions& options,
+                              const CaptureFn& capture) {
+  return WhileBuilder(s, options, capture).Build(cond, body, loop_vars);
+}
+
+const std::deque<WhileLoopInfo>& WhileLoops(Graph* g) {
+  return g->GetOrCreateExtension<WhileLoopRegistry>()->loops;
+}
+
+}  // namespace internal
 }  // namespace pf::ops

@@ -358,5 +358,82 @@ TEST_CASE("Gradients through a cond match finite differences", "[control_flow][g
   }
 }
 
+// h <- tanh(h * w + b) for `steps` iterations (b and w from outside: constant Enters).
+Output TanhLoop(const Scope& root, Output h0, Output w, Output b, int steps, int parallel = 10) {
+  ops::WhileOptions o;
+  o.parallel_iterations = parallel;
+  return ops::WhileLoop(
+      root,
+      [steps](const Scope& s, const Vars& v) {
+        return ops::Less(s, v[0], ops::ConstInt(s, steps));
+      },
+      [&](const Scope& s, const Vars& v) {
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)),
+                    ops::Tanh(s, ops::Add(s, ops::Mul(s, v[1], w), b))};
+      },
+      {ops::ConstInt(root, 0), h0}, o)[1];
+}
+
+TEST_CASE("Gradients through a while loop match finite differences", "[control_flow][gradients]") {
+  const Tensor h0v = testing::RandomDoubleTensor({3}, 4);
+  const Tensor wv = testing::RandomDoubleTensor({3}, 5);
+  for (int steps : {0, 1, 4}) {
+    for (int parallel : {1, 10}) {
+      CAPTURE(steps, parallel);
+      {  // d/d h0: through the loop variable
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Output h0 = ops::Placeholder(root.WithOpName("h0"), DT_DOUBLE, {3});
+        Output y = TanhLoop(root, h0, ops::Const(root, wv), ops::Const(root, Tensor::Scalar(0.1)),
+                            steps, parallel);
+        CHECK(ComputeGradientError(root, h0, {3}, y, {3}) < 1e-8);
+      }
+      {  // d/d w: a value every iteration uses, its gradients summed over the iterations
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Output w = ops::Placeholder(root.WithOpName("w"), DT_DOUBLE, {3});
+        Output y = TanhLoop(root, ops::Const(root, h0v), w, ops::Const(root, Tensor::Scalar(0.1)),
+                            steps, parallel);
+        CHECK(ComputeGradientError(root, w, {3}, y, {3}) < 1e-8);
+      }
+    }
+  }
+}
+
+TEST_CASE("Gradients of a recurrent loop over a matrix, and with maximum_iterations",
+          "[control_flow][gradients]") {
+  // h <- tanh(h W) for 5 steps; the gradient with respect to W, a [4,4] matrix.
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output w = ops::Placeholder(root.WithOpName("W"), DT_DOUBLE, {4, 4});
+  ops::WhileOptions o;
+  o.maximum_iterations = ops::ConstInt(root, 5);
+  Vars out = ops::WhileLoop(
+      root, [](const Scope& s, const Vars&) { return ops::Const(s, Tensor::Scalar<bool>(true)); },
+      [&](const Scope& s, const Vars& v) { return Vars{ops::Tanh(s, ops::MatMul(s, v[0], w))}; },
+      {ops::Const(root, testing::RandomDoubleTensor({2, 4}, 6))}, o);
+  const Tensor wv = testing::RandomDoubleTensor({4, 4}, 7);
+  CHECK(ComputeGradientError(root, w, {4, 4}, out[0], {2, 4}, &wv) < 1e-8);
+}
+
+TEST_CASE("Gradients of a loop whose body holds a cond are Unimplemented, naming the loop",
+          "[control_flow][gradients][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {});
+  Vars out = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
+      [](const Scope& s, const Vars& v) {
+        Vars y = ops::Cond(
+            s, ops::Greater(s, v[1], ops::Const(s, 0.f)),
+            [&](const Scope& b) { return Vars{ops::Neg(b, v[1])}; },
+            [&](const Scope& b) { return Vars{v[1]}; });
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), y[0]};
+      },
+      {ops::ConstInt(root, 0), x});
+  CHECK_THROWS_WITH(Gradients(root, {out[1]}, {x}),
+                    Contains("Gradients of while loop 'while'") && Contains("no gradient yet"));
+}
+
 }  // namespace
 }  // namespace pf

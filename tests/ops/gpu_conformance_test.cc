@@ -342,10 +342,11 @@ const std::map<std::string, std::string>& ExemptOps() {
     for (const char* op : {"LogicalAnd", "LogicalOr", "LogicalNot"}) {
       (*m)[op] = "CPU only for now: bool logic (ops/everyday_ops.h), soft placement";
     }
-    // A control-flow primitive means nothing alone (an Enter needs its loop): each runs in the
-    // loops and conds of tests/executor/control_flow_test.cc, on the CPU. Their GPU kernels
-    // forward tensors and have not run on a GPU yet (issue 35).
-    for (const char* op : {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"}) {
+    // A control-flow primitive means nothing alone (an Enter needs its loop, a pop its push):
+    // each runs in the loops, conds and loop gradients of tests/executor/control_flow_test.cc,
+    // on the CPU. Their GPU kernels forward tensors and have not run on a GPU yet (issue 35).
+    for (const char* op : {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond",
+                           "StackV2", "StackPushV2", "StackPopV2"}) {
       (*m)[op] = "control flow: tested in loops and conds (tests/executor/control_flow_test.cc)";
     }
     return m;

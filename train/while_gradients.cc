@@ -1,0 +1,169 @@
+#include "placeflow/train/while_gradients.h"
+
+#include <set>
+
+#include "placeflow/ops/ops.h"
+
+namespace pf::internal {
+namespace {
+
+using ops::internal::WhileLoopInfo;
+
+bool IsFloat(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
+
+// Gradients go through the loop's own control nodes only: a cond or a loop inside the body
+// would need its own backward construction (not done yet).
+Status CheckSupported(Graph* g, const WhileLoopInfo& loop) {
+  std::set<const Node*> own = {loop.loop_cond.node};
+  for (size_t i = 0; i < loop.enters.size(); ++i) {
+    own.insert({loop.enters[i].node, loop.merges[i], loop.exits[i].node,
+                loop.exits[i].node->input(0).node, loop.next_iterations[i]});
+  }
+  for (const Output& inv : loop.invariants) own.insert(inv.node);
+  for (const Node* n : g->nodes()) {
+    if (!loop.Contains(n) || own.count(n)) continue;
+    const ControlFlowKind k = n->op_def().control_flow();
+    if (k != ControlFlowKind::kNone && k != ControlFlowKind::kSend && k != ControlFlowKind::kRecv) {
+      return errors::Unimplemented("Gradients of while loop '", loop.frame, "': its body holds '",
+                                   n->name(), "' (", n->op(),
+                                   "); a cond or a loop inside a loop's body has no gradient yet");
+    }
+  }
+  return Status::OK();
+}
+
+// An iteration counter added to the forward loop: its Exit gives the number of iterations.
+// Each push waits for the counter's value of its iteration (`value`) and the counter's next
+// value waits for every push (`next`): the pushes run whenever the count is computed, before
+// the backward loop starts, and in iteration order even when iterations run in parallel.
+struct Counter {
+  Output count;
+  Node* value;
+  Node* next;
+};
+Counter AddForwardCounter(Graph* g, const WhileLoopInfo& loop) {
+  const Scope s = Scope::Root(g)
+                      .WithExactNameScope(g->UniqueName(loop.frame + "/grad_counter"))
+                      .ColocateWith(Operation(loop.loop_cond.node));
+  const int p = loop.parallel_iterations;
+  Output enter = ops::Enter(s, ops::ConstInt(s, 0), loop.frame, /*is_constant=*/false, p);
+  Node* merge = ops::Merge(s, {enter, enter}).output.node;
+  ops::SwitchOutputs sw = ops::Switch(s, Output(merge, 0), loop.loop_cond);
+  Output count = ops::Exit(s, sw.output_false);
+  Output one = ops::Enter(s, ops::ConstInt(s, 1), loop.frame, /*is_constant=*/true, p);
+  Output value = ops::Identity(s, sw.output_true);
+  Output next = ops::NextIteration(s, ops::Add(s, value, one));
+  g->UpdateEdge(next, merge, 1);
+  return {count, value.node, next.node};
+}
+
+// The backward loop's body: the body's gradient, from the loop variables' gradients `v`
+// (after the count) to theirs one iteration earlier and the invariants' running sums.
+class BackwardBody {
+ public:
+  BackwardBody(const WhileLoopInfo& loop, const std::vector<int>& vars,
+               const std::vector<int>& invariants, const GradientOptions& options)
+      : loop_(loop), vars_(vars), invariants_(invariants), options_(options) {}
+
+  std::vector<Output> operator()(const Scope& s, const std::vector<Output>& v) {
+    std::vector<Output> ys, grad_ys, xs;
+    for (size_t k = 0; k < vars_.size(); ++k) {
+      ys.push_back(loop_.next[vars_[k]]);
+      grad_ys.push_back(v[1 + k]);
+      xs.push_back(loop_.body_in[vars_[k]]);
+    }
+    for (int j : invariants_) xs.push_back(loop_.invariants[j]);
+    GradientOptions o = options_;
+    o.null_for_unreachable = true;
+    o.gate_gradients = false;
+    o.stop_gradients = xs;  // the body's inputs: nothing flows into the loop's control nodes
+    StatusOr<std::vector<Output>> grads = TryGradients(s, ys, xs, grad_ys, o);
+    std::vector<Output> out = {ops::Sub(s, v[0], ops::ConstInt(s, 1))};
+    if (!grads.ok()) status = grads.status();
+    const std::vector<Output> g = grads.ok() ? *grads : std::vector<Output>(xs.size());
+    for (size_t k = 0; k < vars_.size(); ++k)
+      out.push_back(g[k].node ? g[k] : ops::ZerosLike(s, v[1 + k]));
+    for (size_t m = 0; m < invariants_.size(); ++m) {
+      const Output& sum = v[1 + vars_.size() + m];
+      const Output& d = g[vars_.size() + m];
+      out.push_back(d.node ? ops::Add(s, sum, d) : sum);
+    }
+    return out;
+  }
+  Status status;
+
+ private:
+  const WhileLoopInfo& loop_;
+  const std::vector<int>& vars_;
+  const std::vector<int>& invariants_;
+  const GradientOptions& options_;
+};
+
+}  // namespace
+
+StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileLoopInfo& loop,
+                                                const std::vector<Output>& exit_grads,
+                                                const GradientOptions& options) {
+  Graph* g = scope.graph();
+  PF_RETURN_IF_ERROR(CheckSupported(g, loop));
+  const Counter counter = AddForwardCounter(g, loop);
+  std::vector<int> vars, invariants;  // the float ones
+  for (size_t i = 0; i < loop.exits.size(); ++i)
+    if (IsFloat(loop.exits[i].dtype())) vars.push_back(static_cast<int>(i));
+  for (size_t j = 0; j < loop.invariants.size(); ++j)
+    if (IsFloat(loop.invariants[j].dtype())) invariants.push_back(static_cast<int>(j));
+  const Scope bs = scope.NewSubScope("while_grad");
+  std::vector<Output> init = {counter.count};
+  ops::WhileOptions wo;
+  wo.parallel_iterations = loop.parallel_iterations;
+  wo.shape_invariants = {pf::Shape{}};
+  for (int i : vars) {
+    init.push_back(exit_grads[i].node ? exit_grads[i] : ops::ZerosLike(bs, loop.exits[i]));
+    wo.shape_invariants.push_back(loop.shapes[i]);
+  }
+  for (int j : invariants) {
+    const Output outside = loop.invariants[j].node->input(0);
+    init.push_back(ops::ZerosLike(bs, outside));
+    wo.shape_invariants.push_back(outside.shape());
+  }
+  // A value of the forward loop comes from a stack: pushed in each forward iteration, popped in
+  // reverse once per backward iteration. A value brought into the forward loop comes in again.
+  std::vector<Node*> pops;
+  const Scope fs = Scope::Root(g).WithExactNameScope(g->UniqueName(loop.frame + "/grad_stacks"));
+  auto capture = [&](const Output& x, Node* pivot,
+                     const std::function<Output(const Output&)>& enter) -> std::optional<Output> {
+    if (!loop.Contains(x.node)) return std::nullopt;
+    for (const Output& inv : loop.invariants)
+      if (inv == x) return enter(x.node->input(0));
+    Output handle = ops::StackV2(fs.ColocateWith(Operation(x.node)), x.dtype());
+    const Scope at_x = fs.ColocateWith(Operation(x.node));
+    Output into_loop = ops::Enter(at_x, handle, loop.frame, true, loop.parallel_iterations);
+    Node* push =
+        ops::StackPush(at_x.WithControlDependencies({Operation(counter.value)}), into_loop, x).node;
+    g->AddControlEdge(push, counter.next);
+    Output pop = ops::StackPop(bs.WithControlDependencies({Operation(pivot)}), enter(handle),
+                               x.dtype(), x.shape());
+    pops.push_back(pop.node);
+    return pop;
+  };
+  BackwardBody body(loop, vars, invariants, options);
+  std::vector<Output> out = ops::internal::WhileLoop(
+      bs,
+      [](const Scope& s, const std::vector<Output>& v) {
+        return ops::Greater(s, v[0], ops::ConstInt(s, 0));
+      },
+      std::ref(body), init, wo, capture);
+  PF_RETURN_IF_ERROR(body.status);
+  // The backward count's next value waits for the iteration's pops: they pop in order too.
+  Node* backward_next = ops::internal::WhileLoops(g).back().next_iterations[0];
+  for (Node* pop : pops) g->AddControlEdge(pop, backward_next);
+  LoopInputGradients result;
+  result.enters.resize(loop.enters.size());
+  result.invariants.resize(loop.invariants.size());
+  for (size_t k = 0; k < vars.size(); ++k) result.enters[vars[k]] = out[1 + k];
+  for (size_t m = 0; m < invariants.size(); ++m)
+    result.invariants[invariants[m]] = out[1 + vars.size() + m];
+  return result;
+}
+
+}  // namespace pf::internal
