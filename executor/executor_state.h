@@ -104,6 +104,8 @@ struct Executor::Layout {
 struct IterState {
   IterState(const Executor::Layout& l, const Executor::Layout::Frame& f, FrameState* frame,
             int64_t iter);
+  // Back to a fresh iteration `iter` of the same frame (a loop reuses its ended iterations).
+  void Reset(const Executor::Layout& l, const Executor::Layout::Frame& f, int64_t iter);
   FrameState* frame;  // null for the step's root iteration
   int64_t iter;
   std::unique_ptr<std::atomic<int>[]> pending;  // per local item

@@ -28,6 +28,7 @@ struct FrameState {
   std::vector<Value> invariants;  // constant Enters' values: every iteration gets them
   std::vector<Value> deferred;    // NextIteration values waiting for parallel_iterations
   std::vector<bool> exit_done;    // per Exit: handed a live value on
+  std::vector<std::unique_ptr<IterState>> spare;  // ended iterations, for the next ones
 };
 
 IterState::IterState(const Layout& l, const Layout::Frame& f, FrameState* frame, int64_t iter)
@@ -35,6 +36,16 @@ IterState::IterState(const Layout& l, const Layout::Frame& f, FrameState* frame,
   for (size_t k = 0; k < f.items.size(); ++k)
     pending[k].store(l.items[f.items[k]].initial_pending, std::memory_order_relaxed);
   if (l.control_flow) dead.assign(f.items.size(), 0);
+}
+
+void IterState::Reset(const Layout& l, const Layout::Frame& f, int64_t iteration) {
+  iter = iteration;
+  for (size_t k = 0; k < f.items.size(); ++k)
+    pending[k].store(l.items[f.items[k]].initial_pending, std::memory_order_relaxed);
+  std::fill(dead.begin(), dead.end(), 0);
+  for (Tensor& t : inputs) t = Tensor();  // nodes that ran cleared theirs already
+  outstanding = 0;
+  children.clear();
 }
 
 Executor::Step::~Step() {
@@ -366,7 +377,14 @@ class Propagator {
     return f;
   }
   IterState* NewIteration(FrameState* f) {
-    auto iter = std::make_unique<IterState>(l_, l_.frames[f->info], f, f->next_iter++);
+    std::unique_ptr<IterState> iter;
+    if (f->spare.empty()) {
+      iter = std::make_unique<IterState>(l_, l_.frames[f->info], f, f->next_iter++);
+    } else {
+      iter = std::move(f->spare.back());
+      f->spare.pop_back();
+      iter->Reset(l_, l_.frames[f->info], f->next_iter++);
+    }
     IterState* it = iter.get();
     f->iterations.push_back(std::move(iter));
     for (const FrameState::Value& v : f->invariants)
@@ -392,6 +410,7 @@ class Propagator {
   void EndFinished(FrameState* f) {
     while (f != nullptr && f->pending_enters == 0) {
       while (!f->iterations.empty() && f->iterations.front()->outstanding == 0) {
+        f->spare.push_back(std::move(f->iterations.front()));
         f->iterations.pop_front();
         ++f->oldest;
         if (!f->deferred.empty() && f->next_iter < f->oldest + f->parallel_iterations) {

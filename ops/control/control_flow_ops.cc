@@ -15,11 +15,16 @@ namespace {
 const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
                                          DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
-// Forwards input 0 to output 0: Enter, Exit, NextIteration, LoopCond.
+// Forwards input 0 to output 0: Enter, Exit, NextIteration, LoopCond. Their shape functions
+// give the input's shape, so the tensor is handed on as it is (no reshaped copy of its
+// header: these run once per loop iteration).
 class ForwardOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Compute(OpKernelContext* ctx) override { return ctx->ForwardInput(0, 0); }
+  Status Compute(OpKernelContext* ctx) override {
+    *ctx->mutable_output(0) = ctx->input(0);
+    return Status::OK();
+  }
   bool IsExpensive() const override { return false; }
 };
 
@@ -35,7 +40,8 @@ class SwitchOp : public OpKernel {
                                      "' must be a scalar predicate, got shape ",
                                      pred.shape().ToString());
     }
-    return ctx->ForwardInput(0, pred.scalar<bool>() ? 1 : 0);
+    *ctx->mutable_output(pred.scalar<bool>() ? 1 : 0) = ctx->input(0);
+    return Status::OK();
   }
   bool IsExpensive() const override { return false; }
 };
@@ -43,19 +49,25 @@ class SwitchOp : public OpKernel {
 // Forwards the live input (the executor runs a Merge with exactly one set) and its index.
 class MergeOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit MergeOp(const Node& n) : OpKernel(n) {
+    for (int i = 0; i < n.num_inputs(); ++i) index_.push_back(Tensor::Scalar<int32_t>(i));
+  }
   Status Compute(OpKernelContext* ctx) override {
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       if (!ctx->input(i).IsInitialized()) continue;
       // The live input's own shape: the static one may be a loop variable's shape invariant.
       *ctx->mutable_output(0) = ctx->input(i);
-      PF_ASSIGN_OR_RETURN(Tensor * index, ctx->AllocateOutput(1));
-      index->data<int32_t>()[0] = i;
+      // The index tensors are made once: consumers only read them (a host scalar; on a GPU
+      // value_index is HostMemory).
+      *ctx->mutable_output(1) = index_[i];
       return Status::OK();
     }
     return errors::Internal("Merge '", name(), "' ran without a live input");
   }
   bool IsExpensive() const override { return false; }
+
+ private:
+  std::vector<Tensor> index_;
 };
 
 // The most specific shape both `a` and `b` have: their common dims, unknown where they differ
