@@ -49,7 +49,7 @@ asan_exclude='^(A 1,000,000-node chain|1,000 sessions|10,000 Run calls|lenet lea
 # them, TensorFlow 1's ref-variable semantics; TSan rightly calls that a race (docs/fuzzing.md).
 tsan_exclude="Run takes TensorFlow's mixed list of operations and tensors"
 tsan_spec=''
-for tag in executor session partition towers collectives rendezvous threads; do
+for tag in executor session partition towers collectives rendezvous threads control_flow; do
   tsan_spec+="${tsan_spec:+,}[$tag]~[gpu]~[deep]~\"$tsan_exclude\""
 done
 

@@ -285,7 +285,8 @@ TEST_CASE("WhileLoop's maximum_iterations stops a loop whose condition stays tru
   CHECK(testing::RunOne(g, out[0]).scalar<int32_t>() == 128);
 }
 
-TEST_CASE("A loop of a million iterations runs in constant stack and memory", "[control_flow]") {
+TEST_CASE("A loop of a million iterations runs in constant stack and memory",
+          "[control_flow][deep]") {
   SumLoop loop(10);
   Session sess(loop.g);
   const int n = 1000000;
