@@ -1,0 +1,205 @@
+// Recurrent layers (issue 35): LSTMCell and GRUCell against hand-written double loops,
+// DynamicRnn against the same cell unrolled, its gradient against finite differences, masking
+// past sequence_length, and a small sequence task learnt through the loop's gradient.
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+double Sig(double v) { return 1 / (1 + std::exp(-v)); }
+
+// The LSTM of docs (gates i, j, f, o; forget bias 1) in doubles, from the variables' values.
+std::vector<double> ReferenceLstm(const Tensor& x, const Tensor& w, const Tensor& b, int units) {
+  const int batch = static_cast<int>(x.shape().dim(0)), steps = static_cast<int>(x.shape().dim(1));
+  const int depth = static_cast<int>(x.shape().dim(2));
+  std::vector<double> c(batch * units, 0), h(batch * units, 0), out;
+  for (int t = 0; t < steps; ++t) {
+    std::vector<double> nc(c.size()), nh(h.size());
+    for (int n = 0; n < batch; ++n) {
+      std::vector<double> z(4 * units);
+      for (int k = 0; k < 4 * units; ++k) {
+        double acc = b.data<double>()[k];
+        for (int d = 0; d < depth; ++d)
+          acc +=
+              x.data<double>()[(n * steps + t) * depth + d] * w.data<double>()[d * 4 * units + k];
+        for (int u = 0; u < units; ++u)
+          acc += h[n * units + u] * w.data<double>()[(depth + u) * 4 * units + k];
+        z[k] = acc;
+      }
+      for (int u = 0; u < units; ++u) {
+        const double i = z[u], j = z[units + u], f = z[2 * units + u], o = z[3 * units + u];
+        nc[n * units + u] = c[n * units + u] * Sig(f + 1) + Sig(i) * std::tanh(j);
+        nh[n * units + u] = std::tanh(nc[n * units + u]) * Sig(o);
+      }
+    }
+    c = nc;
+    h = nh;
+  }
+  return h;
+}
+
+TEST_CASE("DynamicRnn with an LSTMCell matches a plain LSTM loop", "[control_flow][rnn]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const Tensor xv = testing::RandomDoubleTensor({2, 5, 3}, 11);
+  Output x = ops::Const(root, xv);
+  layers::LSTMCell cell("lstm", 4, 1.f, /*seed=*/3);
+  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x);
+  CHECK(r.outputs.shape() == Shape{2, -1, 4});
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  auto v = sess.RunNamed({}, {"lstm/kernel:0", "lstm/bias:0"});
+  auto out = sess.Run({r.outputs, r.final_state[1]});
+  const std::vector<double> want = ReferenceLstm(xv, v[0], v[1], 4);
+  REQUIRE(out[1].num_elements() == 8);
+  for (int k = 0; k < 8; ++k) CHECK(out[1].data<double>()[k] == Approx(want[k]).margin(1e-12));
+  // The outputs' last step is the final h.
+  CHECK(out[0].shape() == Shape{2, 5, 4});
+  for (int n = 0; n < 2; ++n)
+    for (int u = 0; u < 4; ++u)
+      CHECK(out[0].data<double>()[(n * 5 + 4) * 4 + u] == out[1].data<double>()[n * 4 + u]);
+}
+
+TEST_CASE("GRUCell in DynamicRnn matches the same cell unrolled by hand", "[control_flow][rnn]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const Tensor xv = testing::RandomDoubleTensor({3, 4, 2}, 12);
+  Output x = ops::Const(root, xv);
+  layers::GRUCell cell("gru", 5, /*seed=*/4);
+  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x, {.time_major = false});
+  // The same steps without a loop: slices of x, the cell's Step four times.
+  Output h = ops::Cast(root, ops::Const(root, Tensor(DT_FLOAT, {3, 5})), DT_DOUBLE);
+  h = ops::ZerosLike(root, h);
+  for (int t = 0; t < 4; ++t) {
+    Output xt = ops::Reshape(root, ops::Slice(root, x, {0, t, 0}, {3, 1, 2}), {3, 2});
+    Output y;
+    h = cell.Step(root, xt, {h}, &y)[0];
+  }
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  auto out = sess.Run({r.final_state[0], h});
+  CHECK(testing::MaxAbsDiff(out[0], out[1]) < 1e-12);
+}
+
+// Central differences of `loss` at `value` of the fed tensor `t` (the session's variables
+// initialised), against Gradients' value there: the largest absolute difference.
+double GradientError(Session& sess, Output loss, Output t, const Tensor& value, Output grad,
+                     const FeedDict& other) {
+  FeedDict feeds = other;
+  feeds.emplace_back(t, value);
+  const Tensor symbolic = sess.Run(feeds, {grad})[0];
+  double worst = 0;
+  for (int64_t k = 0; k < value.num_elements(); ++k) {
+    double f[2];
+    for (int side = 0; side < 2; ++side) {
+      Tensor moved = value.Clone();
+      moved.data<double>()[k] += side == 0 ? 1e-6 : -1e-6;
+      feeds.back().second = moved;
+      f[side] = sess.Run(feeds, {loss})[0].scalar<double>();
+    }
+    worst = std::max(worst, std::abs((f[0] - f[1]) / 2e-6 - symbolic.data<double>()[k]));
+  }
+  return worst;
+}
+
+TEST_CASE("DynamicRnn's gradient matches finite differences", "[control_flow][rnn][gradients]") {
+  for (bool lstm : {true, false}) {
+    CAPTURE(lstm);
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {2, 3, 2});
+    std::unique_ptr<layers::RnnCell> cell;
+    if (lstm) {
+      cell = std::make_unique<layers::LSTMCell>("cell", 3, 1.f, 5);
+    } else {
+      cell = std::make_unique<layers::GRUCell>("cell", 3, 5);
+    }
+    layers::RnnOutputs r = layers::DynamicRnn(root, *cell, x);
+    Output loss = ops::Sum(root, ops::Square(root, r.outputs));
+    // The kernel's read: fed, it stands for the variable (a perturbed copy of its value).
+    Output kernel(g.FindNode(lstm ? "cell/kernel/read" : "cell/gates/kernel/read"), 0);
+    REQUIRE(kernel.node != nullptr);
+    std::vector<Output> grads = Gradients(root, {loss}, {x, kernel});
+    Session sess(g);
+    sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+    const Tensor xv = testing::RandomDoubleTensor({2, 3, 2}, 14);
+    const Tensor kv = sess.Run({kernel})[0];
+    CHECK(GradientError(sess, loss, x, xv, grads[0], {{kernel, kv}}) < 1e-7);
+    CHECK(GradientError(sess, loss, kernel, kv, grads[1], {{x, xv}}) < 1e-7);
+  }
+}
+
+TEST_CASE("DynamicRnn keeps the state past each sequence's length", "[control_flow][rnn]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const Tensor xv = testing::RandomTensor({2, 4, 3}, 13);
+  Output x = ops::Const(root, xv);
+  layers::LSTMCell cell("lstm", 2, 1.f, 6);
+  layers::RnnOutputs full = layers::DynamicRnn(root, cell, x);
+  layers::DynamicRnnOptions o;
+  o.sequence_length = ops::ConstInt(root, std::vector<int32_t>{2, 4});
+  o.name = "masked";
+  layers::RnnOutputs masked = layers::DynamicRnn(root, cell, x, o);
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  auto out = sess.Run({full.outputs, masked.outputs, masked.final_state[1]});
+  const float* f = out[0].data<float>();
+  const float* m = out[1].data<float>();
+  for (int u = 0; u < 2; ++u) {
+    // Entry 0 (length 2): its h after step 2 is its final state; its outputs past it are 0.
+    CHECK(out[2].data<float>()[u] == f[(0 * 4 + 1) * 2 + u]);
+    CHECK(m[(0 * 4 + 2) * 2 + u] == 0.f);
+    CHECK(m[(0 * 4 + 3) * 2 + u] == 0.f);
+    // Entry 1 (length 4) runs all steps.
+    CHECK(out[2].data<float>()[2 + u] == f[(1 * 4 + 3) * 2 + u]);
+  }
+}
+
+TEST_CASE("An LSTM learns a sequence task through the loop's gradient", "[control_flow][rnn]") {
+  // Is the sum of a sequence of 8 values in [-1, 1) positive? Batch 64, 16 units, Adam.
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {64, 8, 1});
+  Output y = ops::Placeholder(root.WithOpName("y"), DT_FLOAT, {64, 1});
+  layers::LSTMCell cell("lstm", 16, 1.f, 7);
+  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x);
+  Output logits = layers::Dense(root, "out", r.final_state[1], {.units = 1, .seed = 8});
+  Output loss = ops::Mean(root, ops::SigmoidCrossEntropyWithLogits(root, y, logits));
+  train::Adam adam(0.02);
+  Operation train = adam.Minimize(root, loss);
+  Session sess(g);
+  sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+  auto batch = [](uint32_t seed) {
+    Tensor xs = testing::RandomTensor({64, 8, 1}, seed);
+    Tensor ys(DT_FLOAT, {64, 1});
+    for (int n = 0; n < 64; ++n) {
+      float sum = 0;
+      for (int t = 0; t < 8; ++t) sum += xs.data<float>()[n * 8 + t];
+      ys.data<float>()[n] = sum > 0 ? 1.f : 0.f;
+    }
+    return std::make_pair(xs, ys);
+  };
+  auto [x0, y0] = batch(100);
+  const float first = sess.Run({{x, x0}, {y, y0}}, {loss})[0].scalar<float>();
+  for (int step = 0; step < 150; ++step) {
+    auto [xs, ys] = batch(200 + step);
+    sess.Run({{x, xs}, {y, ys}}, {}, {train});
+  }
+  const float last = sess.Run({{x, x0}, {y, y0}}, {loss})[0].scalar<float>();
+  INFO("loss " << first << " -> " << last);
+  CHECK(last < 0.5f * first);
+}
+
+TEST_CASE("DynamicRnn's bad input names the inputs", "[control_flow][rnn][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  layers::LSTMCell cell("lstm", 2);
+  CHECK_THROWS_WITH(layers::DynamicRnn(root, cell, ops::Const(root, Tensor(DT_FLOAT, {2, 3}))),
+                    Contains("must be [batch, time, depth]"));
+  CHECK_THROWS_WITH(layers::LSTMCell("bad", 0), Contains("units must be positive"));
+}
+
+}  // namespace
+}  // namespace pf

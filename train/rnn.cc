@@ -1,0 +1,152 @@
+#include "placeflow/train/rnn.h"
+
+#include "placeflow/ops/control_flow.h"
+#include "placeflow/ops/everyday_ops.h"
+#include "placeflow/ops/ops.h"
+#include "placeflow/train/variables.h"
+
+namespace pf::layers {
+namespace {
+
+[[noreturn]] void Fail(Status s) { throw Error(std::move(s)); }
+
+// [x, h] W + b.
+Output Affine(const Scope& s, Output x, Output h, const Variable& w, const Variable& b) {
+  return ops::BiasAdd(s, ops::MatMul(s, ops::Concat(s, {x, h}, 1), w.value()), b.value());
+}
+
+void CheckBuilt(const std::string& name, bool built) {
+  if (!built) Fail(errors::FailedPrecondition("RNN cell '", name, "' used before Build"));
+}
+
+}  // namespace
+
+LSTMCell::LSTMCell(std::string name, int64_t units, float forget_bias, int64_t seed)
+    : name_(std::move(name)), units_(units), forget_bias_(forget_bias), seed_(seed) {
+  if (units <= 0) Fail(errors::InvalidArgument("LSTMCell '", name_, "': units must be positive"));
+}
+
+void LSTMCell::Build(const Scope& s, int64_t depth, DType dtype) {
+  if (kernel_) return;
+  const Scope vs = s.WithVariableScope(name_);
+  kernel_ =
+      GetVariable(vs, "kernel", {depth + units_, 4 * units_}, init::GlorotUniform(seed_), dtype);
+  bias_ = GetVariable(vs, "bias", {4 * units_}, init::Zeros(), dtype);
+}
+
+std::vector<Output> LSTMCell::Step(const Scope& s, Output x, const std::vector<Output>& state,
+                                   Output* output) {
+  CheckBuilt(name_, kernel_.has_value());
+  const Scope cs = s.NewSubScope(name_);
+  const Output& c = state[0];
+  const Output& h = state[1];
+  std::vector<Output> gates = ops::Split(cs, Affine(cs, x, h, *kernel_, *bias_), 1, 4);
+  const Output forget_bias = ops::Cast(cs, ops::Const(cs, forget_bias_), x.dtype());
+  Output new_c =
+      ops::Add(cs, ops::Mul(cs, c, ops::Sigmoid(cs, ops::Add(cs, gates[2], forget_bias))),
+               ops::Mul(cs, ops::Sigmoid(cs, gates[0]), ops::Tanh(cs, gates[1])));
+  Output new_h = ops::Mul(cs, ops::Tanh(cs, new_c), ops::Sigmoid(cs, gates[3]));
+  *output = new_h;
+  return {new_c, new_h};
+}
+
+GRUCell::GRUCell(std::string name, int64_t units, int64_t seed)
+    : name_(std::move(name)), units_(units), seed_(seed) {
+  if (units <= 0) Fail(errors::InvalidArgument("GRUCell '", name_, "': units must be positive"));
+}
+
+void GRUCell::Build(const Scope& s, int64_t depth, DType dtype) {
+  if (gate_kernel_) return;
+  const Scope gs = s.WithVariableScope(name_).WithVariableScope("gates");
+  const Scope cs = s.WithVariableScope(name_).WithVariableScope("candidate");
+  // TensorFlow's GRUCell starts its gates' bias at 1 (remember, do not reset, at first).
+  gate_kernel_ =
+      GetVariable(gs, "kernel", {depth + units_, 2 * units_}, init::GlorotUniform(seed_), dtype);
+  gate_bias_ = GetVariable(gs, "bias", {2 * units_}, init::Ones(), dtype);
+  candidate_kernel_ =
+      GetVariable(cs, "kernel", {depth + units_, units_}, init::GlorotUniform(seed_ + 1), dtype);
+  candidate_bias_ = GetVariable(cs, "bias", {units_}, init::Zeros(), dtype);
+}
+
+std::vector<Output> GRUCell::Step(const Scope& s, Output x, const std::vector<Output>& state,
+                                  Output* output) {
+  CheckBuilt(name_, gate_kernel_.has_value());
+  const Scope cs = s.NewSubScope(name_);
+  const Output& h = state[0];
+  std::vector<Output> ru =
+      ops::Split(cs, ops::Sigmoid(cs, Affine(cs, x, h, *gate_kernel_, *gate_bias_)), 1, 2);
+  Output c =
+      ops::Tanh(cs, Affine(cs, x, ops::Mul(cs, ru[0], h), *candidate_kernel_, *candidate_bias_));
+  // u h + (1 - u) c, written c + u (h - c).
+  Output new_h = ops::Add(cs, c, ops::Mul(cs, ru[1], ops::Sub(cs, h, c)));
+  *output = new_h;
+  return {new_h};
+}
+
+namespace {
+
+// A zero tensor [dims...] where a negative dim is the batch (run-time `batch`, int32 scalar).
+Output Zeros(const Scope& s, Output batch, const std::vector<int32_t>& dims, DType dtype) {
+  std::vector<Output> parts;
+  for (int32_t d : dims)
+    parts.push_back(d < 0 ? ops::Reshape(s, batch, {1}) : ops::ConstInt(s, std::vector{d}));
+  return ops::Fill(s, ops::Concat(s, parts, 0), ops::Cast(s, ops::Const(s, 0.f), dtype));
+}
+
+}  // namespace
+
+RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
+                      const DynamicRnnOptions& options) {
+  const Shape& in = inputs.shape();
+  if (in.unknown_rank() || in.rank() != 3 || in.dim(2) < 0) {
+    Fail(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(),
+                                 "' must be [batch, time, depth] with a known depth, got ",
+                                 in.ToString()));
+  }
+  if (inputs.dtype() != DT_FLOAT && inputs.dtype() != DT_DOUBLE) {
+    Fail(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(), "' are ",
+                                 DTypeName(inputs.dtype()), "; float or double expected"));
+  }
+  const Scope rs = s.NewSubScope(options.name);
+  const DType dtype = inputs.dtype();
+  cell.Build(s, in.dim(2), dtype);
+  Output x = options.time_major ? inputs : ops::Transpose(rs, inputs, {1, 0, 2});  // [T, B, D]
+  const int64_t static_batch = x.shape().dim(1);
+  Output shape = ops::Shape(rs, x);
+  Output steps = ops::Gather(rs, shape, ops::ConstInt(rs, 0));
+  Output batch = ops::Gather(rs, shape, ops::ConstInt(rs, 1));
+  const int32_t units = static_cast<int32_t>(cell.output_size());
+  std::vector<Output> vars = {ops::ConstInt(rs, 0)};
+  ops::WhileOptions wo;
+  wo.parallel_iterations = options.parallel_iterations;
+  wo.shape_invariants = {pf::Shape{}};
+  for (int64_t width : cell.state_sizes()) {
+    vars.push_back(Zeros(rs, batch, {-1, static_cast<int32_t>(width)}, dtype));
+    wo.shape_invariants.push_back(pf::Shape{static_batch, width});
+  }
+  vars.push_back(Zeros(rs, batch, {0, -1, units}, dtype));  // the outputs so far, [t, B, H]
+  wo.shape_invariants.push_back(pf::Shape{-1, static_batch, units});
+  const size_t n_state = cell.state_sizes().size();
+  std::vector<Output> out = ops::WhileLoop(
+      rs, [&](const Scope& c, const std::vector<Output>& v) { return ops::Less(c, v[0], steps); },
+      [&](const Scope& b, const std::vector<Output>& v) {
+        const std::vector<Output> state(v.begin() + 1, v.begin() + 1 + n_state);
+        Output y;
+        std::vector<Output> next = cell.Step(b, ops::Gather(b, x, v[0]), state, &y);
+        if (options.sequence_length) {  // past its length an entry keeps its state, outputs 0
+          Output live = ops::Less(b, v[0], *options.sequence_length);
+          for (size_t k = 0; k < n_state; ++k) next[k] = ops::Select(b, live, next[k], state[k]);
+          y = ops::Select(b, live, y, ops::ZerosLike(b, y));
+        }
+        next.insert(next.begin(), ops::Add(b, v[0], ops::ConstInt(b, 1)));
+        next.push_back(ops::Concat(b, {v.back(), ops::ExpandDims(b, y, 0)}, 0));
+        return next;
+      },
+      vars, wo);
+  RnnOutputs r;
+  r.outputs = options.time_major ? out.back() : ops::Transpose(rs, out.back(), {1, 0, 2});
+  r.final_state.assign(out.begin() + 1, out.begin() + 1 + n_state);
+  return r;
+}
+
+}  // namespace pf::layers
