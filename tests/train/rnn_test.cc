@@ -166,7 +166,7 @@ TEST_CASE("An LSTM learns a sequence task through the loop's gradient", "[contro
   layers::LSTMCell cell("lstm", 16, 1.f, 7);
   layers::RnnOutputs r = layers::DynamicRnn(root, cell, x);
   Output logits = layers::Dense(root, "out", r.final_state[1], {.units = 1, .seed = 8});
-  Output loss = ops::Mean(root, ops::SigmoidCrossEntropyWithLogits(root, y, logits));
+  Output loss = ops::Mean(root, ops::SigmoidCrossEntropyWithLogits(root, logits, y));
   train::Adam adam(0.02);
   Operation train = adam.Minimize(root, loss);
   Session sess(g);
