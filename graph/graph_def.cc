@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/graph/graph_def_loops.h"
 #include "placeflow/graph/graph_def_tf.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/graph/proto_codecs.h"
@@ -22,6 +23,8 @@ namespace pf {
 namespace {
 
 namespace tfp = ::tensorflow;
+using internal::InputRef;
+using internal::InputRefs;
 
 std::string DeviceFor(const Node* n, const std::map<std::string, std::string>& placement) {
   auto it = placement.find(n->name());
@@ -67,32 +70,6 @@ StatusOr<tfp::GraphDef> ToGraphDef(const Graph& graph,
   return def;
 }
 
-// "name", "name:1", "^name" -> (name, index, control).
-struct InputRef {
-  std::string node;
-  int index = 0;
-  bool control = false;
-};
-
-StatusOr<InputRef> ParseInput(const std::string& s) {
-  InputRef r;
-  std::string_view v = s;
-  if (!v.empty() && v[0] == '^') {
-    r.control = true;
-    v.remove_prefix(1);
-  }
-  if (r.control) {
-    if (v.empty()) return errors::InvalidArgument("malformed input '", s, "'");
-    r.node = std::string(v);
-    return r;
-  }
-  auto t = ParseTensorName(v);
-  if (!t.ok()) return errors::InvalidArgument("malformed input '", s, "': ", t.status().message());
-  r.node = std::move(t->node);
-  r.index = t->index;
-  return r;
-}
-
 // The prefixed name of a GraphDef node in the graph it is imported into.
 std::string ImportedName(const ImportGraphDefOptions& options, const std::string& name) {
   return options.prefix.empty() ? name : options.prefix + "/" + name;
@@ -103,6 +80,10 @@ Status FindInputs(const std::vector<InputRef>& refs, const std::string& where,
                   const ImportGraphDefOptions& options, Graph* graph, std::vector<Output>* data,
                   std::vector<Node*>* control) {
   for (const InputRef& r : refs) {
+    if (r.back_edge) {  // a loop's NextIteration, not in yet
+      data->emplace_back();
+      continue;
+    }
     Node* src = graph->FindNode(ImportedName(options, r.node));
     if (src == nullptr)
       return errors::NotFound("GraphDef ", where, ": input '", r.node, "' missing");
@@ -116,7 +97,8 @@ Status FindInputs(const std::vector<InputRef>& refs, const std::string& where,
       data->emplace_back(src, r.index);
     }
   }
-  return Status();
+  if (!internal::HasBackEdges(refs)) return Status();
+  return internal::StandInForBackEdges("GraphDef " + where, data);
 }
 
 // Data inputs, grouped by the schema's arguments (a list argument takes its length attr's
@@ -173,13 +155,26 @@ Status AddAttrs(const tfp::NodeDef& nd, const OpDef& def, const std::string& whe
       return Status(v.status().code(),
                     fmt::format("GraphDef {}: attr '{}': {}", where, name, v.status().message()));
     }
-    b->Attr(name, std::move(v).value());
+    AttrValue attr = std::move(v).value();
+    // Each import of a loop is a loop of its own: its frame's name gets the prefix too.
+    auto* frame = std::get_if<std::string>(&attr);
+    if (frame != nullptr && name == "frame_name" && def.control_flow() == ControlFlowKind::kEnter)
+      *frame = ImportedName(options, *frame);
+    b->Attr(name, std::move(attr));
   }
   return Status();
 }
 
-Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, Graph* graph,
-                 const std::unordered_map<std::string, std::vector<InputRef>>& inputs) {
+// What importing one GraphDef shares across its nodes.
+struct Import {
+  const ImportGraphDefOptions& options;
+  const InputRefs& inputs;
+  // Loops' Merges made less specific than their Enters (LoopMergeShapes), by GraphDef name.
+  const std::map<std::string, Shape>& merge_shapes;
+};
+
+Status ImportOne(const tfp::NodeDef& nd, const Import& im, Graph* graph) {
+  const ImportGraphDefOptions& options = im.options;
   const std::string where = fmt::format("node '{}' (op: '{}')", nd.name(), nd.op());
   const OpDef* def = OpRegistry::Global()->Find(nd.op());
   if (def == nullptr)
@@ -198,7 +193,7 @@ Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, G
   std::vector<Output> data;
   std::vector<Node*> control;
   std::vector<std::string> colocation;
-  PF_RETURN_IF_ERROR(FindInputs(inputs.at(nd.name()), where, options, graph, &data, &control));
+  PF_RETURN_IF_ERROR(FindInputs(im.inputs.at(nd.name()), where, options, graph, &data, &control));
   PF_RETURN_IF_ERROR(AddDataInputs(nd, *def, where, data, &b));
   for (Node* c : control) b.ControlInput(c);
   PF_RETURN_IF_ERROR(AddAttrs(nd, *def, where, options, &b, &colocation));
@@ -213,54 +208,61 @@ Status ImportOne(const tfp::NodeDef& nd, const ImportGraphDefOptions& options, G
                                  "' already exists in the graph");
   }
   for (std::string& c : colocation) n->AddColocation(std::move(c));
+  if (auto it = im.merge_shapes.find(nd.name()); it != im.merge_shapes.end())
+    graph->SetOutputShape(n, 0, internal::CommonShape(n->output_shape(0), it->second));
   return Status();
 }
 
-using InputRefs = std::unordered_map<std::string, std::vector<InputRef>>;
-
-// The GraphDef's nodes in an order where each follows the nodes it names as inputs (Kahn's
-// algorithm; a GraphDef need not be sorted): nodes with no inputs first, in file order, the rest
-// as they become ready. Inputs must name nodes of the same GraphDef; `inputs` gets each node's.
-StatusOr<std::vector<int>> InputsFirst(const tfp::GraphDef& def, InputRefs* inputs) {
-  std::unordered_map<std::string, int> index;
-  for (int i = 0; i < def.node_size(); ++i) {
-    if (!index.emplace(def.node(i).name(), i).second)
-      return errors::InvalidArgument("GraphDef has two nodes named '", def.node(i).name(), "'");
-  }
-  std::vector<int> pending(def.node_size(), 0);
-  std::vector<std::vector<int>> consumers(def.node_size());
-  for (int i = 0; i < def.node_size(); ++i) {
+// Adds the GraphDef's nodes in `order`, then closes the loops' back edges.
+Status AddNodes(const tfp::GraphDef& def, const std::vector<int>& order, const Import& im,
+                Graph* graph) {
+  for (int i : order) PF_RETURN_IF_ERROR(ImportOne(def.node(i), im, graph));
+  const auto find = [&](const std::string& name) {
+    return graph->FindNode(ImportedName(im.options, name));
+  };
+  for (int i : order) {
     const tfp::NodeDef& nd = def.node(i);
-    auto& refs = (*inputs)[nd.name()];
-    for (const std::string& s : nd.input()) {
-      auto r = ParseInput(s);
-      if (!r.ok()) {
-        return errors::InvalidArgument("GraphDef node '", nd.name(), "' (op: '", nd.op(),
-                                       "'): ", r.status().message());
+    const std::vector<InputRef>& refs = im.inputs.at(nd.name());
+    if (!internal::HasBackEdges(refs)) continue;
+    PF_RETURN_IF_ERROR(internal::CloseBackEdges(
+        refs, fmt::format("GraphDef node '{}' (op: '{}')", nd.name(), nd.op()), find,
+        find(nd.name()), graph));
+  }
+  return Status();
+}
+
+// A loop's Merge gets the shape its Enter gives it. Where a back edge brings a shape that differs
+// (a loop variable whose shape changes, under a shape invariant), the Merge takes only the dims
+// both have: found by importing into scratch graphs until every back edge agrees with its Merge
+// (each pass makes some Merge less specific; after kMaxPasses, every loop's Merge is unknown, as
+// TensorFlow's importer leaves them).
+Status LoopMergeShapes(const tfp::GraphDef& def, const std::vector<int>& order,
+                       const ImportGraphDefOptions& options, const InputRefs& inputs,
+                       std::map<std::string, Shape>* shapes) {
+  ImportGraphDefOptions scratch_options = options;
+  scratch_options.prefix.clear();
+  constexpr int kMaxPasses = 8;
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    Graph scratch;
+    PF_RETURN_IF_ERROR(AddNodes(def, order, {scratch_options, inputs, *shapes}, &scratch));
+    bool changed = false;
+    for (const auto& [name, refs] : inputs) {
+      if (!internal::HasBackEdges(refs)) continue;
+      const Shape& merge = scratch.FindNode(name)->output_shape(0);
+      Shape common = merge;
+      for (const InputRef& r : refs) {
+        if (r.back_edge)
+          common = internal::CommonShape(common, scratch.FindNode(r.node)->output_shape(r.index));
       }
-      auto it = index.find(r->node);
-      if (it == index.end()) {
-        return errors::NotFound("GraphDef node '", nd.name(), "' (op: '", nd.op(), "'): input '", s,
-                                "' names no node of the GraphDef");
-      }
-      refs.push_back(*r);
-      ++pending[i];
-      consumers[it->second].push_back(i);
+      if (common == merge) continue;
+      (*shapes)[name] = common;
+      changed = true;
     }
+    if (!changed) return Status();
   }
-  std::vector<int> order;
-  for (int i = 0; i < def.node_size(); ++i)
-    if (pending[i] == 0) order.push_back(i);
-  for (size_t k = 0; k < order.size(); ++k) {
-    for (int c : consumers[order[k]])
-      if (--pending[c] == 0) order.push_back(c);
-  }
-  for (int i = 0; i < def.node_size(); ++i) {
-    if (pending[i] > 0)
-      return errors::InvalidArgument("GraphDef has a cycle through node '", def.node(i).name(),
-                                     "'");
-  }
-  return order;
+  for (const auto& [name, refs] : inputs)
+    if (internal::HasBackEdges(refs)) (*shapes)[name] = Shape::Unknown();
+  return Status();
 }
 
 // A placed graph's node keeps its outputs' dtypes and shapes in these attrs (TensorFlow's name
@@ -290,6 +292,10 @@ Status AddPlacedNode(const tfp::NodeDef& nd, const std::vector<InputRef>& inputs
     spec.attrs[name] = std::move(v).value();
   }
   for (const InputRef& r : inputs) {
+    if (r.back_edge) {  // a loop's NextIteration, wired once it is in
+      spec.inputs.emplace_back();
+      continue;
+    }
     Node* src = graph->FindNode(r.node);  // InputsFirst put it before
     if (r.control) {
       spec.control_inputs.push_back(src);
@@ -299,6 +305,10 @@ Status AddPlacedNode(const tfp::NodeDef& nd, const std::vector<InputRef>& inputs
       return error(fmt::format("input '{}:{}' of a node with {} outputs", r.node, r.index,
                                src->num_outputs()));
     }
+  }
+  if (internal::HasBackEdges(inputs)) {
+    PF_RETURN_IF_ERROR(internal::StandInForBackEdges(
+        fmt::format("Placed graph node '{}' (op: '{}')", nd.name(), nd.op()), &spec.inputs));
   }
   auto types = nd.attr().find(kOutputTypes), shapes = nd.attr().find(kOutputShapes);
   if (types == nd.attr().end() || shapes == nd.attr().end() ||
@@ -355,8 +365,14 @@ Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
 Status ImportGraphDefProto(tfp::GraphDef def, Graph* graph, const ImportGraphDefOptions& options) {
   PF_RETURN_IF_ERROR(internal::RewriteTensorFlowNodes(&def));
   InputRefs inputs;
-  PF_ASSIGN_OR_RETURN(std::vector<int> order, InputsFirst(def, &inputs));
-  for (int i : order) PF_RETURN_IF_ERROR(ImportOne(def.node(i), options, graph, inputs));
+  PF_ASSIGN_OR_RETURN(std::vector<int> order, internal::InputsFirst(def, &inputs));
+  std::map<std::string, Shape> merge_shapes;
+  for (const auto& [name, refs] : inputs) {
+    if (!internal::HasBackEdges(refs)) continue;
+    PF_RETURN_IF_ERROR(LoopMergeShapes(def, order, options, inputs, &merge_shapes));
+    break;
+  }
+  PF_RETURN_IF_ERROR(AddNodes(def, order, {options, inputs, merge_shapes}, graph));
   // The imported variables join the graph's variable collections (a GraphDef has none:
   // floating-point variables count as trainable; ImportMetaGraph sets both lists exactly).
   for (const tfp::NodeDef& nd : def.node()) {
@@ -408,10 +424,19 @@ Status PlacedGraphToProto(const std::vector<const Node*>& nodes, tfp::GraphDef* 
 
 StatusOr<std::unique_ptr<Graph>> PlacedGraphFromProto(const tfp::GraphDef& def) {
   InputRefs inputs;
-  PF_ASSIGN_OR_RETURN(std::vector<int> order, InputsFirst(def, &inputs));
+  PF_ASSIGN_OR_RETURN(std::vector<int> order, internal::InputsFirst(def, &inputs));
   auto graph = std::make_unique<Graph>();
   for (int i : order)
     PF_RETURN_IF_ERROR(AddPlacedNode(def.node(i), inputs.at(def.node(i).name()), graph.get()));
+  const auto find = [&graph](const std::string& name) { return graph->FindNode(name); };
+  for (int i : order) {
+    const tfp::NodeDef& nd = def.node(i);
+    const std::vector<InputRef>& refs = inputs.at(nd.name());
+    if (!internal::HasBackEdges(refs)) continue;
+    PF_RETURN_IF_ERROR(internal::CloseBackEdges(
+        refs, fmt::format("Placed graph node '{}' (op: '{}')", nd.name(), nd.op()), find,
+        graph->FindNode(nd.name()), graph.get()));
+  }
   return graph;
 }
 

@@ -39,7 +39,8 @@ StatusOr<std::string> GraphDefText(const Graph& graph,
                                    const std::map<std::string, std::string>& placement = {});
 
 struct ImportGraphDefOptions {
-  // Prepended to every imported node name ("imported" makes "x" into "imported/x").
+  // Prepended to every imported node name ("imported" makes "x" into "imported/x") and to the
+  // frame names of imported loops (an Enter's frame_name), so each import's loops are its own.
   std::string prefix;
   // Attrs the op's schema does not declare (TensorFlow-written files carry some placeflow's ops
   // lack, such as MatMul's grad_a) are dropped; false makes them an error.
@@ -51,7 +52,10 @@ struct ImportGraphDefOptions {
 
 // Adds the nodes of a serialized GraphDef (binary, or text when `text`) to `graph`, in an order
 // where each node follows its inputs. Every op must be registered; errors name the node, the op
-// and the attr or input at fault.
+// and the attr or input at fault. While loops import (graph/graph_def_loops.h): a loop's back
+// edge (NextIteration -> Merge) is wired once every node is in, and a loop's Merge gets the
+// shape its Enter and its NextIteration agree on (docs/control_flow.md); any other cycle is
+// InvalidArgument naming a node on it. With a `prefix`, Enter's frame_name gets it too.
 Status ImportGraphDefFromBytes(std::string_view bytes, Graph* graph,
                                const ImportGraphDefOptions& options = {}, bool text = false);
 
@@ -75,9 +79,10 @@ void ImportGraphDef(const std::string& path, Graph* graph,
 // them), each with its op, attrs, assigned device, and its output dtypes and shapes (attrs
 // "_output_types" and "_output_shapes"), so the task rebuilds it without inference or placement.
 Status PlacedGraphToProto(const std::vector<const Node*>& nodes, tensorflow::GraphDef* def);
-// Rebuilds a placed graph (in any node order). Errors name the node and the op, e.g. an op this
-// build does not have; malformed input (a missing input, a cycle, bad dtypes) is an error, never
-// a crash.
+// Rebuilds a placed graph (in any node order; while loops' back edges are wired last, as on
+// import). Errors name the node and the op, e.g. an op this build does not have; malformed input
+// (a missing input, a cycle that is not a loop's back edge, bad dtypes) is an error, never a
+// crash.
 StatusOr<std::unique_ptr<Graph>> PlacedGraphFromProto(const tensorflow::GraphDef& def);
 
 // "node:index" (or "node", index 0) in `graph`; InvalidArgument when malformed or absent.

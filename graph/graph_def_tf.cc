@@ -1,6 +1,7 @@
 #include "placeflow/graph/graph_def_tf.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -33,6 +34,15 @@ constexpr Rename kRenames[] = {
     {"AssignVariableOp", "Assign", "dtype"},
     {"AssignAddVariableOp", "AssignAdd", "dtype"},
     {"AssignSubVariableOp", "AssignSub", "dtype"},
+    // Control flow on reference tensors (a reference variable used in a cond or a loop): the
+    // plain ops carry them too; graph.h ReferencedVariable sees through Enter and Switch, which
+    // is what TensorFlow's cond and while_loop make (an update through a RefMerge's, RefExit's
+    // or RefNextIteration's output is not supported).
+    {"RefEnter", "Enter", nullptr},
+    {"RefSwitch", "Switch", nullptr},
+    {"RefMerge", "Merge", nullptr},
+    {"RefExit", "Exit", nullptr},
+    {"RefNextIteration", "NextIteration", nullptr},
 };
 
 bool Registered(const std::string& op) { return OpRegistry::Global()->Find(op) != nullptr; }
@@ -66,41 +76,70 @@ std::vector<int> DataInputPositions(const tfp::NodeDef& nd) {
   return out;
 }
 
+using ByName = std::unordered_map<std::string, const tfp::NodeDef*>;
+
+// The ints of the Const that `input` names (an int32 or int64 scalar or vector): nullopt when it
+// names no Const; InvalidArgument, `what` naming the value, when the Const holds anything else.
+StatusOr<std::optional<std::vector<int64_t>>> ConstInts(const ByName& by_name,
+                                                        const tfp::NodeDef& nd,
+                                                        const std::string& input,
+                                                        const std::string& what) {
+  auto name = ParseTensorName(input);
+  auto it = name.ok() ? by_name.find(name->node) : by_name.end();
+  if (it == by_name.end() || it->second->op() != "Const" ||
+      !it->second->attr().count(std::string("value")))
+    return std::optional<std::vector<int64_t>>();
+  auto t = TensorFromProto(it->second->attr().at(std::string("value")).tensor());
+  if (!t.ok() || (t->dtype() != DT_INT32 && t->dtype() != DT_INT64) || t->shape().rank() > 1) {
+    return errors::InvalidArgument(Where(nd), ": ", what, " '", input,
+                                   "' are not a scalar or vector of int32 or int64");
+  }
+  std::vector<int64_t> list;
+  for (int64_t i = 0; i < t->num_elements(); ++i)
+    list.push_back(t->dtype() == DT_INT32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i]);
+  return std::optional(std::move(list));
+}
+
 // A reduction whose axes come as a second input from a Const: the axes become the attr.
-Status FoldReductionAxes(const std::unordered_map<std::string, const tfp::NodeDef*>& by_name,
-                         tfp::NodeDef* nd) {
+Status FoldReductionAxes(const ByName& by_name, tfp::NodeDef* nd) {
   const OpDef* def = OpRegistry::Global()->Find(nd->op());
   if (def == nullptr || !def->attrs().count("axes") || def->inputs().size() != 1) return Status();
   std::vector<int> data = DataInputPositions(*nd);
   if (data.size() != 2) return Status();
-  auto name = ParseTensorName(nd->input(data[1]));
-  auto it = name.ok() ? by_name.find(name->node) : by_name.end();
-  if (it == by_name.end() || it->second->op() != "Const" ||
-      !it->second->attr().count(std::string("value"))) {
+  PF_ASSIGN_OR_RETURN(auto axes, ConstInts(by_name, *nd, nd->input(data[1]), "axes"));
+  if (!axes) {
     return errors::Unimplemented(Where(*nd), ": its axes ('", nd->input(data[1]),
                                  "') must come from a Const; placeflow's reductions take their "
                                  "axes as an attr");
   }
-  auto axes = TensorFromProto(it->second->attr().at(std::string("value")).tensor());
-  if (!axes.ok() || (axes->dtype() != DT_INT32 && axes->dtype() != DT_INT64) ||
-      axes->shape().rank() > 1) {
-    return errors::InvalidArgument(Where(*nd), ": axes '", nd->input(data[1]),
-                                   "' are not a scalar or vector of int32 or int64");
-  }
-  std::vector<int64_t> list;
-  for (int64_t i = 0; i < axes->num_elements(); ++i) {
-    list.push_back(axes->dtype() == DT_INT32 ? axes->data<int32_t>()[i] : axes->data<int64_t>()[i]);
-  }
   nd->mutable_input()->erase(nd->mutable_input()->begin() + data[1]);
   auto* attrs = nd->mutable_attr();
   attrs->erase(std::string("Tidx"));
-  if (list.empty()) {  // TensorFlow reduces over no axis: the input as it is
+  if (axes->empty()) {  // TensorFlow reduces over no axis: the input as it is
     nd->set_op("Identity");
     attrs->erase(std::string("keep_dims"));
     return Status();
   }
   auto* l = (*attrs)["axes"].mutable_list();
-  for (int64_t a : list) l->add_i(a);
+  for (int64_t a : *axes) l->add_i(a);
+  return Status();
+}
+
+// ConcatV2 (values..., axis) with its axis from a Const -> Concat with that "axis" attr.
+Status FoldConcatAxis(const ByName& by_name, tfp::NodeDef* nd) {
+  if (nd->op() != "ConcatV2" || Registered("ConcatV2")) return Status();
+  std::vector<int> data = DataInputPositions(*nd);
+  if (data.size() < 2) return errors::InvalidArgument(Where(*nd), ": no values and axis inputs");
+  PF_ASSIGN_OR_RETURN(auto axis, ConstInts(by_name, *nd, nd->input(data.back()), "axis"));
+  if (!axis || axis->size() != 1) {
+    return errors::Unimplemented(Where(*nd), ": its axis ('", nd->input(data.back()),
+                                 "') must be a scalar Const; placeflow's Concat takes its axis as "
+                                 "an attr");
+  }
+  nd->mutable_input()->erase(nd->mutable_input()->begin() + data.back());
+  nd->set_op("Concat");
+  nd->mutable_attr()->erase(std::string("Tidx"));
+  (*nd->mutable_attr())["axis"].set_i((*axis)[0]);
   return Status();
 }
 
@@ -198,11 +237,12 @@ Status RewriteTensorFlowNodes(tfp::GraphDef* def) {
       PF_RETURN_IF_ERROR(SplitIdentityN(taken, &nd, &added, &renames));
   }
   for (tfp::NodeDef& nd : added) *def->add_node() = std::move(nd);
-  std::unordered_map<std::string, const tfp::NodeDef*> by_name;
+  ByName by_name;
   for (const tfp::NodeDef& nd : def->node()) by_name[nd.name()] = &nd;
   for (tfp::NodeDef& nd : *def->mutable_node()) {
     RewriteInputs(renames, &nd);
     PF_RETURN_IF_ERROR(FoldReductionAxes(by_name, &nd));
+    PF_RETURN_IF_ERROR(FoldConcatAxis(by_name, &nd));
   }
   return Status();
 }

@@ -12,6 +12,14 @@ Writes, into the folder:
   convnet.pb       a small conv net: Conv2D, BiasAdd, Relu, MaxPool, Reshape, MatMul, Softmax
   consts.pb        one Const of each dtype placeflow has, each behind an Identity
   consts_unsupported.pb  Consts of dtypes placeflow does not have (int8, int16, uint16)
+  control_flow.pb  control flow v1 (tf.compat.v1.disable_control_flow_v2: Switch, Merge, Enter,
+                   Exit, NextIteration, LoopCond rather than If/While): a while_loop summing
+                   i * x over i < n, a cond on a placeholder, nested while loops with a cond
+                   in the outer body, a while_loop with maximum_iterations, and a loop whose
+                   vector grows under a shape invariant (ConcatV2)
+  control_flow_ref.pb  control flow on a reference variable: a cond whose branch updates it
+                   (RefSwitch) and a loop that updates another one per iteration (RefEnter,
+                   parallel_iterations=1)
   mlp_resource.meta  mlp_resource as tf.compat.v1.train.export_meta_graph writes it (collections
                    "variables", "trainable_variables" of VariableDefs, "losses"; no Saver)
   expected.json    per GraphDef: its init target, the feeds (values) and TensorFlow's fetched
@@ -28,6 +36,7 @@ import tensorflow as tf
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
+tf1.disable_control_flow_v2()  # cond and while_loop as TF 1.x graphs wrote them
 
 
 def values_of(arr):
@@ -120,6 +129,76 @@ def consts(dtypes):
     return g, {}, fetches
 
 
+def control_flow():
+    g = tf1.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        x = tf1.placeholder(tf.float32, [3], name="x")
+        p = tf1.placeholder(tf.bool, [], name="p")
+        # sum of i * x over i < n
+        i, total = tf1.while_loop(
+            lambda i, s: i < n,
+            lambda i, s: (i + 1, s + tf.cast(i, tf.float32) * x),
+            [tf.constant(0), tf.zeros([3])], name="sum_loop")
+        tf.identity(total, name="loop_sum")
+        tf.identity(i, name="loop_count")
+        tf.identity(tf1.cond(p, lambda: x * 2.0, lambda: x - 1.0, name="branch"),
+                    name="cond_out")
+        tf.identity(tf1.cond(tf.logical_not(p), lambda: x * 2.0, lambda: x - 1.0,
+                             name="branch_not"), name="cond_not_out")
+
+        # for i < n: inner = sum over j < i of (j + 1); s = s + inner * x if i < 3 else s - x / 2
+        def outer_body(i, s):
+            inner = tf1.while_loop(lambda j, t: j < i,
+                                   lambda j, t: (j + 1, t + tf.cast(j + 1, tf.float32)),
+                                   [0, 0.0], name="inner")[1]
+            s = tf1.cond(tf.less(i, 3), lambda: s + inner * x, lambda: s - x / 2.0)
+            return i + 1, s
+
+        tf.identity(tf1.while_loop(lambda i, s: i < n, outer_body,
+                                   [tf.constant(0), tf.ones([3])], name="outer")[1],
+                    name="nested_sum")
+        # a condition that stays true, stopped after 5 iterations
+        tf.identity(tf1.while_loop(lambda v: tf.constant(True), lambda v: [v * 2.0], [x],
+                                   maximum_iterations=5, return_same_structure=True,
+                                   name="capped")[0], name="capped_out")
+        # v = [7]; for i < n: v = concat(v, [i]) (ConcatV2)
+        grown = tf1.while_loop(
+            lambda i, v: i < n,
+            lambda i, v: (i + 1, tf.concat([v, tf.reshape(i, [1])], 0)),
+            [tf.constant(0), tf.constant([7])],
+            shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])], name="grow")[1]
+        tf.identity(grown, name="grown")
+    feeds = {"n:0": np.array(4, np.int32), "x:0": np.array([1.0, -2.0, 0.5], np.float32),
+             "p:0": np.array(True)}
+    fetches = ["loop_sum:0", "loop_count:0", "cond_out:0", "cond_not_out:0", "nested_sum:0",
+               "capped_out:0", "grown:0"]
+    return g, feeds, fetches
+
+
+def control_flow_ref():
+    g = tf1.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        p = tf1.placeholder(tf.bool, [], name="p")
+        v = tf1.get_variable("v", initializer=tf1.constant_initializer(2.0), shape=[],
+                             use_resource=False)
+        w = tf1.get_variable("w", initializer=tf1.constant_initializer(10.0), shape=[],
+                             use_resource=False)
+        # the true branch adds 1 to w (RefSwitch); the false branch reads it
+        tf.identity(tf1.cond(p, lambda: tf1.assign_add(w, 1.0), lambda: tf.identity(w),
+                             name="update"), name="cond_ref")
+        # each iteration adds 1 to v (RefEnter) and sums the values it leaves
+        tf.identity(tf1.while_loop(
+            lambda i, s: i < n,
+            lambda i, s: (i + 1, s + tf1.assign_add(v, 1.0)),
+            [tf.constant(0), tf.constant(0.0)], parallel_iterations=1, name="ref_loop")[1],
+            name="ref_loop_sum")
+        tf1.global_variables_initializer()
+    feeds = {"n:0": np.array(4, np.int32), "p:0": np.array(True)}
+    return g, feeds, ["cond_ref:0", "ref_loop_sum:0"]
+
+
 SUPPORTED = [
     ("float", tf.float32, [[1.5, -2.25, 3.0], [0.0, 1e-8, -7.0]]),
     ("double", tf.float64, [1.0 / 3.0, -2.0, 1e300]),
@@ -140,7 +219,8 @@ def main(out):
     os.makedirs(out, exist_ok=True)
     expected = {"tensorflow_version": tf.__version__}
     cases = {"mlp_resource": mlp(True), "mlp_ref": mlp(False), "convnet": convnet(),
-             "consts": consts(SUPPORTED)}
+             "consts": consts(SUPPORTED), "control_flow": control_flow(),
+             "control_flow_ref": control_flow_ref()}
     for name, (g, feeds, fetches) in cases.items():
         with open(os.path.join(out, name + ".pb"), "wb") as f:
             f.write(g.as_graph_def().SerializeToString())
