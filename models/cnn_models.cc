@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "placeflow/models/models.h"
+#include "placeflow/train/rnn.h"
 
 namespace pf::models {
 namespace {
@@ -171,6 +172,26 @@ Model BuildCnnSeed004(const Scope& root, const ModelOptions& o) {
                         {6, 160, 3, 2},
                         {6, 320, 1, 1}},
                        1280, seed);
+  });
+}
+
+// Two LSTM layers over the image's rows (BuildCnn's [N, 28, 28, 1] images as 28 steps of 28).
+Model BuildLstmSeq(const Scope& root, const ModelOptions& o) {
+  const int64_t seed = o.seed * 1000;
+  return BuildCnn("lstm_seq", root, o, [seed](const Scope& s, Output x, bool) {
+    Output h = ops::Reshape(s, x, {-1, 28, 28});
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string name = "lstm_" + std::to_string(layer);
+      layers::LSTMCell cell(name, 128, 1.f, seed + layer);
+      layers::DynamicRnnOptions r;
+      r.name = name;
+      h = layers::DynamicRnn(s, cell, h, r).outputs;
+    }
+    // The last step's output: [N, 28, 128] -> [N, 128].
+    h = ops::Reshape(s, ops::Slice(s, h, {0, 27, 0}, {-1, 1, 128}), {-1, 128});
+    layers::DenseOptions out{.units = 10};
+    out.seed = seed + 5;
+    return layers::Dense(s, "logits", h, out);
   });
 }
 

@@ -55,6 +55,7 @@ const std::vector<ModelSpec>& Models() {
       {"lenet", BuildLeNet, true, 100, "adam", 1e-3, 0.05},
       {"mobilenet_v2_small", BuildMobileNetV2Small, true, 100, "adam", 1e-3, 0.05},
       {"cnn_seed004", BuildCnnSeed004, true, 100, "adam", 1e-3, 0.05},
+      {"lstm_seq", BuildLstmSeq, true, 64, "adam", 1e-3, 0.05},
   };
   return models;
 }

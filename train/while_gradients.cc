@@ -112,7 +112,9 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
     if (IsFloat(loop.exits[i].dtype())) vars.push_back(static_cast<int>(i));
   for (size_t j = 0; j < loop.invariants.size(); ++j)
     if (IsFloat(loop.invariants[j].dtype())) invariants.push_back(static_cast<int>(j));
-  const Scope bs = scope.NewSubScope("while_grad");
+  // Named after the forward loop ("gradients/<frame>_grad/..."), as TensorFlow names gradients
+  // after their ops: a placement rule that matches the loop's name matches its gradient too.
+  const Scope bs = scope.NewSubScope(loop.frame + "_grad");
   std::vector<Output> init = {counter.count};
   ops::WhileOptions wo;
   wo.parallel_iterations = loop.parallel_iterations;
