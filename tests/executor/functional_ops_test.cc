@@ -211,6 +211,61 @@ TEST_CASE("Foldl and Foldr: sums, products and an order that shows", "[control_f
   CHECK(sess.Run({{x, FloatVec(ones)}}, {sum})[0].scalar<float>() == 2000.f);
 }
 
+TEST_CASE("Nested: a MapFn whose fn maps and folds each row", "[control_flow]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  const Tensor xv = testing::RandomTensor({4, 3}, 12);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 3});
+  // Per row: the sum of the squares of its elements, by an inner MapFn and an inner Foldl.
+  Output y = ops::MapFn(
+      root,
+      [](const Scope& s, Output row) {
+        Output squares = ops::MapFn(
+            s, [](const Scope& s2, Output e) { return ops::Square(s2, e); }, row);
+        return ops::Foldl(s, AddFn, squares, ops::Const(s, 0.f));
+      },
+      x);
+  CHECK(y.shape() == Shape{-1});
+  const Tensor r = testing::RunOne(g, y, {{x, xv}});
+  REQUIRE(r.shape() == Shape{4});
+  for (int i = 0; i < 4; ++i) {
+    double want = 0;
+    for (int k = 0; k < 3; ++k)
+      want += double(xv.data<float>()[i * 3 + k]) * xv.data<float>()[i * 3 + k];
+    CHECK(r.data<float>()[i] == Approx(want).margin(1e-6));
+  }
+  // A loop inside a loop's body has no gradient yet (train/while_gradients.h).
+  CHECK_THROWS_WITH(Gradients(root, {y}, {x}), Contains("no gradient yet"));
+}
+
+// The O(n^2) stacking, measured: pf_tests "[map_fn-bench]" (not run by default).
+TEST_CASE("MapFn timings: forward and gradient over n rows of 100", "[.][map_fn-bench]") {
+  for (int n : {250, 500, 1000, 2000}) {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {n, 100});
+    Output y = ops::MapFn(
+        root, [](const Scope& s, Output e) { return ops::Tanh(s, e); }, x);
+    Output dx = Gradients(root, {ops::Sum(root, y)}, {x})[0];
+    Session sess(g);
+    const Tensor xv = testing::RandomTensor({n, 100}, 1);
+    sess.Run({{x, xv}}, {y});
+    sess.Run({{x, xv}}, {dx});
+    auto t0 = std::chrono::steady_clock::now();
+    sess.Run({{x, xv}}, {y});
+    auto t1 = std::chrono::steady_clock::now();
+    const Tensor d = sess.Run({{x, xv}}, {dx})[0];
+    auto t2 = std::chrono::steady_clock::now();
+    for (int64_t k = 0; k < d.num_elements(); k += 997) {
+      const double t = std::tanh(xv.data<float>()[k]);
+      CHECK(d.data<float>()[k] == Approx(1 - t * t).margin(1e-5));
+    }
+    const double f = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const double b = std::chrono::duration<double, std::milli>(t2 - t1).count();
+    std::printf("n=%d forward %.1f ms, forward+backward %.1f ms\n", n, f, b);
+  }
+}
+
 // The branch a value x takes: x < 0 -> 1, x < 10 -> 2, x < 100 -> 3 (the first true wins),
 // else the default 4.
 int Branch(float x) { return x < 0 ? 1 : x < 10 ? 2 : x < 100 ? 3 : 4; }
