@@ -108,11 +108,11 @@ Operation Assert(const Scope& s, Output condition, const std::vector<Output>& da
 // pf::Error at build time naming the builder.
 
 // tf.case: the first pair whose bool scalar predicate is true runs its fn (nested Conds, one per
-// pair, so the later predicates are not looked at); none true: `default_fn`. Without a default,
-// the last pair's fn is the default, and a run where no predicate is true fails (InvalidArgument
-// "None of the conditions evaluated as True", naming the predicates). `exclusive`: a run where
-// more than one predicate is true fails (InvalidArgument naming them). The fns return as many
-// tensors, with the same dtypes. Nodes go under the name scope "case" (or s's op name).
+// pair: only the taken fn's ops run); none true: `default_fn`. Without a default, the last
+// pair's fn is the default, and a run where no predicate is true fails (InvalidArgument "none of
+// the conditions (<predicates>) evaluated as True"). `exclusive`: a run where more than one
+// predicate is true fails (InvalidArgument naming them). The fns return as many tensors, with
+// the same dtypes. Nodes go under the name scope "case" (or s's op name).
 using CasePair = std::pair<Output, BranchFn>;
 std::vector<Output> Case(const Scope& s, const std::vector<CasePair>& pred_fn_pairs,
                          const BranchFn& default_fn = nullptr, bool exclusive = false);
