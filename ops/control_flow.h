@@ -20,10 +20,12 @@
 // branch's or the loop's pivot, so it runs only when the branch or the iteration does.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "placeflow/graph/scope.h"
@@ -78,6 +80,79 @@ struct WhileOptions {
 std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
                               const std::vector<Output>& loop_vars,
                               const WhileOptions& options = {});
+
+// --- tf.Assert (ops/control/assert_op.cc) ---
+// Fails the step with InvalidArgument "assertion failed: <message> <data...>" (the first
+// `summarize` values of each data tensor; the data share one dtype) when the bool scalar
+// `condition` is false. It has no output: give what must wait for it a control input from it.
+Operation Assert(const Scope& s, Output condition, const std::vector<Output>& data,
+                 const std::string& message, int64_t summarize = 3);
+
+// --- tf.case, tf.map_fn, tf.scan, tf.foldl, tf.foldr (ops/control/functional_ops.cc) ---
+//
+//   // squares = [x[0]^2, x[1]^2, ...]; sums = [x[0], x[0]+x[1], ...]; total = x[0]+x[1]+...
+//   pf::Output squares = pf::ops::MapFn(
+//       root, [](const pf::Scope& s, pf::Output e) { return pf::ops::Square(s, e); }, x);
+//   auto add = [](const pf::Scope& s, pf::Output a, pf::Output e) { return pf::ops::Add(s, a, e);
+//   }; pf::Output sums = pf::ops::Scan(root, add, x); pf::Output total = pf::ops::Foldl(root, add,
+//   x, pf::ops::Const(root, 0.f));
+//
+// Built on WhileLoop and Cond, as TensorFlow 1.x builds them; `elems` is one tensor of rank 1
+// or more whose elements are its slices along dimension 0 (nested structures of tensors are not
+// supported). Element i is Gather(elems, i) in iteration i. MapFn and Scan stack their results
+// by concatenating each iteration's onto an accumulator (a loop variable): O(n^2) copying for n
+// elements, and their gradient keeps every iteration's accumulator on a stack (O(n^2) memory),
+// where TensorFlow's TensorArray is O(n); the gradient of elems costs O(n) per element (a dense
+// [n, ...] gradient per iteration). Fine for sequences of up to a few thousand elements.
+// fn's results must keep one dtype and shape across iterations; a wrong dtype or shape is a
+// pf::Error at build time naming the builder.
+
+// tf.case: the first pair whose bool scalar predicate is true runs its fn (nested Conds, one per
+// pair: only the taken fn's ops run); none true: `default_fn`. Without a default, the last
+// pair's fn is the default, and a run where no predicate is true fails (InvalidArgument "none of
+// the conditions (<predicates>) evaluated as True"). `exclusive`: a run where more than one
+// predicate is true fails (InvalidArgument naming them). The fns return as many tensors, with
+// the same dtypes. Nodes go under the name scope "case" (or s's op name).
+using CasePair = std::pair<Output, BranchFn>;
+std::vector<Output> Case(const Scope& s, const std::vector<CasePair>& pred_fn_pairs,
+                         const BranchFn& default_fn = nullptr, bool exclusive = false);
+
+// tf.map_fn: result[i] = fn(elems[i]), stacked along a new dimension 0 ([n] + fn's shape).
+using MapFnFn = std::function<Output(const Scope& s, Output elem)>;
+struct MapFnOptions {
+  // fn's result dtype when it differs from elems' (TensorFlow's `dtype`); DT_INVALID: elems'.
+  DType dtype = DT_INVALID;
+  int parallel_iterations = 10;  // WhileOptions::parallel_iterations
+};
+// Empty elems give an empty result of shape [0] + fn's static shape (its unknown dimensions 0).
+// Nodes go under the name scope "map" (or s's op name); the loop is "map/while".
+Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions& options = {});
+
+// fn(accumulator, element) -> the next accumulator, for Scan, Foldl and Foldr. It must keep the
+// accumulator's dtype and shape.
+using AccumulateFn = std::function<Output(const Scope& s, Output acc, Output elem)>;
+struct ScanOptions {
+  int parallel_iterations = 10;
+  bool reverse = false;  // from the last element to the first (result[i] is still element i's)
+};
+// tf.scan: a = initializer; result[i] = a = fn(a, elems[i]), stacked along a new dimension 0
+// ([n] + the initializer's shape). Without an initializer, a starts as elems[0] (the first
+// element, or the last when reversed), which is also result[0]; then elems must not be empty
+// (a run-time error). Nodes go under the name scope "scan" (or s's op name).
+Output Scan(const Scope& s, const AccumulateFn& fn, Output elems,
+            std::optional<Output> initializer = std::nullopt, const ScanOptions& options = {});
+struct FoldOptions {
+  int parallel_iterations = 10;
+};
+// tf.foldl: a = initializer; for each element in order, a = fn(a, element); returns a (the
+// initializer itself for empty elems). Without an initializer, a starts as elems[0] and the fold
+// runs over the rest. Nodes go under the name scope "foldl" (or s's op name).
+Output Foldl(const Scope& s, const AccumulateFn& fn, Output elems,
+             std::optional<Output> initializer = std::nullopt, const FoldOptions& options = {});
+// tf.foldr: as Foldl, from the last element to the first (without an initializer, a starts as
+// the last element). Nodes go under the name scope "foldr" (or s's op name).
+Output Foldr(const Scope& s, const AccumulateFn& fn, Output elems,
+             std::optional<Output> initializer = std::nullopt, const FoldOptions& options = {});
 
 // --- stacks (ops/control/stack_ops.cc) ---
 // A stack of tensors for the rest of the step (TensorFlow's StackV2): a while loop's gradient

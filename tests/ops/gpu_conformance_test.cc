@@ -349,6 +349,9 @@ const std::map<std::string, std::string>& ExemptOps() {
                            "StackV2", "StackPushV2", "StackPopV2"}) {
       (*m)[op] = "control flow: tested in loops and conds (tests/executor/control_flow_test.cc)";
     }
+    (*m)["Assert"] =
+        "no output to compare: checks of Case and MapFn, its GPU kernel reads host "
+        "memory (tests/executor/functional_ops_test.cc)";
     return m;
   }();
   return *exempt;
