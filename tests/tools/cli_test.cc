@@ -158,11 +158,12 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   }
   CHECK(std::count(entries.begin(), entries.end(),
                    "  --batch N                    examples per step, split over the towers; "
-                   "clamped to the training set's size (default: 2000 for mlp_seed000, else "
-                   "100; 1..10000000)") == 1);
+                   "clamped to the training set's size (default: 2000 for mlp_seed000, 64 for "
+                   "lstm_seq, else 100; 1..10000000)") == 1);
   CHECK(std::count(entries.begin(), entries.end(),
                    "  --model NAME                 the model to train (default: mlp_seed000; one "
-                   "of mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small, cnn_seed004)") == 1);
+                   "of mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small, cnn_seed004, "
+                   "lstm_seq)") == 1);
   CHECK_THAT(r.out, Contains("dataset-fashion-mnist"));
   CHECK(Train("-h").out == r.out);
 }
@@ -280,7 +281,7 @@ TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error a
       {"--devices tpu", "--devices must be one of cpu, gpu, all, got 'tpu'"},
       {"--model resnet",
        "--model must be one of mlp_seed000, mnist_mlp, lenet, "
-       "mobilenet_v2_small, cnn_seed004, got 'resnet'"},
+       "mobilenet_v2_small, cnn_seed004, lstm_seq, got 'resnet'"},
       {"--steps", "missing value for --steps"},
       {"--stepz 3", "unknown flag '--stepz' (see pf-train --help)"},
       {"--restore=maybe", "--restore takes no value (or true/false), got 'maybe'"},
