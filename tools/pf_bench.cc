@@ -40,6 +40,7 @@
 #include "tools/dist_bench.h"
 #include "tools/gemm_bench.h"
 #include "tools/io_bench.h"
+#include "tools/rnn_bench.h"
 #include "tools/run_main.h"
 #include "tools/simd_bench.h"
 #include "tools/summaries_bench.h"
@@ -464,6 +465,8 @@ const std::vector<Figure>& Figures() {
       {"executor_wide", "speedup of 8 independent branches with 2 threads over 1", ExecutorWide},
       {"session_run_overhead", "us per Run of a trivial graph", SessionRunOverhead},
       {"while_loop", "us per iteration of a while loop adding 1 to a scalar", WhileLoop},
+      {"lstm_step", "ms per forward and backward pass of a DynamicRnn LSTM (128 units)",
+       pf::bench::LstmStep},
       {"mlp_seed000_forward", "ms per mlp_seed000 forward pass at batch 2000", MlpSeed000Forward},
       {"matmul_gflops", "BLAS GFLOP/s of mlp_seed000's largest GEMM, for context", MatMulRate},
       {"gemm_threading", "the MLP steps' GEMMs: the pool's split against oneDNN's own threads",

@@ -39,6 +39,7 @@ FIGURES = {
     "peak_rss": {},
     "input_pipeline": {"examples_per_s": "input_pipeline"},
     "while_loop": {"us_per_iteration": "while_loop"},
+    "lstm_step": {"ms": "lstm_step"},
 }
 # Figures only TensorFlow has a twin of (tf.data, graph-mode while loops).
 TF_ONLY = {"input_pipeline", "while_loop"}
@@ -53,6 +54,7 @@ ROWS = {
     "conv_lenet_step": ("conv_lenet_step, batch 128", "ms/step", False),
     "peak_rss": ("peak RSS, 50 mlp_seed000 steps", "MiB", False),
     "while_loop": ("while_loop, i + 1 for 100,000 iterations", "µs/iteration", False),
+    "lstm_step": ("lstm_step, LSTM 128, batch 64, 28 steps, fwd+bwd", "ms/step", False),
     "input_pipeline": ("input_pipeline, MNIST TFRecord: shuffle, batch 100, parse, prefetch",
                        "examples/s", True),
 }

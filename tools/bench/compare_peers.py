@@ -21,7 +21,7 @@ import time
 REPEATS = 5
 SEED = 1
 FIGURES = ["mlp_seed000_step", "mnist_mlp_epoch", "executor_chain", "executor_wide",
-           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline", "while_loop"]
+           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline", "while_loop", "lstm_step"]
 
 
 def median_seconds(fn, repeats=REPEATS):
@@ -59,6 +59,11 @@ def lenet_batch(np, batch=128):
 class Tf:
     def __init__(self, intra, inter):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        # lstm_step's tf.compat.v1.nn.rnn_cell needs Keras 2 (`pip install tf_keras`): TF 2.16+
+        # ships Keras 3, which has no v1 RNN cells.
+        import importlib.util
+        if importlib.util.find_spec("tf_keras") is not None:
+            os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
         import numpy as np
         import tensorflow as tf
 
@@ -262,6 +267,25 @@ class Tf:
         sess.run(out, {n: 100})
         return median_seconds(lambda: sess.run(out, {n: 100000}), repeats=5) / 100000 * 1e6
 
+    def lstm_step(self, variant):
+        """ms per forward and backward pass of tf.compat.v1.nn.dynamic_rnn over an LSTMCell of
+        128 units, batch 64, 28 steps of 28 features (pf-bench lstm_step's twin)."""
+        tf, v1 = self.tf, self.v1
+        g = tf.Graph()
+        with g.as_default():
+            x = v1.placeholder(tf.float32, [64, 28, 28])
+            cell = v1.nn.rnn_cell.LSTMCell(128, forget_bias=1.0)
+            out, _ = v1.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+            loss = tf.reduce_mean(tf.square(out))
+            grads = v1.gradients(loss, v1.trainable_variables())
+            init = v1.global_variables_initializer()
+        sess = self.session(g)
+        sess.run(init)
+        batch = (self.np.arange(64 * 28 * 28) * 7919 % 256 / 255.0).astype(
+            self.np.float32).reshape(64, 28, 28)
+        sess.run(grads, {x: batch})
+        return median_seconds(lambda: [sess.run(grads, {x: batch}) for _ in range(10)]) / 10 * 1e3
+
     def input_pipeline(self, variant):
         """examples/s of pf-bench input_pipeline's tf.data twin on the same TFRecord file (which
         pf-bench input_pipeline writes; $PF_BENCH_TFRECORD or /tmp/pf_bench_input_pipeline.tfrecord):
@@ -391,6 +415,20 @@ class Torch:
         for i in range(20):
             step(*batches[i])
         return 60000 / median_seconds(lambda: [step(*batches[i % 20]) for i in range(600)])
+
+    def lstm_step(self, variant):
+        torch = self.torch
+        lstm = torch.nn.LSTM(28, 128, batch_first=True)
+        x = torch.tensor((self.np.arange(64 * 28 * 28) * 7919 % 256 / 255.0).astype(
+            self.np.float32).reshape(64, 28, 28))
+
+        def step():
+            lstm.zero_grad()
+            out, _ = lstm(x)
+            torch.mean(out * out).backward()
+
+        step()
+        return median_seconds(lambda: [step() for _ in range(10)]) / 10 * 1e3
 
     def executor_chain(self, variant):
         torch = self.torch
