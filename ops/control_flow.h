@@ -162,6 +162,12 @@ Output StackV2(const Scope& s, DType elem_type);
 Output StackPush(const Scope& s, Output handle, Output elem);  // forwards elem
 Output StackPop(const Scope& s, Output handle, DType elem_type, const pf::Shape& elem_shape);
 
+// --- rows written in place (ops/control/inplace_ops.cc) ---
+// TensorFlow's InplaceUpdate for one row: x with row i (an int32 scalar) replaced by v. The row
+// is written into x's own buffer when nothing else holds it (a loop variable filled row by row
+// then costs O(rows), not the O(rows^2) of appending with Concat); otherwise into a copy.
+Output InplaceUpdate(const Scope& s, Output x, Output i, Output v);
+
 namespace internal {
 // What the gradient of a while loop knows of it (train/gradients.cc); WhileLoop records one
 // per loop in its graph.

@@ -124,8 +124,15 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
     vars.push_back(Zeros(rs, batch, {-1, static_cast<int32_t>(width)}, dtype));
     wo.shape_invariants.push_back(pf::Shape{static_batch, width});
   }
-  vars.push_back(Zeros(rs, batch, {0, -1, units}, dtype));  // the outputs so far, [t, B, H]
-  wo.shape_invariants.push_back(pf::Shape{-1, static_batch, units});
+  // Every step's output, [T, B, H], filled row by row in place (ops::InplaceUpdate).
+  Output all = ops::Fill(rs,
+                         ops::Concat(rs,
+                                     {ops::Reshape(rs, steps, {1}), ops::Reshape(rs, batch, {1}),
+                                      ops::ConstInt(rs, std::vector{units})},
+                                     0),
+                         ops::Cast(rs, ops::Const(rs, 0.f), dtype));
+  vars.push_back(all);
+  wo.shape_invariants.push_back(pf::Shape{x.shape().dim(0), static_batch, units});
   const size_t n_state = cell.state_sizes().size();
   std::vector<Output> out = ops::WhileLoop(
       rs, [&](const Scope& c, const std::vector<Output>& v) { return ops::Less(c, v[0], steps); },
@@ -139,7 +146,7 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
           y = ops::Select(b, live, y, ops::ZerosLike(b, y));
         }
         next.insert(next.begin(), ops::Add(b, v[0], ops::ConstInt(b, 1)));
-        next.push_back(ops::Concat(b, {v.back(), ops::ExpandDims(b, y, 0)}, 0));
+        next.push_back(ops::InplaceUpdate(b, v.back(), v[0], y));
         return next;
       },
       vars, wo);

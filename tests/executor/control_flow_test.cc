@@ -359,6 +359,33 @@ TEST_CASE("Gradients through a cond match finite differences", "[control_flow][g
   }
 }
 
+TEST_CASE("InplaceUpdate replaces one row, never a buffer someone else sees",
+          "[control_flow][gradients]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  Output y = ops::InplaceUpdate(root, x, ops::ConstInt(root, 1), ops::Const(root, {9.f, 8.f}, {2}));
+  auto out = testing::RunOne(g, y);
+  CHECK(out.DebugString() == "Tensor<float [3,2]> [[1, 2], [9, 8], [5, 6]]");
+  // The Const keeps its value: the update went into a copy.
+  CHECK(testing::RunOne(g, x).DebugString() == "Tensor<float [3,2]> [[1, 2], [3, 4], [5, 6]]");
+  CHECK_THROWS_WITH(testing::RunOne(g, ops::InplaceUpdate(root, x, ops::ConstInt(root, 3),
+                                                          ops::Const(root, {9.f, 8.f}, {2}))),
+                    Contains("row 3 of 3 rows"));
+  // Gradients with respect to both: the rest of x, and the row v.
+  Output xp = ops::Placeholder(root.WithOpName("xp"), DT_DOUBLE, {3, 2});
+  Output vp = ops::Placeholder(root.WithOpName("vp"), DT_DOUBLE, {2});
+  Output one = ops::ConstInt(root, 1);
+  Output vc = ops::Const(root, Tensor::FromVector<double>({0.5, -1}, {2}));
+  Output xc = ops::Const(root, testing::RandomDoubleTensor({3, 2}, 9));
+  CHECK(ComputeGradientError(root, xp, {3, 2},
+                             ops::Square(root, ops::InplaceUpdate(root, xp, one, vc)),
+                             {3, 2}) < 1e-8);
+  CHECK(ComputeGradientError(root, vp, {2},
+                             ops::Square(root, ops::InplaceUpdate(root, xc, one, vp)),
+                             {3, 2}) < 1e-8);
+}
+
 // h <- tanh(h * w + b) for `steps` iterations (b and w from outside: constant Enters).
 Output TanhLoop(const Scope& root, Output h0, Output w, Output b, int steps, int parallel = 10) {
   ops::WhileOptions o;

@@ -47,7 +47,7 @@ TEST_CASE("DynamicRnn with an LSTMCell matches a plain LSTM loop", "[control_flo
   Output x = ops::Const(root, xv);
   layers::LSTMCell cell("lstm", 4, 1.f, /*seed=*/3);
   layers::RnnOutputs r = layers::DynamicRnn(root, cell, x);
-  CHECK(r.outputs.shape() == Shape{2, -1, 4});
+  CHECK(r.outputs.shape() == Shape{2, 5, 4});
   Session sess(g);
   sess.Run({}, {}, {GlobalVariablesInitializer(root)});
   auto v = sess.RunNamed({}, {"lstm/kernel:0", "lstm/bias:0"});
