@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/everyday_ops.h"
 #include "placeflow/ops/ops.h"
@@ -183,16 +184,6 @@ std::vector<pf::Shape> Invariants(const std::string& loop, const std::vector<Out
   return shapes;
 }
 
-// Whether a value of shape `s` may take the place of one of shape `invariant`.
-bool Fits(const pf::Shape& s, const pf::Shape& invariant) {
-  if (invariant.unknown_rank()) return true;
-  if (s.unknown_rank() || s.rank() != invariant.rank()) return false;
-  for (int d = 0; d < s.rank(); ++d) {
-    if (invariant.dim(d) >= 0 && s.dim(d) != invariant.dim(d)) return false;
-  }
-  return true;
-}
-
 // What the body returns for loop variable `user` (entering as `var`) must keep its dtype and
 // fit its shape invariant.
 void CheckNext(const std::string& frame, size_t user, const Output& var, const Output& next,
@@ -202,7 +193,7 @@ void CheckNext(const std::string& frame, size_t user, const Output& var, const O
         "Loop variable ", user, " of '", frame, "' enters as ", DTypeName(var.dtype()), " ('",
         var.name(), "') but the body returns ", DTypeName(next.dtype()), " ('", next.name(), "')"));
   }
-  if (!Fits(next.shape(), invariant)) {
+  if (!control::FitsInvariant(next.shape(), invariant)) {
     Throw(errors::InvalidArgument(
         "Input tensor '", var.name(), "' enters the loop '", frame, "' with shape ",
         invariant.ToString(), ", but has shape ", next.shape().ToString(),

@@ -3,6 +3,7 @@
 // which routes their outputs between loop frames and iterations and propagates dead tensors
 // (executor/frames.h, docs/control_flow.md). The builders users call are in
 // ops/control_flow.h (Cond, WhileLoop, ...).
+#include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
@@ -10,10 +11,6 @@
 
 namespace pf {
 namespace {
-
-// Every dtype a tensor can have on a GPU (strings stay on the host, as for Identity).
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 // Forwards input 0 to output 0: Enter, Exit, NextIteration, LoopCond. Their shape functions
 // give the input's shape, so the tensor is handed on as it is (no reshaped copy of its
@@ -178,16 +175,18 @@ PF_REGISTER_KERNEL(KernelDef("LoopCond", kDeviceCpu), ForwardOp);
 // On a GPU the tensors are forwarded where they are; the predicate and Merge's index stay in
 // host memory (the kernels read and write them on the host), as TensorFlow's do.
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("Switch", kDeviceGpu).TypeConstraint("T", kDeviceTypes).HostMemory("pred"), SwitchOp);
+    KernelDef("Switch", kDeviceGpu).TypeConstraint("T", control::kGpuTypes).HostMemory("pred"),
+    SwitchOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Merge", kDeviceGpu)
+                                    .TypeConstraint("T", control::kGpuTypes)
+                                    .HostMemory("value_index"),
+                                MergeOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("Merge", kDeviceGpu).TypeConstraint("T", kDeviceTypes).HostMemory("value_index"),
-    MergeOp);
-PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Enter", kDeviceGpu).TypeConstraint("T", kDeviceTypes),
-                                ForwardOp);
-PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Exit", kDeviceGpu).TypeConstraint("T", kDeviceTypes),
-                                ForwardOp);
+    KernelDef("Enter", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ForwardOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("NextIteration", kDeviceGpu).TypeConstraint("T", kDeviceTypes), ForwardOp);
+    KernelDef("Exit", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ForwardOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(
+    KernelDef("NextIteration", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ForwardOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
     KernelDef("LoopCond", kDeviceGpu).HostMemory("input").HostMemory("output"), ForwardOp);
 

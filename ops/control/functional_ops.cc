@@ -8,6 +8,7 @@
 // is built inside it), and an empty result keeps its rank.
 #include <fmt/format.h>
 
+#include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/everyday_ops.h"
 #include "placeflow/ops/ops.h"
@@ -21,17 +22,6 @@ using Vars = std::vector<Output>;
 
 bool IsBoolScalar(const Output& x) {
   return x.dtype() == DT_BOOL && (x.shape().unknown_rank() || x.shape().rank() == 0);
-}
-
-// Whether a value of shape `s` may take the place of one of shape `invariant` (WhileLoop's
-// rule for loop variables).
-bool Fits(const pf::Shape& s, const pf::Shape& invariant) {
-  if (invariant.unknown_rank()) return true;
-  if (s.unknown_rank() || s.rank() != invariant.rank()) return false;
-  for (int d = 0; d < s.rank(); ++d) {
-    if (invariant.dim(d) >= 0 && s.dim(d) != invariant.dim(d)) return false;
-  }
-  return true;
 }
 
 std::vector<int32_t> Dims32(const pf::Shape& s, int32_t unknown_as) {
@@ -185,7 +175,7 @@ struct Loop {
                                     DTypeName(init.dtype()), " ('", init.name(),
                                     "'): fn must keep the accumulator's dtype"));
     }
-    if (!Fits(next.shape(), init.shape())) {
+    if (!control::FitsInvariant(next.shape(), init.shape())) {
       Throw(errors::InvalidArgument(
           builder, " '", name, "': fn returns shape ", next.shape().ToString(), " ('", next.name(),
           "') but the accumulator has shape ", init.shape().ToString(), " ('", init.name(),

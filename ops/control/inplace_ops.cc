@@ -2,6 +2,7 @@
 // v. When nothing else holds x's buffer (a loop variable handed on from iteration to iteration)
 // the row is written in place, so a loop that fills a [T, ...] tensor row by row copies O(T)
 // instead of the O(T^2) of appending with Concat (DynamicRnn's outputs, train/rnn.cc).
+#include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
@@ -9,9 +10,6 @@
 
 namespace pf {
 namespace {
-
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 class InplaceUpdateOp : public OpKernel {
  public:
@@ -78,7 +76,7 @@ PF_REGISTER_OP(OpDef("InplaceUpdate")
                    .SetShapeFn(InplaceUpdateShape));
 PF_REGISTER_KERNEL(KernelDef("InplaceUpdate", kDeviceCpu), InplaceUpdateOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("InplaceUpdate", kDeviceGpu).TypeConstraint("T", kDeviceTypes).HostMemory("i"),
+    KernelDef("InplaceUpdate", kDeviceGpu).TypeConstraint("T", control::kGpuTypes).HostMemory("i"),
     InplaceUpdateOp);
 
 }  // namespace

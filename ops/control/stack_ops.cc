@@ -4,15 +4,13 @@
 // container (graph/step_container.h) under an int64 handle, so it is freed with the step.
 #include <deque>
 
+#include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf {
 namespace {
-
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 struct Stack {
   std::mutex mu;
@@ -107,11 +105,12 @@ PF_REGISTER_KERNEL(KernelDef("StackPushV2", kDeviceCpu), StackPushOp);
 PF_REGISTER_KERNEL(KernelDef("StackPopV2", kDeviceCpu), StackPopOp);
 // On a GPU the handle stays in host memory; the values stay where they are.
 PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("StackV2", kDeviceGpu).HostMemory("handle"), StackOp);
-PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("StackPushV2", kDeviceGpu).TypeConstraint("T", kDeviceTypes).HostMemory("handle"),
-    StackPushOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("StackPushV2", kDeviceGpu)
+                                    .TypeConstraint("T", control::kGpuTypes)
+                                    .HostMemory("handle"),
+                                StackPushOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("StackPopV2", kDeviceGpu)
-                                    .TypeConstraint("elem_type", kDeviceTypes)
+                                    .TypeConstraint("elem_type", control::kGpuTypes)
                                     .HostMemory("handle"),
                                 StackPopOp);
 
