@@ -113,8 +113,11 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
   for (size_t j = 0; j < loop.invariants.size(); ++j)
     if (IsFloat(loop.invariants[j].dtype())) invariants.push_back(static_cast<int>(j));
   // Named after the forward loop ("gradients/<frame>_grad/..."), as TensorFlow names gradients
-  // after their ops: a placement rule that matches the loop's name matches its gradient too.
-  const Scope bs = scope.NewSubScope(loop.frame + "_grad");
+  // after their ops: a placement rule that matches the loop's name matches its gradient too;
+  // and it asks for the forward loop's device: a loop's nodes must share one.
+  Scope bs = scope.NewSubScope(loop.frame + "_grad");
+  if (const std::string& d = loop.loop_cond.node->requested_device(); !d.empty())
+    bs = bs.WithDevice(d);
   std::vector<Output> init = {counter.count};
   ops::WhileOptions wo;
   wo.parallel_iterations = loop.parallel_iterations;
