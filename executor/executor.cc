@@ -363,6 +363,12 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
     }
   }
   if (!handed_over && step->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // Nothing runs any more: a loop instance still alive waits for a value that cannot come
+    // (a malformed loop); its fetches would be missing, so the step fails instead.
+    if (l.control_flow && !step->frames.empty() && !step->group->aborted()) {
+      step->group->Fail(errors::Internal("The step ended with ", step->frames.size(),
+                                         " while loop instance(s) still waiting for inputs"));
+    }
     std::function<void()> done = std::move(step->done);
     delete step;
     done();

@@ -162,6 +162,28 @@ Status PlaceInFrame(int i, const ExecutorSpec& spec, const Layout::ItemIndex& it
   return Status::OK();
 }
 
+// A NextIteration belongs to a loop and feeds only Merges of its own frame (the back edge).
+Status CheckNextIteration(const ExecutorSpec& spec, size_t i, const Layout::ItemIndex& item_of,
+                          const Layout& l) {
+  const Node* n = spec.nodes[i];
+  const int frame = l.items[i].frame;
+  if (frame == 0) {
+    return errors::InvalidArgument("NextIteration node '", n->name(),
+                                   "' is not inside a while loop");
+  }
+  for (const Edge& e : n->out_edges()) {
+    auto d = item_of.find(e.dst);
+    if (d == item_of.end()) continue;
+    const Item& dst = l.items[d->second];
+    if (dst.kind != K::kMerge || dst.frame != frame) {
+      return errors::InvalidArgument("NextIteration node '", n->name(), "' feeds '", e.dst->name(),
+                                     "' (", e.dst->op(),
+                                     "): a loop's back edge goes into a Merge of its loop");
+    }
+  }
+  return Status::OK();
+}
+
 // A loop whose nodes are on several devices reaches the executor as a partition where a _Recv
 // (outside any loop) feeds the loop: say so rather than which frames disagree.
 Status FrameError(const Layout& l, const Status& s) {
@@ -208,7 +230,9 @@ Status BuildFrames(const ExecutorSpec& spec, const Layout::ItemIndex& item_of,
     Layout::Frame& f = l->frames[it.frame];
     it.local = static_cast<int>(f.items.size());
     f.items.push_back(static_cast<int>(i));
-    it.runs_dead = it.kind == K::kMerge || it.kind == K::kSend;
+    // A _Send sends a dead input on only where tensors can be dead (a control-flow step).
+    it.runs_dead = it.kind == K::kMerge || (it.kind == K::kSend && l->control_flow);
+    if (it.kind == K::kNextIteration) PF_RETURN_IF_ERROR(CheckNextIteration(spec, i, item_of, *l));
     if (it.kind != K::kMerge) continue;
     for (const Output& in : spec.nodes[i]->inputs()) {
       if (!IsBackEdgeSource(in.node)) {
@@ -224,6 +248,8 @@ Status BuildFrames(const ExecutorSpec& spec, const Layout::ItemIndex& item_of,
                                         "' from ", FrameLabel(*l, l->items[s->second].frame)));
       }
     }
+    // A cond's Merge (no back edge) gets the same inputs in every iteration.
+    if (it.merge_dead_later == 0) it.merge_dead_later = it.merge_dead_first;
   }
   for (const Output& o : spec.fetches) {
     auto s = item_of.find(o.node);
@@ -318,11 +344,14 @@ class Propagator {
       return;
     }
     const Item& dst = l_.items[e.dst_item];
-    if (!dead) it->inputs[e.dst_slot] = v;
     if (dst.kind == K::kMerge) {
+      // Only the first live input is kept: once one came, the Merge may be running.
+      if (!dead && (it->pending[e.dst_local].load(std::memory_order_relaxed) & 1))
+        it->inputs[e.dst_slot] = v;
       MergeArrived(e.dst_item, it, /*control=*/false, dead);
       return;
     }
+    if (!dead) it->inputs[e.dst_slot] = v;
     if (dead) ++it->dead[e.dst_local];
     Arrived(e.dst_item, it);
   }

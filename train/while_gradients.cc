@@ -146,8 +146,9 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
     Node* push =
         ops::StackPush(at_x.WithControlDependencies({Operation(counter.value)}), into_loop, x).node;
     g->AddControlEdge(push, counter.next);
-    Output pop = ops::StackPop(bs.WithControlDependencies({Operation(pivot)}), enter(handle),
-                               x.dtype(), x.shape());
+    Output pop = ops::StackPop(
+        bs.WithControlDependencies({Operation(pivot)}).ColocateWith(Operation(handle.node)),
+        enter(handle), x.dtype(), x.shape());
     pops.push_back(pop.node);
     return pop;
   };

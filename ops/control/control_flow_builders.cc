@@ -315,6 +315,13 @@ class WhileBuilder {
                                     num_user_vars, " loop variables"));
     }
     for (size_t i = 0; i < vars_.size(); ++i) {
+      // A value brought in (the body returned an outside tensor) reaches every iteration, the
+      // last, dead one too: through the pivot, its NextIteration runs only with the body
+      // (TensorFlow's _MaybeAddControlDependency).
+      if (std::find(info_.invariants.begin(), info_.invariants.end(), info_.next[i]) !=
+          info_.invariants.end()) {
+        info_.next[i] = Identity(inner_.WithControlDependencies({Operation(pivot)}), info_.next[i]);
+      }
       CheckNext(frame_, counted_ ? i - 1 : i, vars_[i], info_.next[i], info_.shapes[i]);
       Output back = NextIteration(inner_.WithOpName("NextIteration"), info_.next[i]);
       info_.next_iterations.push_back(back.node);

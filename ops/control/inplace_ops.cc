@@ -1,7 +1,10 @@
 // InplaceUpdate (TensorFlow's tf.raw_ops.InplaceUpdate, one row): y = x with row i replaced by
-// v. When nothing else holds x's buffer (a loop variable handed on from iteration to iteration)
-// the row is written in place, so a loop that fills a [T, ...] tensor row by row copies O(T)
-// instead of the O(T^2) of appending with Concat (DynamicRnn's outputs, train/rnn.cc).
+// v. When nothing else holds x's buffer (and it is no view into another's) (a loop variable handed
+// on from iteration to iteration) the row is written in place, so a loop that fills a [T, ...]
+// tensor row by row copies O(T) instead of the O(T^2) of appending with Concat (DynamicRnn's
+// outputs, train/rnn.cc).
+#include <atomic>
+
 #include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/grad_util.h"
@@ -26,7 +29,12 @@ class InplaceUpdateOp : public OpKernel {
     Device* d = ctx->device();
     // The executor's input slot holds one reference: a count of one means nobody else can see
     // the buffer change (a fetched or forwarded tensor, a stacked forward value holds another).
-    if (x.buffer().use_count() == 1) {
+    // A view (a slice of rows: no allocator, its own count) shares its parent's memory: copied.
+    // The fence orders the write after other threads' last reads of the buffer they let go.
+    const bool owned = x.buffer() && x.buffer()->allocator() != nullptr;
+    const bool alone = owned && x.buffer().use_count() == 1;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (alone) {
       *ctx->mutable_output(0) = x;
     } else {
       PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));

@@ -246,6 +246,44 @@ TEST_CASE("Nested while loops and a cond inside a loop", "[control_flow]") {
   CHECK(testing::RunOne(g, loop[1]).scalar<int32_t>() == x);
 }
 
+TEST_CASE("A loop whose body returns an outside value, or holds a cond with a control input",
+          "[control_flow]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output w = ops::Const(root, 5.f);
+  // {i + 1, w}: the outside w comes back every iteration; the loop must still stop.
+  Vars a = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
+      [&](const Scope& s, const Vars& v) {
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), w};
+      },
+      {ops::ConstInt(root, 0), ops::Const(root, 0.f)});
+  // A cond made under a control dependency, in every iteration (its Merge has a control input).
+  Vars b = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 6)); },
+      [](const Scope& s, const Vars& v) {
+        Output i = ops::Add(s, v[0], ops::ConstInt(s, 1));
+        Output odd = ops::Equal(
+            s,
+            ops::Sub(s, i, ops::Mul(s, ops::Div(s, i, ops::ConstInt(s, 2)), ops::ConstInt(s, 2))),
+            ops::ConstInt(s, 1));
+        Vars x = ops::Cond(
+            s.WithControlDependencies({Operation(i.node)}), odd,
+            [&](const Scope& t) { return Vars{ops::Add(t, v[1], i)}; },
+            [&](const Scope& f) { return Vars{ops::Sub(f, v[1], i)}; });
+        return Vars{i, x[0]};
+      },
+      {ops::ConstInt(root, 0), ops::ConstInt(root, 0)});
+  Session sess(g);
+  RunOptions ro;
+  ro.timeout_in_ms = 20000;
+  std::vector<Tensor> out;
+  REQUIRE(sess.TryRun({}, {a[0], a[1], b[1]}, {}, &out, ro).ok());
+  CHECK(out[0].scalar<int32_t>() == 3);
+  CHECK(out[1].scalar<float>() == 5.f);
+  CHECK(out[2].scalar<int32_t>() == 1 - 2 + 3 - 4 + 5 - 6);
+}
+
 TEST_CASE("A while loop inside the untaken branch of a cond does not run", "[control_flow]") {
   Graph g;
   Scope root = Scope::Root(&g);
