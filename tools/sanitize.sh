@@ -94,7 +94,7 @@ configure_tsan() {
   mkdir -p "$tsan_dir"
   # The subset needs no cluster runtime, and only the test files that hold its tags.
   cmake -S . -B "$tsan_dir" "${common[@]}" -DPF_SANITIZE=thread -DPF_WITH_GRPC=OFF \
-    "-DPF_TEST_GLOBS=executor/*_test.cc;placer/*_test.cc;train/towers_test.cc;train/layers_test.cc" >"$tsan_dir/configure.log" 2>&1 ||
+    "-DPF_TEST_GLOBS=executor/*_test.cc;placer/*_test.cc;train/towers_test.cc;train/layers_test.cc;train/rnn_test.cc" >"$tsan_dir/configure.log" 2>&1 ||
     { cat "$tsan_dir/configure.log"; return 1; }
   cmake --build "$tsan_dir" -j "$jobs" --target pf_tests
 }
