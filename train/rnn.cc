@@ -107,7 +107,18 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
     Fail(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(), "' are ",
                                  DTypeName(inputs.dtype()), "; float or double expected"));
   }
+  std::optional<Output> lengths = options.sequence_length;
+  if (lengths) {  // int32 or int64 [batch], as tf.nn.dynamic_rnn takes it
+    const Shape& ls = lengths->shape();
+    if ((lengths->dtype() != DT_INT32 && lengths->dtype() != DT_INT64) ||
+        (!ls.unknown_rank() && ls.rank() != 1)) {
+      Fail(errors::InvalidArgument("DynamicRnn: sequence_length '", lengths->name(),
+                                   "' must be an int32 or int64 vector, got ",
+                                   DTypeName(lengths->dtype()), " ", ls.ToString()));
+    }
+  }
   const Scope rs = s.NewSubScope(options.name);
+  if (lengths && lengths->dtype() == DT_INT64) lengths = ops::Cast(rs, *lengths, DT_INT32);
   const DType dtype = inputs.dtype();
   cell.Build(s, in.dim(2), dtype);
   Output x = options.time_major ? inputs : ops::Transpose(rs, inputs, {1, 0, 2});  // [T, B, D]
@@ -140,8 +151,8 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
         const std::vector<Output> state(v.begin() + 1, v.begin() + 1 + n_state);
         Output y;
         std::vector<Output> next = cell.Step(b, ops::Gather(b, x, v[0]), state, &y);
-        if (options.sequence_length) {  // past its length an entry keeps its state, outputs 0
-          Output live = ops::Less(b, v[0], *options.sequence_length);
+        if (lengths) {  // past its length an entry keeps its state, outputs 0
+          Output live = ops::Less(b, v[0], *lengths);
           for (size_t k = 0; k < n_state; ++k) next[k] = ops::Select(b, live, next[k], state[k]);
           y = ops::Select(b, live, y, ops::ZerosLike(b, y));
         }

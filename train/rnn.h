@@ -72,8 +72,8 @@ class GRUCell : public RnnCell {
 
 struct DynamicRnnOptions {
   bool time_major = false;  // inputs [time, batch, depth] instead of [batch, time, depth]
-  // Per batch entry, its length (int32 [batch]): past it the state stays as it was and the
-  // output is zero, as tf.nn.dynamic_rnn's sequence_length.
+  // Per batch entry, its length (int32 or int64 [batch]): past it the state stays as it was
+  // and the output is zero, as tf.nn.dynamic_rnn's sequence_length.
   std::optional<Output> sequence_length;
   int parallel_iterations = 32;  // TensorFlow's default for dynamic_rnn
   std::string name = "rnn";      // the name scope

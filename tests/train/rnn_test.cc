@@ -139,7 +139,8 @@ TEST_CASE("DynamicRnn keeps the state past each sequence's length", "[control_fl
   layers::LSTMCell cell("lstm", 2, 1.f, 6);
   layers::RnnOutputs full = layers::DynamicRnn(root, cell, x);
   layers::DynamicRnnOptions o;
-  o.sequence_length = ops::ConstInt(root, std::vector<int32_t>{2, 4});
+  // int64, as TensorFlow takes it too.
+  o.sequence_length = ops::Const(root, std::vector<int64_t>{2, 4}, {2});
   o.name = "masked";
   layers::RnnOutputs masked = layers::DynamicRnn(root, cell, x, o);
   Session sess(g);
@@ -248,6 +249,11 @@ TEST_CASE("DynamicRnn's bad input names the inputs", "[control_flow][rnn][errors
   CHECK_THROWS_WITH(layers::DynamicRnn(root, cell, ops::Const(root, Tensor(DT_FLOAT, {2, 3}))),
                     Contains("must be [batch, time, depth]"));
   CHECK_THROWS_WITH(layers::LSTMCell("bad", 0), Contains("units must be positive"));
+  layers::DynamicRnnOptions o;
+  o.sequence_length = ops::Const(root, 2.f);
+  CHECK_THROWS_WITH(
+      layers::DynamicRnn(root, cell, ops::Const(root, Tensor(DT_FLOAT, {2, 3, 1})), o),
+      Contains("sequence_length") && Contains("int32 or int64 vector"));
 }
 
 }  // namespace
