@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/core/shape_util.h"
 #include "placeflow/graph/graph_def_loops.h"
 #include "placeflow/graph/graph_def_tf.h"
 #include "placeflow/graph/op_registry.h"
@@ -209,7 +210,7 @@ Status ImportOne(const tfp::NodeDef& nd, const Import& im, Graph* graph) {
   }
   for (std::string& c : colocation) n->AddColocation(std::move(c));
   if (auto it = im.merge_shapes.find(nd.name()); it != im.merge_shapes.end())
-    graph->SetOutputShape(n, 0, internal::CommonShape(n->output_shape(0), it->second));
+    graph->SetOutputShape(n, 0, MostSpecificCommonShape(n->output_shape(0), it->second));
   return Status();
 }
 
@@ -252,7 +253,7 @@ Status LoopMergeShapes(const tfp::GraphDef& def, const std::vector<int>& order,
       Shape common = merge;
       for (const InputRef& r : refs) {
         if (r.back_edge)
-          common = internal::CommonShape(common, scratch.FindNode(r.node)->output_shape(r.index));
+          common = MostSpecificCommonShape(common, scratch.FindNode(r.node)->output_shape(r.index));
       }
       if (common == merge) continue;
       (*shapes)[name] = common;

@@ -168,12 +168,4 @@ Status CloseBackEdges(const std::vector<InputRef>& refs, const std::string& wher
   return Status();
 }
 
-Shape CommonShape(const Shape& a, const Shape& b) {
-  if (a.unknown_rank() || b.unknown_rank() || a.rank() != b.rank()) return Shape::Unknown();
-  Shape s = a;
-  for (int d = 0; d < a.rank(); ++d)
-    if (a.dim(d) != b.dim(d)) s.set_dim(d, -1);
-  return s;
-}
-
 }  // namespace pf::internal

@@ -59,8 +59,4 @@ Status CloseBackEdges(const std::vector<InputRef>& refs, const std::string& wher
                       const std::function<Node*(const std::string&)>& find, Node* dst,
                       Graph* graph);
 
-// The most specific shape both `a` and `b` have: their common dims, unknown where they differ
-// (unknown rank when the ranks differ).
-Shape CommonShape(const Shape& a, const Shape& b);
-
 }  // namespace pf::internal

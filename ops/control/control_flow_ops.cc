@@ -3,6 +3,7 @@
 // which routes their outputs between loop frames and iterations and propagates dead tensors
 // (executor/frames.h, docs/control_flow.md). The builders users call are in
 // ops/control_flow.h (Cond, WhileLoop, ...).
+#include "placeflow/core/shape_util.h"
 #include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/grad_util.h"
@@ -66,17 +67,6 @@ class MergeOp : public OpKernel {
  private:
   std::vector<Tensor> index_;
 };
-
-// The most specific shape both `a` and `b` have: their common dims, unknown where they differ
-// (unknown rank when the ranks differ).
-Shape MostSpecificCommonShape(const Shape& a, const Shape& b) {
-  if (a.unknown_rank() || b.unknown_rank() || a.rank() != b.rank()) return Shape::Unknown();
-  Shape s = a;
-  for (int d = 0; d < a.rank(); ++d) {
-    if (a.dim(d) != b.dim(d)) s.set_dim(d, -1);
-  }
-  return s;
-}
 
 // Switch's outputs and Merge's output: the data's shape. A Merge of inputs whose shapes differ
 // gets the most specific shape all of them have (unknown dims where they differ).
