@@ -186,7 +186,7 @@ Status Executor::PrepareNode(Step* step, TaggedNode t, std::vector<Tensor>* outp
   p.num_outputs = n.num_outputs();
   p.output_dtypes = it.output_dtypes.data();
   p.step_id = step->step_id;
-  p.rendezvous = step->group->rendezvous();
+  p.rendezvous = t.iter->rendezvous ? t.iter->rendezvous.get() : step->group->rendezvous();
   p.collectives = step->group->collectives();
   p.step_container = step->group->step_container();
   p.cancellation = step->group->cancellation();

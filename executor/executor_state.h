@@ -21,6 +21,7 @@
 
 #include "placeflow/executor/executor.h"
 #include "placeflow/graph/op_registry.h"
+#include "placeflow/graph/rendezvous.h"
 
 namespace pf {
 
@@ -75,6 +76,7 @@ struct Executor::Layout {
   std::vector<Item> items;
   std::vector<Frame> frames;
   bool control_flow = false;
+  bool loop_transfers = false;  // a _Send or _Recv inside a loop (a loop spanning devices)
   std::vector<int> roots;
   ThreadPool* pool = nullptr;
   const DeviceSet* devices = nullptr;
@@ -100,6 +102,29 @@ struct Executor::Layout {
                     const FeedIndex& feed_index);
 };
 
+// What a loop iteration's _Send and _Recv see: the step's rendezvous, with the loop instance
+// and the iteration appended to every key (";frame:iteration", one per nested loop), so that
+// each iteration's transfer has a key of its own on both devices (TensorFlow's frame_iter).
+class IterRendezvous final : public Rendezvous {
+ public:
+  void Reset(Rendezvous* base, std::string suffix) {
+    base_ = base;
+    suffix_ = std::move(suffix);
+  }
+  const std::string& suffix() const { return suffix_; }
+  Status Send(const std::string& key, const Tensor& value) override {
+    return base_->Send(key + suffix_, value);
+  }
+  void RecvAsync(const std::string& key, DoneCallback done) override {
+    base_->RecvAsync(key + suffix_, std::move(done));
+  }
+  void StartAbort(const Status& status) override { base_->StartAbort(status); }
+
+ private:
+  Rendezvous* base_ = nullptr;
+  std::string suffix_;
+};
+
 // One iteration of one frame instance: its nodes' pending counts and input slots.
 struct IterState {
   IterState(const Executor::Layout& l, const Executor::Layout::Frame& f, FrameState* frame,
@@ -114,6 +139,8 @@ struct IterState {
   std::vector<int> dead;                // dead inputs (data and control) per local item
   int outstanding = 0;                  // nodes ready or running, and child frames alive
   std::map<int, FrameState*> children;  // live loop instances, by static frame
+  // Loops spanning devices only (Layout::loop_transfers): what its transfers see.
+  std::unique_ptr<IterRendezvous> rendezvous;
 };
 
 struct Executor::Step {

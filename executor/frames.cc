@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 namespace pf {
 
@@ -27,15 +28,30 @@ struct FrameState {
   };
   std::vector<Value> invariants;  // constant Enters' values: every iteration gets them
   std::vector<Value> deferred;    // NextIteration values waiting for parallel_iterations
-  std::vector<bool> exit_done;    // per Exit: handed a live value on
+  // Per Exit: its live value, handed on when the loop instance ends (dead if it got none).
+  std::vector<std::optional<Tensor>> exits;
   std::vector<std::unique_ptr<IterState>> spare;  // ended iterations, for the next ones
+  // Loops spanning devices: the step's rendezvous and this instance's part of the keys.
+  Rendezvous* rendezvous = nullptr;
+  std::string key_prefix;
 };
+
+namespace {
+// A loop iteration's transfers get keys of their own (IterRendezvous).
+void SetKeys(IterState* it) {
+  if (it->frame == nullptr || it->frame->rendezvous == nullptr) return;
+  if (it->rendezvous == nullptr) it->rendezvous = std::make_unique<IterRendezvous>();
+  it->rendezvous->Reset(it->frame->rendezvous,
+                        fmt::format("{}:{}", it->frame->key_prefix, it->iter));
+}
+}  // namespace
 
 IterState::IterState(const Layout& l, const Layout::Frame& f, FrameState* frame, int64_t iter)
     : frame(frame), iter(iter), pending(new std::atomic<int>[f.items.size()]), inputs(f.num_slots) {
   for (size_t k = 0; k < f.items.size(); ++k)
     pending[k].store(l.items[f.items[k]].initial_pending, std::memory_order_relaxed);
   if (l.control_flow) dead.assign(f.items.size(), 0);
+  SetKeys(this);
 }
 
 void IterState::Reset(const Layout& l, const Layout::Frame& f, int64_t iteration) {
@@ -46,6 +62,7 @@ void IterState::Reset(const Layout& l, const Layout::Frame& f, int64_t iteration
   for (Tensor& t : inputs) t = Tensor();  // nodes that ran cleared theirs already
   outstanding = 0;
   children.clear();
+  SetKeys(this);
 }
 
 Executor::Step::~Step() {
@@ -142,7 +159,11 @@ Status PlaceInFrame(int i, const ExecutorSpec& spec, const Layout::ItemIndex& it
   if (it.kind == K::kEnter) {
     const auto& name = node->attr<std::string>("frame_name");
     auto [slot, added] = frame_ids->try_emplace({it.frame, name}, l->frames.size());
-    if (added) l->frames.push_back(Layout::Frame{.name = name, .parent = it.frame});
+    if (added) {
+      l->frames.emplace_back();
+      l->frames.back().name = name;
+      l->frames.back().parent = it.frame;
+    }
     Layout::Frame& child = l->frames[slot->second];
     child.parallel_iterations =
         std::max<int>({child.parallel_iterations, 1,
@@ -184,17 +205,6 @@ Status CheckNextIteration(const ExecutorSpec& spec, size_t i, const Layout::Item
   return Status::OK();
 }
 
-// A loop whose nodes are on several devices reaches the executor as a partition where a _Recv
-// (outside any loop) feeds the loop: say so rather than which frames disagree.
-Status FrameError(const Layout& l, const Status& s) {
-  const bool transfers = std::any_of(l.items.begin(), l.items.end(), [](const Item& it) {
-    return it.kind == K::kSend || it.kind == K::kRecv;
-  });
-  if (!transfers) return s;
-  return errors::Unimplemented(
-      "A while loop spans devices (its nodes must be on one device for now): ", s.message());
-}
-
 }  // namespace
 
 bool HasControlFlow(const std::vector<Node*>& nodes) {
@@ -214,24 +224,21 @@ Status BuildFrames(const ExecutorSpec& spec, const Layout::ItemIndex& item_of,
   if (l->control_flow) {
     PF_ASSIGN_OR_RETURN(std::vector<int> order, ForwardOrder(spec, item_of, feed_index));
     std::map<std::pair<int, std::string>, int> frame_ids;
-    for (int i : order) {
-      Status s = PlaceInFrame(i, spec, item_of, feed_index, &frame_ids, l);
-      if (!s.ok()) return FrameError(*l, s);
-    }
+    for (int i : order)
+      PF_RETURN_IF_ERROR(PlaceInFrame(i, spec, item_of, feed_index, &frame_ids, l));
   }
   for (size_t i = 0; i < n; ++i) {
     Item& it = l->items[i];
-    if ((it.kind == K::kSend || it.kind == K::kRecv) && it.frame != 0) {
-      return errors::Unimplemented(
-          "While loop '", l->frames[it.frame].name, "' spans devices: '", spec.nodes[i]->name(),
-          "' carries a tensor of an iteration between devices; a loop's nodes must be on one "
-          "device for now");
-    }
+    // A loop spanning devices: its iterations' transfers need keys of their own.
+    if ((it.kind == K::kSend || it.kind == K::kRecv) && it.frame != 0) l->loop_transfers = true;
     Layout::Frame& f = l->frames[it.frame];
     it.local = static_cast<int>(f.items.size());
     f.items.push_back(static_cast<int>(i));
-    // A _Send sends a dead input on only where tensors can be dead (a control-flow step).
-    it.runs_dead = it.kind == K::kMerge || (it.kind == K::kSend && l->control_flow);
+    // Transfers run even when dead, where tensors can be dead (a control-flow step): a _Send
+    // sends a dead input on, and a _Recv (dead only through a loop's pivot) takes what was sent,
+    // so that every value sent is received (TensorFlow's executor does the same).
+    it.runs_dead =
+        it.kind == K::kMerge || ((it.kind == K::kSend || it.kind == K::kRecv) && l->control_flow);
     if (it.kind == K::kNextIteration) PF_RETURN_IF_ERROR(CheckNextIteration(spec, i, item_of, *l));
     if (it.kind != K::kMerge) continue;
     for (const Output& in : spec.nodes[i]->inputs()) {
@@ -242,10 +249,9 @@ Status BuildFrames(const ExecutorSpec& spec, const Layout::ItemIndex& item_of,
       ++it.merge_dead_later;
       auto s = item_of.find(in.node);
       if (s != item_of.end() && l->items[s->second].frame != it.frame) {
-        return FrameError(
-            *l, errors::InvalidArgument("Merge '", spec.nodes[i]->name(), "' (",
-                                        FrameLabel(*l, it.frame), ") takes back edge '", in.name(),
-                                        "' from ", FrameLabel(*l, l->items[s->second].frame)));
+        return errors::InvalidArgument("Merge '", spec.nodes[i]->name(), "' (",
+                                       FrameLabel(*l, it.frame), ") takes back edge '", in.name(),
+                                       "' from ", FrameLabel(*l, l->items[s->second].frame));
       }
     }
     // A cond's Merge (no back edge) gets the same inputs in every iteration.
@@ -278,10 +284,7 @@ class Propagator {
         Enter(t, t.dead ? Tensor() : (*outputs)[0]);
         break;
       case K::kExit:
-        if (!t.dead) {
-          it->frame->exit_done[item.exit_index] = true;
-          DeliverValue(item, it->frame->parent_iter, (*outputs)[0], false);
-        }
+        if (!t.dead) it->frame->exits[item.exit_index] = std::move((*outputs)[0]);
         break;
       case K::kNextIteration:
         if (!t.dead) NextIteration(t.id, it, (*outputs)[0]);
@@ -399,7 +402,13 @@ class Propagator {
     f->parent_iter = parent_iter;
     f->parallel_iterations = frame.parallel_iterations;
     f->pending_enters = frame.num_enters;
-    f->exit_done.assign(frame.exits.size(), false);
+    f->exits.resize(frame.exits.size());
+    if (l_.loop_transfers) {
+      f->rendezvous = step_->group->rendezvous();
+      const std::string outer =
+          parent_iter->rendezvous ? parent_iter->rendezvous->suffix() : std::string();
+      f->key_prefix = fmt::format("{};{}", outer, frame.name);
+    }
     f->iterations.push_back(std::make_unique<IterState>(l_, frame, f, 0));
     ++parent_iter->outstanding;
     step_->frames.insert(f);
@@ -453,7 +462,8 @@ class Propagator {
       const Layout::Frame& frame = l_.frames[f->info];
       IterState* parent_iter = f->parent_iter;
       for (size_t x = 0; x < frame.exits.size(); ++x) {
-        if (!f->exit_done[x]) DeliverValue(l_.items[frame.exits[x]], parent_iter, empty_, true);
+        const std::optional<Tensor>& v = f->exits[x];
+        DeliverValue(l_.items[frame.exits[x]], parent_iter, v ? *v : empty_, !v.has_value());
       }
       parent_iter->children.erase(f->info);
       --parent_iter->outstanding;

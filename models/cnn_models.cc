@@ -180,13 +180,12 @@ Model BuildLstmSeq(const Scope& root, const ModelOptions& o) {
   const int64_t seed = o.seed * 1000;
   return BuildCnn("lstm_seq", root, o, [seed](const Scope& s, Output x, bool) {
     Output h = ops::Reshape(s, x, {-1, 28, 28});
-    for (int layer = 0; layer < 2; ++layer) {
-      const std::string name = "lstm_" + std::to_string(layer);
-      layers::LSTMCell cell(name, 128, 1.f, seed + layer);
-      layers::DynamicRnnOptions r;
-      r.name = name;
-      h = layers::DynamicRnn(s, cell, h, r).outputs;
-    }
+    // Two LSTM layers stacked in one loop (tf.nn.rnn_cell.MultiRNNCell): with "--place
+    // lstm_0=/cpu:0,lstm_1=/cpu:1" the loop spans both devices and layer 1 runs step t while
+    // layer 0 runs step t+1.
+    layers::LSTMCell lstm0("lstm_0", 128, 1.f, seed), lstm1("lstm_1", 128, 1.f, seed + 1);
+    layers::MultiRnnCell cell({&lstm0, &lstm1});
+    h = layers::DynamicRnn(s, cell, h).outputs;
     // The last step's output: [N, 28, 128] -> [N, 128].
     h = ops::Reshape(s, ops::Slice(s, h, {0, 27, 0}, {-1, 1, 128}), {-1, 128});
     layers::DenseOptions out{.units = 10};

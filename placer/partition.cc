@@ -40,7 +40,8 @@ class Partitioner {
     std::vector<const Node*> order;
     PF_RETURN_IF_ERROR(TopologicalOrder(nodes, &order));
     for (const Node* n : order) PF_RETURN_IF_ERROR(Copy(n));
-    return CloseBackEdges();
+    PF_RETURN_IF_ERROR(CloseBackEdges());
+    return AddControlLoops();
   }
   Partitions result;
 
@@ -56,7 +57,7 @@ class Partitioner {
         return errors::Unimplemented("While loop back edge '", in.name(), "' -> '", merge->name(),
                                      "' crosses devices (", device_.at(in.node)->name(), " -> ",
                                      device_.at(merge)->name(),
-                                     "): a loop's nodes must be on one device for now");
+                                     "): place a NextIteration on its Merge's device");
       }
       PartFor(device_.at(merge))
           .graph->UpdateEdge(Output(result.copy_of.at(in.node), in.index), result.copy_of.at(merge),
@@ -131,6 +132,8 @@ class Partitioner {
     Node* n = part.graph->AddNode(std::move(spec));
     n->set_assigned_device(part.device->name());
     if (runs) part.nodes.push_back(n);
+    device_of_[n] = part.device;
+    SetFrame(n);
     return n;
   }
 
@@ -182,7 +185,7 @@ class Partitioner {
                   {"send_device_incarnation", incarnation},
                   {"recv_device", dst->name()}};
     send.inputs = {src_copy};
-    AddNode(PartFor(src), std::move(send), true);
+    Node* send_node = AddNode(PartFor(src), std::move(send), true);
     NodeSpec recv;
     recv.name = fmt::format("{}/_recv_on_{}", user_tensor, local);
     recv.op_def = &Def("_Recv");
@@ -196,6 +199,11 @@ class Partitioner {
     recv.output_dtypes = {src_copy.dtype()};
     recv.output_shapes = {src_copy.shape()};
     Output out(AddNode(PartFor(dst), std::move(recv), true), 0);
+    // A value of a loop iteration crosses in that iteration: the _Recv is in the loop too.
+    frame_[out.node] = frame_.at(send_node);
+    if (!frame_[out.node].empty()) loop_transfers_.push_back({send_node, out.node});
+    if (src_copy.node->op_def().control_flow() == ControlFlowKind::kExit)
+      exit_recvs_.push_back({src_copy.node, out.node});
     recvs_[key] = out;
     ++result.send_recv_pairs;
     return out;
@@ -314,6 +322,131 @@ class Partitioner {
     return local;
   }
 
+  // Frames (while loops) of the partitions' nodes, found as the executor finds them
+  // (executor/frames.h): an Enter's outputs are in the frame it names, an Exit's in its frame's
+  // parent, every other node's in its first input's frame.
+  std::string OutFrame(const Node* n) const {
+    const std::string& own = frame_.at(n);
+    switch (n->op_def().control_flow()) {
+      case ControlFlowKind::kEnter:
+        return n->attr<std::string>("frame_name");
+      case ControlFlowKind::kExit: {
+        auto parent = parent_.find(own);
+        return parent == parent_.end() ? std::string() : parent->second;
+      }
+      default:
+        return own;
+    }
+  }
+  void SetFrame(Node* n) {
+    std::string frame;
+    if (n->num_inputs() > 0) {
+      frame = OutFrame(n->input(0).node);
+    } else if (!n->control_inputs().empty()) {
+      frame = OutFrame(n->control_inputs()[0]);
+    }
+    const ControlFlowKind kind = n->op_def().control_flow();
+    if (kind == ControlFlowKind::kEnter) {
+      const auto& child = n->attr<std::string>("frame_name");
+      parent_.emplace(child, frame);
+      int& p = parallel_iterations_[child];
+      p = std::max<int>(p, static_cast<int>(n->attr<int64_t>("parallel_iterations")));
+    } else if (kind == ControlFlowKind::kLoopCond) {
+      loop_cond_.emplace(frame, n);
+    }
+    frame_[n] = std::move(frame);
+  }
+
+  // A while loop whose nodes are on several devices, as TensorFlow partitions it: each device
+  // that sends or receives a tensor of an iteration gets a control loop of its own (Enter,
+  // Merge, Switch on the loop's predicate received from the LoopCond's device, NextIteration),
+  // whose Merge starts each iteration there; every _Recv in the loop waits for its device's
+  // Merge, so that it runs once per iteration, the last one (the predicate false) included
+  // (docs/control_flow.md).
+  Status AddControlLoops() {
+    const auto transfers = loop_transfers_;
+    std::set<std::pair<std::string, Device*>> loops;
+    for (const auto& [send, recv] : transfers) {
+      loops.insert({frame_.at(recv), device_of_.at(recv)});
+      // A device that only sends (a constant Enter's value, each iteration) needs the
+      // iterations too, unless it is the one running the loop.
+      const std::string& frame = frame_.at(send);
+      auto cond = loop_cond_.find(frame);
+      if (cond == loop_cond_.end() || device_of_.at(cond->second) != device_of_.at(send))
+        loops.insert({frame, device_of_.at(send)});
+    }
+    for (const auto& [frame, d] : loops) PF_RETURN_IF_ERROR(ControlLoop(frame, d).status());
+    for (const auto& [send, recv] : transfers) {
+      if (predicate_recvs_.count(recv)) continue;
+      PF_ASSIGN_OR_RETURN(Node * merge, ControlLoop(frame_.at(recv), device_of_.at(recv)));
+      PartFor(device_of_.at(recv)).graph->AddControlEdge(merge, const_cast<Node*>(recv));
+    }
+    // A loop's result reaches another device that ran part of the loop only once that part is
+    // over: what is done with it (a variable's update) cannot race with the loop's last reads.
+    for (const auto& [exit, recv] : exit_recvs_) {
+      auto done = control_loop_exits_.find({frame_.at(exit), device_of_.at(recv)});
+      if (done != control_loop_exits_.end())
+        PartFor(device_of_.at(recv)).graph->AddControlEdge(done->second, const_cast<Node*>(recv));
+    }
+    return Status::OK();
+  }
+  // The Merge of `frame`'s control loop on `d`, made with the control loops of the frames
+  // around it.
+  StatusOr<Node*> ControlLoop(const std::string& frame, Device* d) {
+    auto cached = control_loops_.find({frame, d});
+    if (cached != control_loops_.end()) return cached->second;
+    auto cond = loop_cond_.find(frame);
+    if (cond == loop_cond_.end()) {
+      return errors::InvalidArgument("While loop '", frame, "' spans devices (", d->name(),
+                                     " among them) but has no LoopCond node");
+    }
+    Partitions::Part& part = PartFor(d);
+    const std::string prefix = fmt::format("{}/_control_loop", frame);
+    auto add = [&](const std::string& name, const char* op, std::vector<Output> inputs,
+                   AttrMap attrs) {
+      NodeSpec spec;
+      spec.name = prefix + "/" + name;
+      spec.op_def = &Def(op);
+      spec.attrs = std::move(attrs);
+      spec.inputs = std::move(inputs);
+      for (size_t o = 0; o < spec.op_def->outputs().size(); ++o) {
+        spec.output_dtypes.push_back(o == 1 && name == "merge" ? DT_INT32 : DT_BOOL);
+        spec.output_shapes.push_back(Shape{});
+      }
+      return AddNode(part, std::move(spec), true);
+    };
+    const AttrMap bool_t = {{"T", DT_BOOL}};
+    Node* start =
+        add("start", "Const", {}, {{"value", Tensor::Scalar<bool>(true)}, {"dtype", DT_BOOL}});
+    if (auto parent = parent_.find(frame); parent != parent_.end() && !parent->second.empty()) {
+      // Once per iteration of the loop around it.
+      PF_ASSIGN_OR_RETURN(Node * outer, ControlLoop(parent->second, d));
+      part.graph->AddControlEdge(outer, start);
+      frame_[start] = parent->second;
+    }
+    Node* enter = add("enter", "Enter", {Output(start, 0)},
+                      {{"T", DT_BOOL},
+                       {"frame_name", frame},
+                       {"is_constant", false},
+                       {"parallel_iterations", int64_t{parallel_iterations_[frame]}}});
+    Node* merge = add("merge", "Merge", {Output(enter, 0), Output(enter, 0)},
+                      {{"T", DT_BOOL}, {"N", int64_t{2}}});
+    Node* loop_cond = cond->second;
+    Device* cond_device = device_of_.at(loop_cond);
+    Output pred(loop_cond, 0);
+    if (cond_device != d) {
+      pred = RecvFor(d, pred, loop_cond->name() + ":0", cond_device, !d->uses_host_memory());
+      part.graph->AddControlEdge(merge, pred.node);
+      predicate_recvs_.insert(pred.node);
+    }
+    Node* sw = add("switch", "Switch", {Output(merge, 0), pred}, bool_t);
+    Node* next = add("next_iteration", "NextIteration", {Output(sw, 1)}, bool_t);
+    part.graph->UpdateEdge(Output(next, 0), merge, 1);
+    control_loops_[{frame, d}] = merge;
+    control_loop_exits_[{frame, d}] = add("exit", "Exit", {Output(sw, 0)}, bool_t);
+    return merge;
+  }
+
   static void HostMemoryOf(const Node& n, Device* d, std::vector<bool>* in,
                            std::vector<bool>* out) {
     std::vector<bool> unused;
@@ -332,6 +465,18 @@ class Partitioner {
   std::map<std::pair<std::string, Device*>, Output> recvs_;
   std::map<std::pair<std::vector<const Node*>, Device*>, Node*> control_recvs_;  // Identity
   std::map<std::pair<const Partitions::Part*, std::pair<Output, bool>>, Output> args_;
+  // Control flow: each partition node's frame ("" outside any loop), each frame's parent,
+  // LoopCond and parallel_iterations, the _Send/_Recv pairs inside loops, the control loops.
+  std::unordered_map<const Node*, Device*> device_of_;
+  std::unordered_map<const Node*, std::string> frame_;
+  std::map<std::string, std::string> parent_;
+  std::map<std::string, Node*> loop_cond_;
+  std::map<std::string, int> parallel_iterations_;
+  std::vector<std::pair<const Node*, const Node*>> loop_transfers_;
+  std::set<const Node*> predicate_recvs_;
+  std::map<std::pair<std::string, Device*>, Node*> control_loops_;  // their Merges
+  std::map<std::pair<std::string, Device*>, Node*> control_loop_exits_;
+  std::vector<std::pair<const Node*, const Node*>> exit_recvs_;  // an Exit's value received
 };
 
 }  // namespace

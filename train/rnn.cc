@@ -50,6 +50,50 @@ std::vector<Output> LSTMCell::Step(const Scope& s, Output x, const std::vector<O
   return {new_c, new_h};
 }
 
+void DeviceWrapper::Build(const Scope& s, int64_t depth, DType dtype) {
+  cell_->Build(s.WithDevice(device_), depth, dtype);
+}
+
+std::vector<Output> DeviceWrapper::Step(const Scope& s, Output x, const std::vector<Output>& state,
+                                        Output* output) {
+  return cell_->Step(s.WithDevice(device_), x, state, output);
+}
+
+MultiRnnCell::MultiRnnCell(std::vector<RnnCell*> cells) : cells_(std::move(cells)) {
+  if (cells_.empty()) Fail(errors::InvalidArgument("MultiRnnCell needs at least one cell"));
+}
+
+std::vector<int64_t> MultiRnnCell::state_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const RnnCell* c : cells_) {
+    const std::vector<int64_t> own = c->state_sizes();
+    sizes.insert(sizes.end(), own.begin(), own.end());
+  }
+  return sizes;
+}
+
+void MultiRnnCell::Build(const Scope& s, int64_t depth, DType dtype) {
+  for (RnnCell* c : cells_) {
+    c->Build(s, depth, dtype);
+    depth = c->output_size();
+  }
+}
+
+std::vector<Output> MultiRnnCell::Step(const Scope& s, Output x, const std::vector<Output>& state,
+                                       Output* output) {
+  std::vector<Output> next;
+  size_t at = 0;
+  for (RnnCell* c : cells_) {
+    const size_t n = c->state_sizes().size();
+    const std::vector<Output> own(state.begin() + at, state.begin() + at + n);
+    const std::vector<Output> updated = c->Step(s, x, own, &x);
+    next.insert(next.end(), updated.begin(), updated.end());
+    at += n;
+  }
+  *output = x;
+  return next;
+}
+
 GRUCell::GRUCell(std::string name, int64_t units, int64_t seed)
     : name_(std::move(name)), units_(units), seed_(seed) {
   if (units <= 0) Fail(errors::InvalidArgument("GRUCell '", name_, "': units must be positive"));

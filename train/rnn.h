@@ -70,6 +70,39 @@ class GRUCell : public RnnCell {
   std::optional<Variable> gate_kernel_, gate_bias_, candidate_kernel_, candidate_bias_;
 };
 
+// tf.nn.rnn_cell.DeviceWrapper: `cell`'s variables and step ops ask for `device` (a cell of a
+// layer on its own device, model parallel). The wrapped cell must outlive this one.
+class DeviceWrapper : public RnnCell {
+ public:
+  DeviceWrapper(RnnCell* cell, std::string device) : cell_(cell), device_(std::move(device)) {}
+  std::vector<int64_t> state_sizes() const override { return cell_->state_sizes(); }
+  int64_t output_size() const override { return cell_->output_size(); }
+  void Build(const Scope& s, int64_t depth, DType dtype) override;
+  std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
+                           Output* output) override;
+
+ private:
+  RnnCell* cell_;
+  std::string device_;
+};
+
+// tf.nn.rnn_cell.MultiRNNCell: cells stacked, each one's output the next one's input within a
+// step; the state is every cell's state in order. With cells on different devices (DeviceWrapper)
+// and DynamicRnn's loop spanning them, layer k runs step t while layer k-1 runs step t+1 (the
+// pipelining of seed article 003's LSTM on several GPUs). The cells must outlive this one.
+class MultiRnnCell : public RnnCell {
+ public:
+  explicit MultiRnnCell(std::vector<RnnCell*> cells);
+  std::vector<int64_t> state_sizes() const override;
+  int64_t output_size() const override { return cells_.back()->output_size(); }
+  void Build(const Scope& s, int64_t depth, DType dtype) override;
+  std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
+                           Output* output) override;
+
+ private:
+  std::vector<RnnCell*> cells_;
+};
+
 struct DynamicRnnOptions {
   bool time_major = false;  // inputs [time, batch, depth] instead of [batch, time, depth]
   // Per batch entry, its length (int32 or int64 [batch]): past it the state stays as it was

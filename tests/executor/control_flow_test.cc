@@ -347,8 +347,7 @@ TEST_CASE("A loop that never ends is stopped by the step's timeout", "[control_f
   CHECK(s.code() == Code::kDeadlineExceeded);
 }
 
-TEST_CASE("Loop errors: a tensor of a loop fetched, a loop across devices",
-          "[control_flow][errors]") {
+TEST_CASE("Loop errors: a tensor of a loop fetched", "[control_flow][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output inside;
@@ -365,22 +364,6 @@ TEST_CASE("Loop errors: a tensor of a loop fetched, a loop across devices",
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK_THAT(s.message(), Contains("Cannot fetch 'while/step:0'") && Contains("in while loop"));
   CHECK(sess.Run({out[0]})[0].scalar<int32_t>() == 3);
-
-  // The body's Add on /cpu:1, the loop's control nodes on /cpu:0.
-  Graph g2;
-  Scope r2 = Scope::Root(&g2);
-  Vars out2 = ops::WhileLoop(
-      r2, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
-      [](const Scope& s, const Vars& v) {
-        return Vars{ops::Add(s.WithDevice("/cpu:1"), v[0], ops::ConstInt(s, 1))};
-      },
-      {ops::ConstInt(r2, 0)});
-  SessionOptions two;
-  two.device_count["CPU"] = 2;
-  Session sess2(g2, two);
-  s = sess2.TryRun({}, out2, {}, &r);
-  CHECK(s.code() == Code::kUnimplemented);
-  CHECK_THAT(s.message(), Contains("crosses devices") || Contains("spans devices"));
 }
 
 TEST_CASE("Gradients through a cond match finite differences", "[control_flow][gradients]") {
