@@ -115,6 +115,11 @@ grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(grpc::CallbackServerCont
       req, [reactor, resp, offset, max_bytes](const Status& s, const Tensor& t) {
         if (!s.ok()) return reactor->Finish(ToGrpc(s));
         rpc::RecvTensorHeader header;
+        if (!t.IsInitialized()) {  // dead: sent by a _Send whose input was
+          header.set_is_dead(true);
+          *resp = EncodeRaw(header, {});
+          return reactor->Finish(grpc::Status::OK);
+        }
         TensorMeta(t, header.mutable_tensor());
         header.set_offset(std::clamp<int64_t>(offset, 0, t.TotalBytes()));
         *resp = EncodeRaw(header, {{t, offset, max_bytes > 0 ? max_bytes : -1}});

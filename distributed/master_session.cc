@@ -14,6 +14,7 @@
 #include "placeflow/distributed/coding.h"
 #include "placeflow/distributed/rpc.grpc.pb.h"
 #include "placeflow/distributed/rpc_util.h"
+#include "placeflow/executor/frames.h"
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
@@ -224,8 +225,10 @@ class MasterSession final : public SessionBackend {
     auto prepared = std::make_shared<Prepared>();
     prepared->fetch_from_feed = plan.fetch_from_feed;
     std::map<std::string, std::pair<rpc::RegisterGraphRequest, TaskPart>> per_task;
+    const bool dead_tensors = HasControlFlow(plan.nodes);
     for (const Partitions::Part& part : partitions.parts) {
       auto& [req, tp] = per_task[TaskOf(*part.device)];
+      req.set_dead_tensors(dead_tensors);
       tp.task = TaskOf(*part.device);
       rpc::PartitionProto* pp = req.add_partition();
       pp->set_device(part.device->name());

@@ -11,6 +11,14 @@
 
 namespace pf {
 namespace {
+
+// The tensor a key names, with the loop iteration when it has one: "tensor;frame:iteration"
+// (graph/rendezvous.h, executor/executor_state.h).
+std::string TensorOfKey(const std::string& key) {
+  size_t at = 0;
+  for (int field = 0; field < 3 && at != std::string::npos; ++field) at = key.find(';', at + 1);
+  return at == std::string::npos ? key : key.substr(at + 1);
+}
 constexpr char kRecvTensorMethod[] = "/pf.rpc.WorkerService/RecvTensor";
 // Large tensors travel in chunks of this size over up to kStreams connections per peer.
 constexpr int64_t kChunkBytes = int64_t{8} << 20;
@@ -94,7 +102,7 @@ void StepRendezvous::RecvLocal(const std::string& key, Device* src, Device* host
   auto self = shared_from_this();
   local_.RecvAsync(
       key, [self, key, src, host, done = std::move(done)](const Status& s, const Tensor& t) {
-        if (!s.ok() || t.InHostMemory()) return done(s, t);
+        if (!s.ok() || !t.IsInitialized() || t.InHostMemory()) return done(s, t);
         self->CopyToHost(key, t, src, host, done);
       });
 }
@@ -138,6 +146,7 @@ void StepRendezvous::PullFromPeer(const DeviceName& src, const std::string& key,
                                   DoneCallback done) {
   auto self = shared_from_this();
   Fetch(src, key, 0, 0, [self, src, key, done](Status s, Chunk* r) {
+    if (s.ok() && r->header.is_dead()) return done(Status::OK(), Tensor());
     if (s.ok() && r->header.tensor().dtype() == tensorflow::DT_STRING) {  // whole, one message
       StatusOr<Tensor> strings = ReadTensor(&r->reader, r->header.tensor());
       return done(strings.status(), strings.ok() ? *strings : Tensor());
@@ -205,7 +214,7 @@ void StepRendezvous::Fetch(const DeviceName& src, const std::string& key, int64_
         }
         const auto what = [&] {
           return fmt::format("RecvTensor of '{}' from /job:{}/replica:0/task:{} ({})",
-                             key.substr(key.rfind(';') + 1), src.job, src.task, address);
+                             TensorOfKey(key), src.job, src.task, address);
         };
         if (!st.ok()) return callback(FromGrpc(st, what()), nullptr);
         Chunk chunk;

@@ -129,6 +129,7 @@ StatusOr<std::shared_ptr<Worker::Registration>> Worker::Register(
     Registration::Part part;
     ExecutorSpec spec;
     spec.devices = &devices_;
+    spec.dead_tensors = req.dead_tensors();
     PF_ASSIGN_OR_RETURN(part.graph, PlacedGraphFromProto(pp.graph()));
     std::set<const Node*> args;
     for (const std::string& arg : pp.feed()) {
