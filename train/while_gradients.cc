@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "placeflow/ops/control/cond_contexts.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf::internal {
@@ -11,10 +12,23 @@ using ops::internal::WhileLoopInfo;
 
 bool IsFloat(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
 
-// Gradients go through the loop's own control nodes only: a cond or a loop inside the body
-// would need its own backward construction (not done yet).
-Status CheckSupported(Graph* g, const WhileLoopInfo& loop) {
+// The conds built inside `loop`.
+std::vector<const ops::internal::CondInfo*> CondsIn(Graph* g, const WhileLoopInfo& loop) {
+  std::vector<const ops::internal::CondInfo*> conds;
+  for (const ops::internal::CondInfo& c : ops::internal::Conds(g))
+    if (loop.Contains(c.pivot_t)) conds.push_back(&c);
+  return conds;
+}
+
+// Gradients go through the loop's own control nodes and the conds in its body: a loop inside
+// the body would need its own backward construction (not done yet).
+Status CheckSupported(Graph* g, const WhileLoopInfo& loop,
+                      const std::vector<const ops::internal::CondInfo*>& conds) {
   std::set<const Node*> own = {loop.loop_cond.node};
+  for (const ops::internal::CondInfo* c : conds) {
+    own.insert(c->switches.begin(), c->switches.end());
+    own.insert(c->merges.begin(), c->merges.end());
+  }
   for (size_t i = 0; i < loop.enters.size(); ++i) {
     own.insert({loop.enters[i].node, loop.merges[i], loop.exits[i].node,
                 loop.exits[i].node->input(0).node, loop.next_iterations[i]});
@@ -26,7 +40,7 @@ Status CheckSupported(Graph* g, const WhileLoopInfo& loop) {
     if (k != ControlFlowKind::kNone && k != ControlFlowKind::kSend && k != ControlFlowKind::kRecv) {
       return errors::Unimplemented("Gradients of while loop '", loop.frame, "': its body holds '",
                                    n->name(), "' (", n->op(),
-                                   "); a cond or a loop inside a loop's body has no gradient yet");
+                                   "); a loop inside a loop's body has no gradient yet");
     }
   }
   return Status::OK();
@@ -56,6 +70,55 @@ Counter AddForwardCounter(Graph* g, const WhileLoopInfo& loop) {
   g->UpdateEdge(next, merge, 1);
   return {count, value.node, next.node};
 }
+
+// A value inside a cond's branch is pushed only in the iterations that took the branch, and
+// popped only in the backward iterations whose backward cond takes it. What must wait for such
+// a push or pop in every iteration (the counters) waits for a Merge of it with the other
+// branch's pivot instead, live in every iteration; repeated out through enclosing conds.
+// `backward`: the pivots are the outputs of the backward cond's Switch (Merge's gradient).
+class BranchGates {
+ public:
+  BranchGates(Graph* g, std::vector<const ops::internal::CondInfo*> conds)
+      : g_(g), conds_(std::move(conds)) {}
+  const std::vector<const ops::internal::CondInfo*>& conds() const { return conds_; }
+  ops::internal::Branch BranchOf(const Output& x) const {
+    return ops::internal::BranchOf(conds_, x);
+  }
+  // A node live in the branch's iterations only (backward: the backward cond's side).
+  StatusOr<Output> Pivot(const ops::internal::Branch& b, bool backward) const {
+    if (!backward) return Output(b.cond->pivot(b.side), 0);
+    const auto& grad = ops::internal::CondGradSwitches(g_);
+    const ops::SwitchOutputs* latest = nullptr;
+    for (Node* m : b.cond->merges) {
+      auto it = grad.find(m);
+      if (it != grad.end() &&
+          (!latest || it->second.output_true.node->id() > latest->output_true.node->id()))
+        latest = &it->second;
+    }
+    if (latest == nullptr) {
+      return errors::Internal("The gradient of a cond in a while loop (pivot '",
+                              b.cond->pivot_t->name(), "') has no backward cond");
+    }
+    return b.side ? latest->output_true : latest->output_false;
+  }
+  // A node that runs after `done` in every iteration.
+  StatusOr<Node*> Trigger(const Scope& s, Node* done, ops::internal::Branch b, bool backward) {
+    while (b.cond != nullptr) {
+      PF_ASSIGN_OR_RETURN(Output taken, Pivot(b, backward));
+      PF_ASSIGN_OR_RETURN(Output other, Pivot({b.cond, !b.side}, backward));
+      Output after = ops::Identity(s.WithControlDependencies({Operation(done)}), taken);
+      done = ops::Merge(s, {after, ops::Identity(s, other)}).output.node;
+      // The Merge is where the cond's Merges are: in the branch of an enclosing cond, if any
+      // (a cond without Merges has no gradient through it).
+      b = b.cond->merges.empty() ? ops::internal::Branch{} : BranchOf(Output(b.cond->merges[0], 0));
+    }
+    return done;
+  }
+
+ private:
+  Graph* g_;
+  std::vector<const ops::internal::CondInfo*> conds_;
+};
 
 // The backward loop's body: the body's gradient, from the loop variables' gradients `v`
 // (after the count) to theirs one iteration earlier and the invariants' running sums.
@@ -105,7 +168,8 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
                                                 const std::vector<Output>& exit_grads,
                                                 const GradientOptions& options) {
   Graph* g = scope.graph();
-  PF_RETURN_IF_ERROR(CheckSupported(g, loop));
+  BranchGates gates(g, CondsIn(g, loop));
+  PF_RETURN_IF_ERROR(CheckSupported(g, loop, gates.conds()));
   const Counter counter = AddForwardCounter(g, loop);
   std::vector<int> vars, invariants;  // the float ones
   for (size_t i = 0; i < loop.exits.size(); ++i)
@@ -133,7 +197,9 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
   }
   // A value of the forward loop comes from a stack: pushed in each forward iteration, popped in
   // reverse once per backward iteration. A value brought into the forward loop comes in again.
-  std::vector<Node*> pops;
+  // A value inside a cond's branch is pushed and popped in that branch only (BranchGates).
+  std::vector<std::pair<Node*, ops::internal::Branch>> pops;
+  Status gate_status;
   const Scope fs = Scope::Root(g).WithExactNameScope(g->UniqueName(loop.frame + "/grad_stacks"));
   auto capture = [&](const Output& x, Node* pivot,
                      const std::function<Output(const Output&)>& enter) -> std::optional<Output> {
@@ -145,11 +211,20 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
     Output into_loop = ops::Enter(at_x, handle, loop.frame, true, loop.parallel_iterations);
     Node* push =
         ops::StackPush(at_x.WithControlDependencies({Operation(counter.value)}), into_loop, x).node;
-    g->AddControlEdge(push, counter.next);
+    const ops::internal::Branch branch = gates.BranchOf(x);
+    StatusOr<Node*> pushed = gates.Trigger(at_x, push, branch, /*backward=*/false);
+    Node* gate = pivot;
+    if (branch.cond != nullptr) {
+      StatusOr<Output> taken = gates.Pivot(branch, /*backward=*/true);
+      if (taken.ok()) gate = ops::Identity(bs, *taken).node;
+      if (!taken.ok() && gate_status.ok()) gate_status = taken.status();
+    }
+    if (!pushed.ok() && gate_status.ok()) gate_status = pushed.status();
+    g->AddControlEdge(pushed.ok() ? *pushed : push, counter.next);
     Output pop = ops::StackPop(
-        bs.WithControlDependencies({Operation(pivot)}).ColocateWith(Operation(handle.node)),
+        bs.WithControlDependencies({Operation(gate)}).ColocateWith(Operation(handle.node)),
         enter(handle), x.dtype(), x.shape());
-    pops.push_back(pop.node);
+    pops.push_back({pop.node, branch});
     return pop;
   };
   BackwardBody body(loop, vars, invariants, options);
@@ -160,9 +235,13 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
       },
       std::ref(body), init, wo, capture);
   PF_RETURN_IF_ERROR(body.status);
+  PF_RETURN_IF_ERROR(gate_status);
   // The backward count's next value waits for the iteration's pops: they pop in order too.
   Node* backward_next = ops::internal::WhileLoops(g).back().next_iterations[0];
-  for (Node* pop : pops) g->AddControlEdge(pop, backward_next);
+  for (const auto& [pop, branch] : pops) {
+    PF_ASSIGN_OR_RETURN(Node * popped, gates.Trigger(bs, pop, branch, /*backward=*/true));
+    g->AddControlEdge(popped, backward_next);
+  }
   LoopInputGradients result;
   result.enters.resize(loop.enters.size());
   result.invariants.resize(loop.invariants.size());

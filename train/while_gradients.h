@@ -21,7 +21,8 @@ struct LoopInputGradients {
 };
 
 // Builds the backward loop of `loop` from the gradients of its Exits (`exit_grads`, null where
-// none came). Unimplemented for a loop whose body holds a cond or another loop.
+// none came). Conds in the body are supported; Unimplemented for a loop whose body holds
+// another loop.
 StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope,
                                                 const ops::internal::WhileLoopInfo& loop,
                                                 const std::vector<Output>& exit_grads,

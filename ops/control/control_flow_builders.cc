@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "placeflow/ops/control/cond_contexts.h"
 #include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/everyday_ops.h"
@@ -135,12 +136,17 @@ std::vector<Output> Cond(const Scope& s, Output pred, const BranchFn& true_fn,
     return it->second;
   };
   const Scope branch_scope = cs.WithNoControlDependencies();
+  internal::CondInfo info{.pivot_t = pivot_t, .pivot_f = pivot_f, .first_id = first_id};
+  info.true_first = NextNodeId(*g);
   Context t(
       g, first_id, pivot_t, [&](const Output& x) { return switch_of(x).output_true; }, false);
   std::vector<Output> rt = BuildIn(&t, g, [&] { return true_fn(branch_scope); });
+  info.true_last = info.false_first = NextNodeId(*g);
+  --info.true_last;
   Context f(
       g, first_id, pivot_f, [&](const Output& x) { return switch_of(x).output_false; }, false);
   std::vector<Output> rf = BuildIn(&f, g, [&] { return false_fn(branch_scope); });
+  info.false_last = NextNodeId(*g) - 1;
   if (rt.size() != rf.size()) {
     Throw(errors::InvalidArgument("The branches of cond '", cs.name_scope(), "' return ", rt.size(),
                                   " and ", rf.size(), " tensors: they must return as many"));
@@ -154,7 +160,12 @@ std::vector<Output> Cond(const Scope& s, Output pred, const BranchFn& true_fn,
                                     " in the false branch ('", rf[i].name(), "')"));
     }
     out.push_back(Merge(cs.WithOpName("Merge"), {rf[i], rt[i]}).output);
+    info.merges.push_back(out.back().node);
   }
+  info.last_id = NextNodeId(*g) - 1;
+  info.switches.insert(sw.output_true.node);
+  for (const auto& [x, outputs] : switches) info.switches.insert(outputs.output_true.node);
+  internal::Conds(g).push_back(std::move(info));
   return out;
 }
 
@@ -356,6 +367,38 @@ std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const Loop
 
 const std::deque<WhileLoopInfo>& WhileLoops(Graph* g) {
   return g->GetOrCreateExtension<WhileLoopRegistry>()->loops;
+}
+
+namespace {
+struct CondRegistry {
+  std::deque<CondInfo> conds;
+  std::map<const Node*, SwitchOutputs> grad_switches;
+};
+}  // namespace
+
+std::deque<CondInfo>& Conds(Graph* g) { return g->GetOrCreateExtension<CondRegistry>()->conds; }
+
+std::map<const Node*, SwitchOutputs>& CondGradSwitches(Graph* g) {
+  return g->GetOrCreateExtension<CondRegistry>()->grad_switches;
+}
+
+Branch BranchOf(const std::vector<const CondInfo*>& conds, const Output& x) {
+  Branch best;
+  for (const CondInfo* c : conds) {
+    if (!c->Contains(x.node) || (best.cond != nullptr && best.cond->first_id > c->first_id))
+      continue;
+    const int id = x.node->id();
+    if (c->switches.count(x.node)) {
+      best = {c, x.index == 1};
+    } else if (x.node == c->pivot_t || x.node == c->pivot_f) {
+      best = {c, x.node == c->pivot_t};
+    } else if (id >= c->true_first && id <= c->true_last) {
+      best = {c, true};
+    } else if (id >= c->false_first && id <= c->false_last) {
+      best = {c, false};
+    }
+  }
+  return best;
 }
 
 }  // namespace internal

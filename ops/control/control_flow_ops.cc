@@ -4,6 +4,7 @@
 // (executor/frames.h, docs/control_flow.md). The builders users call are in
 // ops/control_flow.h (Cond, WhileLoop, ...).
 #include "placeflow/core/shape_util.h"
+#include "placeflow/ops/control/cond_contexts.h"
 #include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/grad_util.h"
@@ -100,6 +101,7 @@ PF_GRAD(MergeGrad) {
   }
   Output taken = ops::Cast(s, Output(const_cast<Node*>(&n), 1), DT_BOOL);
   ops::SwitchOutputs sw = ops::Switch(s, g[0], taken);
+  ops::internal::CondGradSwitches(s.graph())[&n] = sw;  // a loop's gradient gates its pops
   *dx = {sw.output_false, sw.output_true};
   return Status::OK();
 }

@@ -465,21 +465,75 @@ TEST_CASE("Gradients of a recurrent loop over a matrix, and with maximum_iterati
   CHECK(ComputeGradientError(root, w, {4, 4}, out[0], {2, 4}, &wv) < 1e-8);
 }
 
-TEST_CASE("Gradients of a loop whose body holds a cond are Unimplemented, naming the loop",
+// v <- cond(i even, v * tanh(v + x), exp(-v) * x) for `steps` iterations; `nested`: the true
+// branch holds a second cond (i % 4 == 0) whose branches use x and v differently.
+Output LoopWithCond(const Scope& root, Output x, int steps, int parallel, bool nested) {
+  ops::WhileOptions o;
+  o.parallel_iterations = parallel;
+  return ops::WhileLoop(
+      root,
+      [steps](const Scope& s, const Vars& v) {
+        return ops::Less(s, v[0], ops::ConstInt(s, steps));
+      },
+      [&](const Scope& s, const Vars& v) {
+        auto pattern = [&](std::vector<bool> p) {
+          Tensor t(DT_BOOL, {static_cast<int64_t>(p.size())});
+          for (size_t k = 0; k < p.size(); ++k) t.flat<bool>()[k] = p[k];
+          return ops::Gather(s, ops::Const(s, t), v[0]);
+        };
+        Output even = pattern({true, false, true, false, true, false, true, false});
+        Output quarter = pattern({true, false, false, false, true, false, false, false});
+        Vars y = ops::Cond(
+            s, even,
+            [&](const Scope& b) {
+              Output t = ops::Mul(b, v[1], ops::Tanh(b, ops::Add(b, v[1], x)));
+              if (!nested) return Vars{t};
+              return ops::Cond(
+                  b, quarter, [&](const Scope& c) { return Vars{ops::Mul(c, t, x)}; },
+                  [&](const Scope& c) { return Vars{ops::Square(c, t)}; });
+            },
+            [&](const Scope& b) { return Vars{ops::Mul(b, ops::Exp(b, ops::Neg(b, v[1])), x)}; });
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), y[0]};
+      },
+      {ops::ConstInt(root, 0), x}, o)[1];
+}
+
+TEST_CASE("Gradients of a loop whose body holds conds match finite differences",
+          "[control_flow][gradients]") {
+  for (bool nested : {false, true}) {
+    for (int steps : {0, 1, 2, 7}) {  // at most 8: the patterns' length
+      for (int parallel : {1, 10}) {
+        CAPTURE(nested, steps, parallel);
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {3});
+        Output y = LoopWithCond(root, x, steps, parallel, nested);
+        CHECK(ComputeGradientError(root, x, {3}, y, {3}) < 1e-8);
+      }
+    }
+  }
+}
+
+TEST_CASE("Gradients of a loop whose body holds a loop are Unimplemented, naming the loop",
           "[control_flow][gradients][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {});
-  Vars out = ops::WhileLoop(
-      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
-      [](const Scope& s, const Vars& v) {
-        Vars y = ops::Cond(
-            s, ops::Greater(s, v[1], ops::Const(s, 0.f)),
-            [&](const Scope& b) { return Vars{ops::Neg(b, v[1])}; },
-            [&](const Scope& b) { return Vars{v[1]}; });
-        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), y[0]};
-      },
-      {ops::ConstInt(root, 0), x});
+  auto less3 = [](const Scope& s, const Vars& v) {
+    return ops::Less(s, v[0], ops::ConstInt(s, 3));
+  };
+  Vars out =
+      ops::WhileLoop(root, less3,
+                     [&](const Scope& s, const Vars& v) {
+                       Vars inner = ops::WhileLoop(
+                           s, less3,
+                           [](const Scope& b, const Vars& w) {
+                             return Vars{ops::Add(b, w[0], ops::ConstInt(b, 1)), ops::Neg(b, w[1])};
+                           },
+                           {ops::ConstInt(s, 0), v[1]});
+                       return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), inner[1]};
+                     },
+                     {ops::ConstInt(root, 0), x});
   CHECK_THROWS_WITH(Gradients(root, {out[1]}, {x}),
                     Contains("Gradients of while loop 'while'") && Contains("no gradient yet"));
 }

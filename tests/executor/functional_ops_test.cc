@@ -460,5 +460,32 @@ TEST_CASE("Gradients through Case match finite differences", "[control_flow][gra
   }
 }
 
+TEST_CASE("The gradient of a MapFn whose fn holds a Case matches finite differences",
+          "[control_flow][gradients][map_fn]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {6});
+  // Per element: e^3 when e > 0.3, tanh(e) * 2 when e < -0.3, e / 2 otherwise.
+  Output y = ops::MapFn(
+      root,
+      [](const Scope& s, Output e) {
+        auto c = [&](double v) { return ops::Const(s, Tensor::Scalar<double>(v)); };
+        return ops::Case(
+            s,
+            {{ops::Greater(s, e, c(0.3)),
+              [&](const Scope& b) {
+                return std::vector<Output>{ops::Mul(b, e, ops::Square(b, e))};
+              }},
+             {ops::Less(s, e, c(-0.3)),
+              [&](const Scope& b) {
+                return std::vector<Output>{ops::Mul(b, ops::Tanh(b, e), c(2))};
+              }}},
+            [&](const Scope& b) { return std::vector<Output>{ops::Mul(b, e, c(0.5))}; })[0];
+      },
+      x);
+  const Tensor xv = Tensor::FromVector<double>({0.9, -0.8, 0.1, -0.1, 0.5, -0.6}, {6});
+  CHECK(ComputeGradientError(root, x, {6}, y, {6}, &xv) < 1e-8);
+}
+
 }  // namespace
 }  // namespace pf
