@@ -120,6 +120,72 @@ class BranchGates {
   std::vector<const ops::internal::CondInfo*> conds_;
 };
 
+// A value of the forward loop comes from a stack: pushed in each forward iteration, popped in
+// reverse once per backward iteration. A value brought into the forward loop comes in again.
+// A value inside a cond's branch is pushed and popped in that branch only (BranchGates).
+class Stacks {
+ public:
+  Stacks(Graph* g, const WhileLoopInfo& loop, const Counter& counter, BranchGates* gates,
+         const Scope& backward)
+      : g_(g),
+        loop_(loop),
+        counter_(counter),
+        gates_(gates),
+        bs_(backward),
+        fs_(Scope::Root(g).WithExactNameScope(g->UniqueName(loop.frame + "/grad_stacks"))) {}
+
+  // The backward loop's CaptureFn (ops::internal::CaptureFn).
+  std::optional<Output> Capture(const Output& x, Node* pivot,
+                                const std::function<Output(const Output&)>& enter) {
+    if (!loop_.Contains(x.node)) return std::nullopt;
+    for (const Output& inv : loop_.invariants)
+      if (inv == x) return enter(x.node->input(0));
+    const Scope at_x = fs_.ColocateWith(Operation(x.node));
+    Output handle = ops::StackV2(at_x, x.dtype());
+    Output into_loop = ops::Enter(at_x, handle, loop_.frame, true, loop_.parallel_iterations);
+    Node* push =
+        ops::StackPush(at_x.WithControlDependencies({Operation(counter_.value)}), into_loop, x)
+            .node;
+    const ops::internal::Branch branch = gates_->BranchOf(x);
+    StatusOr<Node*> pushed = gates_->Trigger(at_x, push, branch, /*backward=*/false);
+    Keep(pushed.status());
+    g_->AddControlEdge(pushed.ok() ? *pushed : push, counter_.next);
+    Node* gate = pivot;
+    if (branch.cond != nullptr) {
+      StatusOr<Output> taken = gates_->Pivot(branch, /*backward=*/true);
+      Keep(taken.status());
+      if (taken.ok()) gate = ops::Identity(bs_, *taken).node;
+    }
+    Output pop = ops::StackPop(
+        bs_.WithControlDependencies({Operation(gate)}).ColocateWith(Operation(handle.node)),
+        enter(handle), x.dtype(), x.shape());
+    pops_.push_back({pop.node, branch});
+    return pop;
+  }
+  // The backward count's next value (`backward_next`) waits for the iteration's pops: they pop
+  // in order too.
+  Status ChainPops(Node* backward_next) {
+    PF_RETURN_IF_ERROR(status_);
+    for (const auto& [pop, branch] : pops_) {
+      PF_ASSIGN_OR_RETURN(Node * popped, gates_->Trigger(bs_, pop, branch, /*backward=*/true));
+      g_->AddControlEdge(popped, backward_next);
+    }
+    return Status::OK();
+  }
+
+ private:
+  void Keep(const Status& s) {
+    if (!s.ok() && status_.ok()) status_ = s;
+  }
+  Graph* g_;
+  const WhileLoopInfo& loop_;
+  const Counter& counter_;
+  BranchGates* gates_;
+  const Scope bs_, fs_;
+  std::vector<std::pair<Node*, ops::internal::Branch>> pops_;
+  Status status_;
+};
+
 // The backward loop's body: the body's gradient, from the loop variables' gradients `v`
 // (after the count) to theirs one iteration earlier and the invariants' running sums.
 class BackwardBody {
@@ -195,37 +261,10 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
     init.push_back(ops::ZerosLike(bs, outside));
     wo.shape_invariants.push_back(outside.shape());
   }
-  // A value of the forward loop comes from a stack: pushed in each forward iteration, popped in
-  // reverse once per backward iteration. A value brought into the forward loop comes in again.
-  // A value inside a cond's branch is pushed and popped in that branch only (BranchGates).
-  std::vector<std::pair<Node*, ops::internal::Branch>> pops;
-  Status gate_status;
-  const Scope fs = Scope::Root(g).WithExactNameScope(g->UniqueName(loop.frame + "/grad_stacks"));
-  auto capture = [&](const Output& x, Node* pivot,
-                     const std::function<Output(const Output&)>& enter) -> std::optional<Output> {
-    if (!loop.Contains(x.node)) return std::nullopt;
-    for (const Output& inv : loop.invariants)
-      if (inv == x) return enter(x.node->input(0));
-    Output handle = ops::StackV2(fs.ColocateWith(Operation(x.node)), x.dtype());
-    const Scope at_x = fs.ColocateWith(Operation(x.node));
-    Output into_loop = ops::Enter(at_x, handle, loop.frame, true, loop.parallel_iterations);
-    Node* push =
-        ops::StackPush(at_x.WithControlDependencies({Operation(counter.value)}), into_loop, x).node;
-    const ops::internal::Branch branch = gates.BranchOf(x);
-    StatusOr<Node*> pushed = gates.Trigger(at_x, push, branch, /*backward=*/false);
-    Node* gate = pivot;
-    if (branch.cond != nullptr) {
-      StatusOr<Output> taken = gates.Pivot(branch, /*backward=*/true);
-      if (taken.ok()) gate = ops::Identity(bs, *taken).node;
-      if (!taken.ok() && gate_status.ok()) gate_status = taken.status();
-    }
-    if (!pushed.ok() && gate_status.ok()) gate_status = pushed.status();
-    g->AddControlEdge(pushed.ok() ? *pushed : push, counter.next);
-    Output pop = ops::StackPop(
-        bs.WithControlDependencies({Operation(gate)}).ColocateWith(Operation(handle.node)),
-        enter(handle), x.dtype(), x.shape());
-    pops.push_back({pop.node, branch});
-    return pop;
+  Stacks stacks(g, loop, counter, &gates, bs);
+  auto capture = [&stacks](const Output& x, Node* pivot,
+                           const std::function<Output(const Output&)>& enter) {
+    return stacks.Capture(x, pivot, enter);
   };
   BackwardBody body(loop, vars, invariants, options);
   std::vector<Output> out = ops::internal::WhileLoop(
@@ -235,13 +274,7 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
       },
       std::ref(body), init, wo, capture);
   PF_RETURN_IF_ERROR(body.status);
-  PF_RETURN_IF_ERROR(gate_status);
-  // The backward count's next value waits for the iteration's pops: they pop in order too.
-  Node* backward_next = ops::internal::WhileLoops(g).back().next_iterations[0];
-  for (const auto& [pop, branch] : pops) {
-    PF_ASSIGN_OR_RETURN(Node * popped, gates.Trigger(bs, pop, branch, /*backward=*/true));
-    g->AddControlEdge(popped, backward_next);
-  }
+  PF_RETURN_IF_ERROR(stacks.ChainPops(ops::internal::WhileLoops(g).back().next_iterations[0]));
   LoopInputGradients result;
   result.enters.resize(loop.enters.size());
   result.invariants.resize(loop.invariants.size());
