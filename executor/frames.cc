@@ -1,8 +1,12 @@
 #include "placeflow/executor/frames.h"
 
+#include "placeflow/graph/cancellation.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <deque>
 #include <optional>
 
@@ -34,6 +38,14 @@ struct FrameState {
   // Loops spanning devices: the step's rendezvous and this instance's part of the keys.
   Rendezvous* rendezvous = nullptr;
   std::string key_prefix;
+  // What a timed-out step says of the loop: its name and newest iteration (read by another
+  // thread, so shared and atomic), registered with the step's CancellationManager.
+  struct Progress {
+    std::string name;
+    std::atomic<int64_t> newest{0};
+  };
+  std::shared_ptr<Progress> progress;
+  CancellationManager::Token token = 0;
 };
 
 namespace {
@@ -410,6 +422,14 @@ class Propagator {
       f->key_prefix = fmt::format("{};{}", outer, frame.name);
     }
     f->iterations.push_back(std::make_unique<IterState>(l_, frame, f, 0));
+    f->progress = std::make_shared<FrameState::Progress>();
+    f->progress->name = frame.name;
+    step_->group->cancellation()->Register(
+        &f->token, [](const Status&) {},
+        [p = f->progress] {
+          return fmt::format("while loop '{}' (iteration {} started)", p->name,
+                             p->newest.load(std::memory_order_relaxed));
+        });
     ++parent_iter->outstanding;
     step_->frames.insert(f);
     return f;
@@ -424,6 +444,7 @@ class Propagator {
       iter->Reset(l_, l_.frames[f->info], f->next_iter++);
     }
     IterState* it = iter.get();
+    f->progress->newest.store(it->iter, std::memory_order_relaxed);
     f->iterations.push_back(std::move(iter));
     for (const FrameState::Value& v : f->invariants)
       DeliverValue(l_.items[v.item], it, v.value, v.dead);
@@ -467,6 +488,7 @@ class Propagator {
       }
       parent_iter->children.erase(f->info);
       --parent_iter->outstanding;
+      if (f->token != 0) step_->group->cancellation()->Deregister(f->token);
       step_->frames.erase(f);
       delete f;
       f = parent_iter->frame;

@@ -332,11 +332,13 @@ TEST_CASE("A loop of a million iterations runs in constant stack and memory",
   CHECK(r[0].scalar<int32_t>() == n);
 }
 
-TEST_CASE("A loop that never ends is stopped by the step's timeout", "[control_flow][errors]") {
+TEST_CASE("A loop that never ends is stopped by the step's timeout, naming the loop",
+          "[control_flow][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
   Vars out = ops::WhileLoop(
-      root, [](const Scope& s, const Vars&) { return ops::Const(s, Tensor::Scalar<bool>(true)); },
+      root.WithOpName("forever"),
+      [](const Scope& s, const Vars&) { return ops::Const(s, Tensor::Scalar<bool>(true)); },
       [](const Scope& s, const Vars& v) { return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1))}; },
       {ops::ConstInt(root, 0)});
   Session sess(g);
@@ -345,6 +347,7 @@ TEST_CASE("A loop that never ends is stopped by the step's timeout", "[control_f
   std::vector<Tensor> r;
   Status s = sess.TryRun({}, out, {}, &r, ro);
   CHECK(s.code() == Code::kDeadlineExceeded);
+  CHECK_THAT(s.message(), Contains("waiting: while loop 'forever' (iteration "));
 }
 
 TEST_CASE("Loop errors: a tensor of a loop fetched", "[control_flow][errors]") {
