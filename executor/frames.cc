@@ -1,14 +1,14 @@
 #include "placeflow/executor/frames.h"
 
-#include "placeflow/graph/cancellation.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
 #include <deque>
+#include <memory>
 #include <optional>
+
+#include "placeflow/graph/cancellation.h"
 
 namespace pf {
 
