@@ -350,9 +350,9 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
       if (iter->pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready({dst, iter});
     }
   } else {
-    std::vector<TaggedNode> made_ready;
+    ReadyList made_ready;
     PropagateInFrames(l, step, t, outputs, &made_ready);
-    for (const TaggedNode& r : made_ready) ready(r);
+    made_ready.ForEach(ready);
   }
   outputs->clear();
   if (keep_expensive) {

@@ -71,7 +71,8 @@ void IterState::Reset(const Layout& l, const Layout::Frame& f, int64_t iteration
   for (size_t k = 0; k < f.items.size(); ++k)
     pending[k].store(l.items[f.items[k]].initial_pending, std::memory_order_relaxed);
   std::fill(dead.begin(), dead.end(), 0);
-  for (Tensor& t : inputs) t = Tensor();  // nodes that ran cleared theirs already
+  for (Tensor& t : inputs)  // nodes that ran cleared theirs already
+    if (t.IsInitialized()) t = Tensor();
   outstanding = 0;
   children.clear();
   SetKeys(this);
@@ -285,7 +286,7 @@ namespace {
 // PropagateInFrames' work under the step's frames lock.
 class Propagator {
  public:
-  Propagator(const Layout& l, Executor::Step* step, std::vector<TaggedNode>* ready)
+  Propagator(const Layout& l, Executor::Step* step, ReadyList* ready)
       : l_(l), step_(step), ready_(ready) {}
 
   void Finished(const TaggedNode& t, std::vector<Tensor>* outputs) {
@@ -497,14 +498,14 @@ class Propagator {
 
   const Layout& l_;
   Executor::Step* step_;
-  std::vector<TaggedNode>* ready_;
+  ReadyList* ready_;
   const Tensor empty_;
 };
 
 }  // namespace
 
 void PropagateInFrames(const Layout& l, Executor::Step* step, const TaggedNode& t,
-                       std::vector<Tensor>* outputs, std::vector<TaggedNode>* ready) {
+                       std::vector<Tensor>* outputs, ReadyList* ready) {
   Propagator p(l, step, ready);
   {
     std::lock_guard<std::mutex> lock(step->frames_mu);

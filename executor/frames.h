@@ -40,10 +40,37 @@ bool HasControlFlow(const std::vector<Node*>& nodes);
 Status BuildFrames(const ExecutorSpec& spec, const Executor::Layout::ItemIndex& item_of,
                    const Executor::Layout::FeedIndex& feed_index, Executor::Layout* l);
 
+// The nodes a finished node made ready: a few in place (most nodes make one or two ready), more
+// on the heap, so that handing on a node's outputs allocates nothing.
+class ReadyList {
+ public:
+  void push_back(const TaggedNode& t) {
+    if (size_ < kInline) {
+      inline_[size_++] = t;
+    } else {
+      more_.push_back(t);
+    }
+  }
+  template <typename Fn>
+  void ForEach(const Fn& fn) const {
+    for (int i = 0; i < size_; ++i) fn(inline_[i]);
+    for (const TaggedNode& t : more_) fn(t);
+  }
+
+ private:
+  static constexpr int kInline = 8;
+  TaggedNode inline_[kInline] = {TaggedNode(0, nullptr), TaggedNode(0, nullptr),
+                                 TaggedNode(0, nullptr), TaggedNode(0, nullptr),
+                                 TaggedNode(0, nullptr), TaggedNode(0, nullptr),
+                                 TaggedNode(0, nullptr), TaggedNode(0, nullptr)};
+  int size_ = 0;
+  std::vector<TaggedNode> more_;
+};
+
 // Node `t` finished (ran, or was skipped as dead): hands its outputs on within its iteration or
 // across frames and iterations, appends the nodes it made ready, and ends iterations and loop
 // instances that are finished (control-flow graphs only; `outputs` may be moved from).
 void PropagateInFrames(const Executor::Layout& l, Executor::Step* step, const TaggedNode& t,
-                       std::vector<Tensor>* outputs, std::vector<TaggedNode>* ready);
+                       std::vector<Tensor>* outputs, ReadyList* ready);
 
 }  // namespace pf

@@ -59,9 +59,15 @@ void SimdFor(int64_t begin, int64_t end, const Fn& fn) {
   });
 }
 
-// Runs fn(begin, end) over [0, n) on the intra-op pool.
+// Runs fn(begin, end) over [0, n) on the intra-op pool. Work too small to split (the pool
+// splits from 80,000 cost units up: core/thread_pool.cc) runs here at once, without making the
+// pool's std::function (a heap allocation for most lambdas): a scalar op costs a few hundred
+// instructions less.
 template <typename Fn>
 void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, Fn&& fn) {
+  constexpr int64_t kInlineWork = 40'000;
+  if (n <= 0) return;
+  if (n * std::max<int64_t>(cost_per_unit, 1) < kInlineWork) return fn(int64_t{0}, n);
   IntraOpPool(ctx)->ParallelFor(n, cost_per_unit, fn);
 }
 
