@@ -56,6 +56,7 @@ Status OpKernelContext::SetOutput(int i, Tensor t) {
 }
 
 Status OpKernelContext::ForwardInput(int in, int out) {
+  if (input(in).shape() == p_.output_shapes[out]) return SetOutput(out, input(in));
   PF_ASSIGN_OR_RETURN(Tensor t, input(in).Reshaped(p_.output_shapes[out]));
   return SetOutput(out, std::move(t));
 }
