@@ -16,8 +16,9 @@ build_dir="${BUILD_DIR:-build}"
 # cluster runtime (distributed/), protobuf also tf.Example (io/proto). openssl and iproute2: the cluster tests
 # (TLS certificates, network namespaces). libcli11-dev: the tools' flag parser (CLI11, header-only;
 # tools/flags.cc, docs/flags.md). libhwy-dev: Google Highway, the float kernels' portable SIMD
-# with run-time dispatch (ops/simd/, docs/simd.md).
-packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 python3 libcli11-dev libdnnl-dev libhwy-dev ocl-icd-opencl-dev zlib1g-dev libisal-dev dataset-fashion-mnist
+# with run-time dispatch (ops/simd/, docs/simd.md). libjpeg62-turbo-dev and libpng-dev: the JPEG and
+# PNG codecs (io/image_codec.h: the image ops, image-folder datasets; optional).
+packages=(g++ cmake ninja-build clang-format libfmt-dev libspdlog-dev catch2 python3 libcli11-dev libdnnl-dev libhwy-dev ocl-icd-opencl-dev zlib1g-dev libisal-dev libjpeg62-turbo-dev libpng-dev dataset-fashion-mnist
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2)
 source tools/ensure_packages.sh
 

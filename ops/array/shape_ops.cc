@@ -68,12 +68,19 @@ Status ReshapeShape(ShapeContext& c) {
   return Status::OK();
 }
 
+// Reshape, ExpandDims and Squeeze only relabel a buffer: every numeric dtype (uint8 images too).
+std::vector<DType> ShapeOpTypes() {
+  std::vector<DType> types = kRealNumberTypes;
+  types.push_back(DT_BOOL);
+  return types;
+}
+
 PF_REGISTER_OP(OpDef("Reshape")
                    .SetForwardsInput()
                    .Input("tensor", "T")
                    .Input("shape", "Tshape")
                    .Output("output", "T")
-                   .TypeAttr("T", kComputableTypes)
+                   .TypeAttr("T", ShapeOpTypes())
                    .TypeAttr("Tshape", kIndexTypes, DT_INT32)
                    .SetGradient(ReshapeGrad)
                    .SetShapeFn(ReshapeShape));
@@ -84,7 +91,7 @@ PF_REGISTER_OP(OpDef("ExpandDims")
                    .Input("input", "T")
                    .Output("output", "T")
                    .Attr("axis", int64_t{0})
-                   .TypeAttr("T", kComputableTypes)
+                   .TypeAttr("T", ShapeOpTypes())
                    .SetGradient(ReshapeGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      Shape in = c.input(0);
@@ -102,7 +109,7 @@ PF_REGISTER_OP(OpDef("Squeeze")
                    .Input("input", "T")
                    .Output("output", "T")
                    .Attr("squeeze_dims", std::vector<int64_t>{})
-                   .TypeAttr("T", kComputableTypes)
+                   .TypeAttr("T", ShapeOpTypes())
                    .SetGradient(ReshapeGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      const Shape& in = c.input(0);

@@ -136,7 +136,10 @@ std::vector<Output> Cond(const Scope& s, Output pred, const BranchFn& true_fn,
     return it->second;
   };
   const Scope branch_scope = cs.WithNoControlDependencies();
-  internal::CondInfo info{.pivot_t = pivot_t, .pivot_f = pivot_f, .first_id = first_id};
+  internal::CondInfo info;
+  info.pivot_t = pivot_t;
+  info.pivot_f = pivot_f;
+  info.first_id = first_id;
   info.true_first = NextNodeId(*g);
   Context t(
       g, first_id, pivot_t, [&](const Output& x) { return switch_of(x).output_true; }, false);

@@ -1,0 +1,142 @@
+// Bilinear and nearest-neighbour resizing as TensorFlow's ResizeBilinear and
+// ResizeNearestNeighbor compute them (legacy, align_corners and half_pixel_centers
+// coordinates), with their gradients. Shared by the resize kernels (resize_ops.cc) and the
+// image-folder dataset (data/image_folder.cc). Images are [batch, height, width, channels],
+// row-major, in host memory.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace pf::image {
+
+struct ResizeMode {
+  bool align_corners = false;
+  bool half_pixel_centers = false;
+};
+
+// How far apart, in input pixels, two neighbouring output pixels are.
+inline float ResizeScale(int64_t in, int64_t out, bool align_corners) {
+  return align_corners && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
+                                  : static_cast<float>(in) / static_cast<float>(out);
+}
+
+// Per output coordinate: the two input coordinates it lies between and its weight on the
+// second (bilinear).
+struct Lerp {
+  int64_t lower, upper;
+  float frac;
+};
+inline std::vector<Lerp> BilinearLerps(int64_t in, int64_t out, ResizeMode m) {
+  std::vector<Lerp> l(static_cast<size_t>(out));
+  const float scale = ResizeScale(in, out, m.align_corners);
+  for (int64_t i = 0; i < out; ++i) {
+    const float src = m.half_pixel_centers ? (static_cast<float>(i) + 0.5f) * scale - 0.5f
+                                           : static_cast<float>(i) * scale;
+    const float f = std::floor(src);
+    l[i] = {std::max<int64_t>(static_cast<int64_t>(f), 0),
+            std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), in - 1), src - f};
+  }
+  return l;
+}
+
+// Per output coordinate: the input coordinate nearest to it.
+inline std::vector<int64_t> NearestIndices(int64_t in, int64_t out, ResizeMode m) {
+  std::vector<int64_t> idx(static_cast<size_t>(out));
+  const float scale = ResizeScale(in, out, m.align_corners);
+  for (int64_t i = 0; i < out; ++i) {
+    const float src = m.half_pixel_centers ? (static_cast<float>(i) + 0.5f) * scale
+                                           : static_cast<float>(i) * scale;
+    int64_t j = static_cast<int64_t>(m.align_corners ? std::round(src) : std::floor(src));
+    j = std::min(j, in - 1);
+    if (m.half_pixel_centers) j = std::max<int64_t>(j, 0);
+    idx[i] = j;
+  }
+  return idx;
+}
+
+// out[b, y, x, c] from in[b, h, w, c]: bilinear, computed in float as TensorFlow does.
+template <typename T, typename U>
+void ResizeBilinearImpl(const T* in, int64_t batch, int64_t h, int64_t w, int64_t c, U* out,
+                        int64_t oh, int64_t ow, ResizeMode m) {
+  const std::vector<Lerp> ys = BilinearLerps(h, oh, m), xs = BilinearLerps(w, ow, m);
+  for (int64_t b = 0; b < batch; ++b) {
+    const T* img = in + b * h * w * c;
+    for (int64_t y = 0; y < oh; ++y) {
+      const T* top = img + ys[y].lower * w * c;
+      const T* bottom = img + ys[y].upper * w * c;
+      const float fy = ys[y].frac;
+      U* row = out + ((b * oh + y) * ow) * c;
+      for (int64_t x = 0; x < ow; ++x) {
+        const int64_t l = xs[x].lower * c, r = xs[x].upper * c;
+        const float fx = xs[x].frac;
+        for (int64_t k = 0; k < c; ++k) {
+          const float tl = static_cast<float>(top[l + k]), tr = static_cast<float>(top[r + k]);
+          const float bl = static_cast<float>(bottom[l + k]),
+                      br = static_cast<float>(bottom[r + k]);
+          const float t = tl + (tr - tl) * fx;
+          const float bo = bl + (br - bl) * fx;
+          row[x * c + k] = static_cast<U>(t + (bo - t) * fy);
+        }
+      }
+    }
+  }
+}
+
+// The gradient of ResizeBilinearImpl: grad [batch, oh, ow, c] spread onto [batch, h, w, c]
+// (`out`, zeroed here).
+template <typename T>
+void ResizeBilinearGradImpl(const float* grad, int64_t batch, int64_t oh, int64_t ow, int64_t c,
+                            T* out, int64_t h, int64_t w, ResizeMode m) {
+  std::fill(out, out + batch * h * w * c, T(0));
+  const std::vector<Lerp> ys = BilinearLerps(h, oh, m), xs = BilinearLerps(w, ow, m);
+  for (int64_t b = 0; b < batch; ++b) {
+    T* img = out + b * h * w * c;
+    for (int64_t y = 0; y < oh; ++y) {
+      T* top = img + ys[y].lower * w * c;
+      T* bottom = img + ys[y].upper * w * c;
+      const float fy = ys[y].frac;
+      const float* g = grad + ((b * oh + y) * ow) * c;
+      for (int64_t x = 0; x < ow; ++x) {
+        const int64_t l = xs[x].lower * c, r = xs[x].upper * c;
+        const float fx = xs[x].frac;
+        for (int64_t k = 0; k < c; ++k) {
+          const float v = g[x * c + k];
+          top[l + k] += static_cast<T>(v * (1 - fy) * (1 - fx));
+          top[r + k] += static_cast<T>(v * (1 - fy) * fx);
+          bottom[l + k] += static_cast<T>(v * fy * (1 - fx));
+          bottom[r + k] += static_cast<T>(v * fy * fx);
+        }
+      }
+    }
+  }
+}
+
+// Nearest neighbour; `Grad`: false copies in -> out ([.., oh, ow, ..] from [.., h, w, ..]); true
+// adds each of `in` ([.., oh, ow, ..], a gradient) onto the pixel of `out` ([.., h, w, ..],
+// zeroed) it came from.
+template <bool Grad, typename T>
+void ResizeNearestImpl(const T* in, int64_t batch, int64_t h, int64_t w, int64_t c, T* out,
+                       int64_t oh, int64_t ow, ResizeMode m) {
+  const std::vector<int64_t> ys = NearestIndices(h, oh, m), xs = NearestIndices(w, ow, m);
+  if constexpr (Grad) std::fill(out, out + batch * h * w * c, T(0));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t y = 0; y < oh; ++y) {
+      for (int64_t x = 0; x < ow; ++x) {
+        const int64_t small = ((b * oh + y) * ow + x) * c;
+        const int64_t big = ((b * h + ys[y]) * w + xs[x]) * c;
+        for (int64_t k = 0; k < c; ++k) {
+          if constexpr (Grad) {
+            out[big + k] += in[small + k];
+          } else {
+            out[small + k] = in[big + k];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace pf::image
