@@ -90,9 +90,9 @@ TEST_CASE("DecodeJpeg gives TensorFlow's pixels for every channels, ratio and DC
           StatusOr<Tensor> got = image::DecodeJpeg(bytes, o);
           REQUIRE(got.ok());
           // The big image's channels=0 fixtures were left out: TF's equal its channels=3 ones.
-          const std::string want = fmt::format("{}.c{}_r{}_{}.txt", file,
-                                               big && channels == 0 ? 3 : channels, ratio,
-                                               *dct ? "accurate" : "default");
+          const std::string want =
+              fmt::format("{}.c{}_r{}_{}.txt", file, big && channels == 0 ? 3 : channels, ratio,
+                          *dct ? "accurate" : "default");
           CheckSameImage(*got, ReadArray(want));
         }
       }
