@@ -14,7 +14,7 @@ build=${2:-build-fuzz}
 shift $(($# < 2 ? $# : 2))
 root=$(cd "$(dirname "$0")/.." && pwd)
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(device_name safetensors idx graph tfrecord placed_graph raw_message)
+[[ ${#targets[@]} -eq 0 ]] && targets=(device_name safetensors idx graph tfrecord image placed_graph raw_message)
 work=${PF_FUZZ_WORK:-$build/fuzz-work}
 # UBSan reports stop the run (the build also compiles with -fno-sanitize-recover=all).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
