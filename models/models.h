@@ -98,8 +98,9 @@ Model BuildLeNet(const Scope& root, const ModelOptions& options);
 Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& options);
 Model BuildCnnSeed004(const Scope& root, const ModelOptions& options);
 // lstm_seq: MNIST read row by row (28 steps of 28 pixels) by two LSTM layers of 128 units
-// ("lstm_0", "lstm_1": DynamicRnn loops; `--place "lstm_0=/cpu:0,lstm_1=/cpu:1"` puts each on a
-// device, seed 003's model parallelism) and a dense layer on the last step's output.
+// ("lstm_0", "lstm_1", stacked in one DynamicRnn loop; `--place "lstm_0=/cpu:0,lstm_1=/cpu:1"`
+// puts each on a device and the loop spans both, seed 003's model parallelism) and a dense
+// layer on the last step's output.
 Model BuildLstmSeq(const Scope& root, const ModelOptions& options);
 // The model table: every model pf-train, pf-bench and the tests know, with its defaults. The
 // flags' help, --model's choices and the classifier test come from here.

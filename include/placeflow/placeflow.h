@@ -31,6 +31,7 @@
 #include "placeflow/io/record_io.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/everyday_ops.h"
+#include "placeflow/ops/image_ops.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/ops/parse/parse_ops.h"
 #include "placeflow/train/gradient_checker.h"
