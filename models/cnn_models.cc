@@ -10,7 +10,8 @@
 namespace pf::models {
 namespace {
 
-// Builds the network on [N, 28, 28, 1] images and returns logits [N, 10]. `training` selects
+// Builds the network on [N, h, w, c] images (ModelOptions::image_shape) and returns logits
+// [N, num_classes]. `training` selects
 // batch statistics and dropout; called twice (training under the towers, inference for the
 // accuracy with the variables reused).
 using NetFn = std::function<Output(const Scope& s, Output images, bool training)>;
@@ -20,11 +21,19 @@ Model BuildCnn(const std::string& name, const Scope& root, const ModelOptions& o
   Model m;
   m.name = name;
   m.classifier = true;
-  m.input =
-      o.input.node ? o.input : ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
+  if (o.image_shape.size() != 3 || o.num_classes < 2) {
+    throw Error(errors::InvalidArgument("Model ", name, ": image_shape must be [h, w, c] and ",
+                                        "num_classes at least 2"));
+  }
+  const int64_t features = o.image_shape[0] * o.image_shape[1] * o.image_shape[2];
+  m.input = o.input.node ? o.input
+                         : ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, features});
   m.target =
       o.target.node ? o.target : ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
-  auto images = [](const Scope& s, Output x) { return ops::Reshape(s, x, {-1, 28, 28, 1}); };
+  const std::vector<int32_t> dims = {-1, static_cast<int32_t>(o.image_shape[0]),
+                                     static_cast<int32_t>(o.image_shape[1]),
+                                     static_cast<int32_t>(o.image_shape[2])};
+  auto images = [dims](const Scope& s, Output x) { return ops::Reshape(s, x, dims); };
   auto tower = [&](const Scope& s, const std::vector<Output>& in) {
     Output logits = net(s, images(s, in[0]), /*training=*/true);
     Output xent = ops::Mean(s.WithOpName("cross_entropy_mean"),
@@ -107,7 +116,8 @@ struct BlockSpec {
 };
 
 Output MobileNetV2(const Scope& s, Output x, const Mode& mode, double alpha, int32_t stem_stride,
-                   const std::vector<BlockSpec>& table, int64_t last_c, int64_t seed) {
+                   const std::vector<BlockSpec>& table, int64_t last_c, int64_t classes,
+                   int64_t seed) {
   Output h = ConvBn(s, "Conv1", x, Divisible(32 * alpha), 3, stem_stride, mode, true, seed);
   int block = 0;
   for (const BlockSpec& b : table) {
@@ -118,7 +128,7 @@ Output MobileNetV2(const Scope& s, Output x, const Mode& mode, double alpha, int
   }
   h = ConvBn(s, "Conv_1", h, last_c, 1, 1, mode, true, seed + 7);
   layers::DenseOptions d;
-  d.units = 10;
+  d.units = classes;
   d.seed = seed + 9;
   return layers::Dense(s, "Logits", layers::GlobalAveragePooling2D(s, h), d);
 }
@@ -128,7 +138,8 @@ Output MobileNetV2(const Scope& s, Output x, const Mode& mode, double alpha, int
 // conv 5x5x32 - pool - conv 5x5x64 - pool - dense 512 - dropout 0.4 - dense 10.
 Model BuildLeNet(const Scope& root, const ModelOptions& o) {
   const int64_t seed = o.seed * 1000;
-  return BuildCnn("lenet", root, o, [seed](const Scope& s, Output x, bool training) {
+  const int64_t classes = o.num_classes;
+  return BuildCnn("lenet", root, o, [seed, classes](const Scope& s, Output x, bool training) {
     layers::Conv2DOptions c1{.filters = 32, .kernel_size = {5, 5}, .activation = "relu"};
     c1.seed = seed + 1;
     layers::Conv2DOptions c2 = c1;
@@ -140,7 +151,7 @@ Model BuildLeNet(const Scope& root, const ModelOptions& o) {
     fc.seed = seed + 3;
     h = layers::Dropout(s, layers::Dense(s, "fc1", layers::Flatten(s, h), fc), 0.4f, training,
                         seed + 4);
-    layers::DenseOptions out{.units = 10};
+    layers::DenseOptions out{.units = classes};
     out.seed = seed + 5;
     return layers::Dense(s, "logits", h, out);
   });
@@ -152,8 +163,17 @@ Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& o) {
   const float momentum = o.batch_norm_momentum;
   return BuildCnn("mobilenet_v2_small", root, o, [=](const Scope& s, Output x, bool training) {
     return MobileNetV2(s, x, {training, {.momentum = momentum}}, 1.0, 1,
-                       {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 2, 1}}, 256, seed);
+                       {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 2, 1}}, 256,
+                       o.num_classes, seed);
   });
+}
+
+// Keras's MobileNetV2 block table (t: expansion, c: channels, n: repeats, s: first stride).
+const std::vector<BlockSpec>& KerasBlocks() {
+  static const std::vector<BlockSpec> table = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2},
+                                               {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2},
+                                               {6, 320, 1, 1}};
+  return table;
 }
 
 // Keras's MobileNetV2 (seed 004: tf.keras.applications.MobileNetV2(weights=None)) with its
@@ -163,32 +183,40 @@ Model BuildCnnSeed004(const Scope& root, const ModelOptions& o) {
   const int64_t seed = o.seed * 1000;
   const float momentum = o.batch_norm_momentum;
   return BuildCnn("cnn_seed004", root, o, [=](const Scope& s, Output x, bool training) {
-    return MobileNetV2(s, x, {training, {.momentum = momentum}}, 0.35, 2,
-                       {{1, 16, 1, 1},
-                        {6, 24, 2, 2},
-                        {6, 32, 3, 2},
-                        {6, 64, 4, 2},
-                        {6, 96, 3, 1},
-                        {6, 160, 3, 2},
-                        {6, 320, 1, 1}},
-                       1280, seed);
+    return MobileNetV2(s, x, {training, {.momentum = momentum}}, 0.35, 2, KerasBlocks(), 1280,
+                       o.num_classes, seed);
   });
 }
 
-// Two LSTM layers over the image's rows (BuildCnn's [N, 28, 28, 1] images as 28 steps of 28).
+Model BuildMobileNetV2(const Scope& root, const ModelOptions& o) {
+  if (o.width <= 0) throw Error(errors::InvalidArgument("mobilenet_v2: width must be positive"));
+  const int64_t seed = o.seed * 1000;
+  const float momentum = o.batch_norm_momentum;
+  const int64_t last = o.width > 1.0 ? Divisible(1280 * o.width) : 1280;
+  return BuildCnn("mobilenet_v2", root, o, [=](const Scope& s, Output x, bool training) {
+    return MobileNetV2(s, x, {training, {.momentum = momentum}}, o.width, 2, KerasBlocks(), last,
+                       o.num_classes, seed);
+  });
+}
+
+// Two LSTM layers over the image's rows (BuildCnn's [N, h, w, c] images as h steps of w * c).
 Model BuildLstmSeq(const Scope& root, const ModelOptions& o) {
   const int64_t seed = o.seed * 1000;
-  return BuildCnn("lstm_seq", root, o, [seed](const Scope& s, Output x, bool) {
-    Output h = ops::Reshape(s, x, {-1, 28, 28});
+  // The image's rows are the steps: h steps of w * c values.
+  const auto rows = static_cast<int32_t>(o.image_shape.at(0));
+  const auto row = static_cast<int32_t>(o.image_shape.at(1) * o.image_shape.at(2));
+  const int64_t classes = o.num_classes;
+  return BuildCnn("lstm_seq", root, o, [=](const Scope& s, Output x, bool) {
+    Output h = ops::Reshape(s, x, {-1, rows, row});
     // Two LSTM layers stacked in one loop (tf.nn.rnn_cell.MultiRNNCell): with "--place
     // lstm_0=/cpu:0,lstm_1=/cpu:1" the loop spans both devices and layer 1 runs step t while
     // layer 0 runs step t+1.
     layers::LSTMCell lstm0("lstm_0", 128, 1.f, seed), lstm1("lstm_1", 128, 1.f, seed + 1);
     layers::MultiRnnCell cell({&lstm0, &lstm1});
     h = layers::DynamicRnn(s, cell, h).outputs;
-    // The last step's output: [N, 28, 128] -> [N, 128].
-    h = ops::Reshape(s, ops::Slice(s, h, {0, 27, 0}, {-1, 1, 128}), {-1, 128});
-    layers::DenseOptions out{.units = 10};
+    // The last step's output: [N, rows, 128] -> [N, 128].
+    h = ops::Reshape(s, ops::Slice(s, h, {0, rows - 1, 0}, {-1, 1, 128}), {-1, 128});
+    layers::DenseOptions out{.units = classes};
     out.seed = seed + 5;
     return layers::Dense(s, "logits", h, out);
   });

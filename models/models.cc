@@ -55,6 +55,7 @@ const std::vector<ModelSpec>& Models() {
       {"lenet", BuildLeNet, true, 100, "adam", 1e-3, 0.05},
       {"mobilenet_v2_small", BuildMobileNetV2Small, true, 100, "adam", 1e-3, 0.05},
       {"cnn_seed004", BuildCnnSeed004, true, 100, "adam", 1e-3, 0.05},
+      {"mobilenet_v2", BuildMobileNetV2, true, 32, "adam", 1e-3, 0.05},
       {"lstm_seq", BuildLstmSeq, true, 64, "adam", 1e-3, 0.05},
   };
   return models;
@@ -169,13 +170,15 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& o) {
   Model m;
   m.name = "mnist_mlp";
   m.classifier = true;
-  m.input =
-      o.input.node ? o.input : ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, 784});
+  int64_t features = 1;
+  for (int64_t d : o.image_shape) features *= d;
+  m.input = o.input.node ? o.input
+                         : ops::Placeholder(root.WithOpName("x-input"), DT_FLOAT, {-1, features});
   m.target =
       o.target.node ? o.target : ops::Placeholder(root.WithOpName("y-input"), DT_INT32, {-1});
-  auto tower = [&o](const Scope& s, const std::vector<Output>& in) {
-    Dense l1 = MakeDense(s, "layer1", 784, 500, o, 1, Shape{500});
-    Dense l2 = MakeDense(s, "layer2", 500, 10, o, 2, Shape{10});
+  auto tower = [&o, features](const Scope& s, const std::vector<Output>& in) {
+    Dense l1 = MakeDense(s, "layer1", features, 500, o, 1, Shape{500});
+    Dense l2 = MakeDense(s, "layer2", 500, o.num_classes, o, 2, Shape{o.num_classes});
     Output logits = l2.Apply(l1.Apply(in[0], true, l1.w, l1.b), false, l2.w, l2.b);
     Output xent = ops::Mean(s.WithOpName("cross_entropy_mean"),
                             ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, in[1]).first);

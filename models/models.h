@@ -61,6 +61,11 @@ struct ModelOptions {
   // Classifiers: when set (an iterator's IteratorGetNext outputs: float [?, 784], int32 [?]),
   // the model reads these instead of making placeholders (Model::input/target are these).
   Output input, target;
+  // Classifiers: the images (height, width, channels; the input is [?, h * w * c]) and the
+  // number of classes: MNIST's by default. mobilenet_v2: the width multiplier (Keras's alpha).
+  std::vector<int64_t> image_shape = {28, 28, 1};
+  int64_t num_classes = 10;
+  double width = 1.0;
 };
 
 struct Model {
@@ -87,7 +92,8 @@ struct Model {
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& options);
 Model BuildMnistMlp(const Scope& root, const ModelOptions& options);
-// The CNNs (models/cnn_models.cc) read MNIST-style [?, 784] inputs as [?, 28, 28, 1] images:
+// The CNNs (models/cnn_models.cc) read [?, h * w * c] inputs as [?, h, w, c] images
+// (ModelOptions::image_shape, MNIST's [28, 28, 1] by default) into num_classes logits:
 // lenet: conv 5x5x32 - max pool - conv 5x5x64 - max pool - dense 512 - dropout - dense 10;
 // mobilenet_v2_small: MobileNetV2 inverted residual blocks (depthwise convs, batch norm, ReLU6)
 //   sized for 28x28; cnn_seed004: seed 004's MobileNetV2 (Keras's block table) at width 0.35.
@@ -97,6 +103,11 @@ Model BuildMnistMlp(const Scope& root, const ModelOptions& options);
 Model BuildLeNet(const Scope& root, const ModelOptions& options);
 Model BuildMobileNetV2Small(const Scope& root, const ModelOptions& options);
 Model BuildCnnSeed004(const Scope& root, const ModelOptions& options);
+// mobilenet_v2: Keras's MobileNetV2 (tf.keras.applications.MobileNetV2(weights=None)) at
+// ModelOptions::width on ModelOptions::image_shape with num_classes outputs: stride-2 stem,
+// the whole block table, 1280 channels before the classifier (more above width 1). For
+// photos: pf-train --data DIR --data-format images --image-size 224.
+Model BuildMobileNetV2(const Scope& root, const ModelOptions& options);
 // lstm_seq: MNIST read row by row (28 steps of 28 pixels) by two LSTM layers of 128 units
 // ("lstm_0", "lstm_1", stacked in one DynamicRnn loop; `--place "lstm_0=/cpu:0,lstm_1=/cpu:1"`
 // puts each on a device and the loop spans both, seed 003's model parallelism) and a dense

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/data/image_folder.h"
+#include "placeflow/io/image_codec.h"
 #include "tools/tfrecord_input.h"
 #include "tools/tower_plan.h"
 #include "tools/tower_timing.h"
@@ -77,6 +79,52 @@ void LoadIdx(const TrainArgs& a, const std::string& dir, TrainingData* d) {
   auto [images, labels] = data::MnistPaths(dir, Split::kTrain);
   d->train_ds = data::Dataset::FromIdx(images, labels).Take(a.train_limit > 0 ? a.train_limit : -1);
   d->train_examples = CountElements(d->train_ds);
+}
+
+// A folder of class subfolders: the training files as a dataset of flattened images scaled to
+// [0, 1] (as the IDX files give them), the validation files as arrays.
+void LoadImages(const TrainArgs& a, const std::string& dir, TrainingData* d) {
+  if (!image::Available())
+    throw UsageError("--data-format images needs a placeflow built with libjpeg and libpng");
+  if (a.validation_split >= 1) throw UsageError("--validation-split must be below 1");
+  data::ImageFolderOptions o;
+  o.image_size = {a.image_size, a.image_size};
+  o.seed = static_cast<uint64_t>(a.seed);
+  o.validation_split = a.validation_split;
+  o.subset = "training";
+  data::ImageFolder train = data::FromImageFolder(dir, o).ValueOrThrow();
+  o.subset = "validation";
+  data::ImageFolder test = data::FromImageFolder(dir, o).ValueOrThrow();
+  if (train.class_names.size() < 2)
+    throw UsageError("--data " + dir + ": a classifier needs at least two class folders");
+  d->class_names = train.class_names;
+  d->image_shape = {a.image_size, a.image_size, 3};
+  const int64_t features = a.image_size * a.image_size * 3;
+  const data::ElementSpec flat = {{DT_FLOAT, Shape{features}}, {DT_INT32, Shape{}}};
+  auto flatten = [features](data::Element e) -> StatusOr<data::Element> {
+    Tensor x(DT_FLOAT, {features});
+    const float* in = e[0].data<float>();
+    for (int64_t i = 0; i < features; ++i) x.data<float>()[i] = in[i] / 255.f;
+    return data::Element{std::move(x), std::move(e[1])};
+  };
+  d->train_ds = train.dataset.Map(flatten, 1, flat).Take(a.train_limit > 0 ? a.train_limit : -1);
+  d->train_examples =
+      a.train_limit > 0 ? std::min(a.train_limit, train.num_files) : train.num_files;
+  // The validation files, decoded once, as the test arrays evaluation feeds.
+  const int64_t n = a.test_limit > 0 ? std::min(a.test_limit, test.num_files) : test.num_files;
+  d->test.images = Tensor(DT_FLOAT, {n, features});
+  d->test.labels = Tensor(DT_INT32, {n});
+  auto it = test.dataset.Map(flatten, 1, flat).Take(n).MakeIterator();
+  data::Element e;
+  for (int64_t i = 0; it->GetNext(&e).ValueOrThrow(); ++i) {
+    std::copy_n(e[0].data<float>(), features, d->test.images.data<float>() + i * features);
+    d->test.labels.data<int32_t>()[i] = e[1].scalar<int32_t>();
+  }
+  std::string classes;
+  for (const std::string& c : d->class_names) classes += (classes.empty() ? "" : ", ") + c;
+  std::printf("classes: %zu (%s), images resized to %lldx%lld\n", d->class_names.size(),
+              classes.c_str(), static_cast<long long>(a.image_size),
+              static_cast<long long>(a.image_size));
 }
 
 std::string DefaultData() {
@@ -299,10 +347,9 @@ TrainingData LoadData(const TrainArgs& a) {
   // Classifiers read their batches through a dataset in the graph, except in a cluster (each
   // worker feeds its own).
   d.pipeline = a.input == "dataset" && !a.in_cluster();
-  if (a.data_format == "tfrecord" && !d.pipeline)
-    throw UsageError(
-        "--data-format tfrecord reads through the input pipeline: not with --input feed or a "
-        "cluster");
+  if (a.data_format != "idx" && !d.pipeline)
+    throw UsageError("--data-format " + a.data_format +
+                     " reads through the input pipeline: not with --input feed or a cluster");
   if (!models::IsClassifier(a.model)) return d;
   const std::string dir = a.data.empty() ? DefaultData() : a.data;
   if (dir.empty())
@@ -311,6 +358,8 @@ TrainingData LoadData(const TrainArgs& a) {
         "dataset-fashion-mnist)");
   if (a.data_format == "tfrecord") {
     LoadTFRecords(a, dir, &d);
+  } else if (a.data_format == "images") {
+    LoadImages(a, dir, &d);
   } else {
     LoadIdx(a, dir, &d);
   }
@@ -326,6 +375,11 @@ TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& 
   TrainGraph tg;
   tg.classifier = models::IsClassifier(a.model);
   models::ModelOptions mo = ModelOptionsFor(a, role, data.train_examples, &tg.num_cpus);
+  mo.width = a.width;
+  if (!data.image_shape.empty()) {
+    mo.image_shape = data.image_shape;
+    mo.num_classes = static_cast<int64_t>(data.class_names.size());
+  }
   tg.steps_per_epoch = mo.steps_per_epoch;
   tg.graph = std::make_unique<Graph>();
   tg.graph->set_seed(a.seed);

@@ -36,6 +36,9 @@ struct TrainingData {
   data::Dataset train_ds;
   int64_t train_examples = 0;
   bool pipeline = false;  // batches come through IteratorGetNext in the graph
+  // --data-format images: the images' shape and the classes (empty: MNIST's 28x28x1, 10).
+  std::vector<int64_t> image_shape;
+  std::vector<std::string> class_names;
 };
 
 struct TrainGraph {

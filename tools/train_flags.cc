@@ -88,9 +88,15 @@ void AddDataFlags(FlagSet& f, TrainArgs& a) {
   f.String("--data-format", &a.data_format,
            "idx: --data is a directory of IDX files; tfrecord: --data is a TFRecord file of "
            "tf.Example records (pf-data convert) or a directory of them (train*.tfrecord, "
-           "test*.tfrecord)",
-           {"idx", "tfrecord"})
+           "test*.tfrecord); images: --data is a folder of class subfolders of JPEG/PNG files",
+           {"idx", "tfrecord", "images"})
       .Default("idx");
+  f.Int("--image-size", &a.image_size,
+        "--data-format images: the side (pixels) the images are resized to", 8, 4096);
+  f.Double("--validation-split", &a.validation_split,
+           "--data-format images: the fraction of the files kept to evaluate on, not trained on",
+           Positive());
+  f.Double("--width", &a.width, "mobilenet_v2's width multiplier (Keras's alpha)", Positive());
   f.String("--input", &a.input,
            "how classifiers get their training batches: dataset (a shuffle/batch/prefetch "
            "pipeline read by IteratorGetNext in the graph) or feed (prepared on a thread, fed)",

@@ -39,7 +39,10 @@ struct TrainArgs {
   bool log_placement = false;
   int64_t seed = 1;
   std::string data;
-  std::string data_format = "idx";  // idx | tfrecord
+  std::string data_format = "idx";  // idx | tfrecord | images
+  int64_t image_size = 224;         // images: the side they are resized to
+  double validation_split = 0.2;    // images: the files kept to evaluate on
+  double width = 1.0;               // mobilenet_v2's width multiplier
   std::string input = "dataset";    // dataset (IteratorGetNext in the graph) | feed
   std::string init = "glorot";
   std::string checkpoint;

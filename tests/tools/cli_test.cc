@@ -105,7 +105,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   CHECK(r.err.empty());
   CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
   const std::vector<std::string> entries = HelpEntries(r.out);
-  CHECK(entries.size() == 41);
+  CHECK(entries.size() == 44);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
@@ -121,6 +121,9 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--seed",
                            "--data",
                            "--data-format",
+                           "--image-size",
+                           "--validation-split",
+                           "--width",
                            "--input",
                            "--init",
                            "--checkpoint",
@@ -158,12 +161,12 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   }
   CHECK(std::count(entries.begin(), entries.end(),
                    "  --batch N                    examples per step, split over the towers; "
-                   "clamped to the training set's size (default: 2000 for mlp_seed000, 64 for "
-                   "lstm_seq, else 100; 1..10000000)") == 1);
+                   "clamped to the training set's size (default: 2000 for mlp_seed000, 32 for "
+                   "mobilenet_v2, 64 for lstm_seq, else 100; 1..10000000)") == 1);
   CHECK(std::count(entries.begin(), entries.end(),
                    "  --model NAME                 the model to train (default: mlp_seed000; one "
                    "of mlp_seed000, mnist_mlp, lenet, mobilenet_v2_small, cnn_seed004, "
-                   "lstm_seq)") == 1);
+                   "mobilenet_v2, lstm_seq)") == 1);
   CHECK_THAT(r.out, Contains("dataset-fashion-mnist"));
   CHECK(Train("-h").out == r.out);
 }
@@ -281,7 +284,7 @@ TEST_CASE("pf-train: every numeric flag is range-checked with a one-line error a
       {"--devices tpu", "--devices must be one of cpu, gpu, all, got 'tpu'"},
       {"--model resnet",
        "--model must be one of mlp_seed000, mnist_mlp, lenet, "
-       "mobilenet_v2_small, cnn_seed004, lstm_seq, got 'resnet'"},
+       "mobilenet_v2_small, cnn_seed004, mobilenet_v2, lstm_seq, got 'resnet'"},
       {"--steps", "missing value for --steps"},
       {"--stepz 3", "unknown flag '--stepz' (see pf-train --help)"},
       {"--restore=maybe", "--restore takes no value (or true/false), got 'maybe'"},

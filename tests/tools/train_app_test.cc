@@ -140,7 +140,7 @@ TEST_CASE("pf-train's per-model defaults come from the model table", "[app][flag
   CHECK(models::FindModel("mnist_mlp")->batch == 100);
   // --help shows the same numbers.
   CHECK_THAT(Parse({"-h"}).help_text,
-             Contains("(default: 2000 for mlp_seed000, 64 for lstm_seq, else 100;"));
+             Contains("(default: 2000 for mlp_seed000, 32 for mobilenet_v2,"));
   CHECK_THAT(Parse({"-h"}).help_text,
              Contains("(default: sgd for mlp_seed000, mnist_mlp, else adam"));
 }
