@@ -117,6 +117,8 @@ StatusOr<ImageFolder> FromImageFolder(const std::string& dir, const ImageFolderO
     paths.data<std::string>()[i] = files[i].first;
     labels.data<int32_t>()[i] = files[i].second;
     ++result.per_class[files[i].second];
+    result.files.push_back(files[i].first);
+    result.labels.push_back(files[i].second);
   }
   PF_LOG_INFO("Found {} files belonging to {} classes in '{}'{}{}", result.num_files,
               result.class_names.size(), dir, o.subset.empty() ? "" : ", using them for ",

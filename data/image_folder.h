@@ -41,6 +41,9 @@ struct ImageFolder {
   int64_t num_files = 0;           // in this subset
   int64_t num_skipped = 0;         // files that are not images, in every class
   std::vector<int64_t> per_class;  // files per class in this subset
+  // The subset's files in the dataset's order, and their labels.
+  std::vector<std::string> files;
+  std::vector<int32_t> labels;
 };
 
 // Errors (InvalidArgument, NotFound): no such folder, no class subfolder, no image at all,

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "placeflow/io/image_codec.h"
 #include "tests/testing/test_util.h"
 
 namespace pf {
@@ -122,6 +123,45 @@ TEST_CASE("pf-data convert writes IDX files as TFRecord of tf.Example", "[tools]
 #endif
 }
 
+TEST_CASE("pf-data convert --images writes each file's bytes with its class", "[tools][pf_data]") {
+  if (!image::Available()) {
+    WARN("SKIPPED: this build has no image codecs");
+    return;
+  }
+  Dir dir("images");
+  for (const char* cls : {"b_cls", "a_cls"}) {
+    fs::create_directories(dir.path / "photos" / cls);
+    Tensor img(DT_UINT8, {4, 6, 3});
+    for (int64_t i = 0; i < img.num_elements(); ++i)
+      img.data<uint8_t>()[i] = static_cast<uint8_t>(i * (cls[0] == 'a' ? 3 : 5));
+    std::ofstream(dir.path / "photos" / cls / "x.png", std::ios::binary)
+        << image::EncodePng(img).ValueOrThrow();
+  }
+  std::ofstream(dir.path / "photos" / "a_cls" / "notes.txt") << "not an image";
+  const std::string out = (dir.path / "photos.tfrecord").string();
+  Run r = PfData(fmt::format("convert --images {} --out {}", (dir.path / "photos").string(), out));
+#if defined(PF_WITH_PROTOBUF)
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("wrote 2 images of 2 classes") && Contains("1 files that are not"));
+  Run shown = PfData("inspect " + out);
+  CHECK_THAT(shown.out, Contains("2 records"));
+  CHECK_THAT(shown.out, Contains("image/class/text: bytes [1] 'a_cls'") &&
+                            Contains("image/class/label: int64 [1] 0") &&
+                            Contains("image/format: bytes [1] 'png'") &&
+                            Contains("image/height: int64 [1] 4") &&
+                            Contains("image/width: int64 [1] 6"));
+  // A file that does not decode is an error naming it.
+  std::ofstream(dir.path / "photos" / "b_cls" / "broken.jpg") << "nope";
+  Run bad =
+      PfData(fmt::format("convert --images {} --out {}", (dir.path / "photos").string(), out));
+  CHECK(bad.status == 1);
+  CHECK_THAT(bad.err, Contains("broken.jpg"));
+#else
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Contains("needs a build with protobuf"));
+#endif
+}
+
 TEST_CASE("pf-data reports bad input and usage", "[tools][pf_data]") {
   Dir dir("errors");
   Run missing = PfData(
@@ -130,7 +170,9 @@ TEST_CASE("pf-data reports bad input and usage", "[tools][pf_data]") {
 #if defined(PF_WITH_PROTOBUF)
   CHECK_THAT(missing.err, Contains("train-images-idx3-ubyte"));
 #endif
-  CHECK_THAT(PfData("convert --idx a").err, Contains("needs --idx DIR and --out FILE"));
+  CHECK_THAT(PfData("convert --idx a").err,
+             Contains("needs --idx DIR or --images DIR, and --out FILE"));
+  CHECK_THAT(PfData("convert --idx a --images b --out c").err, Contains("needs --idx DIR or"));
   CHECK_THAT(PfData("convert --compression LZ4 --idx a --out b").err, Contains("--compression"));
   Run none = PfData("inspect " + (dir.path / "nope.tfrecord").string());
   CHECK(none.status == 1);
