@@ -97,6 +97,13 @@ void LoadImages(const TrainArgs& a, const std::string& dir, TrainingData* d) {
   data::ImageFolder test = data::FromImageFolder(dir, o).ValueOrThrow();
   if (train.class_names.size() < 2)
     throw UsageError("--data " + dir + ": a classifier needs at least two class folders");
+  if (test.num_files == 0 || train.num_files == 0) {
+    throw UsageError(fmt::format(
+        "--data {}: --validation-split {} of its {} images leaves {} to train on and {} to "
+        "evaluate on; both need at least one",
+        dir, a.validation_split, train.num_files + test.num_files, train.num_files,
+        test.num_files));
+  }
   d->class_names = train.class_names;
   d->image_shape = {a.image_size, a.image_size, 3};
   const int64_t features = a.image_size * a.image_size * 3;

@@ -77,6 +77,13 @@ TEST_CASE("pf-train learns a folder of photos; mobilenet_v2 builds at any width 
       Train("--model lenet --data-format images --data " + (dir.path / "missing").string());
   CHECK(rc3 != 0);
   CHECK_THAT(out3, Contains("not found"));
+  // Too few images to keep some for evaluation: a usage error saying so.
+  testing::TempDir tiny("photos_tiny");
+  MakePhotos(tiny.path, 1);
+  auto [rc4, out4] =
+      Train("--model lenet --data-format images --image-size 8 --data " + tiny.path.string());
+  CHECK(rc4 == 2);
+  CHECK_THAT(out4, Contains("leaves 2 to train on and 0 to evaluate on"));
 }
 
 }  // namespace
