@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #if defined(PF_WITH_IMAGES)
@@ -53,9 +53,10 @@ Status CheckImage(const Tensor& image, const char* what, int max_channels) {
                                    max_channels, " channels, got ", DTypeName(image.dtype()), " ",
                                    image.shape().ToString());
   }
-  if (image.shape().dim(0) > (1 << 24) || image.shape().dim(1) > (1 << 24)) {
+  if (image.shape().dim(0) <= 0 || image.shape().dim(1) <= 0 || image.shape().dim(0) > (1 << 24) ||
+      image.shape().dim(1) > (1 << 24)) {
     return errors::InvalidArgument(what, ": image of shape ", image.shape().ToString(),
-                                   " is too large");
+                                   " is empty or too large");
   }
   return Status::OK();
 }
@@ -121,31 +122,75 @@ struct JpegDecoder {
   JpegSource src;
 };
 
-// Reads the header and starts decompression with `o`; false (err.message set) on error.
+// The largest decoded image, in bytes (TensorFlow's limit too).
+constexpr int64_t kMaxImageBytes = int64_t{1} << 29;
+
+// Whether the file is CMYK (or YCCK): libjpeg gives it as CMYK, converted to RGB here.
+bool IsCmyk(const jpeg_decompress_struct& c) { return c.num_components == 4; }
+
+// Reads the header and starts decompression with `o`; false (err.message set) on error, or on
+// an image too large to decode.
 bool JpegStart(JpegDecoder* d, const JpegOptions& o) {
   if (setjmp(d->err.jump)) return false;
-  jpeg_read_header(&d->cinfo, TRUE);
-  if (o.channels == 1) {
+  if (jpeg_read_header(&d->cinfo, TRUE) != JPEG_HEADER_OK) {
+    std::snprintf(d->err.message, sizeof(d->err.message),
+                  "truncated file: the data ends in the "
+                  "header");
+    return false;
+  }
+  if (IsCmyk(d->cinfo)) {
+    d->cinfo.out_color_space = JCS_CMYK;  // libjpeg converts CMYK to nothing else
+  } else if (o.channels == 1 || (o.channels == 0 && d->cinfo.num_components == 1)) {
     d->cinfo.out_color_space = JCS_GRAYSCALE;
-  } else if (o.channels == 3 || d->cinfo.num_components != 1) {
-    d->cinfo.out_color_space = JCS_RGB;  // CMYK and YCCK files too
   } else {
-    d->cinfo.out_color_space = JCS_GRAYSCALE;
+    d->cinfo.out_color_space = JCS_RGB;
   }
   d->cinfo.scale_num = 1;
   d->cinfo.scale_denom = static_cast<unsigned>(o.ratio);
   d->cinfo.do_fancy_upsampling = o.fancy_upscaling ? TRUE : FALSE;
   d->cinfo.dct_method = o.dct_method == "INTEGER_ACCURATE" ? JDCT_ISLOW : JDCT_IFAST;
+  jpeg_calc_output_dimensions(&d->cinfo);
+  // Checked before libjpeg allocates anything of the image's size.
+  const int64_t bytes = int64_t{d->cinfo.output_width} * d->cinfo.output_height *
+                        std::max(d->cinfo.output_components, 3);
+  if (d->cinfo.output_width == 0 || d->cinfo.output_height == 0 || bytes >= kMaxImageBytes) {
+    std::snprintf(d->err.message, sizeof(d->err.message),
+                  "image of %ux%u pixels is empty or too large (at most 2^29 bytes decoded)",
+                  d->cinfo.output_width, d->cinfo.output_height);
+    return false;
+  }
   jpeg_start_decompress(&d->cinfo);
   return true;
 }
 
-// Reads the lines into `out` (rows of `stride` bytes); false on error. *lines: lines read.
-bool JpegRead(JpegDecoder* d, uint8_t* out, size_t stride, JDIMENSION* lines) {
+// A CMYK row (Adobe's inverted values when the file says so) as RGB, or gray.
+void CmykRow(const uint8_t* cmyk, int64_t width, bool adobe, int channels, uint8_t* out) {
+  for (int64_t i = 0; i < width; ++i) {
+    int v[3];
+    const int k = cmyk[4 * i + 3];
+    for (int j = 0; j < 3; ++j) {
+      const int c = cmyk[4 * i + j];
+      v[j] = adobe ? c * k / 255 : (255 - c) * (255 - k) / 255;
+    }
+    if (channels == 1) {
+      out[i] = static_cast<uint8_t>((v[0] * 299 + v[1] * 587 + v[2] * 114 + 500) / 1000);
+    } else {
+      for (int j = 0; j < 3; ++j) out[3 * i + j] = static_cast<uint8_t>(v[j]);
+    }
+  }
+}
+
+// Reads the lines into `out` (rows of `stride` bytes; a CMYK file's through `cmyk`, a row of
+// 4 * width bytes, converted to `channels`); false on error. *lines: lines read.
+bool JpegRead(JpegDecoder* d, uint8_t* out, size_t stride, uint8_t* cmyk, int channels,
+              JDIMENSION* lines) {
   if (setjmp(d->err.jump)) return false;
   while (d->cinfo.output_scanline < d->cinfo.output_height) {
-    JSAMPROW row = out + static_cast<size_t>(d->cinfo.output_scanline) * stride;
+    uint8_t* dst = out + static_cast<size_t>(d->cinfo.output_scanline) * stride;
+    JSAMPROW row = cmyk != nullptr ? cmyk : dst;
     if (jpeg_read_scanlines(&d->cinfo, &row, 1) == 0) break;  // the data ended (suspended)
+    if (cmyk != nullptr)
+      CmykRow(cmyk, d->cinfo.output_width, d->cinfo.saw_Adobe_marker, channels, dst);
     *lines = d->cinfo.output_scanline;
   }
   return true;
@@ -256,16 +301,43 @@ bool PngEncode(png_structp png, png_infop info, const Tensor& image, int compres
   return true;
 }
 
+// A destination that appends to a string, 64 KiB at a time (libjpeg's own memory destination
+// reallocates behind the caller's pointer, which an error leaves dangling).
+struct JpegSink {
+  jpeg_destination_mgr pub;
+  std::string* out;
+  JOCTET buffer[1 << 16];
+};
+void SinkInit(j_compress_ptr c) {
+  auto* s = reinterpret_cast<JpegSink*>(c->dest);
+  s->pub.next_output_byte = s->buffer;
+  s->pub.free_in_buffer = sizeof(s->buffer);
+}
+boolean SinkFlush(j_compress_ptr c) {
+  auto* s = reinterpret_cast<JpegSink*>(c->dest);
+  s->out->append(reinterpret_cast<const char*>(s->buffer), sizeof(s->buffer));
+  SinkInit(c);
+  return TRUE;
+}
+void SinkTerm(j_compress_ptr c) {
+  auto* s = reinterpret_cast<JpegSink*>(c->dest);
+  s->out->append(reinterpret_cast<const char*>(s->buffer),
+                 sizeof(s->buffer) - s->pub.free_in_buffer);
+}
+
 struct JpegEncoder {
   jpeg_compress_struct cinfo;
   JpegError err;
-  unsigned char* out = nullptr;
-  unsigned long size = 0;  // NOLINT(runtime/int): libjpeg's type
+  JpegSink sink;
 };
 
 bool JpegEncode(JpegEncoder* e, const Tensor& image, int quality) {
   if (setjmp(e->err.jump)) return false;
-  jpeg_mem_dest(&e->cinfo, &e->out, &e->size);
+  jpeg_create_compress(&e->cinfo);
+  e->sink.pub.init_destination = SinkInit;
+  e->sink.pub.empty_output_buffer = SinkFlush;
+  e->sink.pub.term_destination = SinkTerm;
+  e->cinfo.dest = &e->sink.pub;
   e->cinfo.image_width = static_cast<JDIMENSION>(image.shape().dim(1));
   e->cinfo.image_height = static_cast<JDIMENSION>(image.shape().dim(0));
   e->cinfo.input_components = static_cast<int>(image.shape().dim(2));
@@ -315,15 +387,15 @@ StatusOr<Tensor> DecodeJpeg(std::string_view bytes, const JpegOptions& o) {
     return errors::InvalidArgument("Invalid JPEG data (", bytes.size(), " bytes): ", why);
   };
   if (!JpegStart(&d, o)) return fail(d.err.message);
-  const int64_t h = d.cinfo.output_height, w = d.cinfo.output_width, c = d.cinfo.output_components;
-  if (h <= 0 || w <= 0 || h * w > (int64_t{1} << 29)) {
-    return fail("image of " + std::to_string(w) + "x" + std::to_string(h) +
-                " pixels is empty or too large");
-  }
+  const bool cmyk = IsCmyk(d.cinfo);
+  const int64_t h = d.cinfo.output_height, w = d.cinfo.output_width;
+  const int64_t c = cmyk ? (o.channels == 1 ? 1 : 3) : d.cinfo.output_components;
   Tensor out(DT_UINT8, Shape{h, w, c});
   std::memset(out.raw_data(), 0, out.TotalBytes());
+  std::vector<uint8_t> cmyk_row(cmyk ? static_cast<size_t>(4 * w) : 0);
   JDIMENSION lines = 0;
-  if (!JpegRead(&d, out.data<uint8_t>(), static_cast<size_t>(w * c), &lines))
+  if (!JpegRead(&d, out.data<uint8_t>(), static_cast<size_t>(w * c),
+                cmyk ? cmyk_row.data() : nullptr, static_cast<int>(c), &lines))
     return fail(d.err.message);
   // The data ended early: the lines not read stay 0, if enough were (TensorFlow's rule).
   if (lines < d.cinfo.output_height &&
@@ -366,7 +438,7 @@ StatusOr<Tensor> DecodePng(std::string_view bytes, int channels, DType dtype) {
   PngInfo pi;
   if (!PngStart(png, info, channels, want_bits, &pi)) return fail(reader.message);
   const int64_t h = pi.height, w = pi.width, c = pi.channels;
-  if (h <= 0 || w <= 0 || h * w > (int64_t{1} << 29)) {
+  if (h <= 0 || w <= 0 || h * w * c >= kMaxImageBytes) {
     return fail("image of " + std::to_string(w) + "x" + std::to_string(h) +
                 " pixels is empty or too large");
   }
@@ -438,16 +510,15 @@ StatusOr<std::string> EncodeJpeg(const Tensor& image, int quality) {
     return errors::InvalidArgument("EncodeJpeg: quality must be 0 to 100, got ", quality);
   if (image.shape().dim(0) > 65500 || image.shape().dim(1) > 65500)
     return errors::InvalidArgument("EncodeJpeg: JPEG images are at most 65500 pixels a side");
-  JpegEncoder e{};
-  e.cinfo.err = jpeg_std_error(&e.err.pub);
-  e.err.pub.error_exit = JpegErrorExit;
-  e.err.pub.emit_message = JpegQuiet;
-  jpeg_create_compress(&e.cinfo);
-  const bool ok = JpegEncode(&e, image, quality);
-  std::string out = ok ? std::string(reinterpret_cast<char*>(e.out), e.size) : std::string();
-  jpeg_destroy_compress(&e.cinfo);
-  std::free(e.out);
-  if (!ok) return errors::Internal("EncodeJpeg: ", e.err.message);
+  auto e = std::make_unique<JpegEncoder>();  // its 64 KiB buffer stays off the stack
+  std::string out;
+  e->sink.out = &out;
+  e->cinfo.err = jpeg_std_error(&e->err.pub);
+  e->err.pub.error_exit = JpegErrorExit;
+  e->err.pub.emit_message = JpegQuiet;
+  const bool ok = JpegEncode(e.get(), image, quality);
+  jpeg_destroy_compress(&e->cinfo);
+  if (!ok) return errors::Internal("EncodeJpeg: ", e->err.message);
   return out;
 }
 

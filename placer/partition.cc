@@ -365,6 +365,18 @@ class Partitioner {
   // (docs/control_flow.md).
   Status AddControlLoops() {
     const auto transfers = loop_transfers_;
+    // A non-constant Enter's value exists in iteration 0 only: a _Recv of it in later
+    // iterations would wait for ever.
+    for (const auto& [send, recv] : transfers) {
+      const Node* src = send->input(0).node;
+      if (src->op_def().control_flow() == ControlFlowKind::kEnter &&
+          !src->attr<bool>("is_constant")) {
+        return errors::Unimplemented("Enter node '", src->name(), "' of while loop '",
+                                     frame_.at(recv), "' (on ", device_of_.at(src)->name(),
+                                     ") feeds a consumer on ", device_of_.at(recv)->name(),
+                                     ": put a loop variable's Enter on its Merge's device");
+      }
+    }
     std::set<std::pair<std::string, Device*>> loops;
     for (const auto& [send, recv] : transfers) {
       loops.insert({frame_.at(recv), device_of_.at(recv)});

@@ -37,6 +37,12 @@ Status CheckSupported(Graph* g, const WhileLoopInfo& loop,
   for (const Node* n : g->nodes()) {
     if (!loop.Contains(n) || own.count(n)) continue;
     const ControlFlowKind k = n->op_def().control_flow();
+    if (k == ControlFlowKind::kSwitch || k == ControlFlowKind::kMerge) {
+      return errors::Unimplemented("Gradients of while loop '", loop.frame, "': its body holds '",
+                                   n->name(), "' (", n->op(),
+                                   ") of a cond that ops::Cond did not build (built by hand, or "
+                                   "imported): only ops::Cond's conds have gradients in a loop");
+    }
     if (k != ControlFlowKind::kNone && k != ControlFlowKind::kSend && k != ControlFlowKind::kRecv) {
       return errors::Unimplemented("Gradients of while loop '", loop.frame, "': its body holds '",
                                    n->name(), "' (", n->op(),

@@ -36,8 +36,8 @@ inline std::vector<Lerp> BilinearLerps(int64_t in, int64_t out, ResizeMode m) {
     const float src = m.half_pixel_centers ? (static_cast<float>(i) + 0.5f) * scale - 0.5f
                                            : static_cast<float>(i) * scale;
     const float f = std::floor(src);
-    l[i] = {std::max<int64_t>(static_cast<int64_t>(f), 0),
-            std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), in - 1), src - f};
+    l[i] = {std::clamp<int64_t>(static_cast<int64_t>(f), 0, in - 1),
+            std::clamp<int64_t>(static_cast<int64_t>(std::ceil(src)), 0, in - 1), src - f};
   }
   return l;
 }

@@ -114,9 +114,11 @@ class ResizeBilinearGradOp : public OpKernel {
     const Tensor& g = ctx->input(0);
     const Shape& orig = ctx->input(1).shape();
     if (g.rank() != 4 || orig.rank() != 4 || g.shape().dim(0) != orig.dim(0) ||
-        g.shape().dim(3) != orig.dim(3)) {
+        g.shape().dim(3) != orig.dim(3) || orig.dim(1) <= 0 || orig.dim(2) <= 0 ||
+        g.shape().dim(1) <= 0 || g.shape().dim(2) <= 0) {
       return errors::InvalidArgument("ResizeBilinearGrad: grads ", g.shape().ToString(),
-                                     " do not match the original image ", orig.ToString());
+                                     " do not match the original image ", orig.ToString(),
+                                     " (both [batch, height > 0, width > 0, channels])");
     }
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const Dims d{orig.dim(0), orig.dim(1),      orig.dim(2),

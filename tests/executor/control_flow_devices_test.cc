@@ -168,5 +168,23 @@ TEST_CASE("A loop spanning devices: its gradient matches finite differences and 
   }
 }
 
+TEST_CASE("A loop variable's Enter on another device than its Merge is Unimplemented",
+          "[control_flow][devices][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Vars out = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return LessThan(s, v[0], 3); },
+      [](const Scope& s, const Vars& v) { return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1))}; },
+      {ops::ConstInt(root, 0)});
+  g.FindNode("while/Enter")->set_requested_device("/cpu:1");
+  Session sess(g, TwoCpus());
+  RunOptions ro;
+  ro.timeout_in_ms = 20000;
+  std::vector<Tensor> r;
+  Status s = sess.TryRun({}, out, {}, &r, ro);
+  CHECK(s.code() == Code::kUnimplemented);
+  CHECK_THAT(s.message(), Contains("Enter node 'while/Enter'") && Contains("Merge's device"));
+}
+
 }  // namespace
 }  // namespace pf

@@ -150,6 +150,28 @@ TEST_CASE("Images encoded as PNG come back exactly, as JPEG closely", "[image]")
   }
 }
 
+TEST_CASE("A CMYK JPEG (Adobe's inverted values) decodes to TensorFlow's RGB", "[image]") {
+  SKIP_WITHOUT_CODECS();
+  const std::string bytes = ReadBytes("cmyk_8x6.jpg");  // make_cmyk_fixture.py, Pillow's
+  for (int channels : {0, 3}) {
+    image::JpegOptions o;
+    o.channels = channels;
+    StatusOr<Tensor> got = image::DecodeJpeg(bytes, o);
+    REQUIRE(got.ok());
+    const Tensor want = ReadArray(fmt::format("cmyk_8x6.jpg.c{}.txt", channels));
+    REQUIRE(got->shape() == want.shape());
+    int worst = 0;
+    for (int64_t i = 0; i < want.num_elements(); ++i)
+      worst = std::max(worst, std::abs(got->data<uint8_t>()[i] - want.data<uint8_t>()[i]));
+    CHECK(worst == 0);
+  }
+  image::JpegOptions gray;
+  gray.channels = 1;
+  StatusOr<Tensor> g = image::DecodeJpeg(bytes, gray);
+  REQUIRE(g.ok());
+  CHECK(g->shape() == Shape({6, 8, 1}));
+}
+
 TEST_CASE("A truncated JPEG: an error, or what TensorFlow recovers from it", "[image]") {
   SKIP_WITHOUT_CODECS();
   const std::string truncated = ReadBytes("truncated.jpg");  // 60% of rgb_64x48.jpg
@@ -203,6 +225,10 @@ TEST_CASE("Bad image files are InvalidArgument with the decoder's reason; nothin
   for (size_t n = 0; n < good.size(); n += 7) (void)image::DecodePng(good.substr(0, n));
   for (size_t n = 0; n < jpg.size(); n += 11) (void)image::DecodeJpeg(jpg.substr(0, n));
   CHECK(image::EncodePng(Tensor(DT_FLOAT, {2, 2, 3})).status().code() == Code::kInvalidArgument);
+  CHECK(image::EncodePng(Tensor(DT_UINT8, {0, 5, 3})).status().code() == Code::kInvalidArgument);
+  CHECK(image::EncodeJpeg(Tensor(DT_UINT8, {4, 0, 3})).status().code() == Code::kInvalidArgument);
+  // Cut inside the header: the reason says so.
+  CHECK_THAT(image::DecodeJpeg(jpg.substr(0, 40)).status().message(), Contains("header"));
 }
 
 TEST_CASE("The decode ops in a graph: ReadFile, DecodeImage, EncodePng", "[image]") {
@@ -282,6 +308,19 @@ TEST_CASE("tf.image.resize (TF 2) in bilinear and nearest, and uint8 input", "[i
   CHECK(testing::MaxAbsDiff(sess.Run({y})[0],
                             ReadArray("resize_bilinear_uint8_5x6_half_pixel.txt")) < 1e-4);
   CHECK_THROWS_WITH(ops::Resize(root, ops::Const(root, rgb), {0, 3}), Contains("positive"));
+}
+
+TEST_CASE("ResizeBilinearGrad refuses an empty original image", "[image][resize][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output grads = ops::Const(root, Tensor(DT_FLOAT, {1, 2, 2, 1}));
+  Output orig = ops::Const(root, Tensor(DT_FLOAT, {1, 0, 3, 1}));
+  Output bad = NodeBuilder(root, "ResizeBilinearGrad").Input(grads).Input(orig).Finalize();
+  Session sess(g);
+  std::vector<Tensor> out;
+  Status s = sess.TryRun({}, {bad}, {}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Contains("height > 0"));
 }
 
 TEST_CASE("Resize gradients match finite differences", "[image][resize][gradients]") {
