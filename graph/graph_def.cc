@@ -277,6 +277,10 @@ Status AddPlacedNode(const tfp::NodeDef& nd, const std::vector<InputRef>& inputs
     return Status(code,
                   fmt::format("Placed graph node '{}' (op: '{}'): {}", nd.name(), nd.op(), what));
   };
+  // A tensor of a node without a name could not be named (FindOutput, the fetches): refused,
+  // as a name holding '^' (a control input's mark) is. (A libFuzzer reproducer.)
+  if (nd.name().empty() || nd.name().find('^') != std::string::npos)
+    return error("a node needs a name without '^'");
   NodeSpec spec;
   spec.name = nd.name();
   spec.op_def = OpRegistry::Global()->Find(nd.op());

@@ -122,6 +122,11 @@ TEST_CASE("Malformed placed graphs are errors naming the node and the op", "[dis
   CHECK_THAT(error(def), Contains("'c' (op: 'NoSuchOp')") && Contains("not registered"));
   CHECK(PlacedGraphFromProto(def).status().code() == Code::kNotFound);
 
+  // A node without a name (a fuzz reproducer: its tensors could not be named) is refused.
+  def = OneConst();
+  def.mutable_node(0)->set_name("");
+  CHECK_THAT(error(def), Contains("a node needs a name"));
+
   def = OneConst();
   def.mutable_node(0)->mutable_attr()->erase("_output_types");
   CHECK_THAT(error(def), Contains("'c' (op: 'Const')") && Contains("output dtypes"));
