@@ -5,20 +5,22 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "placeflow/data/image_folder.h"
 #include "placeflow/data/iterator_ops.h"
+#include "placeflow/io/image_codec.h"
 #include "placeflow/models/models.h"
 #include "tools/bench_util.h"
 #include "tools/tfrecord_input.h"
 
 #if defined(PF_WITH_PROTOBUF) && __has_include("placeflow/io/example.h")
-#include <filesystem>
-
 #include "placeflow/io/example.h"
 #define PF_BENCH_TFRECORD 1
 #else
@@ -162,6 +164,47 @@ void InputPipeline() {
 #else
   std::printf("input_pipeline skipped=no_protobuf\n");
 #endif
+}
+
+void ImageFolder() {
+  if (!image::Available()) {
+    std::printf("image_folder skipped=no_codecs\n");
+    return;
+  }
+  const char* env = std::getenv("PF_BENCH_IMAGES");
+  const std::string dir = env ? env : "/tmp/pf_bench_images";
+  constexpr int kImages = 2000;
+  if (!std::filesystem::exists(dir + "/.complete")) {
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> noise(0, 40);
+    for (int i = 0; i < kImages; ++i) {
+      const std::string cls = i % 2 ? "dark" : "bright";
+      std::filesystem::create_directories(dir + "/" + cls);
+      Tensor img(DT_UINT8, {256, 256, 3});
+      for (int64_t k = 0; k < img.num_elements(); ++k)
+        img.data<uint8_t>()[k] =
+            static_cast<uint8_t>((i % 2 ? 60 : 170) + noise(rng) + (k / 768) % 30);
+      std::ofstream(dir + "/" + cls + "/" + std::to_string(i) + ".jpg", std::ios::binary)
+          << image::EncodeJpeg(img, 90).ValueOrThrow();
+    }
+    std::ofstream(dir + "/.complete") << "done";
+  }
+  data::ImageFolderOptions o;
+  o.image_size = {224, 224};
+  o.num_parallel_calls = 2;
+  o.shuffle = false;
+  data::Dataset d = data::FromImageFolder(dir, o).ValueOrThrow().dataset.Batch(64).Prefetch(2);
+  int64_t images = 0;
+  auto epoch = [&] {
+    images = 0;
+    auto it = d.MakeIterator();
+    data::Element e;
+    while (it->GetNext(&e).ValueOrThrow()) images += e[1].dim(0);
+  };
+  epoch();  // warm-up (and the page cache)
+  const double s = TimeMedian(epoch);
+  std::printf("image_folder images_per_s=%.0f images=%lld seconds=%.3f size=224 repeats=%d\n",
+              images / s, static_cast<long long>(images), s, kRepeats);
 }
 
 }  // namespace pf::bench

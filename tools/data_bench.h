@@ -15,5 +15,11 @@ void MnistMlpEpochPipeline();
 // and decode (2 threads), prefetch 2. tools/bench/compare_peers.py's input_pipeline runs the same
 // tf.data pipeline on the same file. Needs protobuf (skipped=no_protobuf without).
 void InputPipeline();
+// image_folder: images/s of data::FromImageFolder over 2,000 JPEGs of 256x256 in two classes
+// (written by EncodeJpeg to $PF_BENCH_IMAGES or /tmp/pf_bench_images when absent): decode and
+// resize to 224x224 (2 threads), batch 64, prefetch 2; seed 004's input.
+// tools/bench/compare_peers.py's image_folder runs Keras's image_dataset_from_directory on the
+// same folder.
+void ImageFolder();
 
 }  // namespace pf::bench

@@ -481,6 +481,8 @@ const std::vector<Figure>& Figures() {
       {"input_pipeline",
        "examples/s of MNIST from TFRecord: shuffle, batch, parse, prefetch (tf.data's peer)",
        pf::bench::InputPipeline},
+      {"image_folder", "images/s of 2,000 JPEGs decoded and resized to 224x224, batch 64",
+       pf::bench::ImageFolder},
       {"placer", "seconds to place a 100,000-node graph on 4 CPU devices", PlacerFigure},
       {"towers_overhead", "a 1-tower replicated mlp_seed000 step against the plain graph's",
        TowersOverhead},

@@ -40,9 +40,10 @@ FIGURES = {
     "input_pipeline": {"examples_per_s": "input_pipeline"},
     "while_loop": {"us_per_iteration": "while_loop"},
     "lstm_step": {"ms": "lstm_step"},
+    "image_folder": {"images_per_s": "image_folder"},
 }
 # Figures only TensorFlow has a twin of (tf.data, graph-mode while loops).
-TF_ONLY = {"input_pipeline", "while_loop"}
+TF_ONLY = {"input_pipeline", "while_loop", "image_folder"}
 # row -> (label, unit, higher is better)
 ROWS = {
     "mlp_seed000_step": ("mlp_seed000 SGD step, batch 2000", "ms/step", False),
@@ -57,6 +58,7 @@ ROWS = {
     "lstm_step": ("lstm_step, LSTM 128, batch 64, 28 steps, fwd+bwd", "ms/step", False),
     "input_pipeline": ("input_pipeline, MNIST TFRecord: shuffle, batch 100, parse, prefetch",
                        "examples/s", True),
+    "image_folder": ("image_folder, 2,000 JPEGs 256x256 -> 224x224, batch 64", "images/s", True),
 }
 
 

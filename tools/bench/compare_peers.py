@@ -21,7 +21,8 @@ import time
 REPEATS = 5
 SEED = 1
 FIGURES = ["mlp_seed000_step", "mnist_mlp_epoch", "executor_chain", "executor_wide",
-           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline", "while_loop", "lstm_step"]
+           "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline", "while_loop", "lstm_step",
+           "image_folder"]
 
 
 def median_seconds(fn, repeats=REPEATS):
@@ -324,6 +325,36 @@ class Tf:
         epoch()
         return count[0] / median_seconds(epoch)
 
+    def image_folder(self, variant):
+        """images/s of pf-bench image_folder's twin on the same folder ($PF_BENCH_IMAGES or
+        /tmp/pf_bench_images, which pf-bench image_folder writes): Keras's
+        image_dataset_from_directory at 224x224, batch 64, no shuffle (it decodes and resizes
+        with tf.image.resize, bilinear), prefetch 2, every batch pulled through a v1 Session."""
+        tf, v1 = self.tf, self.v1
+        path = os.environ.get("PF_BENCH_IMAGES", "/tmp/pf_bench_images")
+        if not os.path.exists(os.path.join(path, ".complete")):
+            sys.exit(f"compare_peers.py: {path} is missing: run pf-bench image_folder first")
+        g = tf.Graph()
+        with g.as_default():
+            ds = tf.keras.utils.image_dataset_from_directory(
+                path, image_size=(224, 224), batch_size=64, shuffle=False).prefetch(2)
+            it = v1.data.make_initializable_iterator(ds)
+            x, y = it.get_next()
+        sess = self.session(g)
+        count = [0]
+
+        def epoch():
+            sess.run(it.initializer)
+            count[0] = 0
+            try:
+                while True:
+                    count[0] += sess.run(y).shape[0]
+            except tf.errors.OutOfRangeError:
+                pass
+
+        epoch()
+        return count[0] / median_seconds(epoch)
+
 
 # --------------------------------------------------------------------------------- PyTorch
 
@@ -512,7 +543,7 @@ def main():
             sys.exit(f"compare_peers.py: unknown figure '{figure}'")
         if not hasattr(peer, figure):
             sys.exit(f"compare_peers.py: {a.side} has no figure '{figure}' "
-                     "(input_pipeline, while_loop: tf only)")
+                     "(input_pipeline, while_loop, image_folder: tf only)")
         variants = ["feed", "const"] if (a.side, figure) == ("tf", "mnist_mlp_epoch") else [""]
         for variant in variants:
             if a.side == "torch" and a.compile:
