@@ -391,7 +391,6 @@ StatusOr<Tensor> DecodeJpeg(std::string_view bytes, const JpegOptions& o) {
   const int64_t h = d.cinfo.output_height, w = d.cinfo.output_width;
   const int64_t c = cmyk ? (o.channels == 1 ? 1 : 3) : d.cinfo.output_components;
   Tensor out(DT_UINT8, Shape{h, w, c});
-  std::memset(out.raw_data(), 0, out.TotalBytes());
   std::vector<uint8_t> cmyk_row(cmyk ? static_cast<size_t>(4 * w) : 0);
   JDIMENSION lines = 0;
   if (!JpegRead(&d, out.data<uint8_t>(), static_cast<size_t>(w * c),
@@ -403,6 +402,10 @@ StatusOr<Tensor> DecodeJpeg(std::string_view bytes, const JpegOptions& o) {
     return fail("premature end of data (truncated file): " + std::to_string(lines) + " of " +
                 std::to_string(h) + " lines decoded, fewer than acceptable_fraction " +
                 std::to_string(o.acceptable_fraction) + " of them");
+  }
+  if (lines < d.cinfo.output_height) {
+    std::memset(out.data<uint8_t>() + static_cast<size_t>(lines) * static_cast<size_t>(w * c), 0,
+                static_cast<size_t>((h - lines) * w * c));
   }
   if (!JpegFinish(&d)) return fail(d.err.message);
   jpeg_destroy_decompress(&d.cinfo);

@@ -57,30 +57,51 @@ inline std::vector<int64_t> NearestIndices(int64_t in, int64_t out, ResizeMode m
   return idx;
 }
 
-// out[b, y, x, c] from in[b, h, w, c]: bilinear, computed in float as TensorFlow does.
+// Input row `src` ([w, c]) interpolated across to the output's width ([ow, c], float).
+template <typename T>
+void LerpRow(const T* src, const std::vector<Lerp>& xs, int64_t c, float* dst) {
+  for (size_t x = 0; x < xs.size(); ++x) {
+    const T* l = src + xs[x].lower * c;
+    const T* r = src + xs[x].upper * c;
+    const float fx = xs[x].frac;
+    for (int64_t k = 0; k < c; ++k) {
+      const float a = static_cast<float>(l[k]);
+      dst[x * c + k] = a + (static_cast<float>(r[k]) - a) * fx;
+    }
+  }
+}
+
+// out[b, y, x, c] from in[b, h, w, c]: bilinear, computed in float with TensorFlow's operations
+// in TensorFlow's order (across each of the two input rows, then between them). An input row
+// is interpolated across once however many output rows use it, and the step between the rows
+// runs over whole rows (vectorised).
 template <typename T, typename U>
 void ResizeBilinearImpl(const T* in, int64_t batch, int64_t h, int64_t w, int64_t c, U* out,
                         int64_t oh, int64_t ow, ResizeMode m) {
   const std::vector<Lerp> ys = BilinearLerps(h, oh, m), xs = BilinearLerps(w, ow, m);
+  const int64_t n = ow * c;
+  std::vector<float> rows(static_cast<size_t>(2 * n));  // two input rows, across
   for (int64_t b = 0; b < batch; ++b) {
     const T* img = in + b * h * w * c;
+    int64_t cached[2] = {-1, -1};
     for (int64_t y = 0; y < oh; ++y) {
-      const T* top = img + ys[y].lower * w * c;
-      const T* bottom = img + ys[y].upper * w * c;
-      const float fy = ys[y].frac;
-      U* row = out + ((b * oh + y) * ow) * c;
-      for (int64_t x = 0; x < ow; ++x) {
-        const int64_t l = xs[x].lower * c, r = xs[x].upper * c;
-        const float fx = xs[x].frac;
-        for (int64_t k = 0; k < c; ++k) {
-          const float tl = static_cast<float>(top[l + k]), tr = static_cast<float>(top[r + k]);
-          const float bl = static_cast<float>(bottom[l + k]),
-                      br = static_cast<float>(bottom[r + k]);
-          const float t = tl + (tr - tl) * fx;
-          const float bo = bl + (br - bl) * fx;
-          row[x * c + k] = static_cast<U>(t + (bo - t) * fy);
+      float* across[2];
+      for (int s = 0; s < 2; ++s) {
+        const int64_t src = s == 0 ? ys[y].lower : ys[y].upper;
+        int slot = cached[0] == src ? 0 : cached[1] == src ? 1 : -1;
+        if (slot < 0) {  // the slot the other row does not use
+          const int64_t other = s == 0 ? ys[y].upper : ys[y].lower;
+          slot = cached[0] == other ? 1 : 0;
+          LerpRow(img + src * w * c, xs, c, rows.data() + slot * n);
+          cached[slot] = src;
         }
+        across[s] = rows.data() + slot * n;
       }
+      const float fy = ys[y].frac;
+      const float* t = across[0];
+      const float* bo = across[1];
+      U* row = out + ((b * oh + y) * ow) * c;
+      for (int64_t i = 0; i < n; ++i) row[i] = static_cast<U>(t[i] + (bo[i] - t[i]) * fy);
     }
   }
 }
