@@ -292,7 +292,7 @@ class Tf:
         pf-bench input_pipeline writes; $PF_BENCH_TFRECORD or /tmp/pf_bench_input_pipeline.tfrecord):
         TFRecordDataset -> shuffle(10000, seed) -> batch(100) -> map(parse_example + decode_raw,
         num_parallel_calls=2) -> prefetch(2), every batch pulled through a v1 Session."""
-        tf, v1 = self.tf, self.v1
+        tf = self.tf
         path = os.environ.get("PF_BENCH_TFRECORD", "/tmp/pf_bench_input_pipeline.tfrecord")
         if not os.path.exists(path):
             sys.exit(f"compare_peers.py: {path} is missing: run pf-bench input_pipeline first")
@@ -304,11 +304,17 @@ class Tf:
             images = tf.cast(tf.io.decode_raw(p["image_raw"], tf.uint8), tf.float32) / 255.0
             return images, tf.cast(p["label"], tf.int32)
 
+        return self.dataset_rate(
+            lambda: (tf.data.TFRecordDataset(path).shuffle(10000, seed=SEED).batch(100)
+                     .map(parse, num_parallel_calls=2).prefetch(2)))
+
+    def dataset_rate(self, make_dataset):
+        """Elements per second of one pass over make_dataset()'s (x, y) batches, each pulled
+        through a v1 Session (one warm-up pass, then the median of the timed ones)."""
+        tf, v1 = self.tf, self.v1
         g = tf.Graph()
         with g.as_default():
-            ds = (tf.data.TFRecordDataset(path).shuffle(10000, seed=SEED).batch(100)
-                  .map(parse, num_parallel_calls=2).prefetch(2))
-            it = v1.data.make_initializable_iterator(ds)
+            it = v1.data.make_initializable_iterator(make_dataset())
             x, y = it.get_next()
         sess = self.session(g)
         count = [0]
@@ -330,30 +336,12 @@ class Tf:
         /tmp/pf_bench_images, which pf-bench image_folder writes): Keras's
         image_dataset_from_directory at 224x224, batch 64, no shuffle (it decodes and resizes
         with tf.image.resize, bilinear), prefetch 2, every batch pulled through a v1 Session."""
-        tf, v1 = self.tf, self.v1
+        tf = self.tf
         path = os.environ.get("PF_BENCH_IMAGES", "/tmp/pf_bench_images")
         if not os.path.exists(os.path.join(path, ".complete")):
             sys.exit(f"compare_peers.py: {path} is missing: run pf-bench image_folder first")
-        g = tf.Graph()
-        with g.as_default():
-            ds = tf.keras.utils.image_dataset_from_directory(
-                path, image_size=(224, 224), batch_size=64, shuffle=False).prefetch(2)
-            it = v1.data.make_initializable_iterator(ds)
-            x, y = it.get_next()
-        sess = self.session(g)
-        count = [0]
-
-        def epoch():
-            sess.run(it.initializer)
-            count[0] = 0
-            try:
-                while True:
-                    count[0] += sess.run(y).shape[0]
-            except tf.errors.OutOfRangeError:
-                pass
-
-        epoch()
-        return count[0] / median_seconds(epoch)
+        return self.dataset_rate(lambda: tf.keras.utils.image_dataset_from_directory(
+            path, image_size=(224, 224), batch_size=64, shuffle=False).prefetch(2))
 
 
 # --------------------------------------------------------------------------------- PyTorch
