@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/io/file_bytes.h"
 #include "placeflow/io/image_codec.h"
 #include "placeflow/ops/image/resize.h"
 
@@ -48,11 +47,8 @@ Status CheckOptions(const ImageFolderOptions& o) {
 
 // One file: decoded, resized to float [h, w, c] (values 0..255, as Keras gives them).
 StatusOr<Tensor> LoadImage(const std::string& path, const ImageFolderOptions& o) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return errors::NotFound("Cannot open image file '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  StatusOr<Tensor> decoded = image::DecodeImage(ss.str(), o.channels);
+  PF_ASSIGN_OR_RETURN(std::string bytes, io::ReadFileBytes(path));
+  StatusOr<Tensor> decoded = image::DecodeImage(bytes, o.channels);
   if (!decoded.ok()) return decoded.status().WithSuffix(" (file '" + path + "')");
   const Tensor& img = *decoded;
   const int64_t h = img.dim(0), w = img.dim(1), c = img.dim(2);

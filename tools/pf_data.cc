@@ -14,14 +14,13 @@
 #include <placeflow/placeflow.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "placeflow/data/idx.h"
 #include "placeflow/data/image_folder.h"
 #include "placeflow/io/example.h"
+#include "placeflow/io/file_bytes.h"
 #include "placeflow/io/image_codec.h"
 #include "tools/flags.h"
 #include "tools/run_main.h"
@@ -56,11 +55,7 @@ pf::Status ConvertImages(const std::string& dir, const std::string& out, pf::io:
   PF_ASSIGN_OR_RETURN(auto writer, pf::io::RecordWriter::Open(out, c));
   for (size_t i = 0; i < folder.files.size(); ++i) {
     const std::string& path = folder.files[i];
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << f.rdbuf();
-    if (!f) return pf::errors::NotFound("Cannot read image file '", path, "'");
-    const std::string encoded = bytes.str();
+    PF_ASSIGN_OR_RETURN(const std::string encoded, pf::io::ReadFileBytes(path));
     pf::StatusOr<pf::Tensor> image = pf::image::DecodeImage(encoded);
     if (!image.ok()) return image.status().WithSuffix(" (file '" + path + "')");
     const int32_t label = folder.labels[i];

@@ -2,9 +2,7 @@
 // TensorFlow): kernels over io/image_codec.h. Decoders take one file's bytes (a string scalar)
 // and output [height, width, channels]; their failures name the node (the executor appends the
 // node, op and device).
-#include <fstream>
-#include <sstream>
-
+#include "placeflow/io/file_bytes.h"
 #include "placeflow/io/image_codec.h"
 #include "placeflow/ops/image_ops.h"
 #include "placeflow/ops/op_util.h"
@@ -13,11 +11,12 @@
 namespace pf {
 namespace {
 
+// Input 0 as a string scalar (a file's bytes or name).
 Status ScalarString(const OpKernelContext* ctx, const char* op, std::string_view* out) {
   const Tensor& t = ctx->input(0);
   if (t.dtype() != DT_STRING || t.rank() != 0) {
-    return errors::InvalidArgument(op, " takes a string scalar (one file's bytes), got ",
-                                   DTypeName(t.dtype()), " ", t.shape().ToString());
+    return errors::InvalidArgument(op, " takes a string scalar, got ", DTypeName(t.dtype()), " ",
+                                   t.shape().ToString());
   }
   *out = t.data<std::string>()[0];  // a view of the tensor's own string
   return Status::OK();
@@ -127,17 +126,11 @@ class ReadFileOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
-    const Tensor& name = ctx->input(0);
-    if (name.dtype() != DT_STRING || name.rank() != 0)
-      return errors::InvalidArgument("ReadFile takes a string scalar (a file name)");
-    const std::string& path = name.scalar<std::string>();
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return errors::NotFound("ReadFile: cannot open '", path, "'");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) return errors::DataLoss("ReadFile: error reading '", path, "'");
+    std::string_view path;
+    PF_RETURN_IF_ERROR(ScalarString(ctx, "ReadFile", &path));
+    PF_ASSIGN_OR_RETURN(std::string bytes, io::ReadFileBytes(std::string(path)));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    out->data<std::string>()[0] = std::move(ss).str();
+    out->data<std::string>()[0] = std::move(bytes);
     return Status::OK();
   }
   bool IsExpensive() const override { return true; }

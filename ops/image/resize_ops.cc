@@ -43,6 +43,16 @@ Status ResizeShape(ShapeContext& c) {
   return Status::OK();
 }
 
+// fn(double{}) for DT_DOUBLE, else fn(float{}): the gradient kernels' two dtypes.
+template <typename Fn>
+void FloatOrDouble(DType t, const Fn& fn) {
+  if (t == DT_DOUBLE) {
+    fn(double{});
+  } else {
+    fn(float{});
+  }
+}
+
 struct Dims {
   int64_t b, h, w, c, oh, ow;
 };
@@ -123,13 +133,11 @@ class ResizeBilinearGradOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
     const Dims d{orig.dim(0), orig.dim(1),      orig.dim(2),
                  orig.dim(3), g.shape().dim(1), g.shape().dim(2)};
-    if (out->dtype() == DT_DOUBLE) {
-      image::ResizeBilinearGradImpl(g.data<float>(), d.b, d.oh, d.ow, d.c, out->data<double>(), d.h,
-                                    d.w, mode_);
-    } else {
-      image::ResizeBilinearGradImpl(g.data<float>(), d.b, d.oh, d.ow, d.c, out->data<float>(), d.h,
-                                    d.w, mode_);
-    }
+    FloatOrDouble(out->dtype(), [&](auto t) {
+      using T = decltype(t);
+      image::ResizeBilinearGradImpl(g.data<float>(), d.b, d.oh, d.ow, d.c, out->data<T>(), d.h, d.w,
+                                    mode_);
+    });
     return Status::OK();
   }
 
@@ -146,14 +154,11 @@ class ResizeNearestGradOp : public OpKernel {
     // DimsOf reads (grads, size) as (images, size): here the small one and the original size.
     PF_ASSIGN_OR_RETURN(Dims d, DimsOf(ctx->input(0), ctx->input(1), "ResizeNearestNeighborGrad"));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    const DType t = ctx->input(0).dtype();
-    if (t == DT_DOUBLE) {
-      image::ResizeNearestImpl<true>(ctx->input(0).data<double>(), d.b, d.oh, d.ow, d.c,
-                                     out->data<double>(), d.h, d.w, mode_);
-    } else {
-      image::ResizeNearestImpl<true>(ctx->input(0).data<float>(), d.b, d.oh, d.ow, d.c,
-                                     out->data<float>(), d.h, d.w, mode_);
-    }
+    FloatOrDouble(ctx->input(0).dtype(), [&](auto t) {
+      using T = decltype(t);
+      image::ResizeNearestImpl<true>(ctx->input(0).data<T>(), d.b, d.oh, d.ow, d.c, out->data<T>(),
+                                     d.h, d.w, mode_);
+    });
     return Status::OK();
   }
 
