@@ -125,7 +125,12 @@ PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& 
     const Device* d = placement.device.at(n);
     // One process: "CPU:0"; a cluster: the full name, as CPU:0 is on every task.
     ++per_device[d->parsed_name().job == "localhost" ? d->parsed_name().LocalName() : d->name()];
-    if (!logged.count(n->name())) log.node_lines += PlacementLogLine(*n, *d) + "\n";
+    if (logged.count(n->name())) continue;
+    log.node_lines += PlacementLogLine(*n, *d);
+    // Automatic placement: who chose (the algorithm, or the rules when one device was left).
+    if (!placement.algorithm.empty())
+      log.node_lines += placement.fixed.count(n) ? " [rules]" : " [" + placement.algorithm + "]";
+    log.node_lines += "\n";
   }
   std::vector<std::string> counts;
   for (const auto& [dev, count] : per_device)
@@ -133,6 +138,16 @@ PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& 
   log.summary = fmt::format("Placement summary: {}, {} Send/Recv pairs, {} soft fallbacks",
                             fmt::join(counts, ", "), send_recv_pairs, placement.fallbacks.size());
   for (const std::string& line : placement.fallbacks) log.summary += "\n" + line;
+  if (!placement.algorithm.empty()) {
+    std::vector<std::string> peaks;
+    for (const auto& [dev, bytes] : placement.predicted_peak_bytes)
+      peaks.push_back(fmt::format("{} {:.1f} MB", ShortDeviceName(dev), bytes / 1e6));
+    log.summary += fmt::format(
+        "\nAutomatic placement ({}): {} of {} nodes chosen by it, planned in {:.1f} ms; predicted "
+        "step {:.3f} ms, peak memory {}",
+        placement.algorithm, nodes.size() - placement.fixed.size(), nodes.size(),
+        placement.planning_ms, placement.predicted_step_us / 1e3, fmt::join(peaks, ", "));
+  }
   return log;
 }
 

@@ -3,11 +3,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_set>
 
 #include "placeflow/core/logging.h"
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/placer/placer_messages.h"
+#include "placeflow/placer/schedule.h"
 
 namespace pf {
 namespace {
@@ -64,7 +66,8 @@ struct Group {
   GroupInfo info;
   DeviceName spec;  // requested, overridden by assigned, with the default task filled in
   Device* device = nullptr;
-  bool fell_back = false;  // soft placement gave up part of `spec`
+  std::vector<Device*> candidates;  // where the rules allow it, best first
+  bool fell_back = false;           // soft placement gave up part of `spec`
 };
 
 // Place's steps, in TensorFlow's order: check every node (kernels, assigned devices, requests),
@@ -91,9 +94,11 @@ class Placer {
     FormGroups();
     for (Group& g : groups_) PF_RETURN_IF_ERROR(PlaceGroup(g));
     Placement placement;
+    if (options_.automatic != nullptr) PF_RETURN_IF_ERROR(PlaceAutomatically(&placement));
     for (size_t i = 0; i < nodes_.size(); ++i) placement.device[nodes_[i]] = GroupOf(i).device;
     ApplyHeuristics(&placement);
     ListFallbacks(&placement);
+    if (options_.automatic != nullptr) PF_RETURN_IF_ERROR(Predict(&placement));
     return placement;
   }
 
@@ -282,6 +287,66 @@ class Placer {
     }
     if (found.empty()) return NoDeviceError(g, may_relax);
     g.device = found[0];
+    g.candidates = std::move(found);
+    return Status::OK();
+  }
+
+  // The machine model's index of `d` (Internal when the model lacks it).
+  StatusOr<int> ModelIndex(const Device* d) const {
+    const int i = options_.automatic->cost->machine().Find(d->name());
+    if (i < 0) return errors::Internal("The placement cost model has no device ", d->name());
+    return i;
+  }
+
+  // The algorithm chooses each group's device among its candidates; a group keeps the device an
+  // earlier plan gave one of its members when the rules still allow it.
+  Status PlaceAutomatically(Placement* placement) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const AutomaticPlacement& a = *options_.automatic;
+    PlacementProblem problem;
+    problem.group_of = group_of_;
+    problem.candidates.resize(groups_.size());
+    for (size_t k = 0; k < groups_.size(); ++k) {
+      std::vector<int>& c = problem.candidates[k];
+      for (const Device* d : groups_[k].candidates) {
+        PF_ASSIGN_OR_RETURN(int i, ModelIndex(d));
+        c.push_back(i);
+      }
+      for (const Node* n : groups_[k].info.members) {
+        auto it = a.planned.find(n->name());
+        const int i = it == a.planned.end() ? -1 : a.cost->machine().Find(it->second);
+        if (i >= 0 && std::find(c.begin(), c.end(), i) != c.end()) {
+          c = {i};
+          break;
+        }
+      }
+      if (c.size() == 1)
+        placement->fixed.insert(groups_[k].info.members.begin(), groups_[k].info.members.end());
+    }
+    cost_graph_ = BuildCostGraph(nodes_, *a.cost);
+    PF_ASSIGN_OR_RETURN(AutoPlan plan, AutoPlace(cost_graph_, *a.cost, problem, a.options));
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      GroupOf(i).device = devices_.Find(a.cost->machine().devices[plan.device_of[i]].name);
+    }
+    placement->algorithm = PlacementAlgorithmName(a.options.algorithm);
+    placement->planning_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return Status::OK();
+  }
+
+  // The step these nodes make on the final placement (after the heuristics), simulated.
+  Status Predict(Placement* placement) const {
+    const CostModel& cost = *options_.automatic->cost;
+    std::vector<int> device_of(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      PF_ASSIGN_OR_RETURN(device_of[i], ModelIndex(placement->device.at(nodes_[i])));
+    }
+    PF_ASSIGN_OR_RETURN(Schedule s, Simulate(cost_graph_, cost, device_of));
+    placement->predicted_step_us = s.step_us;
+    for (int d = 0; d < cost.num_devices(); ++d) {
+      if (s.busy_us[d] > 0 || s.peak_bytes[d] > 0)
+        placement->predicted_peak_bytes[cost.machine().devices[d].name] = s.peak_bytes[d];
+    }
     return Status::OK();
   }
 
@@ -399,6 +464,7 @@ class Placer {
         placement->device[n] = d;
     };
     for (const Node* n : nodes_) {
+      if (options_.automatic != nullptr) break;  // the planner placed sources with consumers
       if (!free_choice(n) || n->num_inputs() != 0 || !n->control_inputs().empty() ||
           n->num_outputs() != 1 || n->IsStateful()) {
         continue;
@@ -443,6 +509,7 @@ class Placer {
   std::vector<DeviceName> own_;                        // per node: its own request (or assigned)
   std::vector<int> group_of_;                          // per node: its group's index in groups_
   std::vector<Group> groups_;                          // in the order of their first member
+  CostGraph cost_graph_;                               // automatic placement's
 };
 
 }  // namespace

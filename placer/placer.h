@@ -19,15 +19,30 @@
 // error; one fallback line per node, in order).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "placeflow/devices/device_set.h"
 #include "placeflow/graph/graph.h"
 #include "placeflow/graph/kernel.h"
+#include "placeflow/placer/auto_place.h"
 
 namespace pf {
+
+// Automatic placement (issue 37, docs/placement.md): the rules decide which devices each
+// colocation group may use (its request, kernels, soft placement), then a cost model and one of
+// Baechi's algorithms choose among them, and the plan's step is simulated.
+struct AutomaticPlacement {
+  std::shared_ptr<const CostModel> cost;  // its machine names every device of the DeviceSet
+  AutoPlaceOptions options;
+  // Decisions to keep (node name -> device name): a session's earlier plans, so that every
+  // signature finds a variable where the first plan put it.
+  std::map<std::string, std::string> planned;
+};
 
 struct PlacerOptions {
   bool allow_soft_placement = false;
@@ -36,11 +51,19 @@ struct PlacerOptions {
   // Fills the job/replica/task of a group whose request names no job (a cluster session's own task,
   // TensorFlow's client device): unconstrained nodes stay on that task. Empty: no default.
   DeviceName default_task;
+  const AutomaticPlacement* automatic = nullptr;  // set: automatic placement
 };
 
 struct Placement {
   std::unordered_map<const Node*, Device*> device;
   std::vector<std::string> fallbacks;  // one line per soft fallback
+  // Automatic placement only: the algorithm, the nodes it did not choose for (their group had
+  // one device to go to: a request, or an earlier plan), and its prediction for these nodes.
+  std::string algorithm;
+  std::unordered_set<const Node*> fixed;
+  double predicted_step_us = 0;
+  std::map<std::string, int64_t> predicted_peak_bytes;  // device name -> bytes
+  double planning_ms = 0;
 };
 
 StatusOr<Placement> Place(const std::vector<Node*>& nodes, const DeviceSet& devices,

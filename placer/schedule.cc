@@ -1,0 +1,206 @@
+#include "placeflow/placer/schedule.h"
+
+#include <algorithm>
+#include <queue>
+#include <tuple>
+
+#include "placeflow/graph/op_registry.h"
+
+namespace pf {
+
+namespace {
+
+bool BackEdge(const CostGraph& g, const CostGraph::Edge& e) {
+  return g.nodes[e.src]->op_def().control_flow() == ControlFlowKind::kNextIteration;
+}
+
+}  // namespace
+
+ListScheduler::ListScheduler(const CostGraph& graph, const CostModel& cost,
+                             std::vector<double> priority)
+    : g_(graph), cost_(cost), priority_(std::move(priority)) {
+  const int n = static_cast<int>(g_.nodes.size()), d = cost_.num_devices();
+  schedule_.nodes.resize(n);
+  schedule_.busy_us.assign(d, 0);
+  slot_free_.resize(d);
+  for (int k = 0; k < d; ++k)
+    slot_free_[k].assign(std::max(1, cost_.machine().devices[k].threads), 0);
+  link_free_.assign(d, std::vector<double>(d, 0));
+  ready_at_.assign(n, 0);
+  deferred_.assign(n, false);
+  if (priority_.empty()) priority_.assign(n, 0);
+}
+
+double ListScheduler::ComputeUs(int node, int device) const {
+  return cost_.ComputeUs(*g_.nodes[node], device);
+}
+
+double ListScheduler::Arrival(int edge, int device) const {
+  const CostGraph::Edge& e = g_.edges[edge];
+  const Schedule::NodeRun& src = schedule_.nodes[e.src];
+  if (src.device < 0 || src.device == device) return src.end;  // unresolved: goes where it is read
+  auto it = copies_.find({e.src, e.output, device});
+  if (it != copies_.end()) return schedule_.transfers[it->second].end;
+  const double start = std::max(src.end, link_free_[src.device][device]);
+  return start + cost_.TransferUs(e.bytes, src.device, device);
+}
+
+double ListScheduler::StartOn(int node, int device) const {
+  double t = 0;
+  for (int e : g_.in_edges[node])
+    if (!BackEdge(g_, g_.edges[e])) t = std::max(t, Arrival(e, device));
+  const std::vector<double>& slots = slot_free_[device];
+  const bool all = cost_.Threads(*g_.nodes[node], device) > 1;
+  const double free = all ? *std::max_element(slots.begin(), slots.end())
+                          : *std::min_element(slots.begin(), slots.end());
+  return std::max(t, free);
+}
+
+void ListScheduler::Commit(int node, int device) {
+  for (int e : g_.in_edges[node]) {
+    const CostGraph::Edge& edge = g_.edges[e];
+    const Schedule::NodeRun& src = schedule_.nodes[edge.src];
+    if (BackEdge(g_, edge) || src.device < 0 || src.device == device) continue;
+    auto key = std::make_tuple(edge.src, edge.output, device);
+    if (copies_.count(key)) continue;
+    Schedule::Transfer t{edge.src, edge.output, src.device, device, 0, 0, edge.bytes};
+    t.start = std::max(src.end, link_free_[src.device][device]);
+    t.end = t.start + cost_.TransferUs(edge.bytes, src.device, device);
+    link_free_[src.device][device] = t.end;
+    copies_[key] = static_cast<int>(schedule_.transfers.size());
+    schedule_.transfers.push_back(t);
+  }
+  Schedule::NodeRun& run = schedule_.nodes[node];
+  run.device = device;
+  run.start = StartOn(node, device);
+  const double us = ComputeUs(node, device);
+  run.end = run.start + us;
+  std::vector<double>& slots = slot_free_[device];
+  if (cost_.Threads(*g_.nodes[node], device) > 1) {
+    std::fill(slots.begin(), slots.end(), run.end);
+  } else {
+    auto it = std::min_element(slots.begin(), slots.end());
+    run.slot = static_cast<int>(it - slots.begin());
+    *it = run.end;
+  }
+  schedule_.busy_us[device] += us;
+}
+
+void ListScheduler::ResolveInputs(int node, int device, const Resolve& resolve) {
+  for (int e : g_.in_edges[node]) {
+    const int src = g_.edges[e].src;
+    if (!deferred_[src] || schedule_.nodes[src].device >= 0) continue;
+    schedule_.nodes[src].device = resolve(src, device);
+    ResolveInputs(src, schedule_.nodes[src].device, resolve);
+  }
+}
+
+Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
+  const int n = static_cast<int>(g_.nodes.size());
+  std::vector<int> pending(n, 0);
+  for (const CostGraph::Edge& e : g_.edges)
+    if (!BackEdge(g_, e)) ++pending[e.dst];
+  using Item = std::tuple<double, double, int>;  // ready time, -priority, node
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.emplace(0.0, -priority_[i], i);
+  std::vector<bool> seen(n, false);
+  auto place = [&](int i) -> Status {
+    seen[i] = true;
+    PF_ASSIGN_OR_RETURN(int device, choose(i));
+    if (device == kDefer) {
+      deferred_[i] = true;
+      return Status::OK();
+    }
+    ResolveInputs(i, device, resolve);
+    Commit(i, device);
+    return Status::OK();
+  };
+  while (!ready.empty()) {
+    const int i = std::get<2>(ready.top());
+    ready.pop();
+    PF_RETURN_IF_ERROR(place(i));
+    for (int e : g_.out_edges[i]) {
+      const CostGraph::Edge& edge = g_.edges[e];
+      if (BackEdge(g_, edge)) continue;
+      ready_at_[edge.dst] = std::max(ready_at_[edge.dst], schedule_.nodes[i].end);
+      if (--pending[edge.dst] == 0)
+        ready.emplace(ready_at_[edge.dst], -priority_[edge.dst], edge.dst);
+    }
+  }
+  for (int i : g_.topo)  // in a cycle no loop explains: in graph order
+    if (!seen[i]) PF_RETURN_IF_ERROR(place(i));
+  for (int i : g_.topo) {
+    if (deferred_[i] && schedule_.nodes[i].device < 0) {
+      schedule_.nodes[i].device = resolve(i, -1);  // nobody placed reads it
+      ResolveInputs(i, schedule_.nodes[i].device, resolve);
+    }
+  }
+  return Status::OK();
+}
+
+Schedule ListScheduler::Finish() {
+  const int d = cost_.num_devices();
+  std::vector<double> free_at(g_.nodes.size(), 0);
+  std::map<std::tuple<int, int, int>, double> copy_free;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) free_at[i] = schedule_.nodes[i].end;
+  for (const CostGraph::Edge& e : g_.edges) {
+    if (e.output < 0) continue;
+    const Schedule::NodeRun& src = schedule_.nodes[e.src];
+    const Schedule::NodeRun& dst = schedule_.nodes[e.dst];
+    if (src.device == dst.device) {
+      free_at[e.src] = std::max(free_at[e.src], dst.end);
+    } else {
+      double& f = copy_free[{e.src, e.output, dst.device}];
+      f = std::max(f, dst.end);
+    }
+  }
+  std::vector<std::vector<std::pair<double, int64_t>>> events(d);
+  for (const Schedule::Transfer& t : schedule_.transfers) {
+    schedule_.step_us = std::max(schedule_.step_us, t.end);
+    free_at[t.src] = std::max(free_at[t.src], t.end);
+    if (t.output < 0) continue;
+    const double f = std::max(t.end, copy_free[{t.src, t.output, t.to}]);
+    events[t.to].emplace_back(t.start, t.bytes);
+    events[t.to].emplace_back(f, -t.bytes);
+  }
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const Schedule::NodeRun& run = schedule_.nodes[i];
+    if (run.device < 0) continue;
+    schedule_.step_us = std::max(schedule_.step_us, run.end);
+    if (g_.persistent_bytes[i] > 0) events[run.device].emplace_back(0.0, g_.persistent_bytes[i]);
+    if (g_.output_bytes[i] > 0) {
+      events[run.device].emplace_back(run.start, g_.output_bytes[i]);
+      events[run.device].emplace_back(free_at[i], -g_.output_bytes[i]);
+    }
+  }
+  schedule_.peak_bytes.assign(d, 0);
+  for (int k = 0; k < d; ++k) {
+    std::sort(events[k].begin(), events[k].end());  // at one time, frees (negative) first
+    int64_t now = 0;
+    for (const auto& [t, delta] : events[k]) {
+      now += delta;
+      schedule_.peak_bytes[k] = std::max(schedule_.peak_bytes[k], now);
+    }
+  }
+  return std::move(schedule_);
+}
+
+StatusOr<Schedule> Simulate(const CostGraph& graph, const CostModel& cost,
+                            const std::vector<int>& device_of) {
+  if (device_of.size() != graph.nodes.size())
+    return errors::InvalidArgument("Simulate: a device for each of the ", graph.nodes.size(),
+                                   " nodes");
+  for (size_t i = 0; i < device_of.size(); ++i) {
+    if (device_of[i] < 0 || device_of[i] >= cost.num_devices()) {
+      return errors::InvalidArgument("Simulate: node ", graph.nodes[i]->name(), " has device ",
+                                     device_of[i], " of ", cost.num_devices());
+    }
+  }
+  ListScheduler s(graph, cost);
+  PF_RETURN_IF_ERROR(s.Run([&](int i) -> StatusOr<int> { return device_of[i]; },
+                           [&](int i, int) { return device_of[i]; }));
+  return s.Finish();
+}
+
+}  // namespace pf

@@ -1,0 +1,84 @@
+// A step's schedule as the executor would run it, predicted from a CostGraph and a CostModel: a
+// list scheduler (nodes start in the order their inputs become ready, on the first free thread of
+// their device; a node large enough to split takes all of them), one transfer per tensor and
+// destination device (each directed link carries one at a time), and per device the peak memory
+// of the tensors alive (allocated when their producer starts or their copy arrives, freed when
+// the last reader ends) plus the variables. The simulator (Simulate) runs it on a given
+// placement; the planners (placer/auto_place.h) choose each node's device as it gets its turn.
+//
+//   pf::CostGraph g = pf::BuildCostGraph(nodes, cost);
+//   PF_ASSIGN_OR_RETURN(pf::Schedule s, pf::Simulate(g, cost, device_of));
+//   s.step_us, s.peak_bytes[d], s.nodes[i].start
+#pragma once
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "placeflow/placer/cost_model.h"
+
+namespace pf {
+
+struct Schedule {
+  struct NodeRun {
+    int device = -1;
+    int slot = 0;  // the device's thread (0 for a node that took them all)
+    double start = 0, end = 0;
+  };
+  struct Transfer {
+    int src = 0, output = 0;  // the tensor (-1: a control token)
+    int from = 0, to = 0;     // devices
+    double start = 0, end = 0;
+    int64_t bytes = 0;
+  };
+  std::vector<NodeRun> nodes;  // per CostGraph node
+  std::vector<Transfer> transfers;
+  double step_us = 0;
+  std::vector<int64_t> peak_bytes;  // per device
+  std::vector<double> busy_us;      // per device: the nodes' time
+};
+
+class ListScheduler {
+ public:
+  // `priority` (per node, higher first) breaks ties between nodes ready at the same time;
+  // empty: graph order.
+  ListScheduler(const CostGraph& graph, const CostModel& cost, std::vector<double> priority = {});
+
+  // When a node's inputs are ready: the device it runs on, or kDefer to decide when a consumer
+  // is placed (Resolve then places it; a deferred node is charged no device time).
+  static constexpr int kDefer = -2;
+  using Choose = std::function<StatusOr<int>(int node)>;
+  // Where a deferred node goes once the consumer `consumer_device` runs on needs it.
+  using Resolve = std::function<int(int node, int consumer_device)>;
+  Status Run(const Choose& choose, const Resolve& resolve);
+
+  // What the choices can ask: the earliest start of `node` on `device`, given all scheduled so far.
+  double StartOn(int node, int device) const;
+  double ComputeUs(int node, int device) const;
+  int device_of(int node) const { return schedule_.nodes[node].device; }
+  bool deferred(int node) const { return deferred_[node]; }
+
+  // Memory and totals; call once after Run.
+  Schedule Finish();
+
+ private:
+  double Arrival(int edge, int device) const;
+  void Commit(int node, int device);
+  void ResolveInputs(int node, int device, const Resolve& resolve);
+
+  const CostGraph& g_;
+  const CostModel& cost_;
+  std::vector<double> priority_;
+  Schedule schedule_;
+  std::vector<std::vector<double>> slot_free_;  // per device, per thread
+  std::vector<std::vector<double>> link_free_;  // per (from, to)
+  std::vector<double> ready_at_;                // per node: inputs' end, ignoring transfers
+  std::vector<bool> deferred_;
+  std::map<std::tuple<int, int, int>, int> copies_;  // (src, output, to) -> transfer index
+};
+
+// The schedule of `device_of` (per CostGraph node, an index into the model's devices).
+StatusOr<Schedule> Simulate(const CostGraph& graph, const CostModel& cost,
+                            const std::vector<int>& device_of);
+
+}  // namespace pf

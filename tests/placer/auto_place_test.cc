@@ -1,0 +1,184 @@
+// Automatic placement (issue 37): the cost model's estimates against hand-computed values, the
+// simulator against schedules worked out by hand, and m-topo / m-etf / m-sct on small graphs whose
+// best placement is known. Fake CPU devices: nothing runs.
+#include "placeflow/placer/auto_place.h"
+
+#include "placeflow/ops/ops.h"
+#include "placeflow/placer/placer.h"
+#include "placeflow/placer/schedule.h"
+#include "tests/testing/fake_devices.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+// `n` logical CPUs of one thread each, at 1 GFLOP/s and 1 GB/s, 1 µs a node, linked at 1 GB/s
+// with 1 µs latency: a float costs 4 ns to compute over, 4 ns to move.
+MachineModel Cpus(int n, int64_t memory = 0) {
+  MachineModel m;
+  for (int i = 0; i < n; ++i) {
+    DeviceModel d;
+    d.name = DeviceName::FullName("localhost", 0, 0, kDeviceCpu, i);
+    d.type = kDeviceCpu;
+    d.gflops = 1;
+    d.gbytes_per_s = 1;
+    d.op_overhead_us = 1;
+    d.memory_bytes = memory;
+    m.devices.push_back(d);
+  }
+  m.host_host = {1, 1};
+  return m;
+}
+
+// 8 chains of `depth` Tanh on [1000] floats from one placeholder, summed by AddN.
+Output Wide(const Scope& root, int branches, int depth) {
+  Output x = ops::Placeholder(root, DT_FLOAT, Shape({1000}));
+  std::vector<Output> ends;
+  for (int b = 0; b < branches; ++b) {
+    Output y = x;
+    for (int k = 0; k < depth; ++k) y = ops::Tanh(root, y);
+    ends.push_back(y);
+  }
+  return ops::AddN(root, ends);
+}
+
+std::vector<int> Plan(const Graph& g, const CostModel& cost, PlacementAlgorithm a) {
+  CostGraph cg = BuildCostGraph(g.nodes(), cost);
+  PlacementProblem p;
+  for (size_t i = 0; i < cg.nodes.size(); ++i) {
+    p.group_of.push_back(static_cast<int>(i));
+    std::vector<int> all;
+    for (int d = 0; d < cost.num_devices(); ++d) all.push_back(d);
+    p.candidates.push_back(all);
+  }
+  auto plan = AutoPlace(cg, cost, p, {.algorithm = a});
+  REQUIRE(plan.ok());
+  return plan->device_of;
+}
+
+TEST_CASE("Cost model: FLOPs, bytes and transfers against hand-computed values", "[placer][auto]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output a = ops::Placeholder(root, DT_FLOAT, Shape({-1, 300}));
+  Output w = ops::Const(root, Tensor(DT_FLOAT, {300, 20}));
+  Output m = ops::MatMul(root, a, w);
+  Output img = ops::Placeholder(root, DT_FLOAT, Shape({2, 8, 8, 3}));
+  Output f = ops::Const(root, Tensor(DT_FLOAT, {3, 3, 3, 16}));
+  Output conv = ops::Conv2D(root, img, f, {1, 1, 1, 1}, "SAME");
+  CostModel cost(Cpus(2), {.unknown_dim = 10});
+  // MatMul [10, 300] x [300, 20]: 2 * 10 * 20 * 300 FLOPs; Conv2D: 2 * (2*8*8*16) * 3*3*3.
+  CHECK(cost.Estimate(*m.node).flops == 2.0 * 10 * 20 * 300);
+  CHECK(cost.Estimate(*conv.node).flops == 2.0 * 2 * 8 * 8 * 16 * 27);
+  CHECK(cost.OutputBytes(*m.node, 0) == 10 * 20 * 4);
+  // Bytes read and written: 10*300 + 300*20 + 10*20 floats, at 1 GB/s = 1e3 bytes per µs;
+  // the FLOPs at 1 GFLOP/s take 120 µs, the bytes 36.8: compute bound, plus 1 µs overhead.
+  CHECK(cost.Estimate(*m.node).bytes == 4.0 * (3000 + 6000 + 200));
+  CHECK(cost.ComputeUs(*m.node, 0) == Approx(1 + 120.0));
+  CHECK(cost.TransferUs(4000, 0, 1) == Approx(1 + 4.0));
+  CHECK(cost.TransferUs(4000, 1, 1) == 0);
+  auto profile = std::make_shared<Profile>();
+  profile->Record(m.node->name(), kDeviceCpu, 7);
+  profile->Record(m.node->name(), kDeviceCpu, 9);
+  profile->Record(m.node->name(), kDeviceCpu, 50);
+  CostModel measured(Cpus(2), {.unknown_dim = 10, .profile = profile});
+  CHECK(measured.ComputeUs(*m.node, 0) == 9);  // the median wins over the estimate
+}
+
+TEST_CASE("Machine descriptions and memory sizes parse, bad ones name the item", "[placer][auto]") {
+  auto m = ParseMachine("gpu:8x16GB,nvlink=450GB/s");
+  REQUIRE(m.ok());
+  REQUIRE(m->devices.size() == 9);  // the host CPU and 8 GPUs
+  CHECK(m->devices[0].type == kDeviceCpu);
+  CHECK(m->devices[8].name == "/job:localhost/replica:0/task:0/device:GPU:7");
+  CHECK(m->devices[3].memory_bytes == int64_t{16000000000});
+  CHECK(m->gpu_gpu.gbytes_per_s == 450);
+  CHECK(m->Link(1, 2).gbytes_per_s == 450);
+  CHECK(m->Link(0, 2).gbytes_per_s == m->host_gpu.gbytes_per_s);
+  auto two = ParseMachine("cpu:2x1GB,threads=4,network=100Gbit/s");
+  REQUIRE(two.ok());
+  CHECK(two->devices.size() == 2);
+  CHECK(two->devices[1].threads == 4);
+  CHECK(two->network.gbytes_per_s == 12.5);
+  auto bad = ParseMachine("gpu:8x16GB,tpu:2");
+  REQUIRE(!bad.ok());
+  CHECK_THAT(bad.status().message(), Contains("item 'tpu:2'") && Contains("unknown device type"));
+  CHECK(!ParseMachine("gpu:8,nvlink=fast").ok());
+  auto mem = ParseDeviceMemory("cpu:0=2GB,/cpu:1=512MiB");
+  REQUIRE(mem.ok());
+  CHECK(mem->at("cpu:0") == int64_t{2000000000});
+  CHECK(mem->at("cpu:1") == int64_t{512} << 20);
+  CHECK(!ParseDeviceMemory("cpu:0=lots").ok());
+}
+
+TEST_CASE("Simulator: a chain, two branches and the peak memory, worked out by hand",
+          "[placer][auto]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, Shape({1000}));  // 4000 bytes
+  Output a = ops::Tanh(root, x);
+  Output b = ops::Tanh(root, a);
+  Output c = ops::Neg(root, x);
+  CostModel cost(Cpus(2));
+  CostGraph cg = BuildCostGraph(g.nodes(), cost);
+  // A Tanh reads and writes 8000 bytes: 8 µs at 1 GB/s, plus 1 µs: 9 µs. The placeholder (a
+  // feed: no work) 1 µs.
+  REQUIRE(cost.ComputeUs(*a.node, 0) == Approx(9));
+  auto one = Simulate(cg, cost, {0, 0, 0, 0});
+  REQUIRE(one.ok());
+  CHECK(one->step_us == Approx(1 + 9 + 9 + 9));  // one thread: everything in a row
+  // x, then a and c at once on two devices (x crosses to CPU:1 in 1 + 4 µs), then b.
+  auto two = Simulate(cg, cost, {0, 0, 0, 1});
+  REQUIRE(two.ok());
+  CHECK(two->nodes[3].start == Approx(1 + 5));
+  CHECK(two->step_us == Approx(1 + 9 + 9));
+  REQUIRE(two->transfers.size() == 1);
+  // Memory on CPU:0 for the one-device run: x lives until its last reader (c) ends, a until b
+  // ends: at most x, a and b together: 12000 bytes.
+  CHECK(one->peak_bytes[0] == 12000);
+  // Two devices: CPU:1 holds x's copy and c's output.
+  CHECK(two->peak_bytes[1] == 8000);
+}
+
+TEST_CASE("Each algorithm on graphs whose best placement is known", "[placer][auto]") {
+  CostModel cost(Cpus(2));
+  SECTION("a chain stays on one device (m-etf, m-sct)") {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Wide(root, 1, 20);
+    for (PlacementAlgorithm a : {PlacementAlgorithm::kEtf, PlacementAlgorithm::kSct}) {
+      std::vector<int> d = Plan(g, cost, a);
+      CHECK(std::count(d.begin(), d.end(), d[0]) == static_cast<long>(d.size()));
+    }
+  }
+  SECTION("m-topo cuts the order into contiguous pieces of equal work") {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Wide(root, 1, 20);
+    std::vector<int> d = Plan(g, cost, PlacementAlgorithm::kTopo);
+    CHECK(std::is_sorted(d.begin(), d.end()));  // graph order is the topological order here
+    CHECK(std::count(d.begin(), d.end(), 0) >= 9);
+    CHECK(std::count(d.begin(), d.end(), 1) >= 9);
+  }
+  SECTION("independent heavy branches use both devices, and the step halves") {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Wide(root, 8, 20);
+    CostGraph cg = BuildCostGraph(g.nodes(), cost);
+    auto alone = Simulate(cg, cost, std::vector<int>(cg.nodes.size(), 0));
+    REQUIRE(alone.ok());
+    for (PlacementAlgorithm a :
+         {PlacementAlgorithm::kTopo, PlacementAlgorithm::kEtf, PlacementAlgorithm::kSct}) {
+      CAPTURE(PlacementAlgorithmName(a));
+      std::vector<int> d = Plan(g, cost, a);
+      CHECK(std::count(d.begin(), d.end(), 1) > 0);
+      auto split = Simulate(cg, cost, d);
+      REQUIRE(split.ok());
+      CHECK(split->step_us < 0.6 * alone->step_us);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pf

@@ -1,0 +1,115 @@
+// Automatic placement inside the placer: memory limits, and the rules (requests, reference
+// edges, colocation, earlier plans) kept exactly as the rule placer keeps them. Fake devices.
+#include "placeflow/ops/ops.h"
+#include "placeflow/placer/placer.h"
+#include "placeflow/placer/schedule.h"
+#include "tests/testing/fake_devices.h"
+#include "tests/testing/test_util.h"
+
+namespace pf {
+namespace {
+
+using Catch::Matchers::Contains;
+
+MachineModel TwoCpus(int64_t memory0, int64_t memory1) {
+  MachineModel m;
+  for (int i = 0; i < 2; ++i) {
+    DeviceModel d = DefaultDeviceModel(kDeviceCpu);
+    d.name = DeviceName::FullName("localhost", 0, 0, kDeviceCpu, i);
+    d.memory_bytes = i == 0 ? memory0 : memory1;
+    m.devices.push_back(d);
+  }
+  return m;
+}
+
+// A chain of `depth` Tanh on [1000] floats (4000 bytes each) from a placeholder.
+Output Chain(const Scope& root, int depth) {
+  Output y = ops::Placeholder(root, DT_FLOAT, Shape({1000}));
+  for (int k = 0; k < depth; ++k) y = ops::Tanh(root, y);
+  return y;
+}
+
+StatusOr<AutoPlan> PlanAll(const Graph& g, const CostModel& cost, PlacementAlgorithm a) {
+  CostGraph cg = BuildCostGraph(g.nodes(), cost);
+  PlacementProblem p;
+  for (size_t i = 0; i < cg.nodes.size(); ++i) {
+    p.group_of.push_back(static_cast<int>(i));
+    p.candidates.push_back({0, 1});
+  }
+  return AutoPlace(cg, cost, p, {.algorithm = a, .memory_headroom = 0});
+}
+
+TEST_CASE("A plan never charges a device more than its memory; what does not fit moves",
+          "[placer][auto]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Chain(root, 10);  // 11 nodes of 4000 bytes: 44000
+  for (PlacementAlgorithm a :
+       {PlacementAlgorithm::kTopo, PlacementAlgorithm::kEtf, PlacementAlgorithm::kSct}) {
+    CAPTURE(PlacementAlgorithmName(a));
+    CostModel roomy(TwoCpus(1 << 20, 1 << 20));
+    if (a != PlacementAlgorithm::kTopo) {
+      auto one = PlanAll(g, roomy, a);
+      REQUIRE(one.ok());
+      CHECK(one->charged_bytes[1] == 0);  // the chain stays on one device when it fits
+    }
+    CostModel tight(TwoCpus(30000, 1 << 20));
+    auto plan = PlanAll(g, tight, a);
+    REQUIRE(plan.ok());
+    CHECK(plan->charged_bytes[0] <= 30000);
+    CHECK(plan->charged_bytes[1] >= 44000 - 30000);
+    CostGraph cg = BuildCostGraph(g.nodes(), tight);
+    auto s = Simulate(cg, tight, plan->device_of);
+    REQUIRE(s.ok());
+    CHECK(s->peak_bytes[0] <= 30000);  // the charge bounds the peak
+  }
+  CostModel none(TwoCpus(10000, 10000));
+  auto fail = PlanAll(g, none, PlacementAlgorithm::kEtf);
+  REQUIRE(!fail.ok());
+  CHECK(fail.status().code() == Code::kResourceExhausted);
+  CHECK_THAT(fail.status().message(), Contains("no device has memory for") && Contains("Tanh"));
+}
+
+TEST_CASE("Automatic placement keeps requests, reference edges, colocation and earlier plans",
+          "[placer][auto]") {
+  DeviceSet devices = testing::FakeDeviceSet(2, 0);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = Chain(root, 4);
+  Output pinned = ops::Neg(root.WithDevice("/cpu:1"), x);
+  Output v = ops::Variable(root.WithOpName("v"), Shape({1000}), DT_FLOAT);
+  Output assign = ops::Assign(root.WithDevice("/cpu:0"), v, x);  // the variable's side wins
+  Output near = ops::Neg(root.ColocateWith(pinned.node), x);
+  AutomaticPlacement a;
+  a.cost = std::make_shared<CostModel>(TwoCpus(0, 0));
+  PlacerOptions opts;
+  opts.automatic = &a;
+  auto p = Place(g.nodes(), devices, opts);
+  REQUIRE(p.ok());
+  auto rules = Place(g.nodes(), devices, {});
+  REQUIRE(rules.ok());
+  CHECK(p->device.at(pinned.node) == rules->device.at(pinned.node));
+  CHECK(p->device.at(near.node) == p->device.at(pinned.node));
+  CHECK(p->device.at(assign.node) == p->device.at(v.node));
+  CHECK(p->fixed.count(pinned.node) == 1);
+  CHECK(p->algorithm == "m-sct");
+  CHECK(p->predicted_step_us > 0);
+  // Determinism: the same graph and model give the same plan.
+  auto again = Place(g.nodes(), devices, opts);
+  REQUIRE(again.ok());
+  CHECK(again->device == p->device);
+  // An earlier plan's choice is kept when the rules allow it.
+  const Device* other =
+      p->device.at(x.node) == devices.Find("/job:localhost/replica:0/task:0/device:CPU:0")
+          ? devices.Find("/job:localhost/replica:0/task:0/device:CPU:1")
+          : devices.Find("/job:localhost/replica:0/task:0/device:CPU:0");
+  a.planned[x.node->name()] = other->name();
+  a.planned[pinned.node->name()] = other->name();  // against its request: ignored
+  auto kept = Place(g.nodes(), devices, opts);
+  REQUIRE(kept.ok());
+  CHECK(kept->device.at(x.node) == other);
+  CHECK(kept->device.at(pinned.node) == rules->device.at(pinned.node));
+}
+
+}  // namespace
+}  // namespace pf
