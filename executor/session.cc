@@ -18,6 +18,7 @@
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/placer/partition.h"
 #include "placeflow/placer/placer.h"
+#include "placeflow/executor/auto_placement.h"
 
 namespace pf {
 
@@ -56,6 +57,10 @@ Session::Session(Graph& graph, SessionOptions options)
       options_(std::move(options)),
       cache_(options_.max_cached_signatures),
       kernels_(std::make_unique<KernelCache>()) {
+  if (options_.placement != "rules" && options_.placement != "auto") {
+    throw Error(errors::InvalidArgument("SessionOptions::placement must be \"rules\" or \"auto\", not '",
+                                        options_.placement, "'"));
+  }
   if (!options_.target.empty()) {
     SessionBackendFactory factory;
     bool has_grpc = false;
@@ -72,6 +77,11 @@ Session::Session(Graph& graph, SessionOptions options)
           "' is not supported: use \"\" (this process) or \"grpc://host:port\" in a placeflow "
           "built with the cluster runtime (PF_WITH_GRPC; this build has it: ",
           has_grpc ? "yes" : "no", ")"));
+    }
+    if (options_.placement == "auto") {
+      throw Error(errors::Unimplemented(
+          "Automatic placement (SessionOptions::placement = \"auto\") runs in-process sessions; "
+          "a cluster session's master places with the rules"));
     }
     backend_ = factory(graph_, options_).ValueOrThrow();
     pool_ = ThreadPool::Default();
@@ -92,6 +102,14 @@ Session::Session(Graph& graph, SessionOptions options)
     local.gpu.max_count = it->second;
   for (auto& d : CreateLocalDevices(local).ValueOrThrow()) devices_.Add(std::move(d));
   if (options_.log_device_placement) LogDeviceMapping(devices_);
+  if (options_.placement == "auto") {
+    const int threads = options_.cpu_device_threads > 0 ? options_.cpu_device_threads
+                        : options_.num_threads > 0     ? options_.num_threads
+                                                       : ThreadPool::Default()->num_threads() + 1;
+    automatic_ = MakeAutomaticPlacement(options_.placement_options, devices_, threads,
+                                        options_.device_memory)
+                     .ValueOrThrow();
+  }
 }
 
 Session::~Session() = default;
@@ -105,6 +123,11 @@ size_t Session::num_cached_signatures() const {
 int64_t Session::num_evicted_signatures() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cache_.evicted();
+}
+
+std::vector<PlacementPrediction> Session::PlacementPredictions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return predictions_;
 }
 
 std::map<std::string, std::string> Session::DevicePlacement() const {
@@ -139,8 +162,23 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   popts.placer.strict_placement = options_.strict_placement;
   popts.remap = RemappingEnabled(options_.rewrite_options.remapping);
   popts.log_device_placement = options_.log_device_placement;
+  if (automatic_) {
+    PlanWholeGraph(graph_, devices_, popts.placer, automatic_.get());
+    popts.placer.automatic = automatic_.get();
+  }
   PF_ASSIGN_OR_RETURN(StepPlan plan,
                       PlanSignature(feed_outputs, fetches, targets, devices_, popts, &placement_));
+  if (automatic_) {
+    for (const auto& [n, d] : plan.placement.device) automatic_->planned[n->name()] = d->name();
+    const Placement& p = plan.placement;
+    std::string signature;
+    for (const Output& f : fetches)
+      signature += (signature.empty() ? "" : ",") + f.node->name() + ":" + std::to_string(f.index);
+    for (const Operation& t : targets)
+      signature += (signature.empty() ? "^" : ",^") + t.node->name();
+    predictions_.push_back(
+        {signature, p.algorithm, p.predicted_step_us, p.predicted_peak_bytes, p.planning_ms});
+  }
   auto prepared = std::make_shared<Prepared>();
   prepared->fetch_from_feed = plan.fetch_from_feed;
   prepared->partitions = std::move(plan.partitions);

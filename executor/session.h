@@ -61,6 +61,29 @@ struct RewriterOptions {
   bool remapping = true;
 };
 
+class Profile;  // placer/cost_model.h
+struct AutomaticPlacement;
+
+// Automatic placement's settings (SessionOptions::placement = "auto"; docs/placement.md).
+struct PlacementOptions {
+  std::string algorithm = "m-sct";  // m-topo | m-etf | m-sct
+  double memory_headroom = 0.1;     // the fraction of each device_memory limit left free
+  // Measured node times (RecordProfile over traced steps of an earlier session,
+  // executor/auto_placement.h); nodes it lacks are estimated from their FLOPs and bytes.
+  std::shared_ptr<const Profile> profile;
+  int64_t unknown_dim = 32;  // an unknown dimension (the batch) counts as this many
+  std::string device_rates;  // the rates file; "": PF_DEVICE_RATES or ~/.cache/placeflow/...
+};
+
+// What automatic placement predicted for a signature it placed.
+struct PlacementPrediction {
+  std::string signature;  // the fetches and targets, by name: "loss:0,^train_op"
+  std::string algorithm;
+  double step_us = 0;
+  std::map<std::string, int64_t> peak_bytes;  // device name -> bytes
+  double planning_ms = 0;
+};
+
 struct SessionOptions {
   // Where steps run: "" (this process) or "grpc://host:port", a server of a cluster
   // (distributed/server.h), whose master lists every task's devices.
@@ -87,6 +110,11 @@ struct SessionOptions {
   int max_cached_signatures = 256;
   // Rewrites applied to each prepared signature's partitions (in process and in a cluster).
   RewriterOptions rewrite_options;
+  // "rules": TensorFlow's placer (the default). "auto": the rules say which devices each node may
+  // use (requests, colocation, kernels), a cost model and placement_options.algorithm choose
+  // among them for the whole graph, and the placement log gives the predicted step.
+  std::string placement = "rules";
+  PlacementOptions placement_options;
 };
 
 using FeedDict = std::vector<std::pair<Output, Tensor>>;
@@ -155,6 +183,8 @@ class Session {
   // Number of prepared (cached) signatures, and how many were dropped as least recently used.
   size_t num_cached_signatures() const;
   int64_t num_evicted_signatures() const;
+  // placement = "auto": the prediction for each signature placed so far, in order.
+  std::vector<PlacementPrediction> PlacementPredictions() const;
 
  private:
   struct Prepared;
@@ -188,6 +218,8 @@ class Session {
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};
   std::unique_ptr<SessionBackend> backend_;  // when options.target names a cluster
+  std::unique_ptr<AutomaticPlacement> automatic_;  // placement = "auto"
+  std::vector<PlacementPrediction> predictions_;
 };
 
 }  // namespace pf

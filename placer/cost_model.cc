@@ -48,7 +48,7 @@ DeviceModel DefaultDeviceModel(const std::string& type) {
   if (type == kDeviceCpu) {
     d.gflops = 60;
     d.gbytes_per_s = 8;
-    d.op_overhead_us = 1;
+    d.op_overhead_us = 0.3;
   } else {
     d.gflops = 51000;
     d.gbytes_per_s = 2000;
@@ -146,7 +146,8 @@ int CostModel::Threads(const Node& node, int device) const {
 double CostModel::ComputeUs(const Node& node, int device) const {
   const DeviceModel& d = machine_.devices[device];
   const double alone = OneThreadUs(node, device);
-  if (alone < 0) return options_.profile->Us(node.name(), d.type);
+  // A trace counts whole microseconds: a node never takes less than the device's overhead.
+  if (alone < 0) return std::max(options_.profile->Us(node.name(), d.type), d.op_overhead_us);
   const double threads = alone > kLargeNodeUs ? std::max(1, d.threads) : 1;
   return d.op_overhead_us + alone / threads;
 }

@@ -34,6 +34,7 @@
 #include "placeflow/devices/gpu_probe.h"
 #include "placeflow/models/models.h"
 #include "placeflow/placer/placer.h"
+#include "tools/place_bench.h"
 #include "tools/bench_util.h"
 #include "tools/cnn_bench.h"
 #include "tools/data_bench.h"
@@ -364,30 +365,6 @@ void MnistMlpEpoch() {
               60000 / epoch, epoch, kRepeats);
 }
 
-// Places a 100,000-node graph on 4 CPU devices: 1,000 layers of (variable, read, MatMul, Add,
-// Relu, ...) spread over the devices by request, with a tail of free nodes.
-void PlacerFigure() {
-  pf::Graph g;
-  pf::Scope root = pf::Scope::Root(&g);
-  pf::Output h = pf::ops::Placeholder(root, pf::DT_FLOAT, {-1, 8});
-  int layer = 0;
-  while (g.num_nodes() < 100000) {
-    pf::Scope s = root.WithVariableScope("layer" + std::to_string(layer))
-                      .WithDevice("/cpu:" + std::to_string(layer % 4));
-    pf::Variable w = pf::GetVariable(s, "w", {8, 8}, pf::init::Zeros());
-    h = pf::ops::Relu(s, pf::ops::Add(s, pf::ops::MatMul(s, h, w.value()), pf::ops::Const(s, 0.f)));
-    ++layer;
-  }
-  std::vector<pf::Node*> nodes(g.nodes().begin(), g.nodes().begin() + 100000);
-  pf::DeviceSet devices;
-  for (int i = 0; i < 4; ++i) devices.Add(pf::NewCpuDevice(i));
-  double s = TimeMedian([&] {
-    if (!pf::Place(nodes, devices, {}).ok()) std::abort();
-  });
-  std::printf("placer seconds_100k=%.3f nodes=%zu devices=4 repeats=%d\n", s, nodes.size(),
-              kRepeats);
-}
-
 // A plain mlp_seed000 step against the same model built by ReplicateTowers on one device,
 // alternating blocks of 10 steps so both see the same machine noise.
 void TowersOverhead() {
@@ -483,7 +460,13 @@ const std::vector<Figure>& Figures() {
        pf::bench::InputPipeline},
       {"image_folder", "images/s of 2,000 JPEGs decoded and resized to 224x224, batch 64",
        pf::bench::ImageFolder},
-      {"placer", "seconds to place a 100,000-node graph on 4 CPU devices", PlacerFigure},
+      {"placer", "seconds to place a 100,000-node graph on 4 CPU devices", pf::bench::PlacerFigure},
+      {"placer_auto", "the same graph without requests, placed by each automatic algorithm",
+       pf::bench::PlacerAutoFigure},
+      {"device_rates", "one CPU thread's GFLOP/s, GB/s and per-node µs, saved for the cost model",
+       pf::bench::DeviceRatesFigure},
+      {"auto_placement", "2 one-thread CPU devices: steps placed 5 ways, measured and predicted",
+       pf::bench::AutoPlacementFigure},
       {"towers_overhead", "a 1-tower replicated mlp_seed000 step against the plain graph's",
        TowersOverhead},
       {"towers_scaling", "examples/s of mlp_seed000 on 1, 2 and 4 towers, both aggregations",

@@ -1,9 +1,11 @@
 #include "tools/train_app.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "placeflow/data/image_folder.h"
 #include "placeflow/io/image_codec.h"
+#include "placeflow/placer/cost_model.h"
 #include "tools/tfrecord_input.h"
 #include "tools/tower_plan.h"
 #include "tools/tower_timing.h"
@@ -425,6 +428,16 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
   } else {
     opts.device_count["CPU"] = tg.num_cpus;
     opts.num_threads = static_cast<int>(a.threads);
+    opts.cpu_device_threads = static_cast<int>(a.device_threads);
+    opts.placement = a.placement;
+    opts.placement_options.algorithm = a.placement_algorithm;
+    if (!a.device_memory.empty()) {
+      StatusOr<std::map<std::string, int64_t>> memory = ParseDeviceMemory(a.device_memory);
+      if (!memory.ok()) throw UsageError("--device-memory: " + memory.status().message());
+      opts.device_memory = *memory;
+    }
+  } else if (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0) {
+    throw UsageError("--placement auto, --device-memory and --device-threads are for one process");
   }
   auto sess = std::make_unique<Session>(*tg.graph, opts);
   const models::Model& m = tg.model;
@@ -443,6 +456,24 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
               GlobalVariables(tg.graph.get()).size());
   std::fflush(stdout);
   return sess;
+}
+
+// --placement auto: the training step's predicted time next to the measured one.
+void ReportPrediction(const TrainGraph& tg, const Session& sess, double seconds, int64_t steps) {
+  const std::string train_op = "^" + tg.model.train_op.node->name();
+  for (const PlacementPrediction& p : sess.PlacementPredictions()) {
+    if (p.signature.find(train_op) == std::string::npos) continue;
+    std::vector<std::string> peaks;
+    for (const auto& [device, bytes] : p.peak_bytes)
+      peaks.push_back(fmt::format("{} {:.1f} MB", ShortDeviceName(device), bytes / 1e6));
+    std::printf(
+        "placement: %s, planned in %.1f ms; training step predicted %.3f ms, measured %.3f ms "
+        "(mean of %lld steps, evaluation included); predicted peak memory %s\n",
+        p.algorithm.c_str(), p.planning_ms, p.step_us / 1e3,
+        steps > 0 ? 1e3 * seconds / static_cast<double>(steps) : 0.0,
+        static_cast<long long>(steps), fmt::format("{}", fmt::join(peaks, ", ")).c_str());
+    return;
+  }
 }
 
 TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,
@@ -471,7 +502,14 @@ TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session
     }
   }
   InstallSigintHandler();
+  const int64_t first_step = trainer.global_step();
+  const auto start = std::chrono::steady_clock::now();
   trainer.Run(tg.classifier ? &data.train : nullptr, tg.classifier ? &data.test : nullptr);
+  if (a.placement == "auto") {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ReportPrediction(tg, sess, seconds, trainer.global_step() - first_step);
+  }
   outcome.interrupted = trainer.interrupted();
   if (outcome.interrupted) outcome.global_step = trainer.global_step();
   return outcome;

@@ -155,6 +155,18 @@ void AddDeviceFlags(FlagSet& f, TrainArgs& a) {
   f.Switch("--no-soft-placement", &a.no_soft_placement,
            "a node whose requested device does not exist is an error, not a fallback");
   f.Int("--threads", &a.threads, "threads of the session's pool (0: one per core)", 0, kMaxThreads);
+  f.String("--placement", &a.placement,
+           "rules: TensorFlow's placer; auto: a cost model and --placement-algorithm choose "
+           "(docs/placement.md)",
+           {"rules", "auto"});
+  f.String("--placement-algorithm", &a.placement_algorithm, "--placement auto's algorithm",
+           {"m-sct", "m-etf", "m-topo"});
+  f.String("--device-memory", &a.device_memory,
+           "a memory limit per device, kept by --placement auto and enforced when running")
+      .Value("'cpu:0=2GB,...'");
+  f.Int("--device-threads", &a.device_threads,
+        "threads of each CPU device's own pool (0: the devices share the session's)", 0,
+        kMaxThreads);
   f.String("--towers-table", &a.towers_table,
            "time the model with each tower count and print seed 000's table")
       .Value("N,N,...");

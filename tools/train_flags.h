@@ -52,6 +52,10 @@ struct TrainArgs {
   std::string place;                   // "regex=device,regex=device"
   std::vector<PlaceRule> place_rules;  // parsed by ParseArgs
   bool no_soft_placement = false;
+  std::string placement = "rules";  // rules | auto
+  std::string placement_algorithm = "m-sct";
+  std::string device_memory;   // "cpu:0=2GB,cpu:1=2GB"
+  int64_t device_threads = 0;  // SessionOptions::cpu_device_threads
   bool allow_nan = false;
   bool check_numerics = false;
   int64_t print_every = 0;
