@@ -95,7 +95,10 @@ class Device {
   ResourceMgr resources_;
 };
 
-// `pool` (default: the process-wide pool) runs the device's intra-op loops.
-std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool = nullptr);
+// `pool` (default: the process-wide pool) runs the device's intra-op loops; `allocator` (default:
+// the process-wide host allocator, CpuAllocator()) hands out its memory and must outlive every
+// tensor it allocates.
+std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool = nullptr,
+                                     Allocator* allocator = nullptr);
 
 }  // namespace pf

@@ -18,7 +18,11 @@ namespace pf {
 struct LocalDeviceOptions {
   int cpu_devices = 1;         // at least one
   ThreadPool* pool = nullptr;  // the CPU devices' inter-op pool (default: ThreadPool::Default())
-  GpuOptions gpu;              // gpu.max_count == 0: no GPU, and the driver is not probed
+  // Per CPU device, by id, when not empty: its pool (in place of `pool`) and its allocator (null:
+  // the host's). Both must outlive the devices (the allocators, every tensor they allocate).
+  std::vector<ThreadPool*> cpu_pools;
+  std::vector<Allocator*> cpu_allocators;
+  GpuOptions gpu;  // gpu.max_count == 0: no GPU, and the driver is not probed
 };
 
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateLocalDevices(

@@ -45,10 +45,17 @@ Status Guarded(Fn&& fn) {
 Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
 Executor::~Executor() = default;
 int Executor::num_nodes() const { return static_cast<int>(layout_->items.size()); }
+bool Executor::own_pool() const { return layout_->own_pool; }
 
 void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches,
                         int64_t step_id, StepGroup* group, std::function<void()> done) const {
   const Layout& l = *layout_;
+  if (l.own_pool && !l.pool->InPool()) {  // the device's nodes run on its threads only
+    l.pool->Schedule([this, feeds, fetches, step_id, group, done = std::move(done)]() mutable {
+      RunAsync(feeds, fetches, step_id, group, std::move(done));
+    });
+    return;
+  }
   auto* step = new Step(l);  // deleted when its last node completes
   step->step_id = step_id;
   step->group = group;
@@ -89,14 +96,14 @@ void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::m
   // ThreadPool::SpinMicros() first (and while its workers are busy, when PF_POOL_BUSY_SPIN_US
   // allows): the step's end is often microseconds away, and waking a sleeping caller costs
   // tens of them (executor_wide, issue 34).
-  const bool poll = LeavesCoreForCaller(*pool);
+  const bool poll = pool != nullptr && LeavesCoreForCaller(*pool);
   int polls = 0;
   auto done_or_ran = [&] {  // the queue is looked at every 32 polls (it takes the lock)
     if (remaining->load(std::memory_order_acquire) == 0) return true;
     return (++polls & 31) == 0 && pool->TryRunOne();
   };
   while (remaining->load(std::memory_order_acquire) > 0) {
-    if (pool->TryRunOne()) continue;
+    if (pool != nullptr && pool->TryRunOne()) continue;
     if (poll && SpinWhileBusy(*pool, done_or_ran)) continue;
     std::unique_lock<std::mutex> lock(*mu);
     if (remaining->load(std::memory_order_acquire) > 0)
@@ -118,7 +125,7 @@ Status Executor::Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetc
     remaining.store(0, std::memory_order_release);
     cv.notify_all();
   });
-  WaitHelping(layout_->pool, &remaining, &mu, &cv);
+  WaitHelping(layout_->own_pool ? nullptr : layout_->pool, &remaining, &mu, &cv);
   if (stats) {
     stats->step_us = std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::steady_clock::now() - group.start())
@@ -288,11 +295,17 @@ void Executor::StartAsync(Step* step, TaggedNode t) const {
   if (!state->shapes.empty()) state->params.output_shapes = state->shapes.data();
   state->ctx = std::make_unique<OpKernelContext>(state->params);
   it.kernel->ComputeAsync(state->ctx.get(), [this, step, t, state](Status done_status) {
-    RunCompletion([this, step, t, state, done_status] {
+    auto complete = [this, step, t, state, done_status] {
       std::deque<TaggedNode> ready;
       Complete(step, t, done_status, &state->outputs, state->t0, &ready, &state->trace_label);
       if (!ready.empty()) Process(step, std::move(ready));
-    });
+    };
+    const Layout& l = *layout_;
+    if (l.own_pool && !l.pool->InPool()) {  // back onto the device's threads
+      l.pool->Schedule(std::move(complete));
+    } else {
+      RunCompletion(std::move(complete));
+    }
   });
 }
 

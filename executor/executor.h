@@ -80,7 +80,12 @@ struct ExecutorSpec {
   std::unordered_map<const Node*, Device*> device;  // placement of every node
   std::vector<Output> feeds;                        // tensors supplied by the caller
   std::vector<Output> fetches;                      // tensors returned, in order
-  ThreadPool* pool = nullptr;          // inter-op pool (default: ThreadPool::Default())
+  ThreadPool* pool = nullptr;  // inter-op pool (default: ThreadPool::Default())
+  // The pool is the device's own (SessionOptions::cpu_device_threads): every node runs on its
+  // threads. RunAsync called elsewhere starts the step there, an asynchronous node whose
+  // completion arrives on another thread (a _Recv woken by another device's _Send) continues
+  // there, and Run waits without helping.
+  bool own_pool = false;
   const DeviceSet* devices = nullptr;  // for _Recv (which device sent)
   // The step's graph has control flow (a cond, a loop) on some device: a _Recv may bring a dead
   // tensor even into a partition without control-flow nodes (executor/frames.h).
@@ -115,11 +120,14 @@ class Executor {
   // One executor alone: runs the step, waits for it (helping the pool) and returns the first error.
   Status Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id = 0,
              RunMetadata* stats = nullptr) const;
-  // Waits until `*remaining` reaches zero, running queued pool work meanwhile.
+  // Waits until `*remaining` reaches zero, running queued pool work meanwhile (none when `pool`
+  // is null).
   static void WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
                           std::condition_variable* cv);
 
   int num_nodes() const;
+  // ExecutorSpec::own_pool.
+  bool own_pool() const;
 
   // Defined in executor/executor_state.h (the executor's own files only).
   struct Layout;

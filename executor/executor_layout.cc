@@ -121,6 +121,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
                                                      const KernelSource& kernels) {
   auto layout = std::make_unique<Layout>();
   layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
+  layout->own_pool = spec.own_pool && spec.pool != nullptr;
   layout->devices = spec.devices;
   const bool sequential = SequentialMode();
   Layout::ItemIndex item_of;

@@ -79,6 +79,7 @@ struct Executor::Layout {
   bool loop_transfers = false;  // a _Send or _Recv inside a loop (a loop spanning devices)
   std::vector<int> roots;
   ThreadPool* pool = nullptr;
+  bool own_pool = false;  // ExecutorSpec::own_pool
   const DeviceSet* devices = nullptr;
   // For feed i: the input slots it fills (in the outermost frame) and the fetch indices it
   // answers directly.

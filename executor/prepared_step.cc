@@ -118,6 +118,10 @@ void RunPartitionsAsync(const std::vector<const PreparedPart*>& parts, const Par
     if (countdown->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) countdown->done();
   };
   for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i]->executor->own_pool()) {  // starts on its device's own threads
+      parts[i]->executor->RunAsync(feeds[i], &(*fetches)[i], step_id, group, finished);
+      continue;
+    }
     pool->Schedule([part = parts[i], feed = &feeds[i], out = &(*fetches)[i], step_id, group,
                     finished] { part->executor->RunAsync(*feed, out, step_id, group, finished); });
   }

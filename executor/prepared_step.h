@@ -98,9 +98,10 @@ using PartTensors = std::vector<std::vector<Tensor>>;  // per partition, in its 
 
 // Starts every partition's executor within `group`: the first on this thread, the others on
 // `pool` (an executor runs cheap nodes inline and hands expensive ones to the pool, so a long
-// step does not hold the caller's thread). They meet through the group's rendezvous, and the
-// first error anywhere aborts the others. `done` runs once, on some thread, when all finished.
-// `feeds` and `fetches` must live until then.
+// step does not hold the caller's thread; an executor with a pool of its own,
+// ExecutorSpec::own_pool, starts on that pool instead). They meet through the group's rendezvous,
+// and the first error anywhere aborts the others. `done` runs once, on some thread, when all
+// finished. `feeds` and `fetches` must live until then.
 void RunPartitionsAsync(const std::vector<const PreparedPart*>& parts, const PartTensors& feeds,
                         PartTensors* fetches, int64_t step_id, StepGroup* group, ThreadPool* pool,
                         std::function<void()> done);

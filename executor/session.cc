@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <unordered_set>
@@ -71,6 +72,12 @@ Session::Session(Graph& graph, SessionOptions options)
       }
       has_grpc = Backends().count("grpc://") > 0;
     }
+    if (options_.cpu_device_threads != 0 || !options_.device_memory.empty()) {
+      throw Error(errors::InvalidArgument(
+          "SessionOptions::cpu_device_threads and device_memory apply to in-process sessions "
+          "(target \"\"), not to '",
+          options_.target, "'"));
+    }
     if (!factory) {
       throw Error(errors::InvalidArgument(
           "Session target '", options_.target,
@@ -89,18 +96,7 @@ Session::Session(Graph& graph, SessionOptions options)
   }
   if (options_.num_threads > 0) own_pool_ = std::make_unique<ThreadPool>(options_.num_threads - 1);
   pool_ = own_pool_ ? own_pool_.get() : ThreadPool::Default();
-  LocalDeviceOptions local;
-  if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end())
-    local.cpu_devices = it->second;
-  local.pool = pool_;
-  local.gpu = options_.gpu_options;
-  if (!options_.visible_device_list.empty())
-    local.gpu.visible_device_list = options_.visible_device_list;
-  if (!options_.gpu_logical_devices.empty())
-    local.gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
-  if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end())
-    local.gpu.max_count = it->second;
-  for (auto& d : CreateLocalDevices(local).ValueOrThrow()) devices_.Add(std::move(d));
+  CreateDevices();
   if (options_.log_device_placement) LogDeviceMapping(devices_);
   if (options_.placement == "auto") {
     const int threads = options_.cpu_device_threads > 0 ? options_.cpu_device_threads
@@ -113,6 +109,97 @@ Session::Session(Graph& graph, SessionOptions options)
 }
 
 Session::~Session() = default;
+
+void Session::CreateDevices() {
+  LocalDeviceOptions local;
+  if (auto it = options_.device_count.find("CPU"); it != options_.device_count.end())
+    local.cpu_devices = it->second;
+  local.pool = pool_;
+  local.gpu = options_.gpu_options;
+  if (!options_.visible_device_list.empty())
+    local.gpu.visible_device_list = options_.visible_device_list;
+  if (!options_.gpu_logical_devices.empty())
+    local.gpu.logical_devices_memory_mb = options_.gpu_logical_devices;
+  if (auto it = options_.device_count.find("GPU"); it != options_.device_count.end())
+    local.gpu.max_count = it->second;
+  if (options_.cpu_device_threads < 0) {
+    throw Error(errors::InvalidArgument("SessionOptions::cpu_device_threads is ",
+                                        options_.cpu_device_threads,
+                                        ": give a positive count, or 0 to share num_threads"));
+  }
+  for (int i = 0; i < std::max(1, local.cpu_devices); ++i) {
+    if (options_.cpu_device_threads > 0) {
+      cpu_pools_.push_back(std::make_unique<ThreadPool>(options_.cpu_device_threads));
+      local.cpu_pools.push_back(cpu_pools_.back().get());
+    }
+    if (!options_.device_memory.empty()) {
+      cpu_memory_.push_back(TrackingAllocator::Create(
+          CpuAllocator(), DeviceName::FullName("localhost", 0, 0, kDeviceCpu, i)));
+      local.cpu_allocators.push_back(cpu_memory_.back().get());
+    }
+  }
+  for (auto& d : CreateLocalDevices(local).ValueOrThrow()) devices_.Add(std::move(d));
+  ThrowIfError(ApplyMemoryLimits());
+}
+
+namespace {
+
+// The CPU device a SessionOptions::device_memory entry names: "cpu:1", "/CPU:1",
+// "/device:cpu:1", a full name.
+StatusOr<Device*> MemoryLimitDevice(const DeviceSet& devices, const std::string& name) {
+  std::string text = !name.empty() && name[0] == '/' ? name : "/" + name;
+  DeviceName spec;
+  bool parsed = DeviceName::Parse(text, &spec);
+  if (!parsed) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    parsed = DeviceName::Parse(text, &spec);
+  }
+  std::transform(spec.type.begin(), spec.type.end(), spec.type.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
+  std::vector<Device*> found;
+  if (parsed && !spec.IsEmpty()) found = devices.Matching(spec);
+  if (found.size() == 1 && found[0]->device_type() == kDeviceCpu) return found[0];
+  const std::string why = !parsed         ? "which is not a device name"
+                          : found.empty() ? "which is no device of this session"
+                          : found.size() > 1
+                              ? fmt::format("which matches {} devices", found.size())
+                              : "which is not a CPU device (gpu_options and gpu_logical_devices "
+                                "set a GPU's memory)";
+  return errors::InvalidArgument("SessionOptions::device_memory names '", name, "', ", why,
+                                 "; this session's devices: ", devices.NamesForError());
+}
+
+}  // namespace
+
+Status Session::ApplyMemoryLimits() {
+  for (const auto& [name, bytes] : options_.device_memory) {
+    PF_ASSIGN_OR_RETURN(Device * device, MemoryLimitDevice(devices_, name));
+    if (bytes < 0) {
+      return errors::InvalidArgument("SessionOptions::device_memory gives '", name, "' ", bytes,
+                                     " bytes: a limit is positive (0: no limit, only measured)");
+    }
+    cpu_memory_.at(device->parsed_name().id)->set_limit(bytes);
+  }
+  return Status::OK();
+}
+
+std::pair<ThreadPool*, bool> Session::PoolFor(const Device* device) const {
+  const int id = device->parsed_name().id;
+  if (device->device_type() == kDeviceCpu && id >= 0 && id < static_cast<int>(cpu_pools_.size()))
+    return {cpu_pools_[id].get(), true};
+  return {pool_, false};
+}
+
+std::map<std::string, AllocatorStats> Session::DeviceMemoryStats() const {
+  std::map<std::string, AllocatorStats> stats;
+  for (const TrackingAllocator::Ptr& a : cpu_memory_) stats[a->device()] = a->Stats();
+  return stats;
+}
+
+void Session::ResetPeakMemory() {
+  for (const TrackingAllocator::Ptr& a : cpu_memory_) a->ResetPeak();
+}
 
 size_t Session::num_cached_signatures() const {
   if (backend_) return backend_->num_cached_signatures();
@@ -187,7 +274,7 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
     ExecutorSpec es;
     es.nodes = part.nodes;
     es.dead_tensors = dead_tensors;
-    es.pool = pool_;
+    std::tie(es.pool, es.own_pool) = PoolFor(part.device);
     es.devices = &devices_;
     std::vector<int> feed_ids;
     for (const auto& [user, arg] : part.args) {

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "placeflow/core/tracking_allocator.h"
 #include "placeflow/devices/device_manager.h"
 #include "placeflow/devices/device_set.h"
 #include "placeflow/executor/signature_cache.h"
@@ -104,6 +105,18 @@ struct SessionOptions {
   // Threads that work on a step, the calling thread included (inter- and intra-op share
   // them). 0: the process-wide pool (PF_NUM_THREADS or one per core) plus the caller.
   int num_threads = 0;
+  // > 0: each CPU device gets a pool of this many threads of its own. The nodes placed on the
+  // device and its kernels' parallel loops run on those threads and no others (the calling
+  // thread stages feeds, waits and collects fetches; it runs no CPU device's node). So with
+  // device_count {"CPU": 2} and 1 here, a graph on /cpu:0 runs on one thread and a graph split
+  // over /cpu:0 and /cpu:1 on two. 0: every CPU device shares the threads of num_threads.
+  int cpu_device_threads = 0;
+  // Byte limits of CPU devices' memory, by device ("cpu:1", "/device:CPU:1" or a full name; the
+  // type in either case); 0: no limit, only measured. With any entry, every CPU device counts
+  // what its allocator holds (kernel outputs, variables; see DeviceMemoryStats()), and one with a
+  // limit refuses more: the kernel fails with ResourceExhausted naming the device. An entry that
+  // names no CPU device of the session is an InvalidArgument error.
+  std::map<std::string, int64_t> device_memory;
   // Prepared (pruned, placed, partitioned) signatures kept for reuse, by this session or, with a
   // cluster target, its master; the least recently used beyond this are dropped (and rebuilt
   // if called again). 0: no limit.
@@ -185,6 +198,13 @@ class Session {
   int64_t num_evicted_signatures() const;
   // placement = "auto": the prediction for each signature placed so far, in order.
   std::vector<PlacementPrediction> PlacementPredictions() const;
+  // Per CPU device (full name) when SessionOptions::device_memory has an entry (else empty): the
+  // bytes its tensors hold now (bytes_in_use), the most they held at once since the session began
+  // or ResetPeakMemory() (peak_bytes_in_use), its limit (bytes_limit, 0: none), num_allocs,
+  // num_ooms and largest_alloc_size. Bytes as asked for, before the host allocator's rounding.
+  std::map<std::string, AllocatorStats> DeviceMemoryStats() const;
+  // Every device's peak starts again from its bytes in use now.
+  void ResetPeakMemory();
 
  private:
   struct Prepared;
@@ -206,11 +226,18 @@ class Session {
   Status CollectFetches(const Prepared& prepared, const FeedDict& feeds, PartTensors* part_fetches,
                         std::vector<Tensor>* outputs);
   StatusOr<Output> ResolveTensorName(const std::string& name) const;
+  // The local devices, with their own pools and tracking allocators when the options ask.
+  void CreateDevices();
+  Status ApplyMemoryLimits();
+  // The inter-op pool of `device`'s partitions, and whether it is the device's own.
+  std::pair<ThreadPool*, bool> PoolFor(const Device* device) const;
 
   Graph& graph_;
   SessionOptions options_;
   std::unique_ptr<ThreadPool> own_pool_;  // when options.num_threads > 0
   ThreadPool* pool_;
+  // Per CPU device, by id (options.device_memory). Before devices_: variables free into them.
+  std::vector<TrackingAllocator::Ptr> cpu_memory_;
   DeviceSet devices_;
   mutable std::mutex mu_;
   SignatureCache<Prepared> cache_;        // bounded by options.max_cached_signatures
@@ -220,6 +247,8 @@ class Session {
   std::unique_ptr<SessionBackend> backend_;  // when options.target names a cluster
   std::unique_ptr<AutomaticPlacement> automatic_;  // placement = "auto"
   std::vector<PlacementPrediction> predictions_;
+  // Per CPU device (options.cpu_device_threads). Last: joined before anything they run is gone.
+  std::vector<std::unique_ptr<ThreadPool>> cpu_pools_;  // by CPU device id
 };
 
 }  // namespace pf

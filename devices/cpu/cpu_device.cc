@@ -1,4 +1,5 @@
-// The host CPU device: host memory, the shared thread pool, priority 100 (always last).
+// The host CPU device: host memory (or a session's allocator over it), the shared thread pool (or
+// a pool of its own), priority 100 (always last).
 #include <thread>
 
 #include "placeflow/devices/device.h"
@@ -8,9 +9,11 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice(int id, ThreadPool* pool)
-      : Device(kDeviceCpu, id), pool_(pool ? pool : ThreadPool::Default()) {}
-  Allocator* GetAllocator() override { return CpuAllocator(); }
+  CpuDevice(int id, ThreadPool* pool, Allocator* allocator)
+      : Device(kDeviceCpu, id),
+        pool_(pool ? pool : ThreadPool::Default()),
+        allocator_(allocator ? allocator : CpuAllocator()) {}
+  Allocator* GetAllocator() override { return allocator_; }
   ThreadPool* intra_op_pool() override { return pool_; }
   int priority() const override { return 100; }
   bool uses_host_memory() const override { return true; }
@@ -21,12 +24,13 @@ class CpuDevice final : public Device {
 
  private:
   ThreadPool* pool_;
+  Allocator* allocator_;
 };
 
 }  // namespace
 
-std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool) {
-  return std::make_unique<CpuDevice>(id, pool);
+std::unique_ptr<Device> NewCpuDevice(int id, ThreadPool* pool, Allocator* allocator) {
+  return std::make_unique<CpuDevice>(id, pool, allocator);
 }
 
 }  // namespace pf
