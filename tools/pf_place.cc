@@ -14,6 +14,7 @@
 #include <string>
 
 #include "placeflow/executor/subgraph.h"
+#include "placeflow/models/models.h"
 #include "placeflow/placer/schedule.h"
 #include "tools/flags.h"
 #include "tools/place_bench.h"

@@ -89,11 +89,11 @@ Operation LstmLm(const Scope& root, const LstmLmOptions& o) {
   Scope embed_scope = on(root.WithVariableScope("embedding"), 0);
   Variable embedding = GetVariable(embed_scope, "table", {o.vocab, o.hidden},
                                    init::RandomUniform(-0.05, 0.05, 1));
-  std::vector<std::unique_ptr<train::LSTMCell>> cells;
+  std::vector<std::unique_ptr<layers::LSTMCell>> cells;
   std::vector<Scope> layer_scopes;
   for (int64_t l = 0; l < o.layers; ++l) {
     layer_scopes.push_back(on(root.NewSubScope("lstm_" + std::to_string(l)), l * std::max(1, o.gpus) / o.layers));
-    cells.push_back(std::make_unique<train::LSTMCell>("lstm_" + std::to_string(l), o.hidden, 1.f, l + 1));
+    cells.push_back(std::make_unique<layers::LSTMCell>("lstm_" + std::to_string(l), o.hidden, 1.f, l + 1));
     cells.back()->Build(layer_scopes.back(), o.hidden, DT_FLOAT);
   }
   Scope soft = on(root.WithVariableScope("softmax"), std::max(1, o.gpus) - 1);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/graph/kernel.h"
 #include "placeflow/placer/schedule.h"
 
 namespace pf::app {

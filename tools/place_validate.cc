@@ -8,6 +8,7 @@
 
 #include "placeflow/executor/auto_placement.h"
 #include "placeflow/executor/subgraph.h"
+#include "placeflow/models/models.h"
 #include "placeflow/placer/schedule.h"
 #include "tools/bench_util.h"
 #include "tools/place_bench.h"
@@ -44,7 +45,7 @@ Built Build(const Case& c, const std::string& rules) {
   if (std::string(c.model) == "wide") {
     b.targets = {WideModel(root, 8, 20, c.batch).node};
     Node* input = b.graph->FindNode("input");
-    b.fed = {input->output(0)};
+    b.fed = {Output(input, 0)};
     b.feeds = {{b.fed[0], Tensor(DT_FLOAT, {c.batch, 256})}};
   } else {
     models::Model m = models::BuildModel(c.model, root, {});

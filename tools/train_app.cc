@@ -423,6 +423,8 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
   opts.log_device_placement = a.log_placement;
   opts.allow_soft_placement = !a.no_soft_placement;
   if (role.task) {
+    if (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0)
+      throw UsageError("--placement auto, --device-memory and --device-threads are for one process");
     opts.target = role.task->target();
     AdjustForWorker(a, *role.task);
   } else {
@@ -436,8 +438,6 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
       if (!memory.ok()) throw UsageError("--device-memory: " + memory.status().message());
       opts.device_memory = *memory;
     }
-  } else if (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0) {
-    throw UsageError("--placement auto, --device-memory and --device-threads are for one process");
   }
   auto sess = std::make_unique<Session>(*tg.graph, opts);
   const models::Model& m = tg.model;
