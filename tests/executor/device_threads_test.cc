@@ -463,11 +463,12 @@ TEST_CASE("Wide model timings: one device vs two, one thread each", "[.][device-
   for (int round = 0; round < 2; ++round) {
     const double one = WideStepMs(0, 1, rows, 8, steps);
     const double two = WideStepMs(1, 1, rows, 8, steps);
+    const double one_two_threads = WideStepMs(0, 2, rows, 8, steps);
     const double shared = WideStepMs(1, 0, rows, 8, steps);
     std::printf(
-        "wide 8x8 [%d,64]: one device %.2f ms, two devices %.2f ms (%.2fx), shared pool "
-        "%.2f ms\n",
-        rows, one, two, one / two, shared);
+        "wide 8x8 [%d,64]: one device %.2f ms, two devices %.2f ms (%.2fx); one device "
+        "of 2 threads %.2f ms, shared pool %.2f ms\n",
+        rows, one, two, one / two, one_two_threads, shared);
   }
 }
 
