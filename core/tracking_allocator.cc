@@ -65,9 +65,9 @@ std::string TrackingAllocator::DescribeFailure(size_t bytes) const {
   const int64_t limit = limit_.load(), in_use = in_use_.load();
   if (limit <= 0) return base_->DescribeFailure(bytes);
   return fmt::format(
-      "{} has a memory limit of {} bytes (SessionOptions::device_memory): {} bytes requested, "
-      "{} in use, {} free",
-      device_, limit, bytes, in_use, limit > in_use ? limit - in_use : 0);
+      "memory limit of {} bytes (SessionOptions::device_memory): {} bytes requested, {} in "
+      "use, {} free",
+      limit, bytes, in_use, limit > in_use ? limit - in_use : 0);
 }
 
 AllocatorStats TrackingAllocator::Stats() const {

@@ -1,12 +1,15 @@
 // Logical CPU devices with threads of their own (SessionOptions::cpu_device_threads) and memory
 // limits (SessionOptions::device_memory): which threads run each device's nodes and loops, that
 // results match the shared-pool default, what the devices' allocators measure, and the errors.
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "placeflow/core/tracking_allocator.h"
 #include "placeflow/devices/device.h"
 #include "placeflow/models/models.h"
 #include "placeflow/ops/op_util.h"
@@ -303,8 +306,9 @@ TEST_CASE("A device over its memory limit fails with ResourceExhausted; the sess
   REQUIRE(s.code() == Code::kResourceExhausted);
   CHECK_THAT(s.message(), Contains("OOM when allocating tensor with shape [256,512]"));
   CHECK_THAT(s.message(), Contains("524288 bytes"));
-  CHECK_THAT(s.message(), Contains(Cpu(1) + " has a memory limit of 300000 bytes"));
-  CHECK_THAT(s.message(), Contains("0 in use"));
+  CHECK_THAT(s.message(), Contains("by allocator cpu of " + Cpu(1) +
+                                   ": memory limit of 300000 bytes (SessionOptions::device_memory)"
+                                   ": 524288 bytes requested, 0 in use, 300000 free"));
   CHECK_THAT(s.message(), Contains("big_matmul"));
   auto stats = sess.DeviceMemoryStats().at(Cpu(1));
   CHECK(stats.num_ooms == 1);
@@ -385,6 +389,53 @@ TEST_CASE("device_memory and cpu_device_threads errors name the device and the c
   }
 }
 
+TEST_CASE("TrackingAllocator under concurrent use never passes its limit",
+          "[executor][device_memory][allocator]") {
+  constexpr int64_t kLimit = 64 << 10;
+  TrackingAllocator::Ptr a = TrackingAllocator::Create(CpuAllocator(), "test", kLimit);
+  std::atomic<int64_t> ok{0}, refused{0};
+  auto worker = [&](uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::pair<void*, size_t>> held;
+    for (int i = 0; i < 20000; ++i) {
+      if (!held.empty() && (rng() % 2 == 0 || held.size() > 8)) {
+        a->Free(held.back().first, held.back().second);
+        held.pop_back();
+        continue;
+      }
+      const size_t bytes = 1 + rng() % (12 << 10);
+      void* p = a->Allocate(bytes);
+      if (p == nullptr) {
+        ++refused;
+        continue;
+      }
+      ++ok;
+      std::memset(p, 1, bytes);
+      held.emplace_back(p, bytes);
+    }
+    for (auto& [p, bytes] : held) a->Free(p, bytes);
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 4; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+  const AllocatorStats s = a->Stats();
+  CHECK(s.bytes_in_use == 0);
+  CHECK(s.peak_bytes_in_use <= kLimit);
+  CHECK(s.peak_bytes_in_use > kLimit / 2);  // 4 threads x up to 9 blocks of 6 KiB on average
+  CHECK(s.num_allocs == ok.load());
+  CHECK(s.num_ooms == refused.load());
+  CHECK(s.bytes_limit == kLimit);
+  CHECK(a->Allocate(kLimit + 1) == nullptr);
+  void* whole = a->Allocate(kLimit);
+  CHECK(whole != nullptr);
+  a->Free(whole, kLimit);
+  a->set_limit(0);  // none: only measured
+  void* big = a->Allocate(kLimit * 4);
+  CHECK(big != nullptr);
+  CHECK(a->Stats().peak_bytes_in_use == kLimit * 4);
+  a->Free(big, kLimit * 4);
+}
+
 // Wall time of one step of the wide model, median of `steps`, in ms.
 double WideStepMs(int split, int threads, int rows, int depth, int steps) {
   Wide w(split, depth);
@@ -412,11 +463,12 @@ TEST_CASE("Wide model timings: one device vs two, one thread each", "[.][device-
   for (int round = 0; round < 2; ++round) {
     const double one = WideStepMs(0, 1, rows, 8, steps);
     const double two = WideStepMs(1, 1, rows, 8, steps);
+    const double one_two_threads = WideStepMs(0, 2, rows, 8, steps);
     const double shared = WideStepMs(1, 0, rows, 8, steps);
     std::printf(
-        "wide 8x8 [%d,64]: one device %.2f ms, two devices %.2f ms (%.2fx), shared pool "
-        "%.2f ms\n",
-        rows, one, two, one / two, shared);
+        "wide 8x8 [%d,64]: one device %.2f ms, two devices %.2f ms (%.2fx); one device "
+        "of 2 threads %.2f ms, shared pool %.2f ms\n",
+        rows, one, two, one / two, one_two_threads, shared);
   }
 }
 
