@@ -34,12 +34,14 @@ void PlanWholeGraph(const Graph& graph, const DeviceSet& devices, PlacerOptions 
   options.automatic = automatic;
   StatusOr<Placement> p = Place(graph.nodes(), devices, options);
   if (!p.ok()) {
-    PF_LOG_INFO("Automatic placement plans each signature on its own: the whole graph cannot be "
-                "placed ({})",
-                p.status().message());
+    PF_LOG_INFO(
+        "Automatic placement plans each signature on its own: the whole graph cannot be "
+        "placed ({})",
+        p.status().message());
     return;
   }
   for (const auto& [n, d] : p->device) automatic->planned[n->name()] = d->name();
+  automatic->planned_kept_rules = p->kept_rules;
 }
 
 void RecordProfile(const RunMetadata& metadata, Profile* profile) {

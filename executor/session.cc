@@ -11,6 +11,7 @@
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/copy_registry.h"
 #include "placeflow/devices/device_factory.h"
+#include "placeflow/executor/auto_placement.h"
 #include "placeflow/executor/executor.h"
 #include "placeflow/executor/frames.h"
 #include "placeflow/executor/prepared_step.h"
@@ -19,7 +20,6 @@
 #include "placeflow/graph/op_registry.h"
 #include "placeflow/placer/partition.h"
 #include "placeflow/placer/placer.h"
-#include "placeflow/executor/auto_placement.h"
 
 namespace pf {
 
@@ -59,8 +59,8 @@ Session::Session(Graph& graph, SessionOptions options)
       cache_(options_.max_cached_signatures),
       kernels_(std::make_unique<KernelCache>()) {
   if (options_.placement != "rules" && options_.placement != "auto") {
-    throw Error(errors::InvalidArgument("SessionOptions::placement must be \"rules\" or \"auto\", not '",
-                                        options_.placement, "'"));
+    throw Error(errors::InvalidArgument(
+        "SessionOptions::placement must be \"rules\" or \"auto\", not '", options_.placement, "'"));
   }
   if (!options_.target.empty()) {
     SessionBackendFactory factory;
@@ -100,8 +100,8 @@ Session::Session(Graph& graph, SessionOptions options)
   if (options_.log_device_placement) LogDeviceMapping(devices_);
   if (options_.placement == "auto") {
     const int threads = options_.cpu_device_threads > 0 ? options_.cpu_device_threads
-                        : options_.num_threads > 0     ? options_.num_threads
-                                                       : ThreadPool::Default()->num_threads() + 1;
+                        : options_.num_threads > 0      ? options_.num_threads
+                                                        : ThreadPool::Default()->num_threads() + 1;
     automatic_ = MakeAutomaticPlacement(options_.placement_options, devices_, threads,
                                         options_.device_memory)
                      .ValueOrThrow();

@@ -129,7 +129,9 @@ PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& 
     log.node_lines += PlacementLogLine(*n, *d);
     // Automatic placement: who chose (the algorithm, or the rules when one device was left).
     if (!placement.algorithm.empty())
-      log.node_lines += placement.fixed.count(n) ? " [rules]" : " [" + placement.algorithm + "]";
+      log.node_lines += placement.fixed.count(n) || placement.kept_rules
+                            ? " [rules]"
+                            : " [" + placement.algorithm + "]";
     log.node_lines += "\n";
   }
   std::vector<std::string> counts;
@@ -143,9 +145,12 @@ PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& 
     for (const auto& [dev, bytes] : placement.predicted_peak_bytes)
       peaks.push_back(fmt::format("{} {:.1f} MB", ShortDeviceName(dev), bytes / 1e6));
     log.summary += fmt::format(
-        "\nAutomatic placement ({}): {} of {} nodes chosen by it, planned in {:.1f} ms; predicted "
+        "\nAutomatic placement ({}{}): {} of {} nodes chosen by it, planned in {:.1f} ms; "
+        "predicted "
         "step {:.3f} ms, peak memory {}",
-        placement.algorithm, nodes.size() - placement.fixed.size(), nodes.size(),
+        placement.algorithm,
+        placement.kept_rules ? ", which kept the rules' placement: predicted no slower" : "",
+        placement.kept_rules ? 0 : nodes.size() - placement.fixed.size(), nodes.size(),
         placement.planning_ms, placement.predicted_step_us / 1e3, fmt::join(peaks, ", "));
   }
   return log;

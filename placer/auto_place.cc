@@ -36,34 +36,44 @@ namespace {
 
 // A node that costs no more than this beyond the device's overhead may wait for its consumer.
 constexpr double kCheapUs = 1.0;
+// Plans tried with smaller budgets when the simulated step goes over a device's memory.
+constexpr int kMemoryAttempts = 6;
 
 bool BackEdge(const CostGraph& g, const CostGraph::Edge& e) {
   return g.nodes[e.src]->op_def().control_flow() == ControlFlowKind::kNextIteration;
 }
 
-// The memory bookkeeping and group decisions the three algorithms share.
+// The group decisions and memory checks the three algorithms share. Memory is what the
+// schedule holds as it goes (ListScheduler::InUse): the variables of the groups placed on a
+// device, and the outputs (and copies) not yet released by their last consumer.
 class Planner {
  public:
   Planner(const CostGraph& g, const CostModel& cost, const PlacementProblem& p,
-          const AutoPlaceOptions& o)
-      : g_(g), cost_(cost), p_(p), o_(o) {
-    const int d = cost.num_devices();
-    budget_.assign(d, std::numeric_limits<int64_t>::max());
-    for (int k = 0; k < d; ++k) {
-      const int64_t m = cost.machine().devices[k].memory_bytes;
-      if (m > 0)
-        budget_[k] = static_cast<int64_t>(static_cast<double>(m) * (1 - o.memory_headroom));
-    }
-    used_.assign(d, 0);
+          const AutoPlaceOptions& o, const std::vector<int64_t>& budget, ListScheduler* sched)
+      : g_(g), cost_(cost), p_(p), o_(o), sched_(sched), budget_(budget) {
     group_device_.assign(p.candidates.size(), -1);
-    group_bytes_.assign(p.candidates.size(), 0);
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      group_bytes_[p.group_of[i]] += g.output_bytes[i] + g.persistent_bytes[i];
+    group_persistent_.assign(p.candidates.size(), 0);
+    group_largest_.assign(p.candidates.size(), 0);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const int group = p.group_of[i];
+      group_persistent_[group] += g.persistent_bytes[i];
+      group_largest_[group] = std::max(group_largest_[group], g.output_bytes[i]);
+    }
   }
 
   int GroupDevice(int node) const { return group_device_[p_.group_of[node]]; }
+  // Room on `device` for the group's variables, its largest output and the node's inputs that
+  // would be copied there, besides what is held.
   bool Fits(int node, int device) const {
-    return used_[device] + group_bytes_[p_.group_of[node]] <= budget_[device];
+    const int group = p_.group_of[node];
+    int64_t copies = 0;
+    for (int e : g_.in_edges[node]) {
+      const CostGraph::Edge& edge = g_.edges[e];
+      const int from = sched_->device_of(edge.src);
+      if (edge.output >= 0 && from >= 0 && from != device) copies += edge.bytes;
+    }
+    return sched_->InUse(device) + group_persistent_[group] + group_largest_[group] + copies <=
+           budget_[device];
   }
   // The group's candidates with room for it, in preference order.
   std::vector<int> Open(int node) const {
@@ -71,11 +81,6 @@ class Planner {
     for (int d : p_.candidates[p_.group_of[node]])
       if (Fits(node, d)) out.push_back(d);
     return out;
-  }
-  void Assign(int node, int device) {
-    const int group = p_.group_of[node];
-    group_device_[group] = device;
-    used_[device] += group_bytes_[group];
   }
   // The device `node` must use or gets: its group's, else `want` when open, else the first open.
   int Take(int node, int want) {
@@ -86,31 +91,53 @@ class Planner {
       return p_.candidates[p_.group_of[node]].at(0);
     }
     const int d = std::find(open.begin(), open.end(), want) != open.end() ? want : open[0];
-    Assign(node, d);
+    const int group = p_.group_of[node];
+    group_device_[group] = d;
+    sched_->Hold(d, group_persistent_[group]);
     return d;
   }
   Status NoRoom(int node) const {
+    const int group = p_.group_of[node];
     std::string free;
-    for (int d : p_.candidates[p_.group_of[node]]) {
-      free += fmt::format("{}{}: {} of {} bytes", free.empty() ? "" : ", ",
-                          cost_.machine().devices[d].name, budget_[d] - used_[d], budget_[d]);
+    for (int d : p_.candidates[group]) {
+      free +=
+          fmt::format("{}{}: {} of {} bytes", free.empty() ? "" : ", ",
+                      cost_.machine().devices[d].name, budget_[d] - sched_->InUse(d), budget_[d]);
     }
-    return errors::ResourceExhausted(
-        "Automatic placement (", PlacementAlgorithmName(o_.algorithm),
-        "): no device has memory for ", g_.nodes[node]->name(), " (", g_.nodes[node]->op(),
-        ") and its colocation group: ", group_bytes_[p_.group_of[node]],
-        " bytes of outputs and variables; free after headroom: ", free);
+    return errors::ResourceExhausted("Automatic placement (", PlacementAlgorithmName(o_.algorithm),
+                                     "): no device has memory for ", g_.nodes[node]->name(), " (",
+                                     g_.nodes[node]->op(),
+                                     ") and its colocation group: ", group_persistent_[group],
+                                     " bytes of variables and outputs of up to ",
+                                     group_largest_[group], " bytes; free after headroom: ", free);
   }
   const Status& error() const { return error_; }
-  std::vector<int64_t> used() const { return used_; }
+
+  // The device of the variable (a group holding variables) `node` reads the most bytes of, when
+  // placed and open to `node`; else -1.
+  int ParameterDevice(int node) const {
+    int device = -1;
+    int64_t most = 0;
+    for (int e : g_.in_edges[node]) {
+      const CostGraph::Edge& edge = g_.edges[e];
+      const int from = sched_->device_of(edge.src);
+      if (edge.output < 0 || from < 0 || edge.bytes <= most) continue;
+      if (group_persistent_[p_.group_of[edge.src]] == 0) continue;
+      most = edge.bytes;
+      device = from;
+    }
+    if (device < 0) return -1;
+    const std::vector<int> open = Open(node);
+    return std::find(open.begin(), open.end(), device) != open.end() ? device : -1;
+  }
 
   // Unplaced, cheap, and reading nothing placed: it can wait for its first consumer.
-  bool MayDefer(const ListScheduler& s, int node) const {
+  bool MayDefer(int node) const {
     if (GroupDevice(node) >= 0) return false;
     for (int e : g_.in_edges[node])
-      if (!BackEdge(g_, g_.edges[e]) && !s.deferred(g_.edges[e].src)) return false;
+      if (!BackEdge(g_, g_.edges[e]) && !sched_->deferred(g_.edges[e].src)) return false;
     const int d = p_.candidates[p_.group_of[node]].at(0);
-    return s.ComputeUs(node, d) <= cost_.machine().devices[d].op_overhead_us + kCheapUs;
+    return sched_->ComputeUs(node, d) <= cost_.machine().devices[d].op_overhead_us + kCheapUs;
   }
 
  private:
@@ -118,7 +145,8 @@ class Planner {
   const CostModel& cost_;
   const PlacementProblem& p_;
   const AutoPlaceOptions& o_;
-  std::vector<int64_t> budget_, used_, group_bytes_;
+  ListScheduler* sched_;
+  std::vector<int64_t> budget_, group_persistent_, group_largest_;  // budget_: per device
   std::vector<int> group_device_;
   Status error_;
 };
@@ -164,10 +192,10 @@ std::vector<int> FavouriteParents(const CostGraph& g) {
 }
 
 // m-TOPO: the topological order in contiguous pieces of equal work, one per device of the
-// preferred type (the first device's), skipping full devices.
-std::vector<int> TopoWanted(const CostGraph& g, const CostModel& cost) {
+// preferred type (the rules' first choice for the first node: the GPUs when there are any).
+std::vector<int> TopoWanted(const CostGraph& g, const CostModel& cost, const PlacementProblem& p) {
   std::vector<int> devices;
-  const std::string& type = cost.machine().devices[0].type;
+  const std::string& type = cost.machine().devices[p.candidates[p.group_of[g.topo[0]]][0]].type;
   for (int d = 0; d < cost.num_devices(); ++d)
     if (cost.machine().devices[d].type == type) devices.push_back(d);
   double total = 0;
@@ -184,29 +212,24 @@ std::vector<int> TopoWanted(const CostGraph& g, const CostModel& cost) {
   return want;
 }
 
-}  // namespace
-
-StatusOr<AutoPlan> AutoPlace(const CostGraph& graph, const CostModel& cost,
-                             const PlacementProblem& problem, const AutoPlaceOptions& options) {
-  const size_t n = graph.nodes.size();
-  if (problem.group_of.size() != n)
-    return errors::InvalidArgument("AutoPlace: a group for each of the ", n, " nodes");
-  for (size_t i = 0; i < n; ++i) {
-    if (problem.candidates.at(problem.group_of[i]).empty()) {
-      return errors::InvalidArgument("Automatic placement: no candidate device for ",
-                                     graph.nodes[i]->name());
-    }
-  }
-  Planner planner(graph, cost, problem, options);
+// One run of the algorithm within `budget` (bytes per device).
+StatusOr<AutoPlan> PlanWithin(const CostGraph& graph, const CostModel& cost,
+                              const PlacementProblem& problem, const AutoPlaceOptions& options,
+                              const std::vector<int64_t>& budget) {
   ListScheduler sched(graph, cost, BottomLevels(graph, cost));
-  const std::vector<int> topo_want =
-      options.algorithm == PlacementAlgorithm::kTopo ? TopoWanted(graph, cost) : std::vector<int>{};
+  Planner planner(graph, cost, problem, options, budget, &sched);
+  const std::vector<int> topo_want = options.algorithm == PlacementAlgorithm::kTopo
+                                         ? TopoWanted(graph, cost, problem)
+                                         : std::vector<int>{};
   const std::vector<int> favourite =
       options.algorithm == PlacementAlgorithm::kSct ? FavouriteParents(graph) : std::vector<int>{};
   auto choose = [&](int i) -> StatusOr<int> {
     if (planner.GroupDevice(i) >= 0) return planner.GroupDevice(i);
     if (options.algorithm == PlacementAlgorithm::kTopo) return planner.Take(i, topo_want[i]);
-    if (planner.MayDefer(sched, i)) return ListScheduler::kDefer;
+    if (planner.MayDefer(i)) return ListScheduler::kDefer;
+    if (!favourite.empty()) {
+      if (const int d = planner.ParameterDevice(i); d >= 0) return planner.Take(i, d);
+    }
     if (!favourite.empty() && favourite[i] >= 0) {
       const int d = sched.device_of(favourite[i]);
       std::vector<int> open = planner.Open(i);
@@ -222,12 +245,81 @@ StatusOr<AutoPlan> AutoPlace(const CostGraph& graph, const CostModel& cost,
   };
   auto resolve = [&](int i, int consumer_device) { return planner.Take(i, consumer_device); };
   PF_RETURN_IF_ERROR(sched.Run(choose, resolve));
-  PF_RETURN_IF_ERROR(planner.error());
+  PF_RETURN_IF_ERROR(planner.error());  // a group no device had room for
   AutoPlan plan;
-  plan.device_of.resize(n);
-  for (size_t i = 0; i < n; ++i) plan.device_of[i] = sched.device_of(static_cast<int>(i));
-  plan.charged_bytes = planner.used();
+  plan.device_of.resize(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    plan.device_of[i] = sched.device_of(static_cast<int>(i));
   return plan;
+}
+
+// The rules' own choice (each group on its first candidate) replaces the plan when its simulated
+// step is no slower and it fits: a model too small to gain from more devices stays on one.
+void KeepRulesIfNoSlower(const CostGraph& graph, const CostModel& cost,
+                         const PlacementProblem& problem, const std::vector<int64_t>& limit,
+                         AutoPlan* plan) {
+  std::vector<int> first(graph.nodes.size());
+  for (size_t i = 0; i < first.size(); ++i) first[i] = problem.candidates[problem.group_of[i]][0];
+  StatusOr<Schedule> s = Simulate(graph, cost, first);
+  if (!s.ok() || s->step_us > plan->step_us) return;
+  for (int k = 0; k < cost.num_devices(); ++k)
+    if (s->peak_bytes[k] > limit[k]) return;
+  plan->device_of = std::move(first);
+  plan->peak_bytes = s->peak_bytes;
+  plan->step_us = s->step_us;
+  plan->kept_rules = true;
+}
+
+}  // namespace
+
+StatusOr<AutoPlan> AutoPlace(const CostGraph& graph, const CostModel& cost,
+                             const PlacementProblem& problem, const AutoPlaceOptions& options) {
+  const size_t n = graph.nodes.size();
+  if (problem.group_of.size() != n)
+    return errors::InvalidArgument("AutoPlace: a group for each of the ", n, " nodes");
+  for (size_t i = 0; i < n; ++i) {
+    if (problem.candidates.at(problem.group_of[i]).empty()) {
+      return errors::InvalidArgument("Automatic placement: no candidate device for ",
+                                     graph.nodes[i]->name());
+    }
+  }
+  const int d = cost.num_devices();
+  std::vector<int64_t> limit(d, std::numeric_limits<int64_t>::max());
+  for (int k = 0; k < d; ++k) {
+    const int64_t m = cost.machine().devices[k].memory_bytes;
+    if (m > 0)
+      limit[k] = static_cast<int64_t>(static_cast<double>(m) * (1 - options.memory_headroom));
+  }
+  // The planner counts memory in the order it decides; the simulated step, in time. Where the
+  // step holds more than a device's limit, plan again with that device's budget cut by the excess.
+  std::vector<int64_t> budget = limit;
+  for (int attempt = 0; attempt < kMemoryAttempts; ++attempt) {
+    PF_ASSIGN_OR_RETURN(AutoPlan plan, PlanWithin(graph, cost, problem, options, budget));
+    PF_ASSIGN_OR_RETURN(Schedule s, Simulate(graph, cost, plan.device_of));
+    bool over = false;
+    for (int k = 0; k < d; ++k) {
+      if (s.peak_bytes[k] <= limit[k]) continue;
+      over = true;
+      budget[k] = static_cast<int64_t>(static_cast<double>(budget[k]) * 0.95 *
+                                       static_cast<double>(limit[k]) /
+                                       static_cast<double>(s.peak_bytes[k]));
+    }
+    if (!over) {
+      plan.peak_bytes = s.peak_bytes;
+      plan.step_us = s.step_us;
+      KeepRulesIfNoSlower(graph, cost, problem, limit, &plan);
+      return plan;
+    }
+  }
+  std::string held;
+  for (int k = 0; k < d; ++k) {
+    if (limit[k] < std::numeric_limits<int64_t>::max())
+      held += fmt::format(" {}: limit {} bytes;", cost.machine().devices[k].name, limit[k]);
+  }
+  return errors::ResourceExhausted("Automatic placement (",
+                                   PlacementAlgorithmName(options.algorithm),
+                                   "): no plan found within the devices' memory after ",
+                                   kMemoryAttempts, " tries (after headroom:", held, ")");
 }
 
 }  // namespace pf

@@ -7,10 +7,16 @@
 //   m-etf:  list scheduling; each node, when ready, goes to the device where it finishes first.
 //   m-sct:  m-etf, except that a node's favourite child (the consumer it sends its largest
 //           tensor to, when that is the child's largest input) follows it onto its device.
-// All three: a group's device is chosen when its first member gets its turn, and only among
-// devices whose memory (less the headroom) still holds all of the group's outputs and
-// variables; so the memory a plan charges a device bounds its peak. Sources that cost nothing
-// (variables, constants, their reads) wait and go where their first consumer goes.
+// All three run the list scheduler of placer/schedule.h as they decide, and track each device's
+// memory along it: the variables of the groups placed there, and every output and copy until
+// its last consumer is scheduled. A group's device is chosen when its first member gets its
+// turn, among devices with room for the group's variables, its largest output and the inputs it
+// would copy in. The plan's step is then simulated (placer/schedule.h); where it holds more than
+// a device's memory less the headroom, the algorithm runs again with that device's budget cut
+// by the excess (up to 6 times). A returned plan's simulated peak is within every limit. Last,
+// the rules' own placement is simulated too, and kept when it is no slower and fits.
+// Sources that cost nothing (variables, constants, their reads) wait and go where their first
+// consumer goes.
 //
 //   PF_ASSIGN_OR_RETURN(pf::AutoPlan plan, pf::AutoPlace(graph, cost, problem, {}));
 //   plan.device_of[i]   // per CostGraph node
@@ -41,8 +47,12 @@ struct PlacementProblem {
 };
 
 struct AutoPlan {
-  std::vector<int> device_of;          // per CostGraph node
-  std::vector<int64_t> charged_bytes;  // per device: the outputs and variables placed there
+  std::vector<int> device_of;       // per CostGraph node
+  std::vector<int64_t> peak_bytes;  // per device: the simulated step's peak (Simulate)
+  double step_us = 0;               // the simulated step
+  // The rules' placement (every group on its first candidate) was predicted no slower, and fit:
+  // it is the plan (a model too small to gain from a second device stays on one).
+  bool kept_rules = false;
 };
 
 // Errors: a group no device has memory left for (ResourceExhausted, naming a member, its bytes

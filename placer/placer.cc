@@ -306,12 +306,15 @@ class Placer {
     PlacementProblem problem;
     problem.group_of = group_of_;
     problem.candidates.resize(groups_.size());
+    bool free = false;  // a group the algorithm chooses for
     for (size_t k = 0; k < groups_.size(); ++k) {
       std::vector<int>& c = problem.candidates[k];
       for (const Device* d : groups_[k].candidates) {
         PF_ASSIGN_OR_RETURN(int i, ModelIndex(d));
         c.push_back(i);
       }
+      if (c.size() == 1)  // the rules leave one device (a request, an assigned device)
+        placement->fixed.insert(groups_[k].info.members.begin(), groups_[k].info.members.end());
       for (const Node* n : groups_[k].info.members) {
         auto it = a.planned.find(n->name());
         const int i = it == a.planned.end() ? -1 : a.cost->machine().Find(it->second);
@@ -320,8 +323,7 @@ class Placer {
           break;
         }
       }
-      if (c.size() == 1)
-        placement->fixed.insert(groups_[k].info.members.begin(), groups_[k].info.members.end());
+      free = free || c.size() > 1;
     }
     cost_graph_ = BuildCostGraph(nodes_, *a.cost);
     PF_ASSIGN_OR_RETURN(AutoPlan plan, AutoPlace(cost_graph_, *a.cost, problem, a.options));
@@ -329,6 +331,7 @@ class Placer {
       GroupOf(i).device = devices_.Find(a.cost->machine().devices[plan.device_of[i]].name);
     }
     placement->algorithm = PlacementAlgorithmName(a.options.algorithm);
+    placement->kept_rules = free ? plan.kept_rules : a.planned_kept_rules;
     placement->planning_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return Status::OK();

@@ -42,6 +42,7 @@ struct AutomaticPlacement {
   // Decisions to keep (node name -> device name): a session's earlier plans, so that every
   // signature finds a variable where the first plan put it.
   std::map<std::string, std::string> planned;
+  bool planned_kept_rules = false;  // the plan behind `planned` kept the rules' placement
 };
 
 struct PlacerOptions {
@@ -60,6 +61,7 @@ struct Placement {
   // Automatic placement only: the algorithm, the nodes it did not choose for (their group had
   // one device to go to: a request, or an earlier plan), and its prediction for these nodes.
   std::string algorithm;
+  bool kept_rules = false;  // the rules' own placement was predicted no slower (AutoPlan)
   std::unordered_set<const Node*> fixed;
   double predicted_step_us = 0;
   std::map<std::string, int64_t> predicted_peak_bytes;  // device name -> bytes

@@ -29,6 +29,38 @@ ListScheduler::ListScheduler(const CostGraph& graph, const CostModel& cost,
   ready_at_.assign(n, 0);
   deferred_.assign(n, false);
   if (priority_.empty()) priority_.assign(n, 0);
+  in_use_.assign(d, 0);
+  peak_in_use_.assign(d, 0);
+  held_.resize(n);
+  consumers_left_.assign(n, 0);
+  for (const CostGraph::Edge& e : g_.edges)
+    if (e.output >= 0 && !BackEdge(g_, e)) ++consumers_left_[e.src];
+}
+
+void ListScheduler::Hold(int device, int64_t bytes) {
+  in_use_[device] += bytes;
+  peak_in_use_[device] = std::max(peak_in_use_[device], in_use_[device]);
+}
+
+void ListScheduler::Allocate(int node, int device, int64_t bytes) {
+  if (bytes <= 0) return;
+  Hold(device, bytes);
+  held_[node].emplace_back(device, bytes);
+}
+
+// The inputs `node` read are released once their last consumer is scheduled; an output nobody
+// reads, at once.
+void ListScheduler::ConsumeInputs(int node) {
+  auto release = [&](int src) {
+    for (const auto& [device, bytes] : held_[src]) in_use_[device] -= bytes;
+    held_[src].clear();
+  };
+  for (int e : g_.in_edges[node]) {
+    const CostGraph::Edge& edge = g_.edges[e];
+    if (edge.output >= 0 && !BackEdge(g_, edge) && --consumers_left_[edge.src] == 0)
+      release(edge.src);
+  }
+  if (consumers_left_[node] == 0) release(node);
 }
 
 double ListScheduler::ComputeUs(int node, int device) const {
@@ -67,6 +99,7 @@ void ListScheduler::Commit(int node, int device) {
     t.start = std::max(src.end, link_free_[src.device][device]);
     t.end = t.start + cost_.TransferUs(edge.bytes, src.device, device);
     link_free_[src.device][device] = t.end;
+    if (edge.output >= 0) Allocate(edge.src, device, edge.bytes);
     copies_[key] = static_cast<int>(schedule_.transfers.size());
     schedule_.transfers.push_back(t);
   }
@@ -84,6 +117,8 @@ void ListScheduler::Commit(int node, int device) {
     *it = run.end;
   }
   schedule_.busy_us[device] += us;
+  Allocate(node, device, g_.output_bytes[node]);
+  ConsumeInputs(node);
 }
 
 void ListScheduler::ResolveInputs(int node, int device, const Resolve& resolve) {
@@ -92,6 +127,8 @@ void ListScheduler::ResolveInputs(int node, int device, const Resolve& resolve) 
     if (!deferred_[src] || schedule_.nodes[src].device >= 0) continue;
     schedule_.nodes[src].device = resolve(src, device);
     ResolveInputs(src, schedule_.nodes[src].device, resolve);
+    Allocate(src, schedule_.nodes[src].device, g_.output_bytes[src]);
+    ConsumeInputs(src);
   }
 }
 
@@ -134,6 +171,8 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
     if (deferred_[i] && schedule_.nodes[i].device < 0) {
       schedule_.nodes[i].device = resolve(i, -1);  // nobody placed reads it
       ResolveInputs(i, schedule_.nodes[i].device, resolve);
+      Allocate(i, schedule_.nodes[i].device, g_.output_bytes[i]);
+      ConsumeInputs(i);
     }
   }
   return Status::OK();

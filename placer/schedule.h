@@ -57,6 +57,11 @@ class ListScheduler {
   double ComputeUs(int node, int device) const;
   int device_of(int node) const { return schedule_.nodes[node].device; }
   bool deferred(int node) const { return deferred_[node]; }
+  // Memory as the scheduling goes: a node's output and its copies are held from when it is
+  // scheduled until its last consumer is; Hold adds bytes for the rest of the step (variables).
+  int64_t InUse(int device) const { return in_use_[device]; }
+  const std::vector<int64_t>& PeakInUse() const { return peak_in_use_; }
+  void Hold(int device, int64_t bytes);
 
   // Memory and totals; call once after Run.
   Schedule Finish();
@@ -65,6 +70,8 @@ class ListScheduler {
   double Arrival(int edge, int device) const;
   void Commit(int node, int device);
   void ResolveInputs(int node, int device, const Resolve& resolve);
+  void Allocate(int node, int device, int64_t bytes);
+  void ConsumeInputs(int node);
 
   const CostGraph& g_;
   const CostModel& cost_;
@@ -74,7 +81,10 @@ class ListScheduler {
   std::vector<std::vector<double>> link_free_;  // per (from, to)
   std::vector<double> ready_at_;                // per node: inputs' end, ignoring transfers
   std::vector<bool> deferred_;
-  std::map<std::tuple<int, int, int>, int> copies_;  // (src, output, to) -> transfer index
+  std::vector<int64_t> in_use_, peak_in_use_;               // per device
+  std::vector<int> consumers_left_;                         // per node: data edges not scheduled
+  std::vector<std::vector<std::pair<int, int64_t>>> held_;  // per node: (device, bytes) held
+  std::map<std::tuple<int, int, int>, int> copies_;         // (src, output, to) -> transfer index
 };
 
 // The schedule of `device_of` (per CostGraph node, an index into the model's devices).

@@ -27,14 +27,15 @@ namespace {
 struct Args {
   std::string model = "mnist_mlp", devices = "cpu:2", algorithm = "all", place, trace;
   std::string device_memory;
-  int64_t batch = 0, layers = 8, steps = 32, hidden = 1536, vocab = 32000, unknown_dim = 32;
+  int64_t batch = 0, layers = 8, steps = 64, hidden = 2048, vocab = 10000, unknown_dim = 32;
   bool print_plan = false;
 };
 
 pf::flags::FlagSet Flags(Args* a) {
   pf::flags::FlagSet f("pf-place", "plans a model's training step on a machine and predicts it");
   f.String("--model", &a->model, "a pf-train model, wide (8 branches) or lstm_lm");
-  f.String("--devices", &a->devices, "the machine: cpu:N[xMEM], gpu:N[xMEM][@GFLOPS], "
+  f.String("--devices", &a->devices,
+           "the machine: cpu:N[xMEM], gpu:N[xMEM][@GFLOPS], "
            "nvlink=BW, pcie=BW, network=BW, threads=N");
   f.String("--device-memory", &a->device_memory, "memory per device, e.g. cpu:0=2GB,cpu:1=2GB");
   f.String("--algorithm", &a->algorithm, "which automatic placements to show",
@@ -59,8 +60,12 @@ struct Built {
 void Build(const Args& a, int gpus, bool experts, Built* b) {
   pf::Scope root = pf::Scope::Root(&b->graph);
   if (a.model == "lstm_lm") {
-    pf::app::LstmLmOptions o{a.vocab, a.hidden, a.layers, a.steps, a.batch > 0 ? a.batch : 64, gpus};
+    pf::app::LstmLmOptions o{a.vocab, a.hidden, a.layers, a.steps, a.batch > 0 ? a.batch : 256};
     b->targets = {pf::app::LstmLm(root, o)};
+    if (experts && a.place.empty() && gpus > 0) {
+      pf::app::ApplyPlacementRules(
+          b->graph, pf::app::ParsePlacementRules(pf::app::LstmLmExpertRules(o, gpus)));
+    }
   } else if (a.model == "wide") {
     b->targets = {pf::bench::WideModel(root, 8, 20, a.batch > 0 ? a.batch : 64).node};
   } else {
@@ -72,7 +77,8 @@ void Build(const Args& a, int gpus, bool experts, Built* b) {
 }
 
 std::string Bytes(int64_t b) {
-  return b >= (int64_t{1} << 30) ? fmt::format("{:.2f} GB", b / 1e9) : fmt::format("{:.1f} MB", b / 1e6);
+  return b >= (int64_t{1} << 30) ? fmt::format("{:.2f} GB", b / 1e9)
+                                 : fmt::format("{:.1f} MB", b / 1e6);
 }
 
 // Places `b` (automatically with `algorithm`, else by the rules) and prints the prediction.
@@ -104,8 +110,9 @@ pf::Status Row(const std::string& label, Built& b, const pf::MachineModel& machi
   for (int d = 0; d < cost->num_devices(); ++d) {
     const int count = static_cast<int>(std::count(device_of.begin(), device_of.end(), d));
     if (count == 0) continue;
-    per_device += fmt::format("  {}: {} nodes, peak {}", pf::ShortDeviceName(machine.devices[d].name),
-                              count, Bytes(s.peak_bytes[d]));
+    per_device +=
+        fmt::format("  {}: {} nodes, peak {}", pf::ShortDeviceName(machine.devices[d].name), count,
+                    Bytes(s.peak_bytes[d]));
     const int64_t limit = machine.devices[d].memory_bytes;
     if (limit > 0 && s.peak_bytes[d] > limit)
       over += fmt::format(" EXCEEDS {} ({} of {})", pf::ShortDeviceName(machine.devices[d].name),

@@ -9,8 +9,7 @@ namespace {
 // A device of a simulated machine: it has a name, a type and a priority; nothing runs on it.
 class SimulatedDevice : public Device {
  public:
-  SimulatedDevice(std::string type, int id)
-      : Device(type, id), gpu_(type != kDeviceCpu) {}
+  SimulatedDevice(std::string type, int id) : Device(type, id), gpu_(type != kDeviceCpu) {}
   Allocator* GetAllocator() override { return CpuAllocator(); }
   int priority() const override { return gpu_ ? 200 : 100; }
   bool uses_host_memory() const override { return !gpu_; }
@@ -83,20 +82,18 @@ RunMetadata SimulatedTrace(const CostGraph& graph, const Schedule& schedule,
 }
 
 Operation LstmLm(const Scope& root, const LstmLmOptions& o) {
-  auto on = [&](const Scope& s, int64_t gpu) {
-    return o.gpus > 0 ? s.WithDevice("/gpu:" + std::to_string(gpu)) : s;
-  };
-  Scope embed_scope = on(root.WithVariableScope("embedding"), 0);
-  Variable embedding = GetVariable(embed_scope, "table", {o.vocab, o.hidden},
-                                   init::RandomUniform(-0.05, 0.05, 1));
+  Scope embed_scope = root.WithVariableScope("embedding");
+  Variable embedding =
+      GetVariable(embed_scope, "table", {o.vocab, o.hidden}, init::RandomUniform(-0.05, 0.05, 1));
   std::vector<std::unique_ptr<layers::LSTMCell>> cells;
   std::vector<Scope> layer_scopes;
   for (int64_t l = 0; l < o.layers; ++l) {
-    layer_scopes.push_back(on(root.NewSubScope("lstm_" + std::to_string(l)), l * std::max(1, o.gpus) / o.layers));
-    cells.push_back(std::make_unique<layers::LSTMCell>("lstm_" + std::to_string(l), o.hidden, 1.f, l + 1));
+    layer_scopes.push_back(root.NewSubScope("lstm_" + std::to_string(l)));
+    cells.push_back(
+        std::make_unique<layers::LSTMCell>("lstm_" + std::to_string(l), o.hidden, 1.f, l + 1));
     cells.back()->Build(layer_scopes.back(), o.hidden, DT_FLOAT);
   }
-  Scope soft = on(root.WithVariableScope("softmax"), std::max(1, o.gpus) - 1);
+  Scope soft = root.WithVariableScope("softmax");
   Variable w = GetVariable(soft, "w", {o.hidden, o.vocab}, init::RandomUniform(-0.05, 0.05, 2));
   std::vector<std::vector<Output>> state(o.layers);
   for (int64_t l = 0; l < o.layers; ++l) {
@@ -105,10 +102,10 @@ Operation LstmLm(const Scope& root, const LstmLmOptions& o) {
   }
   std::vector<Output> losses;
   for (int64_t t = 0; t < o.steps; ++t) {
-    Output words = ops::Placeholder(embed_scope.WithOpName("words_" + std::to_string(t)), DT_INT32,
-                                    {o.batch});
-    Output labels = ops::Placeholder(soft.WithOpName("labels_" + std::to_string(t)), DT_INT32,
-                                     {o.batch});
+    Output words =
+        ops::Placeholder(embed_scope.WithOpName("words_" + std::to_string(t)), DT_INT32, {o.batch});
+    Output labels =
+        ops::Placeholder(soft.WithOpName("labels_" + std::to_string(t)), DT_INT32, {o.batch});
     Output x = ops::Gather(embed_scope, embedding.value(), words);
     for (int64_t l = 0; l < o.layers; ++l) {
       Output h;
@@ -121,6 +118,13 @@ Operation LstmLm(const Scope& root, const LstmLmOptions& o) {
   Output loss = ops::Mean(soft, ops::AddN(soft, losses));
   train::GradientDescent sgd(0.1);
   return sgd.Minimize(root, loss);
+}
+
+std::string LstmLmExpertRules(const LstmLmOptions& o, int gpus) {
+  std::string rules = "embedding/=/gpu:0";
+  for (int64_t l = 0; l < o.layers; ++l)
+    rules += fmt::format(",lstm_{}/=/gpu:{}", l, l * gpus / o.layers);
+  return rules + fmt::format(",softmax/=/gpu:{}", gpus - 1);
 }
 
 }  // namespace pf::app

@@ -26,12 +26,13 @@ RunMetadata SimulatedTrace(const CostGraph& graph, const Schedule& schedule,
 
 // An LSTM language model unrolled over `steps`: word ids [batch] per step, embedded, `layers`
 // LSTMCells of `hidden` units (scopes lstm_<l>/), a softmax over `vocab` words per step (scope
-// softmax/), the mean cross-entropy, plain SGD. With `gpus` > 0 the experts' split: layer l on
-// /gpu:(l * gpus / layers), the embedding on /gpu:0 and the softmax on the last GPU.
+// softmax/), the mean cross-entropy, plain SGD.
 struct LstmLmOptions {
-  int64_t vocab = 32000, hidden = 1536, layers = 8, steps = 32, batch = 64;
-  int gpus = 0;
+  int64_t vocab = 10000, hidden = 2048, layers = 8, steps = 64, batch = 256;
 };
 Operation LstmLm(const Scope& root, const LstmLmOptions& options);
+// The experts' split of seed 003 as --place rules: layer l on /gpu:(l * gpus / layers), the
+// embedding on /gpu:0 and the softmax on the last GPU (each with its gradients and their sums).
+std::string LstmLmExpertRules(const LstmLmOptions& options, int gpus);
 
 }  // namespace pf::app

@@ -97,9 +97,9 @@ Measured Run(Built& b, const SessionOptions& o, const std::shared_ptr<Profile>& 
   for (const PlacementPrediction& p : sess.PlacementPredictions())
     m.auto_predicted_ms = p.step_us / 1e3;  // the step's signature was placed last
   if (record) return m;
-  CostModel cost(LocalMachine(sess.devices(), LoadDeviceRates(DeviceRatesPath()), 1, {})
-                     .ValueOrThrow(),
-                 {.unknown_dim = 32, .profile = profile});
+  CostModel cost(
+      LocalMachine(sess.devices(), LoadDeviceRates(DeviceRatesPath()), 1, {}).ValueOrThrow(),
+      {.unknown_dim = 32, .profile = profile});
   std::vector<Node*> nodes = Prune(b.fed, {}, b.targets);
   CostGraph g = BuildCostGraph(nodes, cost);
   const auto where = sess.DevicePlacement();

@@ -424,7 +424,8 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
   opts.allow_soft_placement = !a.no_soft_placement;
   if (role.task) {
     if (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0)
-      throw UsageError("--placement auto, --device-memory and --device-threads are for one process");
+      throw UsageError(
+          "--placement auto, --device-memory and --device-threads are for one process");
     opts.target = role.task->target();
     AdjustForWorker(a, *role.task);
   } else {
@@ -470,8 +471,8 @@ void ReportPrediction(const TrainGraph& tg, const Session& sess, double seconds,
         "placement: %s, planned in %.1f ms; training step predicted %.3f ms, measured %.3f ms "
         "(mean of %lld steps, evaluation included); predicted peak memory %s\n",
         p.algorithm.c_str(), p.planning_ms, p.step_us / 1e3,
-        steps > 0 ? 1e3 * seconds / static_cast<double>(steps) : 0.0,
-        static_cast<long long>(steps), fmt::format("{}", fmt::join(peaks, ", ")).c_str());
+        steps > 0 ? 1e3 * seconds / static_cast<double>(steps) : 0.0, static_cast<long long>(steps),
+        fmt::format("{}", fmt::join(peaks, ", ")).c_str());
     return;
   }
 }
