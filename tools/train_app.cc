@@ -171,6 +171,7 @@ models::ModelOptions ModelOptionsFor(const TrainArgs& a, const Role& role, int64
     }
     return mo;
   }
+  if (a.placement == "auto") return mo;  // one graph, no requests: the planner splits it
   train::TowerOptions towers;
   towers.num_cpus = *num_cpus;
   towers.devices = towers::TowerDevices(plan.kind, plan.count);
@@ -204,6 +205,9 @@ std::string Replication(const TrainArgs& a, const models::Model& m) {
         "between-graph replica on this worker (variables on the ps tasks, sync: {} of {} "
         "workers' gradients per update)",
         m.sync->replicas_to_aggregate(), m.sync->total_num_replicas());
+  if (a.placement == "auto")
+    return fmt::format("one graph placed automatically ({}) on {} CPU device(s)",
+                       a.placement_algorithm, a.cpu_devices);
   if (m.tower_devices.empty())
     return "between-graph replica on this worker (variables on the ps tasks, async)";
   std::string devices;
@@ -434,6 +438,7 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
     opts.cpu_device_threads = static_cast<int>(a.device_threads);
     opts.placement = a.placement;
     opts.placement_options.algorithm = a.placement_algorithm;
+    opts.placement_options.unknown_dim = a.batch;  // the batch dimension of the placeholders
     if (!a.device_memory.empty()) {
       StatusOr<std::map<std::string, int64_t>> memory = ParseDeviceMemory(a.device_memory);
       if (!memory.ok()) throw UsageError("--device-memory: " + memory.status().message());
@@ -462,8 +467,14 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
 // --placement auto: the training step's predicted time next to the measured one.
 void ReportPrediction(const TrainGraph& tg, const Session& sess, double seconds, int64_t steps) {
   const std::string train_op = "^" + tg.model.train_op.node->name();
-  for (const PlacementPrediction& p : sess.PlacementPredictions()) {
-    if (p.signature.find(train_op) == std::string::npos) continue;
+  const std::vector<PlacementPrediction> all = sess.PlacementPredictions();
+  const PlacementPrediction* step = nullptr;  // the longest signature that runs the train op
+  for (const PlacementPrediction& p : all) {
+    if (("," + p.signature + ",").find("," + train_op + ",") == std::string::npos) continue;
+    if (step == nullptr || p.step_us > step->step_us) step = &p;
+  }
+  if (step != nullptr) {
+    const PlacementPrediction& p = *step;
     std::vector<std::string> peaks;
     for (const auto& [device, bytes] : p.peak_bytes)
       peaks.push_back(fmt::format("{} {:.1f} MB", ShortDeviceName(device), bytes / 1e6));
