@@ -99,9 +99,13 @@ Session::Session(Graph& graph, SessionOptions options)
   CreateDevices();
   if (options_.log_device_placement) LogDeviceMapping(devices_);
   if (options_.placement == "auto") {
+    // Devices sharing the session's pool get an equal share of it in the cost model.
+    int cpus = 0;
+    for (const Device* d : devices_.devices()) cpus += d->device_type() == kDeviceCpu;
+    const int shared =
+        options_.num_threads > 0 ? options_.num_threads : ThreadPool::Default()->num_threads() + 1;
     const int threads = options_.cpu_device_threads > 0 ? options_.cpu_device_threads
-                        : options_.num_threads > 0      ? options_.num_threads
-                                                        : ThreadPool::Default()->num_threads() + 1;
+                                                        : std::max(1, shared / std::max(1, cpus));
     automatic_ = MakeAutomaticPlacement(options_.placement_options, devices_, threads,
                                         options_.device_memory)
                      .ValueOrThrow();

@@ -244,7 +244,7 @@ class Session {
   std::unique_ptr<KernelCache> kernels_;  // every signature's kernels (prepared_step.h)
   std::map<std::string, std::string> placement_;
   std::atomic<int64_t> next_step_id_{1};
-  std::unique_ptr<SessionBackend> backend_;  // when options.target names a cluster
+  std::unique_ptr<SessionBackend> backend_;        // when options.target names a cluster
   std::unique_ptr<AutomaticPlacement> automatic_;  // placement = "auto"
   std::vector<PlacementPrediction> predictions_;
   // Per CPU device (options.cpu_device_threads). Last: joined before anything they run is gone.

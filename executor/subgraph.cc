@@ -149,7 +149,7 @@ PlacementLog PlacementLogText(const std::vector<Node*>& nodes, const Placement& 
         "predicted "
         "step {:.3f} ms, peak memory {}",
         placement.algorithm,
-        placement.kept_rules ? ", which kept the rules' placement: predicted no slower" : "",
+        placement.kept_rules ? ", which kept the rules' placement: its plan was not 5% faster" : "",
         placement.kept_rules ? 0 : nodes.size() - placement.fixed.size(), nodes.size(),
         placement.planning_ms, placement.predicted_step_us / 1e3, fmt::join(peaks, ", "));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "placeflow/graph/op_registry.h"
@@ -36,6 +37,9 @@ namespace {
 
 // A node that costs no more than this beyond the device's overhead may wait for its consumer.
 constexpr double kCheapUs = 1.0;
+// A plan must be predicted this much faster than the rules' own placement to replace it: less
+// is within the cost model's error.
+constexpr double kMinGain = 0.05;
 // Plans tried with smaller budgets when the simulated step goes over a device's memory.
 constexpr int kMemoryAttempts = 6;
 
@@ -85,13 +89,18 @@ class Planner {
   // The device `node` must use or gets: its group's, else `want` when open, else the first open.
   int Take(int node, int want) {
     if (GroupDevice(node) >= 0) return GroupDevice(node);
+    const int group = p_.group_of[node];
+    if (p_.candidates[group].size() == 1) {  // nowhere else to go: the simulation checks it
+      group_device_[group] = p_.candidates[group][0];
+      sched_->Hold(group_device_[group], group_persistent_[group]);
+      return group_device_[group];
+    }
     const std::vector<int> open = Open(node);
     if (open.empty()) {
       if (error_.ok()) error_ = NoRoom(node);
       return p_.candidates[p_.group_of[node]].at(0);
     }
     const int d = std::find(open.begin(), open.end(), want) != open.end() ? want : open[0];
-    const int group = p_.group_of[node];
     group_device_[group] = d;
     sched_->Hold(d, group_persistent_[group]);
     return d;
@@ -253,21 +262,33 @@ StatusOr<AutoPlan> PlanWithin(const CostGraph& graph, const CostModel& cost,
   return plan;
 }
 
-// The rules' own choice (each group on its first candidate) replaces the plan when its simulated
-// step is no slower and it fits: a model too small to gain from more devices stays on one.
-void KeepRulesIfNoSlower(const CostGraph& graph, const CostModel& cost,
-                         const PlacementProblem& problem, const std::vector<int64_t>& limit,
-                         AutoPlan* plan) {
-  std::vector<int> first(graph.nodes.size());
-  for (size_t i = 0; i < first.size(); ++i) first[i] = problem.candidates[problem.group_of[i]][0];
-  StatusOr<Schedule> s = Simulate(graph, cost, first);
-  if (!s.ok() || s->step_us > plan->step_us) return;
+// The rules' own choice (each group on its first candidate) replaces the plan unless the plan is
+// predicted kMinGain faster, when it fits: a model too small to gain from more devices stays on
+// one.
+// The rules' own placement (each group on its first candidate) when its simulated step fits
+// every limit; else nullopt.
+std::optional<AutoPlan> RulesPlan(const CostGraph& graph, const CostModel& cost,
+                                  const PlacementProblem& problem,
+                                  const std::vector<int64_t>& limit) {
+  AutoPlan plan;
+  plan.device_of.resize(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    plan.device_of[i] = problem.candidates[problem.group_of[i]][0];
+  StatusOr<Schedule> s = Simulate(graph, cost, plan.device_of);
+  if (!s.ok()) return std::nullopt;
   for (int k = 0; k < cost.num_devices(); ++k)
-    if (s->peak_bytes[k] > limit[k]) return;
-  plan->device_of = std::move(first);
-  plan->peak_bytes = s->peak_bytes;
-  plan->step_us = s->step_us;
-  plan->kept_rules = true;
+    if (s->peak_bytes[k] > limit[k]) return std::nullopt;
+  plan.peak_bytes = s->peak_bytes;
+  plan.step_us = s->step_us;
+  plan.kept_rules = true;
+  return plan;
+}
+
+void KeepRulesUnlessFaster(const CostGraph& graph, const CostModel& cost,
+                           const PlacementProblem& problem, const std::vector<int64_t>& limit,
+                           AutoPlan* plan) {
+  std::optional<AutoPlan> rules = RulesPlan(graph, cost, problem, limit);
+  if (rules && rules->step_us * (1 - kMinGain) <= plan->step_us) *plan = std::move(*rules);
 }
 
 }  // namespace
@@ -275,15 +296,25 @@ void KeepRulesIfNoSlower(const CostGraph& graph, const CostModel& cost,
 StatusOr<AutoPlan> AutoPlace(const CostGraph& graph, const CostModel& cost,
                              const PlacementProblem& problem, const AutoPlaceOptions& options) {
   const size_t n = graph.nodes.size();
+  const int d = cost.num_devices();
   if (problem.group_of.size() != n)
     return errors::InvalidArgument("AutoPlace: a group for each of the ", n, " nodes");
   for (size_t i = 0; i < n; ++i) {
-    if (problem.candidates.at(problem.group_of[i]).empty()) {
+    const int group = problem.group_of[i];
+    if (group < 0 || static_cast<size_t>(group) >= problem.candidates.size() ||
+        problem.candidates[group].empty()) {
       return errors::InvalidArgument("Automatic placement: no candidate device for ",
                                      graph.nodes[i]->name());
     }
+    for (int c : problem.candidates[group]) {
+      if (c < 0 || c >= d) {
+        return errors::InvalidArgument("Automatic placement: candidate ", c, " of ",
+                                       graph.nodes[i]->name(), " is not one of the ", d,
+                                       " devices");
+      }
+    }
   }
-  const int d = cost.num_devices();
+  if (n == 0) return AutoPlan{{}, std::vector<int64_t>(d, 0)};
   std::vector<int64_t> limit(d, std::numeric_limits<int64_t>::max());
   for (int k = 0; k < d; ++k) {
     const int64_t m = cost.machine().devices[k].memory_bytes;
@@ -293,8 +324,14 @@ StatusOr<AutoPlan> AutoPlace(const CostGraph& graph, const CostModel& cost,
   // The planner counts memory in the order it decides; the simulated step, in time. Where the
   // step holds more than a device's limit, plan again with that device's budget cut by the excess.
   std::vector<int64_t> budget = limit;
+  Status failed;
   for (int attempt = 0; attempt < kMemoryAttempts; ++attempt) {
-    PF_ASSIGN_OR_RETURN(AutoPlan plan, PlanWithin(graph, cost, problem, options, budget));
+    StatusOr<AutoPlan> tried = PlanWithin(graph, cost, problem, options, budget);
+    if (!tried.ok()) {
+      failed = tried.status();
+      break;
+    }
+    AutoPlan plan = std::move(*tried);
     PF_ASSIGN_OR_RETURN(Schedule s, Simulate(graph, cost, plan.device_of));
     bool over = false;
     for (int k = 0; k < d; ++k) {
@@ -307,10 +344,14 @@ StatusOr<AutoPlan> AutoPlace(const CostGraph& graph, const CostModel& cost,
     if (!over) {
       plan.peak_bytes = s.peak_bytes;
       plan.step_us = s.step_us;
-      KeepRulesIfNoSlower(graph, cost, problem, limit, &plan);
+      if (options.keep_rules_unless_faster)
+        KeepRulesUnlessFaster(graph, cost, problem, limit, &plan);
       return plan;
     }
   }
+  // No plan of the algorithm fits: the rules' placement still may.
+  if (std::optional<AutoPlan> rules = RulesPlan(graph, cost, problem, limit)) return *rules;
+  if (!failed.ok()) return failed;
   std::string held;
   for (int k = 0; k < d; ++k) {
     if (limit[k] < std::numeric_limits<int64_t>::max())

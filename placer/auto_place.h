@@ -14,7 +14,9 @@
 // would copy in. The plan's step is then simulated (placer/schedule.h); where it holds more than
 // a device's memory less the headroom, the algorithm runs again with that device's budget cut
 // by the excess (up to 6 times). A returned plan's simulated peak is within every limit. Last,
-// the rules' own placement is simulated too, and kept when it is no slower and fits.
+// the rules' own placement is simulated too, and kept when it fits and the plan is not predicted
+// at least 5% faster (less is within the cost model's error); and when no plan of the
+// algorithm fits the memory, the rules' placement is the plan if it fits.
 // Sources that cost nothing (variables, constants, their reads) wait and go where their first
 // consumer goes.
 //
@@ -39,6 +41,9 @@ struct AutoPlaceOptions {
   // The fraction of each device's memory the plan leaves free (for what the model does not see:
   // kernels' scratch space, fragmentation).
   double memory_headroom = 0.1;
+  // Keep the rules' placement unless the plan is predicted 5% faster (off: the algorithm's plan,
+  // as the tests of each algorithm want it).
+  bool keep_rules_unless_faster = true;
 };
 
 struct PlacementProblem {
@@ -50,8 +55,8 @@ struct AutoPlan {
   std::vector<int> device_of;       // per CostGraph node
   std::vector<int64_t> peak_bytes;  // per device: the simulated step's peak (Simulate)
   double step_us = 0;               // the simulated step
-  // The rules' placement (every group on its first candidate) was predicted no slower, and fit:
-  // it is the plan (a model too small to gain from a second device stays on one).
+  // The rules' placement (every group on its first candidate) fit and the algorithm's plan was
+  // not predicted 5% faster: it is the plan (a model too small to gain stays on one device).
   bool kept_rules = false;
 };
 

@@ -14,6 +14,8 @@ namespace {
 // A node alone on one thread taking longer than this splits over the device's threads (the
 // executor's ParallelFor shards work of about this size) and takes them all.
 constexpr double kLargeNodeUs = 10;
+// An unknown dimension other than the first (the batch's, CostModelOptions::unknown_dim).
+constexpr int64_t kUnknownInnerDim = 32;
 
 bool IsOp(const Node& n, std::initializer_list<std::string_view> ops) {
   return std::find(ops.begin(), ops.end(), n.op()) != ops.end();
@@ -25,6 +27,12 @@ int64_t Dim(const Shape& s, int i, int64_t unknown) {
 }
 
 }  // namespace
+
+bool ForwardsInput(const Node& node) {
+  if (!node.op_def().forwards_input()) return false;
+  // Cast forwards only when it casts to its own type.
+  return node.op() != "Cast" || node.attr<DType>("SrcT") == node.attr<DType>("DstT");
+}
 
 const LinkModel& MachineModel::Link(int from, int to) const {
   const DeviceModel& a = devices[from];
@@ -76,9 +84,10 @@ CostModel::CostModel(MachineModel machine, CostModelOptions options)
 
 int64_t CostModel::Elements(const Shape& shape) const {
   if (shape.unknown_rank()) return options_.unknown_dim;
-  int64_t n = 1;
-  for (int i = 0; i < shape.rank(); ++i) n *= Dim(shape, i, options_.unknown_dim);
-  return n;
+  double n = 1;  // in double: unknown dimensions must not overflow
+  for (int i = 0; i < shape.rank(); ++i)
+    n *= static_cast<double>(Dim(shape, i, i == 0 ? options_.unknown_dim : kUnknownInnerDim));
+  return static_cast<int64_t>(std::min(n, 1e15));
 }
 
 int64_t CostModel::OutputBytes(const Node& node, int i) const {
@@ -99,8 +108,7 @@ int64_t CostModel::PersistentBytes(const Node& node) const {
 CostModel::Work CostModel::Estimate(const Node& node) const {
   Work w;
   // Forwarding an input, holding a variable, handing out a constant or a feed: no work.
-  if (node.op_def().forwards_input() || node.op_def().is_variable() || node.num_inputs() == 0)
-    return w;
+  if (ForwardsInput(node) || node.op_def().is_variable() || node.num_inputs() == 0) return w;
   for (int i = 0; i < node.num_inputs(); ++i) w.bytes += InputBytes(node, i);
   for (int i = 0; i < node.num_outputs(); ++i) w.bytes += OutputBytes(node, i);
   const int64_t u = options_.unknown_dim;
@@ -166,6 +174,7 @@ CostGraph BuildCostGraph(const std::vector<Node*>& nodes, const CostModel& cost)
   g.out_edges.resize(n);
   g.output_bytes.assign(n, 0);
   g.persistent_bytes.assign(n, 0);
+  g.forwards_from.assign(n, -1);
   std::unordered_map<const Node*, int> index;
   for (int i = 0; i < n; ++i) index[nodes[i]] = i;
   auto add = [&](int src, int dst, int output, int64_t bytes) {
@@ -176,13 +185,18 @@ CostGraph BuildCostGraph(const std::vector<Node*>& nodes, const CostModel& cost)
   for (int i = 0; i < n; ++i) {
     const Node& node = *nodes[i];
     g.persistent_bytes[i] = cost.PersistentBytes(node);
-    if (!node.op_def().is_variable() && !node.op_def().forwards_input()) {
+    // Variables are held for the step; forwarders and updates (which return their variable's
+    // reference) allocate nothing.
+    const bool update = node.num_inputs() > 0 && node.IsRefInput(0);
+    if (!node.op_def().is_variable() && !ForwardsInput(node) && !update) {
       for (int k = 0; k < node.num_outputs(); ++k) g.output_bytes[i] += cost.OutputBytes(node, k);
     }
     for (int k = 0; k < node.num_inputs(); ++k) {
       const Output& in = node.input(k);
       auto it = index.find(in.node);
-      if (it != index.end()) add(it->second, i, in.index, cost.OutputBytes(*in.node, in.index));
+      if (it == index.end()) continue;
+      add(it->second, i, in.index, cost.OutputBytes(*in.node, in.index));
+      if (k == 0 && ForwardsInput(node)) g.forwards_from[i] = it->second;
     }
     for (const Node* c : node.control_inputs()) {
       auto it = index.find(c);

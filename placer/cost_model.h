@@ -46,6 +46,7 @@ struct MachineModel {
   LinkModel host_gpu{25, 10};    // PCIe
   LinkModel gpu_gpu{25, 10};     // through the host, or NVLink when given
   LinkModel network{1.25, 100};  // between tasks (gRPC): 10 Gbit/s
+  bool cpus_given = false;       // ParseMachine: a cpu item replaced the default host
 
   const LinkModel& Link(int from, int to) const;
   int Find(const std::string& device_name) const;  // index, or -1
@@ -59,8 +60,9 @@ DeviceModel DefaultDeviceModel(const std::string& type);
 // "gpu:8x80GB,nvlink=450GB/s": a machine to simulate. Items, separated by commas:
 //   cpu:N[xMEM][@GFLOPS]  N CPU devices (default: one, 1 thread, no memory limit)
 //   gpu:N[xMEM][@GFLOPS]  N GPUs, each with MEM (e.g. 16GB, 512MB) and float32 GFLOP/s
+//   (a type given again adds devices, numbered on; at most 4096 of a type)
 //   nvlink=BW  pcie=BW  host=BW  network=BW   link bandwidths (GB/s or Gbit/s: "100Gbit/s")
-//   threads=N  the CPU devices' threads
+//   threads=N  the CPU devices' threads (at most 1024)
 // A CPU:0 is always there (the host). Errors name the item.
 StatusOr<MachineModel> ParseMachine(const std::string& text);
 
@@ -76,6 +78,9 @@ std::string ShortDeviceName(const std::string& full_name);
 // `memory` limits by short name.
 struct DeviceRates {
   std::map<std::string, DeviceModel> by_type;  // "CPU" -> rates of one CPU thread
+  // Two CPU devices of one process with threads of their own: a tensor's hop between them
+  // (a _Send/_Recv pair and a thread's wake-up). Zero: the MachineModel's default.
+  LinkModel host_host{};
 };
 // PF_DEVICE_RATES, else $XDG_CACHE_HOME/placeflow/device_rates (~/.cache/...): written by
 // `pf-bench device_rates`. Absent: empty (defaults apply).
@@ -98,7 +103,7 @@ class Profile {
 };
 
 struct CostModelOptions {
-  // An unknown dimension (a batch of `?`) counts as this many.
+  // An unknown first dimension (a batch of `?`) counts as this many; other unknown ones as 32.
   int64_t unknown_dim = 32;
   std::shared_ptr<const Profile> profile;  // measured times win over estimates
 };
@@ -150,7 +155,11 @@ struct CostGraph {
   std::vector<int> topo;                              // node indices, producers first
   std::vector<int64_t> output_bytes;                  // per node: what running it allocates
   std::vector<int64_t> persistent_bytes;  // per node: held for the whole run (variables)
+  std::vector<int> forwards_from;         // per node: whose buffer its output is, or -1
 };
 CostGraph BuildCostGraph(const std::vector<Node*>& nodes, const CostModel& cost);
+// Whether the node's output 0 is its input's buffer (OpDef::forwards_input; a Cast only to its
+// own type).
+bool ForwardsInput(const Node& node);
 
 }  // namespace pf

@@ -2,6 +2,7 @@
 // measured rates, and the rates file pf-bench device_rates writes.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,21 @@
 namespace pf {
 
 namespace {
+
+constexpr int kMaxModelDevices = 4096;  // per type
+constexpr int kMaxModelThreads = 1024;
+
+// All of `text` as a positive finite number, else -1.
+double Positive(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && *end == '\0' && std::isfinite(v) && v > 0 ? v : -1;
+}
+
+std::string Trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
 
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -24,7 +40,8 @@ StatusOr<double> ParseBandwidth(const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
   const std::string unit = end;
-  if (end == t.c_str() || v <= 0) return errors::InvalidArgument("bad bandwidth '", text, "'");
+  if (end == t.c_str() || !std::isfinite(v) || v <= 0)
+    return errors::InvalidArgument("bad bandwidth '", text, "'");
   if (unit.empty() || unit == "gb/s") return v;
   if (unit == "gbit/s" || unit == "gb/s(bit)") return v / 8;
   if (unit == "mb/s") return v / 1e3;
@@ -39,7 +56,7 @@ Status ParseDevices(const std::string& item, MachineModel* m) {
   std::string rest = item.substr(colon + 1);
   double gflops = 0;
   if (size_t at = rest.find('@'); at != std::string::npos) {
-    gflops = std::strtod(rest.c_str() + at + 1, nullptr);
+    gflops = Positive(rest.substr(at + 1));
     if (gflops <= 0) return errors::InvalidArgument("bad GFLOP/s in '", item, "'");
     rest = rest.substr(0, at);
   }
@@ -48,18 +65,22 @@ Status ParseDevices(const std::string& item, MachineModel* m) {
     PF_ASSIGN_OR_RETURN(memory, ParseBytes(rest.substr(x + 1)));
     rest = rest.substr(0, x);
   }
-  const int count = std::atoi(rest.c_str());
-  if (count <= 0 || count > 4096)
-    return errors::InvalidArgument("bad device count in '", item, "'");
+  const double count = Positive(rest);
+  if (count < 1 || count != std::floor(count) || count > kMaxModelDevices)
+    return errors::InvalidArgument("bad device count in '", item, "' (1 to ", kMaxModelDevices,
+                                   ")");
   const std::string upper = type == "cpu" ? kDeviceCpu : kDeviceGpu;
-  if (type == "cpu") {
+  if (type == "cpu" && !m->cpus_given) {  // the first cpu item replaces the default host
     m->devices.erase(std::remove_if(m->devices.begin(), m->devices.end(),
                                     [](const DeviceModel& d) { return d.type == kDeviceCpu; }),
                      m->devices.end());
+    m->cpus_given = true;
   }
-  for (int i = 0; i < count; ++i) {
+  int next = 0;  // a type given again goes on numbering
+  for (const DeviceModel& d : m->devices) next += d.type == upper;
+  for (int i = 0; i < static_cast<int>(count); ++i) {
     DeviceModel d = DefaultDeviceModel(upper);
-    d.name = DeviceName::FullName("localhost", 0, 0, upper, i);
+    d.name = DeviceName::FullName("localhost", 0, 0, upper, next + i);
     d.memory_bytes = memory;
     if (gflops > 0) d.gflops = gflops;
     m->devices.push_back(std::move(d));
@@ -74,7 +95,8 @@ StatusOr<int64_t> ParseBytes(const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
   const std::string unit = end;
-  if (end == t.c_str() || v < 0) return errors::InvalidArgument("bad memory size '", text, "'");
+  if (end == t.c_str() || !std::isfinite(v) || v < 0)
+    return errors::InvalidArgument("bad memory size '", text, "'");
   double scale = 0;
   if (unit.empty() || unit == "b") scale = 1;
   if (unit == "kb") scale = 1e3;
@@ -85,6 +107,7 @@ StatusOr<int64_t> ParseBytes(const std::string& text) {
   if (unit == "gib") scale = 1024.0 * 1024 * 1024;
   if (scale == 0)
     return errors::InvalidArgument("bad memory size '", text, "' (B, KB, MB, GB, KiB, MiB, GiB)");
+  if (v * scale >= 9.2e18) return errors::InvalidArgument("memory size '", text, "' is too large");
   return static_cast<int64_t>(v * scale);
 }
 
@@ -103,12 +126,14 @@ StatusOr<MachineModel> ParseMachine(const std::string& text) {
   std::string item;
   int threads = 0;
   while (std::getline(in, item, ',')) {
+    item = Trim(item);
     if (item.empty()) continue;
     Status s;
     if (size_t eq = item.find('='); eq != std::string::npos) {
       const std::string key = Lower(item.substr(0, eq)), value = item.substr(eq + 1);
       if (key == "threads") {
-        threads = std::atoi(value.c_str());
+        const double t = Positive(value);
+        threads = t == std::floor(t) && t <= kMaxModelThreads ? static_cast<int>(t) : 0;
         if (threads <= 0)
           return errors::InvalidArgument("Machine '", text, "', item '", item,
                                          "': bad thread count");
@@ -182,12 +207,24 @@ DeviceRates LoadDeviceRates(const std::string& path) {
     std::stringstream fields(line);
     std::string type, kv;
     if (!(fields >> type) || type[0] == '#') continue;
+    if (type == "LINK") {  // "LINK host_host gbytes_per_s=20 latency_us=12.5"
+      std::string which;
+      fields >> which;
+      while (fields >> kv) {
+        const size_t eq = kv.find('=');
+        const double v = eq == std::string::npos ? 0 : Positive(kv.substr(eq + 1));
+        if (v <= 0 || which != "host_host") continue;
+        if (kv.substr(0, eq) == "gbytes_per_s") rates.host_host.gbytes_per_s = v;
+        if (kv.substr(0, eq) == "latency_us") rates.host_host.latency_us = v;
+      }
+      continue;
+    }
     DeviceModel d = DefaultDeviceModel(type);
     while (fields >> kv) {
       const size_t eq = kv.find('=');
       if (eq == std::string::npos) continue;
-      const double v = std::strtod(kv.c_str() + eq + 1, nullptr);
-      if (v <= 0) continue;
+      const double v = Positive(kv.substr(eq + 1));
+      if (v <= 0) continue;  // a rate must be a positive finite number: the default stays
       const std::string key = kv.substr(0, eq);
       if (key == "gflops") d.gflops = v;
       if (key == "gbytes_per_s") d.gbytes_per_s = v;
@@ -206,12 +243,18 @@ Status SaveDeviceRates(const DeviceRates& rates, const std::string& path) {
     out << type << " gflops=" << d.gflops << " gbytes_per_s=" << d.gbytes_per_s
         << " op_overhead_us=" << d.op_overhead_us << "\n";
   }
+  if (rates.host_host.latency_us > 0) {
+    out << "LINK host_host gbytes_per_s=" << rates.host_host.gbytes_per_s
+        << " latency_us=" << rates.host_host.latency_us << "\n";
+  }
   return out ? Status::OK() : errors::Unavailable("writing '", path, "' failed");
 }
 
 StatusOr<MachineModel> LocalMachine(const DeviceSet& devices, const DeviceRates& rates,
                                     int cpu_threads, const std::map<std::string, int64_t>& memory) {
   MachineModel m;
+  if (rates.host_host.latency_us > 0) m.host_host.latency_us = rates.host_host.latency_us;
+  if (rates.host_host.gbytes_per_s > 0) m.host_host.gbytes_per_s = rates.host_host.gbytes_per_s;
   std::map<std::string, int64_t> left = memory;
   for (const Device* dev : devices.devices()) {
     auto it = rates.by_type.find(dev->device_type());

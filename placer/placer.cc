@@ -326,12 +326,19 @@ class Placer {
       free = free || c.size() > 1;
     }
     cost_graph_ = BuildCostGraph(nodes_, *a.cost);
-    PF_ASSIGN_OR_RETURN(AutoPlan plan, AutoPlace(cost_graph_, *a.cost, problem, a.options));
+    AutoPlan plan;
+    if (free) {
+      PF_ASSIGN_OR_RETURN(plan, AutoPlace(cost_graph_, *a.cost, problem, a.options));
+    } else {  // every group has one device left: nothing to choose
+      plan.kept_rules = a.planned_kept_rules;
+      for (size_t i = 0; i < nodes_.size(); ++i)
+        plan.device_of.push_back(problem.candidates[group_of_[i]][0]);
+    }
     for (size_t i = 0; i < nodes_.size(); ++i) {
       GroupOf(i).device = devices_.Find(a.cost->machine().devices[plan.device_of[i]].name);
     }
     placement->algorithm = PlacementAlgorithmName(a.options.algorithm);
-    placement->kept_rules = free ? plan.kept_rules : a.planned_kept_rules;
+    placement->kept_rules = plan.kept_rules;
     placement->planning_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return Status::OK();

@@ -58,10 +58,10 @@ struct PlacerOptions {
 struct Placement {
   std::unordered_map<const Node*, Device*> device;
   std::vector<std::string> fallbacks;  // one line per soft fallback
-  // Automatic placement only: the algorithm, the nodes it did not choose for (their group had
-  // one device to go to: a request, or an earlier plan), and its prediction for these nodes.
+  // Automatic placement only: the algorithm, the nodes it did not choose for (the rules left
+  // their group one device: a request, an assigned device), and its prediction for these nodes.
   std::string algorithm;
-  bool kept_rules = false;  // the rules' own placement was predicted no slower (AutoPlan)
+  bool kept_rules = false;  // the rules' own placement was kept (AutoPlan::kept_rules)
   std::unordered_set<const Node*> fixed;
   double predicted_step_us = 0;
   std::map<std::string, int64_t> predicted_peak_bytes;  // device name -> bytes

@@ -50,17 +50,23 @@ void ListScheduler::Allocate(int node, int device, int64_t bytes) {
 
 // The inputs `node` read are released once their last consumer is scheduled; an output nobody
 // reads, at once.
+// A forwarder's input is read through it: its buffer is released with the forwarder's readers.
 void ListScheduler::ConsumeInputs(int node) {
-  auto release = [&](int src) {
-    for (const auto& [device, bytes] : held_[src]) in_use_[device] -= bytes;
-    held_[src].clear();
-  };
+  std::vector<int> done;  // nodes whose readers are all scheduled
   for (int e : g_.in_edges[node]) {
     const CostGraph::Edge& edge = g_.edges[e];
-    if (edge.output >= 0 && !BackEdge(g_, edge) && --consumers_left_[edge.src] == 0)
-      release(edge.src);
+    if (edge.output < 0 || BackEdge(g_, edge) || g_.forwards_from[node] == edge.src) continue;
+    if (--consumers_left_[edge.src] == 0) done.push_back(edge.src);
   }
-  if (consumers_left_[node] == 0) release(node);
+  if (consumers_left_[node] == 0) done.push_back(node);
+  while (!done.empty()) {
+    const int src = done.back();
+    done.pop_back();
+    for (const auto& [device, bytes] : held_[src]) in_use_[device] -= bytes;
+    held_[src].clear();
+    const int from = g_.forwards_from[src];
+    if (from >= 0 && --consumers_left_[from] == 0) done.push_back(from);
+  }
 }
 
 double ListScheduler::ComputeUs(int node, int device) const {
@@ -121,14 +127,29 @@ void ListScheduler::Commit(int node, int device) {
   ConsumeInputs(node);
 }
 
+// Iterative (a chain of deferred nodes may be as long as the graph): each deferred input is
+// placed before its own inputs are visited, and allocated after them, in post-order.
 void ListScheduler::ResolveInputs(int node, int device, const Resolve& resolve) {
-  for (int e : g_.in_edges[node]) {
-    const int src = g_.edges[e].src;
+  struct Frame {
+    int node, device;
+    size_t next = 0;  // the next in-edge to look at
+  };
+  std::vector<Frame> stack{{node, device}};
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.next == g_.in_edges[f.node].size()) {
+      const int done = f.node;
+      stack.pop_back();
+      if (done != node) {
+        Allocate(done, schedule_.nodes[done].device, g_.output_bytes[done]);
+        ConsumeInputs(done);
+      }
+      continue;
+    }
+    const int src = g_.edges[g_.in_edges[f.node][f.next++]].src;
     if (!deferred_[src] || schedule_.nodes[src].device >= 0) continue;
-    schedule_.nodes[src].device = resolve(src, device);
-    ResolveInputs(src, schedule_.nodes[src].device, resolve);
-    Allocate(src, schedule_.nodes[src].device, g_.output_bytes[src]);
-    ConsumeInputs(src);
+    schedule_.nodes[src].device = resolve(src, f.device);
+    stack.push_back({src, schedule_.nodes[src].device});
   }
 }
 
@@ -183,6 +204,9 @@ Schedule ListScheduler::Finish() {
   std::vector<double> free_at(g_.nodes.size(), 0);
   std::map<std::tuple<int, int, int>, double> copy_free;
   for (size_t i = 0; i < g_.nodes.size(); ++i) free_at[i] = schedule_.nodes[i].end;
+  std::vector<std::vector<int>> forwarders(g_.nodes.size());  // who forwards each node's output
+  for (size_t i = 0; i < g_.nodes.size(); ++i)
+    if (g_.forwards_from[i] >= 0) forwarders[g_.forwards_from[i]].push_back(static_cast<int>(i));
   for (const CostGraph::Edge& e : g_.edges) {
     if (e.output < 0) continue;
     const Schedule::NodeRun& src = schedule_.nodes[e.src];
@@ -198,6 +222,11 @@ Schedule ListScheduler::Finish() {
   for (const Schedule::Transfer& t : schedule_.transfers) {
     schedule_.step_us = std::max(schedule_.step_us, t.end);
     free_at[t.src] = std::max(free_at[t.src], t.end);
+  }
+  // A buffer read through forwarders lives as long as their readers: producers after them.
+  for (auto it = g_.topo.rbegin(); it != g_.topo.rend(); ++it)
+    for (int f : forwarders[*it]) free_at[*it] = std::max(free_at[*it], free_at[f]);
+  for (const Schedule::Transfer& t : schedule_.transfers) {
     if (t.output < 0) continue;
     const double f = std::max(t.end, copy_free[{t.src, t.output, t.to}]);
     events[t.to].emplace_back(t.start, t.bytes);

@@ -48,6 +48,24 @@ double RunUs(Session& sess, const FeedDict& feeds, const std::vector<Operation>&
   return Median(t);
 }
 
+// One hop of a scalar between two CPU devices with a thread each (cpu_device_threads = 1): a
+// chain of 200 Neg alternating between /cpu:0 and /cpu:1, per node.
+double HopUs() {
+  constexpr int kHops = 200;
+  SessionOptions o = OnDevice(false);
+  o.device_count["CPU"] = 2;
+  o.cpu_device_threads = 1;
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, {});
+  Output y = x;
+  for (int i = 0; i < kHops; ++i) y = ops::Neg(root.WithDevice("/cpu:" + std::to_string(i % 2)), y);
+  Session sess(g, o);
+  Tensor t(DT_FLOAT, {});
+  t.data<float>()[0] = 1;
+  return RunUs(sess, {{x, t}}, {y.node}, 21) / kHops;
+}
+
 }  // namespace
 
 void PlacerFigure() {
@@ -112,14 +130,16 @@ void DeviceRatesFigure() {
   cpu.op_overhead_us = chain_us / kChain;
   DeviceRates rates = LoadDeviceRates(DeviceRatesPath());
   rates.by_type[kDeviceCpu] = cpu;
+  rates.host_host = {20, std::max(0.1, HopUs() - cpu.op_overhead_us)};
   const std::string path = DeviceRatesPath();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   Status saved = SaveDeviceRates(rates, path);
   std::printf(
-      "device_rates cpu_gflops=%.1f cpu_gbytes_per_s=%.2f cpu_op_overhead_us=%.3f file=%s "
-      "saved=%s\n",
-      cpu.gflops, cpu.gbytes_per_s, cpu.op_overhead_us, path.c_str(), saved.ok() ? "yes" : "no");
+      "device_rates cpu_gflops=%.1f cpu_gbytes_per_s=%.2f cpu_op_overhead_us=%.3f "
+      "cpu_hop_latency_us=%.2f file=%s saved=%s\n",
+      cpu.gflops, cpu.gbytes_per_s, cpu.op_overhead_us, rates.host_host.latency_us, path.c_str(),
+      saved.ok() ? "yes" : "no");
 }
 
 Output WideModel(const Scope& root, int branches, int layers, int64_t batch) {

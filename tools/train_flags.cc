@@ -209,11 +209,12 @@ void CheckArgs(TrainArgs& a) {
                     a.lr, static_cast<float>(a.lr) == 0.f ? "0" : "infinite",
                     std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()));
   }
-  if (a.in_cluster() &&
-      (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0))
+  if (a.in_cluster() && (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0))
     throw UsageError("--placement auto, --device-memory and --device-threads are for one process");
   // Automatic placement splits one model across the devices: no data-parallel towers unless asked.
   if (a.placement == "auto" && a.towers == "auto") a.towers = "1";
+  if (a.placement == "auto" && a.towers != "1")
+    throw UsageError("--placement auto places one graph: --towers must be 1 (or left out)");
   if (a.towers != "auto") ParseCount(a.towers, "--towers");
   for (size_t start = 0; start < a.towers_table.size();) {
     size_t end = std::min(a.towers_table.find(',', start), a.towers_table.size());

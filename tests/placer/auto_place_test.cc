@@ -53,7 +53,8 @@ std::vector<int> Plan(const Graph& g, const CostModel& cost, PlacementAlgorithm 
     for (int d = 0; d < cost.num_devices(); ++d) all.push_back(d);
     p.candidates.push_back(all);
   }
-  auto plan = AutoPlace(cg, cost, p, {.algorithm = a});
+  // The algorithm's own plan: the rules' placement is not kept in its stead.
+  auto plan = AutoPlace(cg, cost, p, {.algorithm = a, .keep_rules_unless_faster = false});
   REQUIRE(plan.ok());
   return plan->device_of;
 }
@@ -105,6 +106,16 @@ TEST_CASE("Machine descriptions and memory sizes parse, bad ones name the item",
   REQUIRE(!bad.ok());
   CHECK_THAT(bad.status().message(), Contains("item 'tpu:2'") && Contains("unknown device type"));
   CHECK(!ParseMachine("gpu:8,nvlink=fast").ok());
+  for (const char* bad : {"gpu:1e4", "gpu:0", "gpu:2.5", "cpu:1,threads=4x", "gpu:1x1e30GB",
+                          "gpu:1xnanGB", "gpu:1@inf", "gpu:5000", "threads=2000000000"}) {
+    CAPTURE(bad);
+    CHECK(!ParseMachine(bad).ok());
+  }
+  auto twice = ParseMachine("gpu:2, gpu:2x8GB");  // spaces trimmed; numbering goes on
+  REQUIRE(twice.ok());
+  REQUIRE(twice->devices.size() == 5);
+  CHECK(twice->devices[4].name == "/job:localhost/replica:0/task:0/device:GPU:3");
+  CHECK(twice->devices[4].memory_bytes == int64_t{8000000000});
   auto mem = ParseDeviceMemory("cpu:0=2GB,/cpu:1=512MiB");
   REQUIRE(mem.ok());
   CHECK(mem->at("cpu:0") == int64_t{2000000000});
@@ -181,6 +192,33 @@ TEST_CASE("Each algorithm on graphs whose best placement is known", "[placer][au
       CHECK(split->step_us < 0.6 * alone->step_us);
     }
   }
+}
+
+TEST_CASE("Automatic placement of nothing, and of a 20,000-node chain of forwarders",
+          "[placer][auto]") {
+  CostModel cost(Cpus(2));
+  Graph empty;
+  for (PlacementAlgorithm a :
+       {PlacementAlgorithm::kTopo, PlacementAlgorithm::kEtf, PlacementAlgorithm::kSct}) {
+    auto plan = AutoPlace(BuildCostGraph({}, cost), cost, {}, {.algorithm = a});
+    REQUIRE(plan.ok());
+    CHECK(plan->device_of.empty());
+  }
+  // A variable read through 20,000 Identity nodes (each free, so each waits for its consumer):
+  // they are placed when the Tanh at the end is, without recursing once per node.
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output y = ops::Variable(root, Shape({1000}), DT_FLOAT);
+  for (int i = 0; i < 20000; ++i) y = ops::Identity(root, y);
+  Output end = ops::Tanh(root, y);
+  std::vector<int> d = Plan(g, cost, PlacementAlgorithm::kSct);
+  CHECK(std::count(d.begin(), d.end(), d.back()) == static_cast<long>(d.size()));
+  // The variable's 4000 bytes, forwarded all the way: held once, plus the Tanh's output.
+  CostGraph cg = BuildCostGraph(g.nodes(), cost);
+  auto s = Simulate(cg, cost, d);
+  REQUIRE(s.ok());
+  CHECK(s->peak_bytes[d.back()] == 8000);
+  (void)end;
 }
 
 }  // namespace

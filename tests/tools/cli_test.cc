@@ -476,7 +476,6 @@ TEST_CASE("pf-train checks the --checkpoint directory before training", "[cli]")
   CHECK(fs::exists(dir.path / "new/ckpt/checkpoint"));
 }
 
-
 // The last "loss=" of pf-train's output.
 std::string LastLoss(const std::string& out) {
   const size_t at = out.rfind("loss=");
@@ -485,8 +484,9 @@ std::string LastLoss(const std::string& out) {
 
 TEST_CASE("pf-train --placement auto trains within a device's memory to the rules' loss",
           "[cli][auto_session]") {
-  const std::string common = "--model mlp_seed000 --steps 5 --batch 200 --quiet --cpu-devices 2 "
-                             "--device-threads 1 ";
+  const std::string common =
+      "--model mlp_seed000 --steps 5 --batch 200 --quiet --cpu-devices 2 "
+      "--device-threads 1 ";
   ToolRun rules = Train(common);
   REQUIRE(rules.status == 0);
   // 600x512 weights (1.2 MB) do not fit in 1 MB: the rules fail, auto moves them to /cpu:1.
@@ -505,12 +505,13 @@ TEST_CASE("pf-train --placement auto trains within a device's memory to the rule
 
 TEST_CASE("pf-place plans a model for a simulated machine and flags what does not fit",
           "[cli][auto]") {
-  ToolRun r = RunTool(PF_PLACE_BINARY, "--model wide --devices cpu:2 --place "
-                                       "'branch_[0-3]/=/cpu:0,branch_[4-7]/=/cpu:1'");
+  ToolRun r = RunTool(PF_PLACE_BINARY,
+                      "--model wide --devices cpu:2 --place "
+                      "'branch_[0-3]/=/cpu:0,branch_[4-7]/=/cpu:1'");
   REQUIRE(r.status == 0);
   for (const char* row : {"rules", "experts", "m-sct", "m-etf", "m-topo"})
     CHECK_THAT(r.out, Contains(std::string("\n") + row));
-  ToolRun small = RunTool(PF_PLACE_BINARY, "--model mnist_mlp --devices 'cpu:1x100KB'");
+  ToolRun small = RunTool(PF_PLACE_BINARY, "--model mnist_mlp --devices 'cpu:2x100KB'");
   REQUIRE(small.status == 0);
   CHECK_THAT(small.out, Contains("EXCEEDS cpu:0") && Contains("no plan"));
   ToolRun bad = RunTool(PF_PLACE_BINARY, "--devices 'tpu:4'");
