@@ -105,7 +105,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   CHECK(r.err.empty());
   CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
   const std::vector<std::string> entries = HelpEntries(r.out);
-  CHECK(entries.size() == 44);
+  CHECK(entries.size() == 48);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
@@ -132,6 +132,10 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--train-limit",
                            "--test-limit",
                            "--threads",
+                           "--placement",
+                           "--placement-algorithm",
+                           "--device-memory",
+                           "--device-threads",
                            "--trace",
                            "--cpu-devices",
                            "--place",
