@@ -50,7 +50,8 @@ asan_exclude='^(A 1,000,000-node chain|A loop of a million iterations|1,000 sess
 # them, TensorFlow 1's ref-variable semantics; TSan rightly calls that a race (docs/fuzzing.md).
 tsan_exclude="Run takes TensorFlow's mixed list of operations and tensors"
 tsan_spec=''
-for tag in executor session partition towers collectives rendezvous threads control_flow; do
+for tag in executor session partition towers collectives rendezvous threads control_flow \
+  device_threads device_memory auto_session; do
   tsan_spec+="${tsan_spec:+,}[$tag]~[gpu]~[deep]~\"$tsan_exclude\""
 done
 
