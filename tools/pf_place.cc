@@ -27,7 +27,7 @@ namespace {
 struct Args {
   std::string model = "mnist_mlp", devices = "cpu:2", algorithm = "all", place, trace;
   std::string device_memory;
-  int64_t batch = 0, layers = 8, steps = 64, hidden = 2048, vocab = 10000, unknown_dim = 32;
+  int64_t batch = 0, layers = 8, steps = 64, hidden = 1024, vocab = 10000, unknown_dim = 32;
   bool print_plan = false;
 };
 

@@ -28,7 +28,7 @@ RunMetadata SimulatedTrace(const CostGraph& graph, const Schedule& schedule,
 // LSTMCells of `hidden` units (scopes lstm_<l>/), a softmax over `vocab` words per step (scope
 // softmax/), the mean cross-entropy, plain SGD.
 struct LstmLmOptions {
-  int64_t vocab = 10000, hidden = 2048, layers = 8, steps = 64, batch = 256;
+  int64_t vocab = 10000, hidden = 1024, layers = 8, steps = 64, batch = 256;
 };
 Operation LstmLm(const Scope& root, const LstmLmOptions& options);
 // The experts' split of seed 003 as --place rules: layer l on /gpu:(l * gpus / layers), the
