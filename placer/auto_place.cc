@@ -43,10 +43,6 @@ constexpr double kMinGain = 0.05;
 // Plans tried with smaller budgets when the simulated step goes over a device's memory.
 constexpr int kMemoryAttempts = 6;
 
-bool BackEdge(const CostGraph& g, const CostGraph::Edge& e) {
-  return g.nodes[e.src]->op_def().control_flow() == ControlFlowKind::kNextIteration;
-}
-
 // The group decisions and memory checks the three algorithms share. Memory is what the
 // schedule holds as it goes (ListScheduler::InUse): the variables of the groups placed on a
 // device, and the outputs (and copies) not yet released by their last consumer.
@@ -144,7 +140,7 @@ class Planner {
   bool MayDefer(int node) const {
     if (GroupDevice(node) >= 0) return false;
     for (int e : g_.in_edges[node])
-      if (!BackEdge(g_, g_.edges[e]) && !sched_->deferred(g_.edges[e].src)) return false;
+      if (!IsLoopBackEdge(g_, g_.edges[e]) && !sched_->deferred(g_.edges[e].src)) return false;
     const int d = p_.candidates[p_.group_of[node]].at(0);
     return sched_->ComputeUs(node, d) <= cost_.machine().devices[d].op_overhead_us + kCheapUs;
   }
@@ -166,7 +162,7 @@ std::vector<double> BottomLevels(const CostGraph& g, const CostModel& cost) {
   for (auto it = g.topo.rbegin(); it != g.topo.rend(); ++it) {
     double below = 0;
     for (int e : g.out_edges[*it])
-      if (!BackEdge(g, g.edges[e])) below = std::max(below, level[g.edges[e].dst]);
+      if (!IsLoopBackEdge(g, g.edges[e])) below = std::max(below, level[g.edges[e].dst]);
     level[*it] = cost.ComputeUs(*g.nodes[*it], 0) + below;
   }
   return level;
@@ -181,7 +177,7 @@ std::vector<int> FavouriteParents(const CostGraph& g) {
   for (int i = 0; i < n; ++i) {
     for (int e : g.out_edges[i]) {
       const CostGraph::Edge& edge = g.edges[e];
-      if (edge.output >= 0 && !BackEdge(g, edge) && edge.bytes > child_bytes[i]) {
+      if (edge.output >= 0 && !IsLoopBackEdge(g, edge) && edge.bytes > child_bytes[i]) {
         child_bytes[i] = edge.bytes;
         child[i] = edge.dst;
       }
@@ -192,7 +188,7 @@ std::vector<int> FavouriteParents(const CostGraph& g) {
     int from = -1;
     for (int e : g.in_edges[j]) {
       const CostGraph::Edge& edge = g.edges[e];
-      if (edge.output >= 0 && !BackEdge(g, edge) && edge.bytes > best)
+      if (edge.output >= 0 && !IsLoopBackEdge(g, edge) && edge.bytes > best)
         best = edge.bytes, from = edge.src;
     }
     if (from >= 0 && child[from] == j) parent[j] = from;

@@ -6,6 +6,7 @@
 
 #include "placeflow/core/device_name.h"
 #include "placeflow/graph/op_registry.h"
+#include "placeflow/placer/schedule.h"
 
 namespace pf {
 
@@ -205,11 +206,8 @@ CostGraph BuildCostGraph(const std::vector<Node*>& nodes, const CostModel& cost)
   }
   // Kahn's order, smallest index first among the ready (graph order where it can).
   std::vector<int> pending(n, 0);
-  auto back_edge = [&](const CostGraph::Edge& e) {
-    return g.nodes[e.src]->op_def().control_flow() == ControlFlowKind::kNextIteration;
-  };
   for (const CostGraph::Edge& e : g.edges)
-    if (!back_edge(e)) ++pending[e.dst];
+    if (!IsLoopBackEdge(g, e)) ++pending[e.dst];
   std::priority_queue<int, std::vector<int>, std::greater<>> ready;
   for (int i = 0; i < n; ++i)
     if (pending[i] == 0) ready.push(i);
@@ -220,7 +218,8 @@ CostGraph BuildCostGraph(const std::vector<Node*>& nodes, const CostModel& cost)
     g.topo.push_back(i);
     done[i] = true;
     for (int e : g.out_edges[i]) {
-      if (!back_edge(g.edges[e]) && --pending[g.edges[e].dst] == 0) ready.push(g.edges[e].dst);
+      if (!IsLoopBackEdge(g, g.edges[e]) && --pending[g.edges[e].dst] == 0)
+        ready.push(g.edges[e].dst);
     }
   }
   for (int i = 0; i < n; ++i)

@@ -8,13 +8,9 @@
 
 namespace pf {
 
-namespace {
-
-bool BackEdge(const CostGraph& g, const CostGraph::Edge& e) {
-  return g.nodes[e.src]->op_def().control_flow() == ControlFlowKind::kNextIteration;
+bool IsLoopBackEdge(const CostGraph& graph, const CostGraph::Edge& edge) {
+  return graph.nodes[edge.src]->op_def().control_flow() == ControlFlowKind::kNextIteration;
 }
-
-}  // namespace
 
 ListScheduler::ListScheduler(const CostGraph& graph, const CostModel& cost,
                              std::vector<double> priority)
@@ -34,7 +30,7 @@ ListScheduler::ListScheduler(const CostGraph& graph, const CostModel& cost,
   held_.resize(n);
   consumers_left_.assign(n, 0);
   for (const CostGraph::Edge& e : g_.edges)
-    if (e.output >= 0 && !BackEdge(g_, e)) ++consumers_left_[e.src];
+    if (e.output >= 0 && !IsLoopBackEdge(g_, e)) ++consumers_left_[e.src];
 }
 
 void ListScheduler::Hold(int device, int64_t bytes) {
@@ -55,7 +51,7 @@ void ListScheduler::ConsumeInputs(int node) {
   std::vector<int> done;  // nodes whose readers are all scheduled
   for (int e : g_.in_edges[node]) {
     const CostGraph::Edge& edge = g_.edges[e];
-    if (edge.output < 0 || BackEdge(g_, edge) || g_.forwards_from[node] == edge.src) continue;
+    if (edge.output < 0 || IsLoopBackEdge(g_, edge) || g_.forwards_from[node] == edge.src) continue;
     if (--consumers_left_[edge.src] == 0) done.push_back(edge.src);
   }
   if (consumers_left_[node] == 0) done.push_back(node);
@@ -86,7 +82,7 @@ double ListScheduler::Arrival(int edge, int device) const {
 double ListScheduler::StartOn(int node, int device) const {
   double t = 0;
   for (int e : g_.in_edges[node])
-    if (!BackEdge(g_, g_.edges[e])) t = std::max(t, Arrival(e, device));
+    if (!IsLoopBackEdge(g_, g_.edges[e])) t = std::max(t, Arrival(e, device));
   const std::vector<double>& slots = slot_free_[device];
   const bool all = cost_.Threads(*g_.nodes[node], device) > 1;
   const double free = all ? *std::max_element(slots.begin(), slots.end())
@@ -98,7 +94,7 @@ void ListScheduler::Commit(int node, int device) {
   for (int e : g_.in_edges[node]) {
     const CostGraph::Edge& edge = g_.edges[e];
     const Schedule::NodeRun& src = schedule_.nodes[edge.src];
-    if (BackEdge(g_, edge) || src.device < 0 || src.device == device) continue;
+    if (IsLoopBackEdge(g_, edge) || src.device < 0 || src.device == device) continue;
     auto key = std::make_tuple(edge.src, edge.output, device);
     if (copies_.count(key)) continue;
     Schedule::Transfer t{edge.src, edge.output, src.device, device, 0, 0, edge.bytes};
@@ -157,7 +153,7 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
   const int n = static_cast<int>(g_.nodes.size());
   std::vector<int> pending(n, 0);
   for (const CostGraph::Edge& e : g_.edges)
-    if (!BackEdge(g_, e)) ++pending[e.dst];
+    if (!IsLoopBackEdge(g_, e)) ++pending[e.dst];
   using Item = std::tuple<double, double, int>;  // ready time, -priority, node
   std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
   for (int i = 0; i < n; ++i)
@@ -180,7 +176,7 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
     PF_RETURN_IF_ERROR(place(i));
     for (int e : g_.out_edges[i]) {
       const CostGraph::Edge& edge = g_.edges[e];
-      if (BackEdge(g_, edge)) continue;
+      if (IsLoopBackEdge(g_, edge)) continue;
       ready_at_[edge.dst] = std::max(ready_at_[edge.dst], schedule_.nodes[i].end);
       if (--pending[edge.dst] == 0)
         ready.emplace(ready_at_[edge.dst], -priority_[edge.dst], edge.dst);

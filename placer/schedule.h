@@ -87,6 +87,10 @@ class ListScheduler {
   std::map<std::tuple<int, int, int>, int> copies_;         // (src, output, to) -> transfer index
 };
 
+// A loop's NextIteration -> Merge edge: left out of every order, schedule and count (a loop
+// counts as one iteration).
+bool IsLoopBackEdge(const CostGraph& graph, const CostGraph::Edge& edge);
+
 // The schedule of `device_of` (per CostGraph node, an index into the model's devices).
 StatusOr<Schedule> Simulate(const CostGraph& graph, const CostModel& cost,
                             const std::vector<int>& device_of);
