@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <unordered_set>
@@ -315,15 +316,36 @@ Status Session::TryRun(const FeedDict& feeds, const std::vector<Output>& fetches
   if (backend_) return backend_->Run(feeds, fetches, targets, outputs, run_options, metadata);
   PF_ASSIGN_OR_RETURN(auto prepared, Prepare(feeds, fetches, targets));
   StepGroup group(run_options.trace ? metadata : nullptr);
-  if (group.stats()) group.stats()->step_stats.clear();
+  if (group.stats()) {
+    group.stats()->step_stats.clear();
+    group.stats()->session_phases.clear();
+  }
   group.SetTimeout(run_options.timeout_in_ms);
+  auto phase = [&group, t0 = group.start()](const char* what) {
+    if (group.stats() == nullptr) return;
+    auto us = [t0](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::microseconds>(t - t0).count();
+    };
+    auto& phases = group.stats()->session_phases;
+    const int64_t start = phases.empty() ? 0 : phases.back().end_us;
+    phases.push_back({.node = what,
+                      .op = "_SessionPhase",
+                      .device = "session",
+                      .start_us = start,
+                      .end_us = us(std::chrono::steady_clock::now())});
+  };
   PF_ASSIGN_OR_RETURN(PartTensors part_feeds, StageFeeds(*prepared, feeds));
+  phase("stage feeds");
   PartTensors part_fetches(prepared->parts.size());
   RunPartitions(*prepared, part_feeds, &part_fetches, &group);
+  phase("run executors");
   Status synced = SyncDevices(*prepared);
+  phase("wait for devices");
   PF_RETURN_IF_ERROR(group.status());
   PF_RETURN_IF_ERROR(synced);
-  return CollectFetches(*prepared, feeds, &part_fetches, outputs);
+  Status collected = CollectFetches(*prepared, feeds, &part_fetches, outputs);
+  phase("copy fetches");
+  return collected;
 }
 
 Status Session::CheckFeeds(const FeedDict& feeds) const {

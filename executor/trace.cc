@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "placeflow/core/strings.h"
 
@@ -12,7 +13,13 @@ namespace pf {
 std::string ChromeTraceJson(const RunMetadata& md) {
   // Processes numbered by device name, so CPU:0 is always above CPU:1.
   std::map<std::string, int> pid;
-  for (const NodeExecStats& s : md.step_stats) pid[s.device] = 0;
+  std::vector<const NodeExecStats*> events;
+  for (const auto* list : {&md.step_stats, &md.session_phases}) {
+    for (const NodeExecStats& s : *list) {
+      pid[s.device] = 0;
+      events.push_back(&s);
+    }
+  }
   int next = 0;
   for (auto& [device, id] : pid) id = next++;
   std::string out = "{\"traceEvents\": [\n";
@@ -27,7 +34,8 @@ std::string ChromeTraceJson(const RunMetadata& md) {
                     "{{\"name\": \"{}\"}}}}",
                     id, EscapeQuoted(device)));
   }
-  for (const NodeExecStats& s : md.step_stats) {
+  for (const NodeExecStats* e : events) {
+    const NodeExecStats& s = *e;
     const std::string label =
         s.label.empty() ? "" : fmt::format(", \"label\": \"{}\"", EscapeQuoted(s.label));
     add(fmt::format(

@@ -39,6 +39,10 @@ struct NodeExecStats {
 struct RunMetadata {
   std::vector<NodeExecStats> step_stats;
   int64_t step_us = 0;
+  // The session's own work around the executors (device "session"): staging the feeds onto
+  // their devices, waiting for the devices at the end of the step (a GPU's queued kernels), and
+  // copying the fetched values back. Shown as one more process in the Chrome trace.
+  std::vector<NodeExecStats> session_phases;
 };
 
 std::string ChromeTraceJson(const RunMetadata& metadata);

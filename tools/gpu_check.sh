@@ -147,7 +147,7 @@ step_test() {
   fi
   local rc=$? summary failed
   [ "$PF_DRY" = 1 ] && return 0
-  summary=$(grep -E "tests passed, [0-9]+ tests? failed out of" "$out/test.log" | tail -n1)
+  summary=$(grep -E "tests passed(, [0-9]+ tests? failed)? out of" "$out/test.log" | tail -n1)
   # "\t405 - GPU caching allocator: stress, ... (Failed) gpu" -> "405 GPU caching ... (Failed)"
   failed=$(sed -n '/The following tests FAILED:/,$p' "$out/test.log" | grep -E '^\s+[0-9]+ - ' |
     sed -E 's/^\s+([0-9]+) - (.*\S)\s*\(([^()]*)\)[^()]*$/\1 \2 (\3)/' |

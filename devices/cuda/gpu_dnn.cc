@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/devices/cuda/gpu_dnn_graph.h"
 #include "placeflow/devices/cuda/gpu_dnn_util.h"
 
 namespace pf {
 
 using dnn_util::CallSite;
+using dnn_util::CudnnAlgoName;
 using dnn_util::Scratch;
 
 bool CudnnAutotuneEnabled() {
@@ -41,28 +43,6 @@ std::string_view ForcedConvPath() {
 
 // Workspaces beyond this are not considered (TensorFlow's default scratch limit).
 constexpr size_t kMaxWorkspace = size_t{4} << 30;
-
-const char* CudnnAlgoName(Dir dir, int algo) {
-  static const char* const kForward[] = {
-      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
-      "WINOGRAD",      "WINOGRAD_NONFUSED"};
-  static const char* const kData[] = {"ALGO_0",     "ALGO_1",   "FFT",
-                                      "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-  static const char* const kFilter[] = {
-      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
-  auto pick = [algo](const char* const* names, int n) {
-    return algo >= 0 && algo < n ? names[algo] : "?";
-  };
-  switch (dir) {
-    case Dir::kForward:
-      return pick(kForward, std::size(kForward));
-    case Dir::kBackwardData:
-      return pick(kData, std::size(kData));
-    case Dir::kBackwardFilter:
-      return pick(kFilter, std::size(kFilter));
-  }
-  return "?";
-}
 
 struct AlgoChoice {
   int algo = 0;
@@ -376,12 +356,76 @@ Status StageInputs(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const GpuConvD
   return Status::OK();
 }
 
+// What ran: a legacy algorithm or a graph-API engine (dnn_graph), by number.
+struct Ran {
+  bool graph = false;
+  int id = -1;
+};
+
+// The legacy call for `dir` with the cached algorithm (`known`) or a newly chosen one.
+Status CallLegacy(const CallSite& site, GpuDevice* gpu, cudnnHandle_t h, Dir dir,
+                  const GpuConvDesc& dc, const CudnnPtrs& ptr, const AlgoChoice* known,
+                  AlgoChoice* chosen, int* algo) {
+  ConvSetup s;
+  PF_RETURN_IF_ERROR(Setup(site, gpu, dc, &s));
+  if (known != nullptr && known->algo >= 0) {
+    *chosen = *known;
+  } else {
+    PF_ASSIGN_OR_RETURN(*chosen, ChooseAlgo(site, gpu, h, dir, s, ptr));
+  }
+  Scratch ws;
+  PF_RETURN_IF_ERROR(Workspace(site, gpu, s, *chosen, &ws, algo));
+  const void* one = dnn_util::One(dc.dtype);
+  const void* zero = dnn_util::Zero(dc.dtype);
+  if (dir == Dir::kForward) {
+    PF_DNN_CALL(site,
+                cudnnConvolutionForward(h, one, s.x.get(), ptr.x, s.w.get(), ptr.w, s.conv.get(),
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(*algo), ws.get(),
+                                        ws.size(), zero, s.y.get(), ptr.out));
+  } else if (dir == Dir::kBackwardData) {
+    PF_DNN_CALL(
+        site, cudnnConvolutionBackwardData(h, one, s.w.get(), ptr.w, s.y.get(), ptr.y, s.conv.get(),
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(*algo),
+                                           ws.get(), ws.size(), zero, s.x.get(), ptr.out));
+  } else {
+    PF_DNN_CALL(site, cudnnConvolutionBackwardFilter(
+                          h, one, s.x.get(), ptr.x, s.y.get(), ptr.y, s.conv.get(),
+                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(*algo), ws.get(), ws.size(),
+                          zero, s.w.get(), ptr.out));
+  }
+  return Status::OK();
+}
+
+// The cuDNN call: a cached graph-API plan where PF_CUDNN_CONV_API allows and one exists, else
+// the legacy call. A graph run caches algo -1 in *chosen, so later calls try the graph first.
+Status CallCudnn(const CallSite& site, GpuDevice* gpu, cudnnHandle_t h, Dir dir,
+                 const GpuConvDesc& dc, const GpuConvPlan& p, const CudnnPtrs& ptr,
+                 const AlgoChoice* known, AlgoChoice* chosen, Ran* ran) {
+  if (dnn_graph::ConvEnabled()) {
+    const dnn_graph::ConvCall call =
+        dnn_graph::MakeConvCall(dir, dc, p, dc.dtype == DT_FLOAT && !gpu->allow_tf32());
+    void* x = const_cast<void*>(dir == Dir::kBackwardData ? ptr.out : ptr.x);
+    void* w = const_cast<void*>(dir == Dir::kBackwardFilter ? ptr.out : ptr.w);
+    void* y = const_cast<void*>(dir == Dir::kForward ? ptr.out : ptr.y);
+    Status g = dnn_graph::RunConv(site, gpu, h, call, x, w, y, &ran->id);
+    if (g.ok()) {
+      ran->graph = true;
+      *chosen = AlgoChoice();
+      chosen->algo = -1;
+      return g;
+    }
+    if (g.code() != Code::kUnimplemented) return g;
+  }
+  ran->graph = false;
+  return CallLegacy(site, gpu, h, dir, dc, ptr, known, chosen, &ran->id);
+}
+
 // One cuDNN path (kCudnn or kCudnnNchw) for `d`: the caller's tensors are copied into cuDNN's
 // layout where it differs (fused with the asymmetric padding's explicit part) and the result
-// copied back. `known`: the cached algorithm; null: choose one (into *chosen). *ran: the
-// algorithm that ran (the no-workspace one when the workspace could not be had).
+// copied back. `known`: the cached algorithm; null: choose one (into *chosen). *ran: what ran
+// (the no-workspace algorithm when the workspace could not be had).
 Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path, const ConvArgs& a,
-                const AlgoChoice* known, AlgoChoice* chosen, int* ran) {
+                const AlgoChoice* known, AlgoChoice* chosen, Ran* ran) {
   GpuConvDesc dc = d;
   dc.layout = GpuConvPathLayout(d, path);
   CallSite site{gpu->ordinal(), [&d, &dc, dir] {
@@ -389,12 +433,10 @@ Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path,
                                      dnn_util::IsNhwc(dc.layout) ? "NHWC" : "NCHW", d.ToString());
                 }};
   site.unsupported_is_unimplemented = true;
-  ConvSetup s;
-  PF_RETURN_IF_ERROR(Setup(site, gpu, dc, &s));
-  const GpuConvPlan& p = s.plan;
+  PF_ASSIGN_OR_RETURN(const GpuConvPlan p, PlanGpuConv(dc));
   PF_ASSIGN_OR_RETURN(dnn_util::DnnLock lock, dnn_util::LockDnn(gpu, site));
   const CallLayout l(gpu, d, dc, p);
-  Scratch wbuf, xbuf, dybuf, outbuf, ws;
+  Scratch wbuf, xbuf, dybuf, outbuf;
   CudnnPtrs ptr;
   PF_RETURN_IF_ERROR(StageInputs(gpu, dir, d, dc, p, a, l, &xbuf, &wbuf, &dybuf, &ptr));
   // Where cuDNN writes: the caller's buffer when the layouts and padding agree.
@@ -412,37 +454,14 @@ Status RunCudnn(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, GpuConvPath path,
     PF_RETURN_IF_ERROR(outbuf.Allocate(gpu, p.filter_elements * l.esize, "filter gradient"));
     ptr.out = outbuf.get();
   }
-  if (known != nullptr) {
-    *chosen = *known;
-  } else {
-    PF_ASSIGN_OR_RETURN(*chosen, ChooseAlgo(site, gpu, lock.handle, dir, s, ptr));
-  }
-  PF_RETURN_IF_ERROR(Workspace(site, gpu, s, *chosen, &ws, ran));
-  const void* one = dnn_util::One(d.dtype);
-  const void* zero = dnn_util::Zero(d.dtype);
-  if (dir == Dir::kForward) {
-    PF_DNN_CALL(site,
-                cudnnConvolutionForward(lock.handle, one, s.x.get(), ptr.x, s.w.get(), ptr.w,
-                                        s.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(*ran),
-                                        ws.get(), ws.size(), zero, s.y.get(), ptr.out));
-    if (l.relayout) {
-      dnn::LaunchRelayout4(l.t, l.dnn_nhwc, l.ydims, l.user_nhwc, l.ydims, 0, 0, ptr.out, a.out,
-                           l.stream);
-    }
-  } else if (dir == Dir::kBackwardData) {
-    PF_DNN_CALL(site, cudnnConvolutionBackwardData(lock.handle, one, s.w.get(), ptr.w, s.y.get(),
-                                                   ptr.y, s.conv.get(),
-                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(*ran),
-                                                   ws.get(), ws.size(), zero, s.x.get(), ptr.out));
-    if (ptr.out != a.out) {
-      dnn::LaunchRelayout4(l.t, l.dnn_nhwc, l.pxdims, l.user_nhwc, l.xdims, p.rows.extra_before,
-                           p.cols.extra_before, ptr.out, a.out, l.stream);
-    }
-  } else {
-    PF_DNN_CALL(site, cudnnConvolutionBackwardFilter(
-                          lock.handle, one, s.x.get(), ptr.x, s.y.get(), ptr.y, s.conv.get(),
-                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(*ran), ws.get(), ws.size(),
-                          zero, s.w.get(), ptr.out));
+  PF_RETURN_IF_ERROR(CallCudnn(site, gpu, lock.handle, dir, dc, p, ptr, known, chosen, ran));
+  if (dir == Dir::kForward && l.relayout) {
+    dnn::LaunchRelayout4(l.t, l.dnn_nhwc, l.ydims, l.user_nhwc, l.ydims, 0, 0, ptr.out, a.out,
+                         l.stream);
+  } else if (dir == Dir::kBackwardData && ptr.out != a.out) {
+    dnn::LaunchRelayout4(l.t, l.dnn_nhwc, l.pxdims, l.user_nhwc, l.xdims, p.rows.extra_before,
+                         p.cols.extra_before, ptr.out, a.out, l.stream);
+  } else if (dir == Dir::kBackwardFilter) {
     dnn::LaunchFilterTransform(l.t, /*to_cudnn=*/false, p.filter_krsc, ptr.out, a.out, p.r, p.s,
                                p.c, p.k, l.stream);
   }
@@ -499,7 +518,7 @@ Status RunConv(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const ConvArgs& a,
     if (it != ConvCache().end()) cached = it->second;
   }
   ConvChoice c;
-  int ran = -1;
+  Ran ran;
   if (cached) {
     c = *cached;
     if (c.path == GpuConvPath::kDirect) {
@@ -532,7 +551,9 @@ Status RunConv(GpuDevice* gpu, Dir dir, const GpuConvDesc& d, const ConvArgs& a,
   }
   if (trace_label != nullptr) {
     *trace_label = GpuConvTraceLabel(dir, d, c.path,
-                                     c.path == GpuConvPath::kDirect ? "" : CudnnAlgoName(dir, ran));
+                                     c.path == GpuConvPath::kDirect ? ""
+                                     : ran.graph ? fmt::format("graph engine {}", ran.id)
+                                                 : CudnnAlgoName(dir, ran.id));
   }
   return Status::OK();
 }

@@ -1,6 +1,8 @@
 // The cuDNN call helpers of gpu_dnn_util.h: scratch memory, tensor descriptors, the handle lock.
 #include "placeflow/devices/cuda/gpu_dnn_util.h"
 
+#include <iterator>
+
 namespace pf {
 namespace dnn_util {
 
@@ -40,6 +42,28 @@ StatusOr<DnnLock> LockDnn(GpuDevice* gpu, const CallSite& site) {
   l.handle = gpu->dnn();
   PF_DNN_CALL(site, cudnnSetStream(l.handle, gpu->compute_stream()));
   return l;
+}
+
+const char* CudnnAlgoName(GpuConvDirection dir, int algo) {
+  static const char* const kForward[] = {
+      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+      "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static const char* const kData[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                      "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const kFilter[] = {
+      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  auto pick = [algo](const char* const* names, int n) {
+    return algo >= 0 && algo < n ? names[algo] : "?";
+  };
+  switch (dir) {
+    case GpuConvDirection::kForward:
+      return pick(kForward, std::size(kForward));
+    case GpuConvDirection::kBackwardData:
+      return pick(kData, std::size(kData));
+    case GpuConvDirection::kBackwardFilter:
+      return pick(kFilter, std::size(kFilter));
+  }
+  return "?";
 }
 
 }  // namespace dnn_util

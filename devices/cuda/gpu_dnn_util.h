@@ -122,4 +122,7 @@ struct DnnLock {
 };
 StatusOr<DnnLock> LockDnn(GpuDevice* gpu, const CallSite& site);
 
+// A legacy convolution algorithm's name ("IMPLICIT_PRECOMP_GEMM", "ALGO_1"), "?" if unknown.
+const char* CudnnAlgoName(GpuConvDirection dir, int algo);
+
 }  // namespace pf::dnn_util
