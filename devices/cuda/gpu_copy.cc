@@ -4,6 +4,7 @@
 // allocator just handed out again). A GPU destination's compute stream then waits on the copy
 // (an event, not a host sync); a host destination is finished by the device's callback
 // thread. Source tensors and staging buffers stay alive until their copy is done.
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -32,12 +33,23 @@ bool IsPinned(const Tensor& t) {
   return t.buffer() != nullptr && t.buffer()->allocator() == GpuDevice::PinnedAllocator();
 }
 
+// PF_GPU_PAGEABLE_COPY=direct: host->GPU copies from pageable memory go to cudaMemcpyAsync as
+// they are (the driver stages them) instead of through a memcpy into pinned memory first. An
+// experiment (docs/gpu.md): which is faster depends on the host's memcpy speed.
+bool DirectPageableCopies() {
+  static const bool direct = [] {
+    const char* v = std::getenv("PF_GPU_PAGEABLE_COPY");
+    return v != nullptr && std::strcmp(v, "direct") == 0;
+  }();
+  return direct;
+}
+
 // Host -> GPU: staged through pinned memory unless the source is pinned already.
 Status HostToGpu(const Tensor& in, GpuDevice* dst, Tensor* out) {
   PF_ASSIGN_OR_RETURN(*out, Allocate(dst->GetAllocator(), in, *dst));
   if (in.TotalBytes() == 0) return Status::OK();
   Tensor src = in;
-  if (!IsPinned(in)) {
+  if (!IsPinned(in) && !DirectPageableCopies()) {
     PF_ASSIGN_OR_RETURN(src, Allocate(GpuDevice::PinnedAllocator(), in, *dst));
     std::memcpy(src.raw_data(), in.raw_data(), in.TotalBytes());
   }
