@@ -7,7 +7,9 @@
 # corpus under $PF_FUZZ_WORK (default <build-dir>/fuzz-work), so the committed seeds stay
 # small. Crash, leak and timeout inputs land in $PF_FUZZ_WORK/artifacts/<target>/. Prints one
 # line per target (executions, coverage, features) and exits 1 when any target found a bug.
-# Builds nothing: configure the build as docs/fuzzing.md says.
+# Targets run $PF_FUZZ_JOBS at a time (default: the number of cores; each libFuzzer process is
+# single-threaded), so CI's two cores fuzz two targets at once. Builds nothing: configure the
+# build as docs/fuzzing.md says.
 set -u
 seconds=${1:-30}
 build=${2:-build-fuzz}
@@ -21,23 +23,24 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export PF_LOG_LEVEL=${PF_LOG_LEVEL:-error}
 
-status=0
-summary=()
+jobs=${PF_FUZZ_JOBS:-$(nproc)}
 for t in "${targets[@]}"; do
-  bin=$build/tests/fuzz/fuzz_$t
-  if [[ ! -x $bin ]]; then
-    echo "fuzz.sh: $bin not found: configure with -DPF_FUZZ=ON and build it" >&2
+  if [[ ! -x $build/tests/fuzz/fuzz_$t ]]; then
+    echo "fuzz.sh: $build/tests/fuzz/fuzz_$t not found: configure with -DPF_FUZZ=ON and build it" >&2
     exit 2
   fi
-  corpus=$work/corpus/$t
-  artifacts=$work/artifacts/$t
-  log=$work/logs/$t.log
+done
+
+# Runs one target; its summary line goes to $work/logs/<target>.line.
+fuzz_one() {
+  local t=$1 bin=$build/tests/fuzz/fuzz_$1
+  local corpus=$work/corpus/$t artifacts=$work/artifacts/$t log=$work/logs/$t.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
   echo "== $t: ${seconds}s (log $log)"
   # -timeout: one input running 10 s is a hang; -rss_limit_mb: the default 2 GB.
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1
-  rc=$?
+  local rc=$? execs last cov ft found line
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
@@ -45,10 +48,29 @@ for t in "${targets[@]}"; do
   found=$(find "$artifacts" -type f | wc -l)
   line="$t: execs=${execs:-?} cov=${cov:-?} ft=${ft:-?} artifacts=$found rc=$rc"
   if [[ $rc -ne 0 ]]; then
-    status=1
     line+="  FAILED"
     grep -E 'ERROR: |runtime error|SUMMARY|Test unit written' "$log" | head -5 | sed 's/^/    /'
   fi
+  echo "$line" >"$work/logs/$t.line"
+}
+
+mkdir -p "$work/logs"
+running=0
+for t in "${targets[@]}"; do
+  rm -f "$work/logs/$t.line"
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if ((running >= jobs)); then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  line=$(cat "$work/logs/$t.line" 2>/dev/null || echo "$t: no result  FAILED")
+  [[ $line == *FAILED ]] && status=1
   summary+=("$line")
 done
 echo "== summary"
