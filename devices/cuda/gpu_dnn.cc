@@ -21,6 +21,7 @@ namespace pf {
 
 using dnn_util::CallSite;
 using dnn_util::CudnnAlgoName;
+using dnn_util::kMaxWorkspace;
 using dnn_util::Scratch;
 
 bool CudnnAutotuneEnabled() {
@@ -40,9 +41,6 @@ std::string_view ForcedConvPath() {
   }();
   return forced;
 }
-
-// Workspaces beyond this are not considered (TensorFlow's default scratch limit).
-constexpr size_t kMaxWorkspace = size_t{4} << 30;
 
 struct AlgoChoice {
   int algo = 0;

@@ -1,12 +1,12 @@
 #include "placeflow/devices/cuda/gpu_dnn_graph.h"
 
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -16,13 +16,11 @@ namespace pf::dnn_graph {
 namespace {
 
 using dnn_util::CallSite;
-using Dir = GpuConvDirection;
+using dnn_util::kMaxWorkspace;
 
 // The byte alignment the plans are built for; a call with a less aligned pointer goes legacy.
 constexpr int64_t kAlignment = 16;
 constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3;
-// Workspaces beyond this are not considered (as the legacy path: TensorFlow's scratch limit).
-constexpr int64_t kMaxWorkspace = int64_t{4} << 30;
 
 // One backend descriptor, destroyed with its owner.
 class Desc {
@@ -231,7 +229,7 @@ StatusOr<bool> FirstUsable(const CallSite& site, cudnnHandle_t h, const ConvCall
     int64_t ws = 0;
     PF_DNN_CALL(site, cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                CUDNN_TYPE_INT64, 1, &n, &ws));
-    if (ws < 0 || ws > kMaxWorkspace) continue;
+    if (ws < 0 || static_cast<size_t>(ws) > kMaxWorkspace) continue;
     int64_t index = -1;
     cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
                              &index);
@@ -276,41 +274,11 @@ StatusOr<std::unique_ptr<Plan>> Build(const CallSite& site, cudnnHandle_t h, con
   return std::unique_ptr<Plan>();
 }
 
-using Key = std::array<int64_t, 32>;
+// ConvCall's other fields follow from its descriptor (PlanGpuConv), so the descriptor is the key.
+using Key = std::tuple<int, int, bool, GpuConvDesc>;
 
 Key KeyOf(int ordinal, const ConvCall& c) {
-  return {ordinal,
-          static_cast<int64_t>(c.dir),
-          static_cast<int64_t>(c.dtype),
-          c.fma_only,
-          c.x.dims[0],
-          c.x.dims[1],
-          c.x.dims[2],
-          c.x.dims[3],
-          c.x.strides[0],
-          c.x.strides[1],
-          c.x.strides[2],
-          c.x.strides[3],
-          c.y.dims[0],
-          c.y.dims[1],
-          c.y.dims[2],
-          c.y.dims[3],
-          c.y.strides[0],
-          c.y.strides[1],
-          c.y.strides[2],
-          c.y.strides[3],
-          c.k,
-          c.c,
-          c.r,
-          c.s,
-          c.filter_krsc,
-          c.pad_h,
-          c.pad_w,
-          c.stride_h,
-          c.stride_w,
-          c.dilation_h,
-          c.dilation_w,
-          0};
+  return {ordinal, static_cast<int>(c.dir), c.fma_only, c.desc};
 }
 
 std::mutex g_plans_mu;
@@ -327,6 +295,7 @@ bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment
 ConvCall MakeConvCall(GpuConvDirection dir, const GpuConvDesc& dc, const GpuConvPlan& p,
                       bool fma_only) {
   return ConvCall{.dir = dir,
+                  .desc = dc,
                   .dtype = dc.dtype,
                   .x = p.x,
                   .y = p.y,

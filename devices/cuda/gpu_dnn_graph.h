@@ -28,6 +28,7 @@ bool ConvEnabled();
 // the filter [k, c, r, s] in KRSC or KCRS memory order, symmetric padding.
 struct ConvCall {
   GpuConvDirection dir = GpuConvDirection::kForward;
+  GpuConvDesc desc;  // in cuDNN's layout; the plan cache's key, with dir and fma_only
   DType dtype = DT_FLOAT;
   DnnTensor4 x, y;
   int k = 0, c = 0, r = 0, s = 0;

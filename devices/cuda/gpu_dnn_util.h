@@ -44,6 +44,10 @@ struct CallSite {
 
 namespace pf::dnn_util {
 
+// Convolution workspaces beyond this are not considered (TensorFlow's default scratch limit), by
+// the legacy algorithm search and the graph API's plans alike.
+constexpr size_t kMaxWorkspace = size_t{4} << 30;
+
 // One cuDNN descriptor, destroyed with its owner.
 template <typename H, cudnnStatus_t (*Create)(H*), cudnnStatus_t (*Destroy)(H)>
 class Descriptor {
