@@ -94,6 +94,9 @@ inline void ThrowIfError(const Status& s) {
   if (!s.ok()) throw Error(s);
 }
 
+// Throws s (not OK) as pf::Error: the builders' failure path.
+[[noreturn]] inline void ThrowError(const Status& s) { throw Error(s); }
+
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:

@@ -1,6 +1,7 @@
-// Small string helpers shared by the writers of JSON and DOT text.
+// Small string helpers shared by the writers of JSON and DOT text and by the logs.
 //
 //   pf::EscapeQuoted("say \"hi\"\n") == "say \\\"hi\\\"\\n"
+//   pf::FirstLine("a\nb") == "a"
 #pragma once
 
 #include <string>
@@ -21,6 +22,11 @@ inline std::string EscapeQuoted(std::string_view s) {
     out += c;
   }
   return out;
+}
+
+// The text up to its first newline (all of it when there is none): a one-line log of a message.
+inline std::string FirstLine(std::string_view text) {
+  return std::string(text.substr(0, text.find('\n')));
 }
 
 }  // namespace pf

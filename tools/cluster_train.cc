@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "placeflow/core/strings.h"
 #include "placeflow/distributed/server.h"
 #include "placeflow/train/replica_device_setter.h"
 #include "placeflow/train/session_manager.h"
@@ -64,8 +65,6 @@ int Task::Serve() {
 }
 
 namespace {
-
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // pf-train's progress lines go to stdout.
 void PrintLine(const std::string& line) {

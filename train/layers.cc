@@ -9,8 +9,6 @@
 namespace pf::layers {
 namespace {
 
-[[noreturn]] void Fail(Status s) { throw Error(std::move(s)); }
-
 std::string Upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
   return s;
@@ -19,7 +17,7 @@ std::string Upper(std::string s) {
 std::string Padding(const std::string& layer, const std::string& padding) {
   std::string p = Upper(padding);
   if (p != "SAME" && p != "VALID")
-    Fail(
+    ThrowError(
         errors::InvalidArgument(layer, ": padding must be 'same' or 'valid', got '", padding, "'"));
   return p;
 }
@@ -28,8 +26,8 @@ std::string Padding(const std::string& layer, const std::string& padding) {
 std::vector<int32_t> Nhwc(const std::string& layer, const char* what,
                           const std::vector<int32_t>& hw) {
   if (hw.size() != 2 || hw[0] <= 0 || hw[1] <= 0)
-    Fail(errors::InvalidArgument(layer, ": ", what, " must be two positive values, got ", hw.size(),
-                                 " values"));
+    ThrowError(errors::InvalidArgument(layer, ": ", what, " must be two positive values, got ",
+                                       hw.size(), " values"));
   return {1, hw[0], hw[1], 1};
 }
 
@@ -37,8 +35,8 @@ std::vector<int32_t> Nhwc(const std::string& layer, const char* what,
 int64_t Channels(const std::string& layer, const Output& x) {
   const Shape& s = x.shape();
   if (s.unknown_rank() || s.rank() != 4 || s.dim(3) < 0)
-    Fail(errors::InvalidArgument(layer, ": expected a [N, H, W, C] input with known C, got ",
-                                 s.ToString()));
+    ThrowError(errors::InvalidArgument(layer, ": expected a [N, H, W, C] input with known C, got ",
+                                       s.ToString()));
   return s.dim(3);
 }
 
@@ -58,12 +56,12 @@ Output Activation(const Scope& s, Output x, const std::string& activation) {
   if (activation == "sigmoid") return ops::Sigmoid(s, x);
   if (activation == "tanh") return ops::Tanh(s, x);
   if (activation == "softplus") return ops::Softplus(s, x);
-  Fail(errors::InvalidArgument("Unknown activation '", activation,
-                               "': use relu, relu6, leaky_relu, sigmoid, tanh or softplus"));
+  ThrowError(errors::InvalidArgument("Unknown activation '", activation,
+                                     "': use relu, relu6, leaky_relu, sigmoid, tanh or softplus"));
 }
 
 Output Conv2D(const Scope& s, const std::string& name, Output x, const Conv2DOptions& o) {
-  if (o.filters <= 0) Fail(errors::InvalidArgument(name, ": filters must be positive"));
+  if (o.filters <= 0) ThrowError(errors::InvalidArgument(name, ": filters must be positive"));
   const int64_t in_c = Channels(name, x);
   const std::vector<int32_t> k = Nhwc(name, "kernel_size", o.kernel_size);
   Scope vs = s.WithVariableScope(name);
@@ -80,7 +78,7 @@ Output Conv2D(const Scope& s, const std::string& name, Output x, const Conv2DOpt
 Output DepthwiseConv2D(const Scope& s, const std::string& name, Output x,
                        const DepthwiseConv2DOptions& o) {
   if (o.depth_multiplier <= 0)
-    Fail(errors::InvalidArgument(name, ": depth_multiplier must be positive"));
+    ThrowError(errors::InvalidArgument(name, ": depth_multiplier must be positive"));
   const int64_t in_c = Channels(name, x);
   const std::vector<int32_t> k = Nhwc(name, "kernel_size", o.kernel_size);
   Scope vs = s.WithVariableScope(name);
@@ -94,10 +92,10 @@ Output DepthwiseConv2D(const Scope& s, const std::string& name, Output x,
 
 Output Dense(const Scope& s, const std::string& name, Output x, const DenseOptions& o) {
   const Shape& xs = x.shape();
-  if (o.units <= 0) Fail(errors::InvalidArgument(name, ": units must be positive"));
+  if (o.units <= 0) ThrowError(errors::InvalidArgument(name, ": units must be positive"));
   if (xs.unknown_rank() || xs.rank() != 2 || xs.dim(1) < 0)
-    Fail(errors::InvalidArgument(name, ": expected a [N, features] input with known features, got ",
-                                 xs.ToString()));
+    ThrowError(errors::InvalidArgument(
+        name, ": expected a [N, features] input with known features, got ", xs.ToString()));
   Scope vs = s.WithVariableScope(name);
   Variable w =
       GetVariable(vs, "kernel", {xs.dim(1), o.units},
@@ -114,7 +112,7 @@ Output BatchNormalization(const Scope& s, const std::string& name, Output x, boo
                           const BatchNormOptions& o) {
   const int64_t c = Channels(name, x);
   if (!(o.momentum >= 0 && o.momentum < 1))
-    Fail(errors::InvalidArgument(name, ": momentum must be in [0, 1), got ", o.momentum));
+    ThrowError(errors::InvalidArgument(name, ": momentum must be in [0, 1), got ", o.momentum));
   Scope vs = s.WithVariableScope(name);
   auto param = [&](const char* var, bool on, Initializer init) {
     if (on) return GetVariable(vs, var, {c}, std::move(init)).value();
@@ -160,8 +158,8 @@ Output Flatten(const Scope& s, Output x) {
     if (features >= 0) features *= xs.dim(d);
   }
   if (xs.unknown_rank() || xs.rank() < 2 || features < 0)
-    Fail(errors::InvalidArgument("Flatten: expected [N, ...] with known non-batch dimensions, got ",
-                                 xs.ToString()));
+    ThrowError(errors::InvalidArgument(
+        "Flatten: expected [N, ...] with known non-batch dimensions, got ", xs.ToString()));
   return ops::Reshape(s, x, {-1, static_cast<int32_t>(features)});
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/core/strings.h"
 #include "placeflow/train/basic_hooks.h"
 #include "placeflow/train/session_manager.h"
 #ifdef PF_WITH_PROTOBUF
@@ -13,8 +14,6 @@
 
 namespace pf::train {
 namespace {
-
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 int64_t ReadGlobalStep(Session& session) {
   Variable step = FindVariable(&session.graph(), "global_step");

@@ -8,22 +8,21 @@
 namespace pf::layers {
 namespace {
 
-[[noreturn]] void Fail(Status s) { throw Error(std::move(s)); }
-
 // [x, h] W + b.
 Output Affine(const Scope& s, Output x, Output h, const Variable& w, const Variable& b) {
   return ops::BiasAdd(s, ops::MatMul(s, ops::Concat(s, {x, h}, 1), w.value()), b.value());
 }
 
 void CheckBuilt(const std::string& name, bool built) {
-  if (!built) Fail(errors::FailedPrecondition("RNN cell '", name, "' used before Build"));
+  if (!built) ThrowError(errors::FailedPrecondition("RNN cell '", name, "' used before Build"));
 }
 
 }  // namespace
 
 LSTMCell::LSTMCell(std::string name, int64_t units, float forget_bias, int64_t seed)
     : name_(std::move(name)), units_(units), forget_bias_(forget_bias), seed_(seed) {
-  if (units <= 0) Fail(errors::InvalidArgument("LSTMCell '", name_, "': units must be positive"));
+  if (units <= 0)
+    ThrowError(errors::InvalidArgument("LSTMCell '", name_, "': units must be positive"));
 }
 
 void LSTMCell::Build(const Scope& s, int64_t depth, DType dtype) {
@@ -60,7 +59,7 @@ std::vector<Output> DeviceWrapper::Step(const Scope& s, Output x, const std::vec
 }
 
 MultiRnnCell::MultiRnnCell(std::vector<RnnCell*> cells) : cells_(std::move(cells)) {
-  if (cells_.empty()) Fail(errors::InvalidArgument("MultiRnnCell needs at least one cell"));
+  if (cells_.empty()) ThrowError(errors::InvalidArgument("MultiRnnCell needs at least one cell"));
 }
 
 std::vector<int64_t> MultiRnnCell::state_sizes() const {
@@ -96,7 +95,8 @@ std::vector<Output> MultiRnnCell::Step(const Scope& s, Output x, const std::vect
 
 GRUCell::GRUCell(std::string name, int64_t units, int64_t seed)
     : name_(std::move(name)), units_(units), seed_(seed) {
-  if (units <= 0) Fail(errors::InvalidArgument("GRUCell '", name_, "': units must be positive"));
+  if (units <= 0)
+    ThrowError(errors::InvalidArgument("GRUCell '", name_, "': units must be positive"));
 }
 
 void GRUCell::Build(const Scope& s, int64_t depth, DType dtype) {
@@ -143,22 +143,22 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
                       const DynamicRnnOptions& options) {
   const Shape& in = inputs.shape();
   if (in.unknown_rank() || in.rank() != 3 || in.dim(2) < 0) {
-    Fail(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(),
-                                 "' must be [batch, time, depth] with a known depth, got ",
-                                 in.ToString()));
+    ThrowError(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(),
+                                       "' must be [batch, time, depth] with a known depth, got ",
+                                       in.ToString()));
   }
   if (inputs.dtype() != DT_FLOAT && inputs.dtype() != DT_DOUBLE) {
-    Fail(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(), "' are ",
-                                 DTypeName(inputs.dtype()), "; float or double expected"));
+    ThrowError(errors::InvalidArgument("DynamicRnn: inputs '", inputs.name(), "' are ",
+                                       DTypeName(inputs.dtype()), "; float or double expected"));
   }
   std::optional<Output> lengths = options.sequence_length;
   if (lengths) {  // int32 or int64 [batch], as tf.nn.dynamic_rnn takes it
     const Shape& ls = lengths->shape();
     if ((lengths->dtype() != DT_INT32 && lengths->dtype() != DT_INT64) ||
         (!ls.unknown_rank() && ls.rank() != 1)) {
-      Fail(errors::InvalidArgument("DynamicRnn: sequence_length '", lengths->name(),
-                                   "' must be an int32 or int64 vector, got ",
-                                   DTypeName(lengths->dtype()), " ", ls.ToString()));
+      ThrowError(errors::InvalidArgument("DynamicRnn: sequence_length '", lengths->name(),
+                                         "' must be an int32 or int64 vector, got ",
+                                         DTypeName(lengths->dtype()), " ", ls.ToString()));
     }
   }
   const Scope rs = s.NewSubScope(options.name);

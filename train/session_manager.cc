@@ -5,12 +5,11 @@
 #include <vector>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/core/strings.h"
 #include "placeflow/train/variables.h"
 
 namespace pf::train {
 namespace {
-
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // Reads every variable of `graph`: OK once the ps tasks answer and hold initialised values.
 Status ProbeVariables(Session& session, Graph* graph) {

@@ -33,8 +33,6 @@ Output BatchSize(const Scope& s, Output x) {
   return ops::Cast(s.WithOpName("batch_size"), ops::Slice(s, ops::Shape(s, x), {0}, {1}), DT_FLOAT);
 }
 
-[[noreturn]] void Fail(Status s) { throw Error(std::move(s)); }
-
 }  // namespace
 
 TowerOptions TowerOptions::ForSession(const SessionOptions& session) {
@@ -50,12 +48,12 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
     if (d == "all_gpus") {
       const int n = o.num_gpus >= 0 ? o.num_gpus : CudaDeviceCount();
       if (n <= 0)
-        Fail(
+        ThrowError(
             errors::InvalidArgument("Tower devices 'all_gpus': no GPU is visible to this process"));
       for (int i = 0; i < n; ++i) out.push_back("/gpu:" + std::to_string(i));
     } else if (d == "all_cpus") {
       if (o.num_cpus <= 0)
-        Fail(errors::InvalidArgument(
+        ThrowError(errors::InvalidArgument(
             "Tower devices 'all_cpus': TowerOptions::num_cpus is not set; it must equal the "
             "session's device_count[\"CPU\"] (TowerOptions::ForSession(session_options) sets it)"));
       for (int i = 0; i < o.num_cpus; ++i) out.push_back("/cpu:" + std::to_string(i));
@@ -64,7 +62,7 @@ std::vector<std::string> ResolveTowerDevices(const TowerOptions& o) {
       out.push_back(d);
     }
   }
-  if (out.empty()) Fail(errors::InvalidArgument("ReplicateTowers needs at least one device"));
+  if (out.empty()) ThrowError(errors::InvalidArgument("ReplicateTowers needs at least one device"));
   return out;
 }
 
@@ -101,7 +99,7 @@ class Replicator {
 
   Towers Run(const std::vector<Output>& inputs, const TowerFn& model_fn) {
     if (inputs.empty())
-      Fail(errors::InvalidArgument("ReplicateTowers needs at least one input to split"));
+      ThrowError(errors::InvalidArgument("ReplicateTowers needs at least one input to split"));
     std::vector<std::vector<Output>> tower_inputs = SplitInputs(inputs);
     for (int i = 0; i < n_; ++i) BuildTower(i, tower_inputs[i], model_fn);
     CollectVariables();
@@ -157,7 +155,7 @@ class Replicator {
     return [this, i](const VariableRequest& req, const VariableGetterFn& next) {
       Variable primary = FindVariable(g_, FullName(req));
       if (!primary.valid() || !used_[0].names.count(primary.name())) {
-        Fail(errors::InvalidArgument(
+        ThrowError(errors::InvalidArgument(
             TowerName(i), " asked for variable ", FullName(req),
             ", which tower_0 did not use: every tower must build the same model"));
       }
@@ -202,14 +200,15 @@ class Replicator {
 
   void CheckTowerOutputs(int i, const TowerOutputs& out) const {
     if (out.loss.node == nullptr || out.loss.dtype() != DT_FLOAT || out.loss.shape().rank() > 0) {
-      Fail(errors::InvalidArgument(TowerName(i), ": model_fn must return a float scalar loss, got ",
-                                   out.loss.node ? out.loss.shape().ToString() + " " +
-                                                       std::string(DTypeName(out.loss.dtype()))
-                                                 : "none"));
+      ThrowError(errors::InvalidArgument(
+          TowerName(i), ": model_fn must return a float scalar loss, got ",
+          out.loss.node
+              ? out.loss.shape().ToString() + " " + std::string(DTypeName(out.loss.dtype()))
+              : "none"));
     }
     if (i > 0 && out.extra.size() != t_.towers[0].extra.size()) {
-      Fail(errors::InvalidArgument(TowerName(i), " returned ", out.extra.size(),
-                                   " extra outputs, tower_0 ", t_.towers[0].extra.size()));
+      ThrowError(errors::InvalidArgument(TowerName(i), " returned ", out.extra.size(),
+                                         " extra outputs, tower_0 ", t_.towers[0].extra.size()));
     }
   }
 
@@ -239,7 +238,7 @@ class Replicator {
         }
         auto it = replica_of_[i].find(v.name());
         if (it == replica_of_[i].end()) {
-          Fail(errors::InvalidArgument(
+          ThrowError(errors::InvalidArgument(
               "tower_", i, " did not use variable ", v.name(),
               ", which tower_0 uses: every tower must build the same model"));
         }
@@ -269,7 +268,7 @@ class Replicator {
     std::vector<Output> gs = Gradients(tower_scopes_[i], {t_.towers[i].loss}, xs, {}, go);
     for (size_t k = 0; k < outside.size(); ++k) {
       if (gs[vars_[i].size() + k].node != nullptr) {
-        Fail(errors::InvalidArgument(
+        ThrowError(errors::InvalidArgument(
             "The loss of tower_0 depends on variable ", outside[k].name(),
             ", which was created outside ReplicateTowers and so can be neither ",
             mirrored_ ? "mirrored" : "shared and averaged",
@@ -284,9 +283,9 @@ class Replicator {
     for (int i = 1; i < n_; ++i) {
       for (size_t k = 0; k < t_.variables.size(); ++k) {
         if ((grads_[i][k].node == nullptr) != (grads_[0][k].node == nullptr)) {
-          Fail(errors::InvalidArgument("tower_", i,
-                                       " and tower_0 disagree on whether the loss depends on ",
-                                       t_.variables[k].name()));
+          ThrowError(errors::InvalidArgument(
+              "tower_", i, " and tower_0 disagree on whether the loss depends on ",
+              t_.variables[k].name()));
         }
       }
     }

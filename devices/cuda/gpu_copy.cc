@@ -120,7 +120,7 @@ void GpuToGpu(const Tensor& in, GpuDevice* src, GpuDevice* dst, CopyDone done) {
   done(t);
 }
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool copies_registered = [] {
   CopyRegistry* r = CopyRegistry::Global();
   r->Register(kDeviceCpu, kDeviceGpu, [](const Tensor& in, Device*, Device* dst, CopyDone done) {
     Tensor out;

@@ -457,7 +457,7 @@ StatusOr<std::vector<std::unique_ptr<Device>>> CreateCudaDevices(
 
 // The backend announces itself to the core when this library loads (dlopen from
 // devices/gpu_backend.cc, or a program that links it).
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool devices_registered = [] {
   GpuBackend b;
   b.probe = CudaProbe;
   b.create_devices = CreateCudaDevices;

@@ -229,3 +229,6 @@ PF_GPU_GATHER_GRAD(double, int64_t);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_GATHER_GRAD

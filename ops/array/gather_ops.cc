@@ -12,7 +12,6 @@ namespace pf {
 namespace {
 
 // The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
-const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 
 // ---- GatherV2 ----
 // The canonical axis from the axis input's value (rank of params known).
@@ -170,7 +169,7 @@ PF_REGISTER_OP(OpDef("GatherV2Grad")
                    .Input("axis", "Taxis")
                    .Input("like", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kKernelTypes)
+                   .TypeAttr("T", kNumberTypes)
                    .TypeAttr("Tindices", kIndexTypes)
                    .TypeAttr("Taxis", kIndexTypes, DT_INT32)
                    .SetShapeOnlyInput(3)
@@ -294,7 +293,7 @@ PF_REGISTER_OP(OpDef("TileGrad")
                    .Input("multiples", "Tmultiples")
                    .Input("like", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kKernelTypes)
+                   .TypeAttr("T", kNumberTypes)
                    .TypeAttr("Tmultiples", kIndexTypes, DT_INT32)
                    .SetShapeOnlyInput(2)
                    .SetShapeFn([](ShapeContext& c) { return ShapeOfInput(c, 2); }));
@@ -325,3 +324,7 @@ Output Tile(const Scope& s, Output input, const std::vector<int32_t>& multiples)
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GATHER_GRAD_KERNELS
+#undef PF_TILE_GRAD_KERNEL

@@ -9,8 +9,6 @@
 namespace pf {
 namespace {
 
-int ElemSize(DType t) { return static_cast<int>(DTypeSize(t)); }
-
 class PadGpuOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
@@ -28,7 +26,8 @@ class PadGpuOp : public GpuOpKernel {
       d.out_dims[k] = out->dim(k);
       d.before[k] = p.before[k];
     }
-    gpu::Pad(ElemSize(in.dtype()), in.raw_data(), out->raw_data(), d, gpu->compute_stream());
+    gpu::Pad(static_cast<int>(DTypeSize(in.dtype())), in.raw_data(), out->raw_data(), d,
+             gpu->compute_stream());
     return Status::OK();
   }
 };
@@ -56,7 +55,8 @@ class PadGradGpuOp : public GpuOpKernel {
       g_stride *= g.dim(k);
       out_stride *= out->dim(k);
     }
-    gpu::StridedCopy(ElemSize(g.dtype()), g.raw_data(), out->raw_data(), b, gpu->compute_stream());
+    gpu::StridedCopy(static_cast<int>(DTypeSize(g.dtype())), g.raw_data(), out->raw_data(), b,
+                     gpu->compute_stream());
     return Status::OK();
   }
 };

@@ -12,7 +12,7 @@ namespace {
 
 // The dtypes these kernels are instantiated for (VisitDType's; not op_util.h's lists, which may
 // grow).
-const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
+const std::vector<DType> kSelectTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL};
 
 // Select: then and else of one shape; the condition of that shape, a scalar, or a vector of the
 // first dimension (it then picks whole rows).
@@ -123,7 +123,7 @@ OpDef SelectDef(const char* name) {
       .Input("t", "T")
       .Input("e", "T")
       .Output("output", "T")
-      .TypeAttr("T", kKernelTypes);
+      .TypeAttr("T", kSelectTypes);
 }
 PF_REGISTER_OP(SelectDef("Select").SetGradient(SelectGradFn).SetShapeFn([](ShapeContext& c) {
   PF_ASSIGN_OR_RETURN(Shape out, SelectShape(c.input(0), c.input(1), c.input(2)));
@@ -180,7 +180,7 @@ class WhereOp : public OpKernel {
 PF_REGISTER_OP(OpDef("Where")
                    .Input("input", "T")
                    .Output("index", "int64")
-                   .TypeAttr("T", kKernelTypes, DT_BOOL)
+                   .TypeAttr("T", kSelectTypes, DT_BOOL)
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      const Shape& in = c.input(0);

@@ -203,3 +203,6 @@ PF_GPU_AGGREGATE(double);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_AGGREGATE

@@ -98,8 +98,6 @@ class Context {
   std::set<const Node*> brought_in_;
 };
 
-[[noreturn]] void Throw(Status s) { throw Error(std::move(s)); }
-
 // Calls `fn` in `ctx` and returns its results, each from inside the context.
 template <typename Fn>
 std::vector<Output> BuildIn(Context* ctx, Graph* g, const Fn& fn) {
@@ -118,9 +116,9 @@ std::vector<Output> Cond(const Scope& s, Output pred, const BranchFn& true_fn,
                          const BranchFn& false_fn) {
   Graph* g = s.graph();
   if (pred.dtype() != DT_BOOL || (!pred.shape().unknown_rank() && pred.shape().rank() != 0)) {
-    Throw(errors::InvalidArgument("Cond's predicate '", pred.name(),
-                                  "' must be a bool scalar, got ", DTypeName(pred.dtype()), " ",
-                                  pred.shape().ToString()));
+    ThrowError(errors::InvalidArgument("Cond's predicate '", pred.name(),
+                                       "' must be a bool scalar, got ", DTypeName(pred.dtype()),
+                                       " ", pred.shape().ToString()));
   }
   const Scope cs = s.WithExactNameScope(s.GetUniqueNameForOp("cond"));
   const int first_id = NextNodeId(*g);
@@ -151,16 +149,17 @@ std::vector<Output> Cond(const Scope& s, Output pred, const BranchFn& true_fn,
   std::vector<Output> rf = BuildIn(&f, g, [&] { return false_fn(branch_scope); });
   info.false_last = NextNodeId(*g) - 1;
   if (rt.size() != rf.size()) {
-    Throw(errors::InvalidArgument("The branches of cond '", cs.name_scope(), "' return ", rt.size(),
-                                  " and ", rf.size(), " tensors: they must return as many"));
+    ThrowError(errors::InvalidArgument("The branches of cond '", cs.name_scope(), "' return ",
+                                       rt.size(), " and ", rf.size(),
+                                       " tensors: they must return as many"));
   }
   std::vector<Output> out;
   for (size_t i = 0; i < rt.size(); ++i) {
     if (rt[i].dtype() != rf[i].dtype()) {
-      Throw(errors::InvalidArgument("Output ", i, " of cond '", cs.name_scope(), "' is ",
-                                    DTypeName(rt[i].dtype()), " in the true branch ('",
-                                    rt[i].name(), "') and ", DTypeName(rf[i].dtype()),
-                                    " in the false branch ('", rf[i].name(), "')"));
+      ThrowError(errors::InvalidArgument("Output ", i, " of cond '", cs.name_scope(), "' is ",
+                                         DTypeName(rt[i].dtype()), " in the true branch ('",
+                                         rt[i].name(), "') and ", DTypeName(rf[i].dtype()),
+                                         " in the false branch ('", rf[i].name(), "')"));
     }
     out.push_back(Merge(cs.WithOpName("Merge"), {rf[i], rt[i]}).output);
     info.merges.push_back(out.back().node);
@@ -178,8 +177,8 @@ namespace {
 std::vector<pf::Shape> Invariants(const std::string& loop, const std::vector<Output>& vars,
                                   const std::vector<pf::Shape>& given) {
   if (!given.empty() && given.size() != vars.size()) {
-    Throw(errors::InvalidArgument("While loop '", loop, "' has ", vars.size(),
-                                  " loop variables but ", given.size(), " shape invariants"));
+    ThrowError(errors::InvalidArgument("While loop '", loop, "' has ", vars.size(),
+                                       " loop variables but ", given.size(), " shape invariants"));
   }
   std::vector<pf::Shape> shapes;
   for (size_t i = 0; i < vars.size(); ++i) {
@@ -188,10 +187,10 @@ std::vector<pf::Shape> Invariants(const std::string& loop, const std::vector<Out
       continue;
     }
     if (!vars[i].shape().IsCompatibleWith(given[i])) {
-      Throw(errors::InvalidArgument("The shape invariant ", given[i].ToString(),
-                                    " of loop variable ", i, " ('", vars[i].name(), "') of '", loop,
-                                    "' is not compatible with its initial shape ",
-                                    vars[i].shape().ToString()));
+      ThrowError(errors::InvalidArgument("The shape invariant ", given[i].ToString(),
+                                         " of loop variable ", i, " ('", vars[i].name(), "') of '",
+                                         loop, "' is not compatible with its initial shape ",
+                                         vars[i].shape().ToString()));
     }
     shapes.push_back(given[i]);
   }
@@ -203,12 +202,12 @@ std::vector<pf::Shape> Invariants(const std::string& loop, const std::vector<Out
 void CheckNext(const std::string& frame, size_t user, const Output& var, const Output& next,
                const pf::Shape& invariant) {
   if (next.dtype() != var.dtype()) {
-    Throw(errors::InvalidArgument(
+    ThrowError(errors::InvalidArgument(
         "Loop variable ", user, " of '", frame, "' enters as ", DTypeName(var.dtype()), " ('",
         var.name(), "') but the body returns ", DTypeName(next.dtype()), " ('", next.name(), "')"));
   }
   if (!control::FitsInvariant(next.shape(), invariant)) {
-    Throw(errors::InvalidArgument(
+    ThrowError(errors::InvalidArgument(
         "Input tensor '", var.name(), "' enters the loop '", frame, "' with shape ",
         invariant.ToString(), ", but has shape ", next.shape().ToString(),
         " after one iteration. To allow the shape to vary across iterations, use the "
@@ -242,7 +241,8 @@ class WhileBuilder {
   std::vector<Output> Build(const LoopCondFn& cond, const LoopBodyFn& body,
                             const std::vector<Output>& loop_vars) {
     if (loop_vars.empty())
-      Throw(errors::InvalidArgument("While loop '", frame_, "' needs at least one loop variable"));
+      ThrowError(
+          errors::InvalidArgument("While loop '", frame_, "' needs at least one loop variable"));
     // maximum_iterations: a counter runs as loop variable 0 (TensorFlow's way).
     counted_ = options_.maximum_iterations.has_value();
     vars_ = loop_vars;
@@ -293,9 +293,9 @@ class WhileBuilder {
       return std::vector<Output>{c};
     })[0];
     if (pred.dtype() != DT_BOOL || (!pred.shape().unknown_rank() && pred.shape().rank() != 0)) {
-      Throw(errors::InvalidArgument("The condition of while loop '", frame_,
-                                    "' must return a bool scalar, got ", DTypeName(pred.dtype()),
-                                    " ", pred.shape().ToString(), " ('", pred.name(), "')"));
+      ThrowError(errors::InvalidArgument(
+          "The condition of while loop '", frame_, "' must return a bool scalar, got ",
+          DTypeName(pred.dtype()), " ", pred.shape().ToString(), " ('", pred.name(), "')"));
     }
     info_.loop_cond = LoopCond(inner_.WithOpName("LoopCond"), pred);
     for (size_t i = 0; i < vars_.size(); ++i) {
@@ -324,9 +324,9 @@ class WhileBuilder {
       return out;
     });
     if (info_.next.size() != vars_.size()) {
-      Throw(errors::InvalidArgument("The body of while loop '", frame_, "' returns ",
-                                    info_.next.size() - (counted_ ? 1 : 0), " tensors for ",
-                                    num_user_vars, " loop variables"));
+      ThrowError(errors::InvalidArgument("The body of while loop '", frame_, "' returns ",
+                                         info_.next.size() - (counted_ ? 1 : 0), " tensors for ",
+                                         num_user_vars, " loop variables"));
     }
     for (size_t i = 0; i < vars_.size(); ++i) {
       // A value brought in (the body returned an outside tensor) reaches every iteration, the

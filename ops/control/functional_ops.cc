@@ -18,8 +18,6 @@ namespace {
 
 using Vars = std::vector<Output>;
 
-[[noreturn]] void Throw(Status s) { throw Error(std::move(s)); }
-
 bool IsBoolScalar(const Output& x) {
   return x.dtype() == DT_BOOL && (x.shape().unknown_rank() || x.shape().rank() == 0);
 }
@@ -47,17 +45,18 @@ Output Stacked(const Scope& s, const std::vector<CasePair>& pairs) {
 
 void CheckPairs(const std::string& name, const std::vector<CasePair>& pairs, bool has_default) {
   if (pairs.empty() && !has_default) {
-    Throw(errors::InvalidArgument("Case '", name,
-                                  "' needs at least one (predicate, fn) pair or a default fn"));
+    ThrowError(errors::InvalidArgument(
+        "Case '", name, "' needs at least one (predicate, fn) pair or a default fn"));
   }
   for (size_t k = 0; k < pairs.size(); ++k) {
     const Output& pred = pairs[k].first;
     if (pred.node == nullptr || !pairs[k].second)
-      Throw(errors::InvalidArgument("Case '", name, "': pair ", k, " has no predicate or no fn"));
+      ThrowError(
+          errors::InvalidArgument("Case '", name, "': pair ", k, " has no predicate or no fn"));
     if (!IsBoolScalar(pred)) {
-      Throw(errors::InvalidArgument("Case '", name, "': predicate ", k, " ('", pred.name(),
-                                    "') must be a bool scalar, got ", DTypeName(pred.dtype()), " ",
-                                    pred.shape().ToString()));
+      ThrowError(errors::InvalidArgument("Case '", name, "': predicate ", k, " ('", pred.name(),
+                                         "') must be a bool scalar, got ", DTypeName(pred.dtype()),
+                                         " ", pred.shape().ToString()));
     }
   }
 }
@@ -133,12 +132,12 @@ struct Loop {
         elems(e),
         parallel_iterations(parallel) {
     if (elems.node == nullptr)
-      Throw(errors::InvalidArgument(builder, " '", name, "': elems is not a tensor"));
+      ThrowError(errors::InvalidArgument(builder, " '", name, "': elems is not a tensor"));
     const pf::Shape& shape = elems.shape();
     if (!shape.unknown_rank() && shape.rank() == 0) {
-      Throw(errors::InvalidArgument(builder, " '", name, "': elems ('", elems.name(),
-                                    "') must have rank 1 or more (its elements are its slices "
-                                    "along dimension 0), not be a scalar"));
+      ThrowError(errors::InvalidArgument(builder, " '", name, "': elems ('", elems.name(),
+                                         "') must have rank 1 or more (its elements are its slices "
+                                         "along dimension 0), not be a scalar"));
     }
     if (!shape.unknown_rank()) static_n = shape.dim(0);
     n = static_n >= 0 ? ConstInt(scope.WithOpName("n"), static_cast<int32_t>(static_n))
@@ -168,15 +167,15 @@ struct Loop {
   // fn's next accumulator must keep the accumulator's dtype and shape.
   void CheckAccumulator(const Output& init, const Output& next) const {
     if (next.node == nullptr)
-      Throw(errors::InvalidArgument(builder, " '", name, "': fn returned no tensor"));
+      ThrowError(errors::InvalidArgument(builder, " '", name, "': fn returned no tensor"));
     if (next.dtype() != init.dtype()) {
-      Throw(errors::InvalidArgument(builder, " '", name, "': fn returns ", DTypeName(next.dtype()),
-                                    " ('", next.name(), "') but the accumulator is ",
-                                    DTypeName(init.dtype()), " ('", init.name(),
-                                    "'): fn must keep the accumulator's dtype"));
+      ThrowError(errors::InvalidArgument(
+          builder, " '", name, "': fn returns ", DTypeName(next.dtype()), " ('", next.name(),
+          "') but the accumulator is ", DTypeName(init.dtype()), " ('", init.name(),
+          "'): fn must keep the accumulator's dtype"));
     }
     if (!control::FitsInvariant(next.shape(), init.shape())) {
-      Throw(errors::InvalidArgument(
+      ThrowError(errors::InvalidArgument(
           builder, " '", name, "': fn returns shape ", next.shape().ToString(), " ('", next.name(),
           "') but the accumulator has shape ", init.shape().ToString(), " ('", init.name(),
           "'): fn must keep the accumulator's shape"));
@@ -220,16 +219,16 @@ Operation SameShapeCheck(const Loop& l, const Scope& b, Output prev, Output shap
 
 Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions& options) {
   const Loop l(s, "MapFn", "map", elems, options.parallel_iterations);
-  if (!fn) Throw(errors::InvalidArgument("MapFn '", l.name, "' needs a fn"));
+  if (!fn) ThrowError(errors::InvalidArgument("MapFn '", l.name, "' needs a fn"));
   const DType dtype = options.dtype == DT_INVALID ? elems.dtype() : options.dtype;
   pf::Shape y_static;
   // Loop variables: the index, the shape of fn's last result, the flat results so far.
   auto body = [&](const Scope& b, const Vars& v) {
     Output y = fn(b, l.Element(b, v[0]));
     if (y.node == nullptr)
-      Throw(errors::InvalidArgument("MapFn '", l.name, "': fn returned no tensor"));
+      ThrowError(errors::InvalidArgument("MapFn '", l.name, "': fn returned no tensor"));
     if (y.dtype() != dtype) {
-      Throw(errors::InvalidArgument(
+      ThrowError(errors::InvalidArgument(
           "MapFn '", l.name, "': fn returns ", DTypeName(y.dtype()), " ('", y.name(),
           "') but the result's dtype is ", DTypeName(dtype),
           options.dtype == DT_INVALID ? " (elems'; set MapFnOptions::dtype when fn changes it)"
@@ -308,9 +307,10 @@ Output FoldLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
 }
 
 void CheckFn(const Loop& l, const AccumulateFn& fn, const std::optional<Output>& initializer) {
-  if (!fn) Throw(errors::InvalidArgument(l.builder, " '", l.name, "' needs a fn"));
+  if (!fn) ThrowError(errors::InvalidArgument(l.builder, " '", l.name, "' needs a fn"));
   if (initializer && initializer->node == nullptr)
-    Throw(errors::InvalidArgument(l.builder, " '", l.name, "': the initializer is not a tensor"));
+    ThrowError(
+        errors::InvalidArgument(l.builder, " '", l.name, "': the initializer is not a tensor"));
 }
 
 }  // namespace

@@ -12,7 +12,6 @@ namespace pf {
 namespace {
 
 // The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
-const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 
 // min and max are scalars or t's shape (TensorFlow's ClipByValue kernel rule).
 Status ValidateClipByValue(const Shape& t, const Shape& lo, const Shape& hi) {
@@ -70,7 +69,7 @@ PF_REGISTER_OP(OpDef("ClipByValue")
                    .Input("clip_value_min", "T")
                    .Input("clip_value_max", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kKernelTypes)
+                   .TypeAttr("T", kNumberTypes)
                    .SetGradient(ClipByValueGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(ValidateClipByValue(c.input(0), c.input(1), c.input(2)));

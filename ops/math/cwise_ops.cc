@@ -324,3 +324,12 @@ Output Floor(const Scope& s, Output x) { return Unary(s, "Floor", x); }
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_CWISE_NUMBER_KERNELS
+#undef PF_CWISE_REAL_KERNELS
+#undef PF_CWISE_HALF_KERNELS
+#undef PF_CWISE_SIGNED_SMALL_KERNELS
+#undef PF_CWISE_SMALL_INT_KERNELS
+#undef PF_CWISE_ALL_KERNELS
+#undef PF_CWISE_FLOATING_KERNELS

@@ -57,3 +57,7 @@ PF_GPU_REAL("Floor", UnaryGpuOp, FloorF);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_NUMBER
+#undef PF_GPU_REAL

@@ -185,3 +185,6 @@ Output ScalarOf(const Scope& s, double v, DType t) {
 }
 
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_REAL_KERNELS

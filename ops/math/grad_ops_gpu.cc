@@ -55,3 +55,6 @@ PF_GPU_REAL_KERNEL("ReduceGrad", ReduceGradGpuOp);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_REAL_KERNEL

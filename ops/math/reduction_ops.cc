@@ -384,3 +384,9 @@ Output AddN(const Scope& s, const std::vector<Output>& inputs) {
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_REDUCE_KERNEL
+#undef PF_REDUCE_KERNELS
+#undef PF_ARG_KERNELS
+#undef PF_ARGMAX_ARGMIN_KERNELS

@@ -134,3 +134,7 @@ PF_REGISTER_KERNEL(Gpu("AddN", DT_INT64), AddNGpuOp<int64_t>);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_REDUCE
+#undef PF_GPU_ARGMAX

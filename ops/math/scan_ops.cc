@@ -12,7 +12,6 @@ namespace pf {
 namespace {
 
 // The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
-const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 
 // ---- Range ----
 template <typename T>
@@ -93,7 +92,7 @@ PF_REGISTER_OP(OpDef("Range")
                    .Input("limit", "Tidx")
                    .Input("delta", "Tidx")
                    .Output("output", "Tidx")
-                   .TypeAttr("Tidx", kKernelTypes, DT_INT32)
+                   .TypeAttr("Tidx", kNumberTypes, DT_INT32)
                    .SetNotDifferentiable()
                    .SetShapeFn(RangeShape));
 PF_REGISTER_KERNEL(KernelDef("Range", kDeviceCpu), RangeOp);
@@ -161,7 +160,7 @@ PF_REGISTER_OP(OpDef("Cumsum")
                    .Output("out", "T")
                    .Attr("exclusive", false)
                    .Attr("reverse", false)
-                   .TypeAttr("T", kKernelTypes)
+                   .TypeAttr("T", kNumberTypes)
                    .TypeAttr("Tidx", kIndexTypes, DT_INT32)
                    .SetGradient(CumsumGrad)
                    .SetShapeFn([](ShapeContext& c) {
@@ -210,3 +209,6 @@ Output Cumsum(const Scope& s, Output x, int axis, bool exclusive, bool reverse) 
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_CUMSUM_KERNEL

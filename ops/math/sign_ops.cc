@@ -10,7 +10,6 @@ namespace pf {
 namespace {
 
 // The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
-const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 
 struct AbsF {
   template <typename T>
@@ -27,7 +26,7 @@ struct SignF {
 };
 
 template <typename T, typename F>
-class UnaryOp : public OpKernel {
+class SignUnaryOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F()); }
@@ -46,17 +45,18 @@ OpDef UnaryDef(const char* name) {
   return OpDef(name)
       .Input("x", "T")
       .Output("y", "T")
-      .TypeAttr("T", kKernelTypes)
+      .TypeAttr("T", kNumberTypes)
       .SetShapeFn(UnchangedShape);
 }
 #define PF_SIGN_KERNELS(op, F)                                                   \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
-                     UnaryOp<float, F>);                                         \
+                     SignUnaryOp<float, F>);                                     \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
-                     UnaryOp<double, F>);                                        \
+                     SignUnaryOp<double, F>);                                    \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT32}),  \
-                     UnaryOp<int32_t, F>);                                       \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}), UnaryOp<int64_t, F>)
+                     SignUnaryOp<int32_t, F>);                                   \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_INT64}),  \
+                     SignUnaryOp<int64_t, F>)
 
 PF_REGISTER_OP(UnaryDef("Abs").SetGradient(AbsGrad));
 PF_SIGN_KERNELS("Abs", AbsF);
@@ -79,3 +79,6 @@ Output ArgMin(const Scope& s, Output x, int axis, DType output_type) {
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_SIGN_KERNELS

@@ -137,3 +137,6 @@ Output Softplus(const Scope& s, Output x) { return NodeBuilder(s, "Softplus").In
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_FEATURES_ACTIVATION

@@ -72,3 +72,6 @@ PF_REGISTER_KERNEL(Gpu("LeakyReluGrad", DT_DOUBLE), LeakyReluGradGpuOp<double>);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_REAL

@@ -45,21 +45,21 @@ using dnnl::memory;
 
 enum class Kind { kForwardTraining, kForwardInference, kBackwardTraining, kBackwardInference };
 
-struct Prim {
+struct BnPrim {
   dnnl::primitive prim;
   memory::desc data, channel, scratch;
 };
 
 // kind, N, C, H, W, nchw, epsilon's bits, OpenMP threads.
-using Key = std::array<int64_t, 8>;
+using BnKey = std::array<int64_t, 8>;
 
-std::unique_ptr<Prim> MakePrim(const Key& key) {
+std::unique_ptr<BnPrim> MakePrim(const BnKey& key) {
   const Kind kind = static_cast<Kind>(key[0]);
   const bool nchw = key[5] != 0;
   float eps;
   const uint32_t eps_bits = static_cast<uint32_t>(key[6]);
   std::memcpy(&eps, &eps_bits, sizeof(eps));
-  auto p = std::make_unique<Prim>();
+  auto p = std::make_unique<BnPrim>();
   p->data = memory::desc({key[1], key[2], key[3], key[4]}, memory::data_type::f32,
                          nchw ? memory::format_tag::nchw : memory::format_tag::nhwc);
   p->channel = memory::desc({key[2]}, memory::data_type::f32, memory::format_tag::a);
@@ -97,20 +97,15 @@ class OmpThreads {
   OmpThreads& operator=(const OmpThreads&) = delete;
 };
 
-Status DnnlError(const dnnl::error& e) {
-  return errors::Internal("oneDNN batch normalization failed: ", e.what(), " (status ",
-                          static_cast<int>(e.status), ")");
-}
-
 }  // namespace
 
 struct DnnlBatchNorm::Cache {
   std::mutex mu;
-  std::map<Key, std::unique_ptr<Prim>> prims;
+  std::map<BnKey, std::unique_ptr<BnPrim>> prims;
 
-  const Prim* Get(const Key& key) {
+  const BnPrim* Get(const BnKey& key) {
     std::lock_guard<std::mutex> lock(mu);
-    std::unique_ptr<Prim>& slot = prims[key];
+    std::unique_ptr<BnPrim>& slot = prims[key];
     // Primitive creation (JIT code generation) happens under the lock: a shape is built once.
     if (slot == nullptr) slot = MakePrim(key);
     return slot.get();
@@ -126,10 +121,10 @@ struct DnnlBatchNorm::Cache {
     std::memcpy(&eps_bits, &epsilon, sizeof(eps_bits));
     const int64_t c = nchw ? x.dim(1) : x.dim(3);
     const int64_t h = nchw ? x.dim(2) : x.dim(1), w = nchw ? x.dim(3) : x.dim(2);
-    const Key key = {static_cast<int64_t>(kind), x.dim(0), c, h, w, nchw, eps_bits, threads};
+    const BnKey key = {static_cast<int64_t>(kind), x.dim(0), c, h, w, nchw, eps_bits, threads};
     try {
       OmpThreads omp(threads);
-      const Prim* p = Get(key);
+      const BnPrim* p = Get(key);
       std::unordered_map<int, memory> args;
       for (const auto& [arg, ptr] : data_args) {
         args.emplace(arg, memory(p->data, DnnlEngine(), const_cast<float*>(ptr)));
@@ -145,7 +140,7 @@ struct DnnlBatchNorm::Cache {
       p->prim.execute(stream, args);
       stream.wait();
     } catch (const dnnl::error& e) {
-      return DnnlError(e);
+      return DnnlError("batch normalization", e);
     }
     return Status::OK();
   }

@@ -164,3 +164,6 @@ PF_CONV_KERNELS("DepthwiseConv2dNativeBackpropFilter", kDepthwise, kBackwardFilt
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_CONV_KERNELS

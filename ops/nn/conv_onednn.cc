@@ -30,11 +30,8 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-bool UseOmp() {
-  static const bool omp = [] {
-    const char* v = std::getenv("PF_CONV_OMP");
-    return v != nullptr && v[0] == '1';
-  }();
+bool ConvUseOmp() {
+  static const bool omp = EnvSwitchOn("PF_CONV_OMP");
   return omp;
 }
 
@@ -43,7 +40,7 @@ Tensor Scratch(size_t bytes) {
   return Tensor(DT_FLOAT, Shape{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
 }
 
-struct Prim {
+struct ConvPrim {
   dnnl::primitive prim;
   memory::desc src, dst;       // activations: input and output (or their gradients)
   memory::desc wei, user_wei;  // the primitive's weights layout and TensorFlow's
@@ -52,12 +49,12 @@ struct Prim {
   dnnl::primitive wei_reorder;  // user -> wei, or wei -> user for the filter gradient
 };
 
-using Key = std::array<int64_t, 20>;
+using ConvKey = std::array<int64_t, 20>;
 
-std::unique_ptr<Prim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t nb) {
+std::unique_ptr<ConvPrim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t nb) {
   const Tag tag = p.nchw ? Tag::nchw : Tag::nhwc;
   const auto f32 = memory::data_type::f32;
-  auto prim = std::make_unique<Prim>();
+  auto prim = std::make_unique<ConvPrim>();
   prim->src = memory::desc({nb, p.in_depth, p.in_rows, p.in_cols}, f32, tag);
   prim->dst = memory::desc({nb, p.out_depth, p.out_rows, p.out_cols}, f32, tag);
   memory::dims wdims;
@@ -132,11 +129,6 @@ void OneOmpThread() {
   (void)single;
 }
 
-Status DnnlError(const dnnl::error& e) {
-  return errors::Internal("oneDNN convolution failed: ", e.what(), " (status ",
-                          static_cast<int>(e.status), ")");
-}
-
 // How many batch shards a call runs: one per pool thread, but a shard below ~2 MFLOP costs more
 // in wake-ups and partial sums than it saves.
 int64_t ShardCount(const ConvParams& p, int64_t threads) {
@@ -164,7 +156,7 @@ struct ShardedConv {
   bool omp = false;
   int64_t shards = 1, q = 0, r = 0;
   int64_t in_image = 0, out_image = 0, filter_size = 0;  // elements per image / of the filter
-  const Prim* prims[2] = {nullptr, nullptr};
+  const ConvPrim* prims[2] = {nullptr, nullptr};
   // The filter as each primitive reads it (forward and backward-data).
   Tensor wei_buf[2];
   const void* wei_ptr[2] = {nullptr, nullptr};
@@ -193,7 +185,7 @@ struct ShardedConv {
   void RunShard(int64_t s) const {
     if (!omp) OneOmpThread();
     const int which = s < r ? 1 : 0;
-    const Prim& prim = *prims[which];
+    const ConvPrim& prim = *prims[which];
     const int64_t n0 = s * q + std::min(s, r);
     Tensor scratch = Scratch(prim.scratch.get_size());
     const memory scratch_mem(prim.scratch, DnnlEngine(), scratch.raw_data());
@@ -244,7 +236,7 @@ struct ShardedConv {
         RunShard(s);
       } catch (const dnnl::error& e) {
         std::lock_guard<std::mutex> lock(err_mu);
-        if (err.ok()) err = DnnlError(e);
+        if (err.ok()) err = DnnlError("convolution", e);
       }
     };
     if (omp) {
@@ -276,31 +268,31 @@ struct ShardedConv {
 
 struct DnnlConv::Cache {
   std::mutex mu;
-  std::map<Key, std::unique_ptr<Prim>> prims;
+  std::map<ConvKey, std::unique_ptr<ConvPrim>> prims;
 
-  const Prim* Get(ConvDirection dir, const ConvParams& p, int64_t nb) {
-    const Key key = {static_cast<int64_t>(dir),
-                     nb,
-                     p.in_rows,
-                     p.in_cols,
-                     p.in_depth,
-                     p.filter_rows,
-                     p.filter_cols,
-                     p.out_rows,
-                     p.out_cols,
-                     p.out_depth,
-                     p.groups,
-                     p.stride_rows,
-                     p.stride_cols,
-                     p.dilation_rows,
-                     p.dilation_cols,
-                     p.pad_top,
-                     p.pad_left,
-                     p.PadBottomExact(),
-                     p.PadRightExact(),
-                     p.nchw};
+  const ConvPrim* Get(ConvDirection dir, const ConvParams& p, int64_t nb) {
+    const ConvKey key = {static_cast<int64_t>(dir),
+                         nb,
+                         p.in_rows,
+                         p.in_cols,
+                         p.in_depth,
+                         p.filter_rows,
+                         p.filter_cols,
+                         p.out_rows,
+                         p.out_cols,
+                         p.out_depth,
+                         p.groups,
+                         p.stride_rows,
+                         p.stride_cols,
+                         p.dilation_rows,
+                         p.dilation_cols,
+                         p.pad_top,
+                         p.pad_left,
+                         p.PadBottomExact(),
+                         p.PadRightExact(),
+                         p.nchw};
     std::lock_guard<std::mutex> lock(mu);
-    std::unique_ptr<Prim>& slot = prims[key];
+    std::unique_ptr<ConvPrim>& slot = prims[key];
     // Primitive creation (JIT code generation) happens under the lock: a shape is built once.
     if (slot == nullptr) slot = MakePrim(dir, p, nb);
     return slot.get();
@@ -316,7 +308,7 @@ Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& 
   ThreadPool* pool = IntraOpPool(ctx);
   const int64_t threads = std::max(1, pool->num_threads());
   ShardedConv c(dir, input, filter, dy, result);
-  c.omp = UseOmp();
+  c.omp = ConvUseOmp();
   c.shards = c.omp ? 1 : ShardCount(p, threads);
   c.q = p.batch / c.shards;
   c.r = p.batch % c.shards;
@@ -334,7 +326,7 @@ Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& 
     PF_RETURN_IF_ERROR(c.RunShards(ctx, threads));
     if (sum_partials) c.SumPartials(ctx);
   } catch (const dnnl::error& e) {
-    return DnnlError(e);
+    return DnnlError("convolution", e);
   }
   return Status::OK();
 }

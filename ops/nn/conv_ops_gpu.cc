@@ -131,3 +131,6 @@ PF_CONV_GPU_KERNELS("DepthwiseConv2dNativeBackpropFilter", kDepthwise, kBackward
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_CONV_GPU_KERNELS

@@ -1,5 +1,7 @@
 #include "placeflow/ops/nn/dnnl_util.h"
 
+#include <cstdlib>
+
 namespace pf {
 
 const dnnl::engine& DnnlEngine() {
@@ -10,6 +12,16 @@ const dnnl::engine& DnnlEngine() {
 std::unique_lock<std::mutex> LockDnnlCreation() {
   static std::mutex* mu = new std::mutex;
   return std::unique_lock<std::mutex>(*mu);
+}
+
+Status DnnlError(const char* what, const dnnl::error& e) {
+  return errors::Internal("oneDNN ", what, " failed: ", e.what(), " (status ",
+                          static_cast<int>(e.status), ")");
+}
+
+bool EnvSwitchOn(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] == '1';
 }
 
 }  // namespace pf

@@ -10,6 +10,8 @@
 #include <dnnl.hpp>
 #include <mutex>
 
+#include "placeflow/core/status.h"
+
 namespace pf {
 
 // The process' CPU engine (never destroyed: kernels may run during static destruction).
@@ -21,6 +23,14 @@ const dnnl::engine& DnnlEngine();
 // reported as a data race by ThreadSanitizer. Creation is rare (each kernel caches its
 // primitives), so one lock costs nothing measurable; execution never takes it.
 std::unique_lock<std::mutex> LockDnnlCreation();
+
+// Internal error for a failed oneDNN call: "oneDNN <what> failed: <message> (status <n>)".
+Status DnnlError(const char* what, const dnnl::error& e);
+
+// Whether the environment variable `name` is "1..." (the kernels' opt-in OpenMP switches:
+// PF_CONV_OMP, PF_POOL_OMP, PF_FUSED_MATMUL_OMP). Read once per call site, e.g.
+//   static const bool omp = EnvSwitchOn("PF_CONV_OMP");
+bool EnvSwitchOn(const char* name);
 
 }  // namespace pf
 

@@ -64,26 +64,23 @@ Status FusedMatMulShape(ShapeContext& c) {
   return Status::OK();
 }
 
-bool UseOmp() {
-  static const bool omp = [] {
-    const char* v = std::getenv("PF_FUSED_MATMUL_OMP");
-    return v != nullptr && v[0] == '1';
-  }();
+bool MatMulUseOmp() {
+  static const bool omp = EnvSwitchOn("PF_FUSED_MATMUL_OMP");
   return omp;
 }
 
-struct Prim {
+struct MatMulPrim {
   dnnl::matmul prim;
   memory::desc src, wei, bias, dst, scratch;
 };
 
 // rows, n, k, lda, ldb, transpose_a, transpose_b
-using Key = std::array<int64_t, 7>;
+using MatMulKey = std::array<int64_t, 7>;
 
-std::unique_ptr<Prim> MakePrim(const Key& key, bool relu) {
+std::unique_ptr<MatMulPrim> MakePrim(const MatMulKey& key, bool relu) {
   const auto [rows, n, k, lda, ldb, ta, tb] = key;
   const auto f32 = memory::data_type::f32;
-  auto p = std::make_unique<Prim>();
+  auto p = std::make_unique<MatMulPrim>();
   p->src = memory::desc({rows, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
   p->wei = memory::desc({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
   // Always [1, N]: a [1, 1] bias makes oneDNN 2.7 fall back to its reference matmul, hundreds
@@ -181,7 +178,7 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
     const int64_t lda = a.dim(1), ldb = b.dim(1);
     ThreadPool* pool = IntraOpPool(ctx);
     const int64_t threads = std::max(1, pool->num_threads());
-    const bool omp = UseOmp();
+    const bool omp = MatMulUseOmp();
     const int64_t shards = omp ? 1 : RowShards(m, n, k, threads);
     const int64_t q = m / shards, r = m % shards;
     Status err;
@@ -190,7 +187,7 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
       const int64_t rows = q + (s < r ? 1 : 0);
       const int64_t r0 = s * q + std::min(s, r);
       try {
-        const Prim& p = Get({rows, n, k, lda, ldb, ta_, tb_});
+        const MatMulPrim& p = Get({rows, n, k, lda, ldb, ta_, tb_});
         const float* a0 = ta_ ? pa + r0 : pa + r0 * lda;
         auto mem = [](const memory::desc& d, const float* ptr) {
           return memory(d, DnnlEngine(), const_cast<float*>(ptr));
@@ -233,16 +230,16 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
   }
 
  private:
-  const Prim& Get(const Key& key) {
+  const MatMulPrim& Get(const MatMulKey& key) {
     std::lock_guard<std::mutex> lock(mu_);
-    std::unique_ptr<Prim>& slot = prims_[key];
+    std::unique_ptr<MatMulPrim>& slot = prims_[key];
     // Creation (JIT code generation) under the lock: each shard shape is built once.
     if (slot == nullptr) slot = MakePrim(key, relu_);
     return *slot;
   }
 
   std::mutex mu_;
-  std::map<Key, std::unique_ptr<Prim>> prims_;
+  std::map<MatMulKey, std::unique_ptr<MatMulPrim>> prims_;
 };
 
 // float64: the same maths in plain loops, for the gradient checker.

@@ -455,3 +455,6 @@ Output L2Loss(const Scope& s, Output t) { return NodeBuilder(s, "L2Loss").Input(
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_SPARSE_XENT

@@ -157,3 +157,7 @@ PF_GPU_SPARSE_XENT(double, int64_t);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_REAL_KERNEL
+#undef PF_GPU_SPARSE_XENT

@@ -273,3 +273,8 @@ Output LogSoftmax(const Scope& s, Output logits) { return Unary(s, "LogSoftmax",
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_ACTIVATION
+#undef PF_ACTIVATION_GRAD
+#undef PF_SOFTMAX

@@ -93,3 +93,6 @@ PF_REGISTER_KERNEL(KernelDef("LogSoftmax", kDeviceGpu).TypeConstraint("T", {DT_F
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_REAL

@@ -45,11 +45,8 @@ namespace {
 
 using dnnl::memory;
 
-bool UseOmp() {
-  static const bool omp = [] {
-    const char* v = std::getenv("PF_POOL_OMP");
-    return v != nullptr && v[0] == '1';
-  }();
+bool PoolUseOmp() {
+  static const bool omp = EnvSwitchOn("PF_POOL_OMP");
   return omp;
 }
 
@@ -252,11 +249,6 @@ int64_t ShardCount(const Pool2DGeometry& g, int64_t threads) {
   return std::min({g.batch, threads, by_work});
 }
 
-Status DnnlError(const dnnl::error& e) {
-  return errors::Internal("oneDNN pooling failed: ", e.what(), " (status ",
-                          static_cast<int>(e.status), ")");
-}
-
 }  // namespace
 
 // Primitives keyed by (kind, mb, H, W, C); the window attrs are the node's.
@@ -281,7 +273,7 @@ namespace {
 ShardPlan PlanShards(OpKernelContext* ctx, const Pool2DGeometry& g, int64_t* threads) {
   *threads = std::max(1, IntraOpPool(ctx)->num_threads());
   ShardPlan plan;
-  plan.shards = UseOmp() ? 1 : ShardCount(g, *threads);
+  plan.shards = PoolUseOmp() ? 1 : ShardCount(g, *threads);
   plan.q = g.batch / plan.shards;
   plan.r = g.batch % plan.shards;
   return plan;
@@ -298,10 +290,10 @@ Status RunShards(OpKernelContext* ctx, const ShardPlan& plan, int64_t threads, F
       fn(s);
     } catch (const dnnl::error& e) {  // shards run on pool threads: nothing may escape
       std::lock_guard<std::mutex> lock(err_mu);
-      if (err.ok()) err = DnnlError(e);
+      if (err.ok()) err = DnnlError("pooling", e);
     }
   };
-  if (UseOmp()) {
+  if (PoolUseOmp()) {
     omp_set_num_threads(static_cast<int>(threads));
     run_shard(0);
     omp_set_num_threads(1);
@@ -326,7 +318,7 @@ Status DnnlPool::GetPrims(DnnlPoolKind kind, const Pool2DGeometry& g, int64_t q,
     prims[0] = q > 0 ? cache_->Get(kind, g, q) : nullptr;
     prims[1] = r > 0 ? cache_->Get(kind, g, q + 1) : nullptr;
   } catch (const dnnl::error& e) {
-    return DnnlError(e);
+    return DnnlError("pooling", e);
   }
   return Status::OK();
 }
@@ -364,7 +356,7 @@ Status DnnlPool::MaxForward(OpKernelContext* ctx, const Pool2DGeometry& g, const
                             DnnlEngine());
     }
   } catch (const dnnl::error& e) {
-    return DnnlError(e);
+    return DnnlError("pooling", e);
   }
   PF_RETURN_IF_ERROR(RunShards(ctx, plan, threads, [&](int64_t s) {
     const auto& p = *static_cast<const Prims*>(prims[s < plan.r ? 1 : 0].get());

@@ -480,3 +480,6 @@ Output GlobalAvgPool(const Scope& s, Output input, const std::string& data_forma
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_POOL_KERNELS

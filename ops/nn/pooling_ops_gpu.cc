@@ -133,3 +133,6 @@ PF_POOL_GPU_KERNELS(double);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_POOL_GPU_KERNELS

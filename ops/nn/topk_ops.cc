@@ -13,7 +13,6 @@ namespace pf {
 namespace {
 
 // The dtypes these kernels are instantiated for (not op_util.h's lists, which may grow).
-const std::vector<DType> kKernelTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 
 // ---- TopKV2 ----
 Status ValidateTopK(const Shape& input, int64_t k) {
@@ -132,7 +131,7 @@ PF_REGISTER_OP(OpDef("TopKV2")
                    .Output("values", "T")
                    .Output("indices", "int32")
                    .Attr("sorted", true)
-                   .TypeAttr("T", kKernelTypes)
+                   .TypeAttr("T", kNumberTypes)
                    .SetGradient(TopKGradFn)
                    .SetShapeFn(TopKShape));
 PF_REGISTER_OP(OpDef("TopKV2Grad")
@@ -141,7 +140,7 @@ PF_REGISTER_OP(OpDef("TopKV2Grad")
                    .Input("indices", "int32")
                    .Input("like", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kKernelTypes)
+                   .TypeAttr("T", kNumberTypes)
                    .SetShapeOnlyInput(2)
                    .SetShapeFn([](ShapeContext& c) { return ShapeOfInput(c, 2); }));
 #define PF_TOPK_KERNELS(T)                                                                       \
@@ -231,3 +230,6 @@ Output InTopK(const Scope& s, Output predictions, Output targets, int k) {
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_TOPK_KERNELS

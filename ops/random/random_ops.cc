@@ -97,3 +97,6 @@ Output TruncatedNormal(const Scope& s, const pf::Shape& shape, DType dtype, int6
 }
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_RANDOM_OP

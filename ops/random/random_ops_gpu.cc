@@ -34,3 +34,6 @@ PF_GPU_RANDOM("TruncatedNormal", 2);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_RANDOM

@@ -173,3 +173,6 @@ Output AssignSub(const Scope& s, Output ref, Output value) {
 
 }  // namespace ops
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_ASSIGN_UPDATE

@@ -65,3 +65,6 @@ PF_REGISTER_KERNEL(KernelDef("Const", kDeviceGpu)
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_ASSIGN_UPDATE

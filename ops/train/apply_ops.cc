@@ -186,3 +186,6 @@ PF_APPLY_KERNELS("_FusedApplyAdagrad", AdagradOp);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_APPLY_KERNELS

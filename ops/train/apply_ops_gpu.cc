@@ -104,3 +104,6 @@ PF_GPU_APPLY("ApplyAdagrad", AdagradGpuOp);
 
 }  // namespace
 }  // namespace pf
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_GPU_APPLY

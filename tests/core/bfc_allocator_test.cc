@@ -12,7 +12,7 @@
 
 #include "tests/testing/bfc_checks.h"
 
-namespace pf {
+namespace pf::bfc_allocator_test {
 namespace {
 
 using testing::CheckEveryRegionOneFreeChunk;
@@ -293,4 +293,4 @@ TEST_CASE("BFC gives back wholly free regions when only that makes room for a re
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::bfc_allocator_test

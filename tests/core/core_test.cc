@@ -9,7 +9,7 @@
 #include "placeflow/core/timer.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::core_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -310,9 +310,9 @@ TEST_CASE("Logging level follows SetLogLevel", "[core]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::core_test
 
-namespace pf {
+namespace pf::core_test {
 namespace {
 
 TEST_CASE("Timer runs callbacks in deadline order, and Cancel stops or waits for one",
@@ -366,4 +366,4 @@ TEST_CASE("Cancelling the timer the thread waits for frees nothing it still read
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::core_test

@@ -1,7 +1,7 @@
 // Reference behaviour: TensorFlow's DeviceNameUtils tests.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::device_name_test {
 namespace {
 
 DeviceName P(std::string_view s) {
@@ -150,4 +150,4 @@ TEST_CASE("Device names: merge with and without soft placement, override merge",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::device_name_test

@@ -4,7 +4,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::shape_tensor_robust_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -68,4 +68,4 @@ TEST_CASE("Tensor: a failed allocation throws ResourceExhausted, bad shapes Inva
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::shape_tensor_robust_test

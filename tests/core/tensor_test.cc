@@ -4,7 +4,7 @@
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::tensor_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -124,4 +124,4 @@ TEST_CASE("A string tensor is fed, crosses CPU devices, and is fetched",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::tensor_test

@@ -8,7 +8,7 @@
 #include "placeflow/core/pool_wait.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::thread_pool_test {
 namespace {
 
 struct Shards {
@@ -101,4 +101,4 @@ TEST_CASE("A thread counts as busy while it runs pool work or holds a BusyScope"
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::thread_pool_test

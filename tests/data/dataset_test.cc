@@ -15,7 +15,7 @@
 #include "placeflow/data/image.h"
 #include "tests/testing/test_util.h"
 
-namespace pf::data {
+namespace pf::data::dataset_test {
 namespace {
 
 // 0, 1, ..., n-1 as int64 scalars.
@@ -387,4 +387,4 @@ TEST_CASE("FromIdx reads the same examples as LoadMnist", "[data]") {
 }
 
 }  // namespace
-}  // namespace pf::data
+}  // namespace pf::data::dataset_test

@@ -9,7 +9,7 @@
 #include "placeflow/io/image_codec.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::image_folder_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -127,4 +127,4 @@ TEST_CASE("FromImageFolder: bad folders, options and files are clear errors", "[
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::image_folder_test

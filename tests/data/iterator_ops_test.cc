@@ -8,7 +8,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf::data {
+namespace pf::data::iterator_ops_test {
 namespace {
 
 int64_t Threads() {
@@ -188,4 +188,4 @@ TEST_CASE("IteratorGetNext checks elements against its static spec", "[data][gra
 }
 
 }  // namespace
-}  // namespace pf::data
+}  // namespace pf::data::iterator_ops_test

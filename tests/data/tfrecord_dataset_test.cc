@@ -9,7 +9,7 @@
 #include "placeflow/io/record_io.h"
 #include "tests/testing/test_util.h"
 
-namespace pf::data {
+namespace pf::data::tfrecord_dataset_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -172,4 +172,4 @@ TEST_CASE("A damaged record is DataLoss naming the file, or skipped", "[data][tf
 }
 
 }  // namespace
-}  // namespace pf::data
+}  // namespace pf::data::tfrecord_dataset_test

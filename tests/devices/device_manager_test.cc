@@ -4,7 +4,7 @@
 #include "placeflow/devices/gpu_probe.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::device_manager_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -130,4 +130,4 @@ TEST_CASE("PF_FORCE_GPU_ALLOW_GROWTH overrides allow_growth; bad values are igno
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::device_manager_test

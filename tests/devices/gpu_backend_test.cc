@@ -9,7 +9,7 @@
 #include "placeflow/graph/kernel.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::gpu_backend_test {
 namespace {
 
 namespace in = gpu_backend_internal;
@@ -133,4 +133,4 @@ TEST_CASE("Kernels registered with a backend exist once that backend is enabled"
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gpu_backend_test

@@ -11,7 +11,7 @@
 #include "placeflow/devices/gpu_dnn_plan.h"
 #include "placeflow/executor/trace.h"
 
-namespace pf {
+namespace pf::gpu_conv_path_test {
 namespace {
 
 // The case the first H100 run failed (Conv2D SAME stride 2 double: cuDNN 9 had no NHWC double
@@ -378,4 +378,4 @@ TEST_CASE("Direct convolution sums compile and agree in float", "[gpu_dnn][gpu_c
   }
 }
 
-}  // namespace pf
+}  // namespace pf::gpu_conv_path_test

@@ -10,7 +10,7 @@
 #include "tests/testing/bfc_checks.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::gpu_device_test {
 namespace {
 
 std::vector<std::unique_ptr<Device>> MakeGpus(const GpuOptions& o) {
@@ -193,9 +193,9 @@ TEST_CASE("Training on /gpu:0 follows the CPU loss curve (mlp_seed000, mnist_mlp
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gpu_device_test
 
-namespace pf {
+namespace pf::gpu_device_test {
 namespace {
 
 // Two towers' worth of all-reduce on GPU devices: NCCL between physical GPUs when there are
@@ -238,4 +238,4 @@ TEST_CASE("CollectiveAllReduce on GPUs matches a weighted sum on the host", "[gp
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gpu_device_test

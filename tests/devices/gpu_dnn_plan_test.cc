@@ -7,7 +7,7 @@
 
 #include "placeflow/devices/cuda/gpu_dnn_launch.h"
 
-namespace pf {
+namespace pf::gpu_dnn_plan_test {
 namespace {
 
 GpuConvDesc Conv(int64_t in, int64_t k, int stride, int pad_before, int pad_after, int64_t out) {
@@ -232,4 +232,4 @@ TEST_CASE("Batch norm plans and epsilon clamping", "[gpu_dnn]") {
   CHECK(ClampBatchNormEpsilon(1e-3, 0.0) == 1e-3);
 }
 
-}  // namespace pf
+}  // namespace pf::gpu_dnn_plan_test

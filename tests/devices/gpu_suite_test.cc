@@ -7,7 +7,7 @@
 #include "placeflow/models/models.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::gpu_suite_test {
 namespace {
 
 // Two GPU devices: two physical GPUs, or GPU 0 split in two.
@@ -131,4 +131,4 @@ TEST_CASE("Tensors of more than 2^31 elements are indexed correctly", "[gpu][lar
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gpu_suite_test

@@ -6,7 +6,7 @@
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::allreduce_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -123,4 +123,4 @@ TEST_CASE("All-reduce across 3 tasks of tensors with fewer elements than ranks",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::allreduce_test

@@ -11,7 +11,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::cluster_test {
 namespace {
 
 using testing::LoopbackCluster;
@@ -545,4 +545,4 @@ TEST_CASE("A server refuses a busy port, naming the address", "[distributed]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::cluster_test

@@ -17,7 +17,7 @@
 #include "placeflow/io/proto/graph.pb.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::coding_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -403,4 +403,4 @@ TEST_CASE("A Worker runs a registered partition with no transport", "[distribute
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::coding_test

@@ -6,7 +6,7 @@
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::control_flow_cluster_test {
 namespace {
 
 using Vars = std::vector<Output>;
@@ -65,4 +65,4 @@ TEST_CASE("A cond and a while loop spanning two tasks give one process's results
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::control_flow_cluster_test

@@ -14,7 +14,7 @@
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::incarnation_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -187,4 +187,4 @@ TEST_CASE("An uninitialised variable is a typed error, in process and across tas
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::incarnation_test

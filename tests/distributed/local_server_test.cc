@@ -6,7 +6,7 @@
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::local_server_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -119,4 +119,4 @@ TEST_CASE("The hello-world cluster fetches a string from a remote task; strings 
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::local_server_test

@@ -9,7 +9,7 @@
 #include "tests/distributed/cluster_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::sync_training_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -223,4 +223,4 @@ TEST_CASE("Sync replicas: a missing worker without backup ends the step with a t
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::sync_training_test

@@ -20,7 +20,7 @@
 #include "tests/testing/test_util.h"
 #include "tools/cluster_train.h"
 
-namespace pf {
+namespace pf::distributed_training_test {
 namespace {
 
 // y = x w + b with w = [1, -2, 3], b = 0.5, learned by SGD from random batches.
@@ -438,4 +438,4 @@ TEST_CASE("pf-train --local-cluster trains one ps and two async workers and stop
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::distributed_training_test

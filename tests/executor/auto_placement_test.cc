@@ -7,7 +7,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::auto_placement_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -123,4 +123,4 @@ TEST_CASE("Bad automatic placement settings are errors", "[auto_session]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::auto_placement_test

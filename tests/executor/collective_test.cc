@@ -8,7 +8,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::collective_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -190,4 +190,4 @@ TEST_CASE("Collectives: participants on many threads all complete", "[executor][
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::collective_test

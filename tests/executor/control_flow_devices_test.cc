@@ -4,7 +4,7 @@
 // checked against a plain C++ loop, and against the same graph on one device.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::control_flow_devices_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -188,4 +188,4 @@ TEST_CASE("A loop variable's Enter on another device than its Merge is Unimpleme
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::control_flow_devices_test

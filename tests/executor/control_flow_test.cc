@@ -3,7 +3,7 @@
 // scenarios (control_flow_ops_test.py), checked against plain C++ loops.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::control_flow_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -542,4 +542,4 @@ TEST_CASE("Gradients of a loop whose body holds a loop are Unimplemented, naming
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::control_flow_test

@@ -2,7 +2,7 @@
 // or the executor may recurse once per node or per cross-device hop.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::deep_graph_test {
 namespace {
 
 TEST_CASE("A 10,000-hop cross-device chain runs without recursing per hop", "[executor][deep]") {
@@ -48,4 +48,4 @@ TEST_CASE("A 1,000,000-node chain goes through gradients, pruning, placement and
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::deep_graph_test

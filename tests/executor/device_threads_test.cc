@@ -15,7 +15,7 @@
 #include "placeflow/ops/op_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::device_threads_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -473,4 +473,4 @@ TEST_CASE("Wide model timings: one device vs two, one thread each", "[.][device-
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::device_threads_test

@@ -12,7 +12,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::executor_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -444,4 +444,4 @@ TEST_CASE("An expensive chain stays on one thread; independent branches run side
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::executor_test

@@ -4,7 +4,7 @@
 // differences.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::functional_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -488,4 +488,4 @@ TEST_CASE("The gradient of a MapFn whose fn holds a Case matches finite differen
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::functional_ops_test

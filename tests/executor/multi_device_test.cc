@@ -5,7 +5,7 @@
 #include "placeflow/models/models.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::multi_device_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -93,4 +93,4 @@ TEST_CASE("A failing kernel on one device aborts the others without hanging",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::multi_device_test

@@ -7,7 +7,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::remapper_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -433,4 +433,4 @@ TEST_CASE("Remapper: a fused update reports gradient terms of the wrong shape",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::remapper_test

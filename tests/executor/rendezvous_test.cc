@@ -7,7 +7,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::rendezvous_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -141,4 +141,4 @@ TEST_CASE("Rendezvous: an abort with an OK status still fails the waiters",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::rendezvous_test

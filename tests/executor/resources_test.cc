@@ -7,7 +7,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::resources_test {
 namespace {
 
 // A field of /proc/self/status in its unit (kB for VmRSS), -1 when absent.
@@ -79,4 +79,4 @@ TEST_CASE("10,000 Run calls do not grow the process", "[executor][resources]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::resources_test

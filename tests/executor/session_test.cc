@@ -15,7 +15,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::session_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -390,9 +390,9 @@ TEST_CASE("Placement log: node lines on stdout, the device mapping and summary o
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::session_test
 
-namespace pf {
+namespace pf::session_test {
 namespace {
 
 std::mutex thread_ids_mu;
@@ -435,9 +435,9 @@ TEST_CASE("PF_EXECUTOR=sequential runs every node on the calling thread", "[exec
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::session_test
 
-namespace pf {
+namespace pf::session_test {
 namespace {
 
 TEST_CASE("Fetched variable values are snapshots, not views of the variable", "[executor]") {
@@ -456,9 +456,9 @@ TEST_CASE("Fetched variable values are snapshots, not views of the variable", "[
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::session_test
 
-namespace pf {
+namespace pf::session_test {
 namespace {
 
 TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executor][trace]") {
@@ -501,9 +501,9 @@ TEST_CASE("Step traces record every node and write Chrome trace JSON", "[executo
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::session_test
 
-namespace pf {
+namespace pf::session_test {
 namespace {
 
 // Forwards its input's buffer, as Identity does, and says so in its OpDef.
@@ -589,4 +589,4 @@ TEST_CASE("A session target other than a cluster's grpc:// address is refused, s
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::session_test

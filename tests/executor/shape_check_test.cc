@@ -5,7 +5,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::shape_check_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -229,4 +229,4 @@ TEST_CASE("Exceptions from kernels become the step's error", "[executor][robust]
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::shape_check_test

@@ -1,7 +1,7 @@
 // Step traces: the session's own phases around the executors (RunMetadata::session_phases).
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::trace_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -57,4 +57,4 @@ TEST_CASE("A traced step shows the session's phases around the executors", "[ses
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::trace_test

@@ -15,7 +15,7 @@
 #include "tests/testing/json.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::control_flow_graph_def_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -527,4 +527,4 @@ TEST_CASE("A placed partition holding a loop crosses the cluster wire and runs",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::control_flow_graph_def_test

@@ -10,7 +10,7 @@
 #include "placeflow/io/proto/graph.pb.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::graph_def_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -275,4 +275,4 @@ TEST_CASE("Bad GraphDefs give errors naming the node, the op and the problem", "
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::graph_def_test

@@ -1,6 +1,6 @@
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::graph_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -177,9 +177,9 @@ TEST_CASE("Graph export: DOT coloured by device and JSON", "[graph][export]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::graph_test
 
-namespace pf {
+namespace pf::graph_test {
 namespace {
 
 TEST_CASE("Op facts are OpDef flags, set where each op registers", "[graph][registry]") {
@@ -238,4 +238,4 @@ TEST_CASE("Constant inputs are visible to shape functions at graph-build time", 
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::graph_test

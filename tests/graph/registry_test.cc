@@ -5,7 +5,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::registry_test {
 namespace {
 
 // Ops the library registers. Test files register their own ops ("Test..."), some of them
@@ -118,4 +118,4 @@ TEST_CASE("Registry: every op has a gradient, or says it has none on purpose",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::registry_test

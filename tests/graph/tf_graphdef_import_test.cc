@@ -12,7 +12,7 @@
 #include "tests/testing/json.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::tf_graphdef_import_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -359,4 +359,4 @@ TEST_CASE("A TF reduction over no axes imports as an Identity", "[graph_def]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::tf_graphdef_import_test

@@ -13,7 +13,7 @@
 #include "placeflow/io/proto/event.pb.h"
 #include "tests/testing/test_util.h"
 
-namespace pf::io {
+namespace pf::io::event_file_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -135,4 +135,4 @@ TEST_CASE("A damaged event file is DataLoss naming the file and offset", "[event
 }
 
 }  // namespace
-}  // namespace pf::io
+}  // namespace pf::io::event_file_test

@@ -2,7 +2,7 @@
 // DecodeRaw (every build). Expected values come from how each test built its examples.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::example_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -158,4 +158,4 @@ TEST_CASE("The ParseExample graph op parses a fed batch, then DecodeRaw decodes 
 #endif  // PF_WITH_PROTOBUF
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::example_test

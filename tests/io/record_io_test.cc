@@ -10,7 +10,7 @@
 #include <fstream>
 #include <random>
 
-namespace pf::io {
+namespace pf::io::record_io_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -246,4 +246,4 @@ TEST_CASE("Opening a missing TFRecord file is NotFound naming it; compression na
 }
 
 }  // namespace
-}  // namespace pf::io
+}  // namespace pf::io::record_io_test

@@ -11,7 +11,7 @@
 #include "tests/testing/json.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::tf_fixture_test {
 namespace {
 
 using testing::Json;
@@ -110,4 +110,4 @@ TEST_CASE("tf.Examples written by TensorFlow parse to TF's own values", "[io][tf
 #endif  // PF_WITH_PROTOBUF
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::tf_fixture_test

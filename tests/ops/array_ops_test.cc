@@ -1,7 +1,7 @@
 // Array kernels against naive index arithmetic.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::array_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -137,9 +137,9 @@ TEST_CASE("Cast, Fill, ZerosLike, OnesLike, Shape and OneHot", "[ops][array]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::array_ops_test
 
-namespace pf {
+namespace pf::array_ops_test {
 namespace {
 
 TEST_CASE("Const holds any dtype and shape; its values must fill the shape", "[ops][array]") {
@@ -164,4 +164,4 @@ TEST_CASE("Const holds any dtype and shape; its values must fill the shape", "[o
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::array_ops_test

@@ -9,7 +9,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::batch_norm_ops_test {
 namespace {
 
 using testing::FromDoubles;
@@ -370,4 +370,4 @@ TEST_CASE("FusedBatchNorm errors name the problem and the shapes", "[ops][nn][ba
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::batch_norm_ops_test

@@ -14,7 +14,7 @@
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::cast_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -227,4 +227,4 @@ TEST_CASE("ParseExample, DecodeRaw(uint8) and Cast(float) decode images end to e
 #endif  // PF_WITH_PROTOBUF
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::cast_ops_test

@@ -7,7 +7,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::conv_ops_test {
 namespace {
 
 using testing::FromDoubles;
@@ -529,4 +529,4 @@ TEST_CASE("Convolution timings", "[.][conv-bench]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::conv_ops_test

@@ -7,7 +7,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::data_flow_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -193,4 +193,4 @@ TEST_CASE("A failing node of the step wakes the step's waiting dequeue", "[ops][
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::data_flow_ops_test

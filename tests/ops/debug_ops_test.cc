@@ -9,7 +9,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::debug_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -212,4 +212,4 @@ TEST_CASE("Print passes its input through and logs its data first_n times", "[op
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::debug_ops_test

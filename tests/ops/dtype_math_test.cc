@@ -9,7 +9,7 @@
 #include "tests/ops/dtype_reference.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::dtype_math_test {
 namespace {
 
 using testing::ElementAsDouble;
@@ -270,4 +270,4 @@ TEST_CASE("Prod's gradient is the product of the others, zeros included", "[ops]
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::dtype_math_test

@@ -9,7 +9,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::everyday_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -390,4 +390,4 @@ TEST_CASE("ArgMin: the first smallest along an axis, int32 or int64", "[ops][eve
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::everyday_ops_test

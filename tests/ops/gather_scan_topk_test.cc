@@ -11,7 +11,7 @@
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::gather_scan_topk_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -299,4 +299,4 @@ TEST_CASE("The everyday ops have CPU kernels only: a GPU request soft-places the
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gather_scan_topk_test

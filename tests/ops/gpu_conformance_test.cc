@@ -20,7 +20,7 @@
 #include "tests/ops/gpu_conformance_cases.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::gpu_conformance_test {
 namespace {
 
 using conformance::Case;
@@ -547,4 +547,4 @@ TEST_CASE("Conformance harness: a failing case is recorded and the next cases st
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gpu_conformance_test

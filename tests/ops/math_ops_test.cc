@@ -7,7 +7,7 @@
 #include "placeflow/train/gradient_checker.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::math_ops_test {
 namespace {
 
 using testing::MaxAbsDiff;
@@ -421,4 +421,4 @@ TEST_CASE("Floor rounds down", "[ops][math]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::math_ops_test

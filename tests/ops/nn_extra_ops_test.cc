@@ -5,7 +5,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::nn_extra_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -452,4 +452,4 @@ TEST_CASE("Dropout rejects a rate that is negative or at least 1 at build time",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::nn_extra_ops_test

@@ -3,7 +3,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::nn_state_ops_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -180,4 +180,4 @@ TEST_CASE("A reference input that is not a reference is a clear error", "[ops][s
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::nn_state_ops_test

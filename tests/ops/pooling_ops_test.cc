@@ -12,7 +12,7 @@
 #include "placeflow/ops/nn/pooling_onednn.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::pooling_ops_test {
 namespace {
 
 using testing::FromDoubles;
@@ -535,4 +535,4 @@ TEST_CASE("Max pooling timings", "[.][pool-bench]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::pooling_ops_test

@@ -5,7 +5,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::robustness_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -190,4 +190,4 @@ TEST_CASE("Placeholder dims are -1 (unknown) or sizes", "[ops][robust]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::robustness_test

@@ -13,7 +13,7 @@
 #include "placeflow/ops/simd/vec_kernels.h"
 #include "tests/testing/test_util.h"
 
-namespace pf::simd {
+namespace pf::simd::simd_kernels_test {
 namespace {
 
 constexpr CpuIsa kCaps[] = {CpuIsa::kSse4, CpuIsa::kAvx2, CpuIsa::kAvx512};
@@ -273,4 +273,4 @@ TEST_CASE("PF_MAX_CPU_ISA: the names it takes, and the cap the kernels run under
 }
 
 }  // namespace
-}  // namespace pf::simd
+}  // namespace pf::simd::simd_kernels_test

@@ -12,7 +12,7 @@
 #include "placeflow/train/towers.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::summary_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -230,4 +230,4 @@ TEST_CASE("With towers, MergeAll keeps tower 0's summaries", "[summary][towers]"
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::summary_test

@@ -9,7 +9,7 @@
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::auto_place_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -222,4 +222,4 @@ TEST_CASE("Automatic placement of nothing, and of a 20,000-node chain of forward
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::auto_place_test

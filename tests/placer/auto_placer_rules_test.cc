@@ -6,7 +6,7 @@
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::auto_placer_rules_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -148,4 +148,4 @@ TEST_CASE("Automatic placement keeps requests, reference edges, colocation and e
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::auto_placer_rules_test

@@ -8,7 +8,7 @@
 #include "tests/testing/fake_devices.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::partition_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -512,4 +512,4 @@ TEST_CASE("Partition: Conv2DBackpropInput's input_sizes from a GPU Shape stays i
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::partition_test

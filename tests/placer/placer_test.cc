@@ -9,7 +9,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::placer_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -164,9 +164,9 @@ TEST_CASE("A session on two CPU devices runs nodes where they were asked", "[pla
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::placer_test
 
-namespace pf {
+namespace pf::placer_test {
 namespace {
 
 TEST_CASE("Heuristics: generators follow their consumer, metadata ops stay with their input",
@@ -210,9 +210,9 @@ TEST_CASE("strict_placement turns soft fallbacks into errors", "[placer]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::placer_test
 
-namespace pf {
+namespace pf::placer_test {
 namespace {
 
 TEST_CASE("Ten CPUs and ten fake GPUs added out of order sort by priority, type, id", "[placer]") {
@@ -291,9 +291,9 @@ TEST_CASE("Explicit colocation with conflicting requests", "[placer]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::placer_test
 
-namespace pf {
+namespace pf::placer_test {
 namespace {
 
 // TestMeasure reads only its input's shape (a metadata op by its OpDef flag); TestMeasureData
@@ -378,4 +378,4 @@ TEST_CASE("Placement errors and soft fallbacks follow the order of the nodes", "
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::placer_test

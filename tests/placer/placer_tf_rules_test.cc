@@ -10,7 +10,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::placer_tf_rules_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -412,4 +412,9 @@ TEST_CASE("Soft placement keeps the requested device type before dropping it", "
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::placer_tf_rules_test
+
+// Macros stay in this file (a unity build compiles it with others: design rule 19).
+#undef PF_TEST_SOURCE_OP
+#undef PF_TEST_UNARY_OP
+#undef PF_TEST_ASSIGN_OP

@@ -8,7 +8,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::build_script_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -81,4 +81,4 @@ TEST_CASE("build.sh test builds everything and runs ctest", "[tools][build]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::build_script_test

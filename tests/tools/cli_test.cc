@@ -12,7 +12,7 @@
 #include "tests/testing/test_util.h"
 #include "tools/flags.h"
 
-namespace pf {
+namespace pf::cli_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -523,4 +523,4 @@ TEST_CASE("pf-place plans a model for a simulated machine and flags what does no
   CHECK_THAT(bad.err, Contains("unknown device type 'tpu'"));
 }
 }  // namespace
-}  // namespace pf
+}  // namespace pf::cli_test

@@ -6,7 +6,7 @@
 #include "tests/testing/test_util.h"
 #include "tools/trainer.h"
 
-namespace pf {
+namespace pf::cnn_training_test {
 namespace {
 
 const char* kFashion = "/usr/share/datasets/fashion-mnist";
@@ -73,9 +73,9 @@ TEST_CASE("mobilenet_v2_small trains with mirrored towers and batch norm", "[tra
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::cnn_training_test
 
-namespace pf {
+namespace pf::cnn_training_test {
 namespace {
 
 TEST_CASE("cnn_seed004 (seed 004's MobileNetV2) trains with mirrored towers", "[training][cnn]") {
@@ -108,4 +108,4 @@ TEST_CASE("cnn_seed004 (seed 004's MobileNetV2) trains with mirrored towers", "[
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::cnn_training_test

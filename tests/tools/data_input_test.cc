@@ -15,7 +15,7 @@
 #define PF_TEST_TFRECORD 0
 #endif
 
-namespace pf {
+namespace pf::data_input_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -144,4 +144,4 @@ TEST_CASE("pf-train --data-format tfrecord reaches the same accuracy as the IDX 
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::data_input_test

@@ -11,7 +11,7 @@
 #include "placeflow/io/image_codec.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::image_training_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -87,4 +87,4 @@ TEST_CASE("pf-train learns a folder of photos; mobilenet_v2 builds at any width 
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::image_training_test

@@ -7,7 +7,7 @@
 #include "placeflow/data/idx.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::mnist_data_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -97,4 +97,4 @@ TEST_CASE("MNIST loads with the right shapes and value range", "[data]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::mnist_data_test

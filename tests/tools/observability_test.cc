@@ -17,7 +17,7 @@
 #include "placeflow/io/proto/graph.pb.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::observability_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -267,4 +267,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::observability_test

@@ -10,7 +10,7 @@
 #include "placeflow/io/image_codec.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::pf_data_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -190,4 +190,4 @@ TEST_CASE("pf-data reports bad input and usage", "[tools][pf_data]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::pf_data_test

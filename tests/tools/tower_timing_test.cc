@@ -7,7 +7,7 @@
 #include "tests/testing/test_util.h"
 #include "tools/train_app.h"
 
-namespace pf {
+namespace pf::tower_timing_test {
 namespace {
 
 NodeExecStats Stat(std::string node, std::string op, int64_t start, int64_t end) {
@@ -66,4 +66,4 @@ TEST_CASE("pf-train --towers-table prints shares of the step's wall time, at mos
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::tower_timing_test

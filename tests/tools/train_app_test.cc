@@ -8,7 +8,7 @@
 #include "tools/placement_rules.h"
 #include "tools/train_flags.h"
 
-namespace pf {
+namespace pf::train_app_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -203,4 +203,4 @@ TEST_CASE("The model table's learning rates: sgd's apart and the default optimiz
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::train_app_test

@@ -7,7 +7,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::trainer_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -128,4 +128,4 @@ TEST_CASE("A NaN loss stops the trainer naming the step and the tensor unless al
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::trainer_test

@@ -4,7 +4,7 @@
 #include "tests/testing/test_util.h"
 #include "tools/trainer.h"
 
-namespace pf {
+namespace pf::tools_training_test {
 namespace {
 
 const char* kFashion = "/usr/share/datasets/fashion-mnist";
@@ -94,4 +94,4 @@ TEST_CASE("mlp_seed000: the loss falls with a sane initialiser", "[training]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::tools_training_test

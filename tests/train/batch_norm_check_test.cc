@@ -9,7 +9,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::batch_norm_check_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -71,4 +71,4 @@ TEST_CASE("Batch-norm inference after the moving statistics moved does not warn"
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::batch_norm_check_test

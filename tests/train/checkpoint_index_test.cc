@@ -8,7 +8,7 @@
 #include "placeflow/train/checkpoint_files.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::checkpoint_index_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -163,4 +163,4 @@ TEST_CASE("An index naming what is not a placeflow checkpoint in the directory i
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::checkpoint_index_test

@@ -4,7 +4,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::ema_restore_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -106,4 +106,4 @@ TEST_CASE("An eval graph restores the moving averages into its plain variables",
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::ema_restore_test

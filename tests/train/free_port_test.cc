@@ -7,7 +7,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::free_port_test {
 namespace {
 
 TEST_CASE("FreeLoopbackPort gives a port that can be bound", "[train][free_port]") {
@@ -27,4 +27,4 @@ TEST_CASE("FreeLoopbackPort gives a port that can be bound", "[train][free_port]
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::free_port_test

@@ -3,7 +3,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::gradients_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -262,4 +262,4 @@ TEST_CASE("The gradient seed is colocated with its y", "[gradients]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::gradients_test

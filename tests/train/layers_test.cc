@@ -5,7 +5,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::layers_test {
 namespace {
 
 using testing::RandomTensor;
@@ -166,4 +166,4 @@ TEST_CASE("Checkpoints save and restore the batch-norm moving statistics", "[lay
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::layers_test

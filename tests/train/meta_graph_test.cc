@@ -12,7 +12,7 @@
 #include "placeflow/ops/summary/summary.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::meta_graph_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -279,4 +279,4 @@ TEST_CASE("ImportMetaGraph errors name the file and the missing tensor", "[meta_
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::meta_graph_test

@@ -7,7 +7,7 @@
 #include "placeflow/train/basic_hooks.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::monitored_session_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -275,4 +275,4 @@ TEST_CASE("A hook that needs the global step says so", "[monitored]") {
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::monitored_session_test

@@ -9,7 +9,7 @@
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::optimizers_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -355,4 +355,4 @@ TEST_CASE("ExponentialMovingAverage's fused update equals TF's three-op update b
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::optimizers_test

@@ -8,7 +8,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf::progress {
+namespace pf::progress::progress_bar_test {
 namespace {
 
 std::string Contents(FILE* f) {
@@ -82,4 +82,4 @@ TEST_CASE("Auto progress is plain lines when the output is not a terminal", "[pr
 }
 
 }  // namespace
-}  // namespace pf::progress
+}  // namespace pf::progress::progress_bar_test

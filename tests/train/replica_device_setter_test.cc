@@ -2,7 +2,7 @@
 // them over a ps/worker cluster's devices (CPU devices renamed into tasks, no processes).
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::replica_device_setter_test {
 namespace {
 
 TEST_CASE("ReplicaDeviceSetter: variables round robin over the ps, ops on the worker",
@@ -69,4 +69,4 @@ TEST_CASE("ReplicaDeviceSetter: greedy by size balances bytes; bad arguments are
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::replica_device_setter_test

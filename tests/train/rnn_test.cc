@@ -3,7 +3,7 @@
 // past sequence_length, and a small sequence task learnt through the loop's gradient.
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::rnn_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -281,4 +281,4 @@ TEST_CASE("DynamicRnn's bad input names the inputs", "[control_flow][rnn][errors
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::rnn_test

@@ -5,7 +5,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::safetensors_reader_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -58,4 +58,4 @@ TEST_CASE("Safetensors headers whose sizes overflow are rejected", "[saver][robu
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::safetensors_reader_test

@@ -11,7 +11,7 @@
 #include "placeflow/train/checkpoint_files.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::saver_files_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -254,4 +254,4 @@ TEST_CASE("A checkpoint with NaN weights warns, and check_numerics refuses it", 
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::saver_files_test

@@ -4,7 +4,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::saver_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -138,4 +138,4 @@ TEST_CASE("Corrupt, truncated or mismatched checkpoints fail clearly and change 
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::saver_test

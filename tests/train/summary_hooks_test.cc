@@ -6,7 +6,7 @@
 #include "placeflow/ops/summary/summary.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::summary_hooks_test {
 namespace {
 
 TEST_CASE("SummarySaverHook writes every N steps at the global step; StepCounterHook its rate",
@@ -52,5 +52,5 @@ TEST_CASE("SummarySaverHook writes every N steps at the global step; StepCounter
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::summary_hooks_test
 #endif  // PF_WITH_PROTOBUF

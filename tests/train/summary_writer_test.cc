@@ -13,7 +13,7 @@
 #include "placeflow/ops/summary/summary.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::summary_writer_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -179,4 +179,4 @@ TEST_CASE("SummaryWriter errors name the directory and the input", "[summary_wri
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::summary_writer_test

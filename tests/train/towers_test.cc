@@ -8,7 +8,7 @@
 #include "placeflow/ops/grad_util.h"
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::towers_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -467,4 +467,4 @@ TEST_CASE("Towers' variables default to the first GPU when every tower is on one
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::towers_test

@@ -2,7 +2,7 @@
 
 #include "tests/testing/test_util.h"
 
-namespace pf {
+namespace pf::variables_test {
 namespace {
 
 using Catch::Matchers::Contains;
@@ -141,9 +141,9 @@ TEST_CASE("Seeds make runs reproducible; no seed differs", "[graph][variables]")
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::variables_test
 
-namespace pf {
+namespace pf::variables_test {
 namespace {
 
 TEST_CASE("Custom getters see every GetVariable and compose inner first", "[variables][getter]") {
@@ -171,4 +171,4 @@ TEST_CASE("Custom getters see every GetVariable and compose inner first", "[vari
 }
 
 }  // namespace
-}  // namespace pf
+}  // namespace pf::variables_test
