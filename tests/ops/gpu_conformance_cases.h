@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "placeflow/ops/grad_util.h"
 #include "tests/testing/test_util.h"
 
 namespace pf::conformance {
@@ -28,8 +29,6 @@ struct Case {
   bool grad = true;   // also compare d(weighted sum of float outputs)/d(float inputs)
   double tol = 1e-5;  // float32; double cases use the same bound
 };
-
-inline bool IsReal(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
 
 // Every op case, in a fixed order (the harness seeds each case's inputs by its position).
 std::vector<Case> OpCases();

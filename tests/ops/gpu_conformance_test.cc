@@ -25,7 +25,6 @@ namespace {
 
 using conformance::Case;
 using conformance::InputSpec;
-using conformance::IsReal;
 using conformance::OpCases;
 using conformance::TrainCase;
 using conformance::TrainCases;
