@@ -73,6 +73,13 @@ std::vector<Variable> VariablesWithGradients(const std::vector<GradAndVar>& grad
 
 }  // namespace internal
 
+void Optimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  if (vars.empty()) return;
+  Scope root = scope.NewSubScope(name_);
+  Prepare(root, vars);
+  for (const Variable& v : vars) Slots(root.NewSubScope("update_" + v.name()), v);
+}
+
 Operation Optimizer::ApplyGradients(const Scope& scope,
                                     const std::vector<GradAndVar>& grads_and_vars,
                                     const Variable* global_step) {
@@ -109,8 +116,12 @@ Output GradientDescent::ApplyDense(const Scope& s, Output grad, const Variable& 
       .Finalize();
 }
 
+std::vector<Variable> Momentum::Slots(const Scope& s, const Variable& var) {
+  return {Slot(s, var, "Momentum")};
+}
+
 Output Momentum::ApplyDense(const Scope& s, Output grad, const Variable& var) {
-  Variable accum = Slot(s, var, "Momentum");
+  Variable accum = Slots(s, var)[0];
   return NodeBuilder(s, "ApplyMomentum")
       .Input(var.ref())
       .Input(accum.ref())
@@ -130,9 +141,14 @@ void Adam::Prepare(const Scope& s, const std::vector<Variable>& vars) {
                              init::Constant(beta2_), vars[0].dtype(), false);
 }
 
+std::vector<Variable> Adam::Slots(const Scope& s, const Variable& var) {
+  return {Slot(s, var, "Adam"), Slot(s, var, "Adam_1")};
+}
+
 Output Adam::ApplyDense(const Scope& s, Output grad, const Variable& var) {
-  Variable m = Slot(s, var, "Adam");
-  Variable v = Slot(s, var, "Adam_1");
+  const std::vector<Variable> slots = Slots(s, var);
+  const Variable& m = slots[0];
+  const Variable& v = slots[1];
   const DType t = var.dtype();
   return NodeBuilder(s, "ApplyAdam")
       .Input(var.ref())
@@ -158,9 +174,15 @@ std::vector<Operation> Adam::Finish(const Scope& s, const std::vector<Operation>
   return {b1, b2};
 }
 
+std::vector<Variable> RMSProp::Slots(const Scope& s, const Variable& var) {
+  // TensorFlow initialises the mean square to ones.
+  return {Slot(s, var, "RMSProp", 1.0), Slot(s, var, "RMSProp_1")};
+}
+
 Output RMSProp::ApplyDense(const Scope& s, Output grad, const Variable& var) {
-  Variable ms = Slot(s, var, "RMSProp", 1.0);  // TensorFlow initialises the mean square to ones
-  Variable mom = Slot(s, var, "RMSProp_1");
+  const std::vector<Variable> slots = Slots(s, var);
+  const Variable& ms = slots[0];
+  const Variable& mom = slots[1];
   const DType t = var.dtype();
   return NodeBuilder(s, "ApplyRMSProp")
       .Input(var.ref())
@@ -174,8 +196,12 @@ Output RMSProp::ApplyDense(const Scope& s, Output grad, const Variable& var) {
       .Finalize();
 }
 
+std::vector<Variable> AdaGrad::Slots(const Scope& s, const Variable& var) {
+  return {Slot(s, var, "Adagrad", initial_)};
+}
+
 Output AdaGrad::ApplyDense(const Scope& s, Output grad, const Variable& var) {
-  Variable accum = Slot(s, var, "Adagrad", initial_);
+  Variable accum = Slots(s, var)[0];
   return NodeBuilder(s, "ApplyAdagrad")
       .Input(var.ref())
       .Input(accum.ref())

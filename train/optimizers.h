@@ -57,12 +57,20 @@ class Optimizer {
   Operation Minimize(const Scope& scope, Output loss, const Variable* global_step = nullptr,
                      std::vector<Variable> vars = {});
   const std::string& name() const { return name_; }
+  // Makes the optimizer's variables for `vars` (its slots, Adam's beta powers) now, as
+  // ApplyGradients would; a later ApplyGradients reuses them. For a wrapper that builds the
+  // update inside a cond (LossScaleOptimizer): a variable made in a branch would be initialised
+  // only when the branch runs.
+  void CreateSlots(const Scope& scope, const std::vector<Variable>& vars);
 
  protected:
   // The fused update of one variable, built in `s` (colocated with the variable).
   virtual Output ApplyDense(const Scope& s, Output grad, const Variable& var) = 0;
-  // Variables the optimizer needs besides slots (Adam's beta powers); called once.
+  // Variables the optimizer needs besides slots (Adam's beta powers); may be called again
+  // (CreateSlots, then ApplyGradients) and must then find them.
   virtual void Prepare(const Scope& s, const std::vector<Variable>& vars) {}
+  // The slots of `var`, made on the first call (Slot below); ApplyDense reads them from here.
+  virtual std::vector<Variable> Slots(const Scope& s, const Variable& var) { return {}; }
   // Ops run after every update and before the step counts (Adam's beta power updates).
   virtual std::vector<Operation> Finish(const Scope& s, const std::vector<Operation>& updates) {
     return {};
@@ -95,6 +103,7 @@ class Momentum : public Optimizer {
       : Optimizer("Momentum"), lr_(learning_rate), momentum_(momentum), nesterov_(use_nesterov) {}
 
  protected:
+  std::vector<Variable> Slots(const Scope& s, const Variable& var) override;
   Output ApplyDense(const Scope& s, Output grad, const Variable& var) override;
 
  private:
@@ -110,6 +119,7 @@ class Adam : public Optimizer {
 
  protected:
   void Prepare(const Scope& s, const std::vector<Variable>& vars) override;
+  std::vector<Variable> Slots(const Scope& s, const Variable& var) override;
   Output ApplyDense(const Scope& s, Output grad, const Variable& var) override;
   std::vector<Operation> Finish(const Scope& s, const std::vector<Operation>& updates) override;
 
@@ -130,6 +140,7 @@ class RMSProp : public Optimizer {
         epsilon_(epsilon) {}
 
  protected:
+  std::vector<Variable> Slots(const Scope& s, const Variable& var) override;
   Output ApplyDense(const Scope& s, Output grad, const Variable& var) override;
 
  private:
@@ -143,6 +154,7 @@ class AdaGrad : public Optimizer {
       : Optimizer("Adagrad"), lr_(learning_rate), initial_(initial_accumulator_value) {}
 
  protected:
+  std::vector<Variable> Slots(const Scope& s, const Variable& var) override;
   Output ApplyDense(const Scope& s, Output grad, const Variable& var) override;
 
  private:

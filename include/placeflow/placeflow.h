@@ -37,6 +37,7 @@
 #include "placeflow/train/gradient_checker.h"
 #include "placeflow/train/gradients.h"
 #include "placeflow/train/layers.h"
+#include "placeflow/train/loss_scale_optimizer.h"
 #include "placeflow/train/optimizers.h"
 #include "placeflow/train/replica_device_setter.h"
 #include "placeflow/train/rnn.h"
