@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/while_gradients.h"
 
@@ -20,8 +21,6 @@ Output Aggregate(const Scope& scope, const std::vector<Output>& grads) {
   if (grads.size() == 1) return grads[0];
   return ops::AddN(scope.WithOpName("AddN"), grads);
 }
-
-bool IsFloat(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
 
 Node* Mutable(const Node* n) { return const_cast<Node*>(n); }
 
@@ -263,7 +262,7 @@ class BackwardSweep {
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& in = n->input(k);
       if (!between_.count(in.node)) continue;
-      if (in_grads[k].node != nullptr && IsFloat(in.dtype())) grads_[in].push_back(in_grads[k]);
+      if (in_grads[k].node != nullptr && IsReal(in.dtype())) grads_[in].push_back(in_grads[k]);
       if (--pending_[in.node] == 0 && queued_.insert(in.node).second) ready_.push_back(in.node);
     }
   }

@@ -101,7 +101,7 @@ StatusOr<tfp::MetaGraphDef> ToMetaGraph(Graph& graph, const ExportMetaGraphOptio
   return m;
 }
 
-bool IsText(const std::string& path) {
+bool IsTextMetaGraph(const std::string& path) {
   return path.size() >= 6 && path.compare(path.size() - 6, 6, ".pbtxt") == 0;
 }
 
@@ -242,7 +242,7 @@ StatusOr<std::string> SerializeMetaGraph(Graph& graph, const ExportMetaGraphOpti
 }
 
 void ExportMetaGraph(const std::string& path, Graph& graph, const ExportMetaGraphOptions& options) {
-  auto bytes = SerializeMetaGraph(graph, options, IsText(path));
+  auto bytes = SerializeMetaGraph(graph, options, IsTextMetaGraph(path));
   ThrowIfError(bytes.status());
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) ThrowIfError(errors::NotFound("cannot open '", path, "' for writing"));
@@ -286,7 +286,7 @@ ImportedMetaGraph ImportMetaGraph(const std::string& path, Graph* graph,
   if (!f) ThrowIfError(errors::NotFound("cannot open MetaGraph file '", path, "'"));
   std::stringstream ss;
   ss << f.rdbuf();
-  auto m = ImportMetaGraphFromBytes(ss.str(), graph, options, IsText(path));
+  auto m = ImportMetaGraphFromBytes(ss.str(), graph, options, IsTextMetaGraph(path));
   if (!m.ok()) {
     ThrowIfError(
         Status(m.status().code(), fmt::format("{} (file '{}')", m.status().message(), path)));

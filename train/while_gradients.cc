@@ -3,14 +3,13 @@
 #include <set>
 
 #include "placeflow/ops/control/cond_contexts.h"
+#include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/ops.h"
 
 namespace pf::internal {
 namespace {
 
 using ops::internal::WhileLoopInfo;
-
-bool IsFloat(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
 
 // The conds built inside `loop`.
 std::vector<const ops::internal::CondInfo*> CondsIn(Graph* g, const WhileLoopInfo& loop) {
@@ -245,9 +244,9 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
   const Counter counter = AddForwardCounter(g, loop);
   std::vector<int> vars, invariants;  // the float ones
   for (size_t i = 0; i < loop.exits.size(); ++i)
-    if (IsFloat(loop.exits[i].dtype())) vars.push_back(static_cast<int>(i));
+    if (IsReal(loop.exits[i].dtype())) vars.push_back(static_cast<int>(i));
   for (size_t j = 0; j < loop.invariants.size(); ++j)
-    if (IsFloat(loop.invariants[j].dtype())) invariants.push_back(static_cast<int>(j));
+    if (IsReal(loop.invariants[j].dtype())) invariants.push_back(static_cast<int>(j));
   // Named after the forward loop ("gradients/<frame>_grad/..."), as TensorFlow names gradients
   // after their ops: a placement rule that matches the loop's name matches its gradient too;
   // and it asks for the forward loop's device: a loop's nodes must share one.

@@ -14,8 +14,8 @@ namespace {
 // DT_STRING crosses between CPU devices only (they share the buffer): GPU kernels leave it out.
 const std::vector<DType> kAll = {DT_FLOAT,    DT_DOUBLE, DT_INT32,  DT_INT64, DT_BOOL, DT_HALF,
                                  DT_BFLOAT16, DT_UINT8,  DT_STRING, DT_INT8,  DT_INT16};
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
+const std::vector<DType> kSendRecvTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
+                                           DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 std::string KeyOf(const Node& n) {
   const uint64_t incarnation =
@@ -75,7 +75,7 @@ class RecvOp : public OpKernel {
   bool host_memory_;
 };
 
-class ArgOp : public OpKernel {
+class SendRecvArgOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext*) override {
@@ -123,11 +123,12 @@ PF_REGISTER_OP(OpDef("_Arg")
 // copy waits for the sender's stream.
 PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceCpu), SendOp);
 PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceCpu), RecvOp);
-PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceCpu), ArgOp);
-PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu).TypeConstraint("T", kDeviceTypes), SendOp);
-PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu).TypeConstraint("tensor_type", kDeviceTypes),
+PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceCpu), SendRecvArgOp);
+PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu).TypeConstraint("T", kSendRecvTypes), SendOp);
+PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu).TypeConstraint("tensor_type", kSendRecvTypes),
                    RecvOp);
-PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu).TypeConstraint("T", kDeviceTypes), ArgOp);
+PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu).TypeConstraint("T", kSendRecvTypes),
+                   SendRecvArgOp);
 
 }  // namespace
 }  // namespace pf

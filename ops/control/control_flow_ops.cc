@@ -17,7 +17,7 @@ namespace {
 // Forwards input 0 to output 0: Enter, Exit, NextIteration, LoopCond. Their shape functions
 // give the input's shape, so the tensor is handed on as it is (no reshaped copy of its
 // header: these run once per loop iteration).
-class ForwardOp : public OpKernel {
+class ControlForwardOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
@@ -160,10 +160,10 @@ PF_REGISTER_OP(OpDef("LoopCond")
 
 PF_REGISTER_KERNEL(KernelDef("Switch", kDeviceCpu), SwitchOp);
 PF_REGISTER_KERNEL(KernelDef("Merge", kDeviceCpu), MergeOp);
-PF_REGISTER_KERNEL(KernelDef("Enter", kDeviceCpu), ForwardOp);
-PF_REGISTER_KERNEL(KernelDef("Exit", kDeviceCpu), ForwardOp);
-PF_REGISTER_KERNEL(KernelDef("NextIteration", kDeviceCpu), ForwardOp);
-PF_REGISTER_KERNEL(KernelDef("LoopCond", kDeviceCpu), ForwardOp);
+PF_REGISTER_KERNEL(KernelDef("Enter", kDeviceCpu), ControlForwardOp);
+PF_REGISTER_KERNEL(KernelDef("Exit", kDeviceCpu), ControlForwardOp);
+PF_REGISTER_KERNEL(KernelDef("NextIteration", kDeviceCpu), ControlForwardOp);
+PF_REGISTER_KERNEL(KernelDef("LoopCond", kDeviceCpu), ControlForwardOp);
 // On a GPU the tensors are forwarded where they are; the predicate and Merge's index stay in
 // host memory (the kernels read and write them on the host), as TensorFlow's do.
 PF_REGISTER_KERNEL_WITH_BACKEND(
@@ -174,13 +174,14 @@ PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Merge", kDeviceGpu)
                                     .HostMemory("value_index"),
                                 MergeOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("Enter", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ForwardOp);
+    KernelDef("Enter", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ControlForwardOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("Exit", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ForwardOp);
+    KernelDef("Exit", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ControlForwardOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("NextIteration", kDeviceGpu).TypeConstraint("T", control::kGpuTypes), ForwardOp);
+    KernelDef("NextIteration", kDeviceGpu).TypeConstraint("T", control::kGpuTypes),
+    ControlForwardOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("LoopCond", kDeviceGpu).HostMemory("input").HostMemory("output"), ForwardOp);
+    KernelDef("LoopCond", kDeviceGpu).HostMemory("input").HostMemory("output"), ControlForwardOp);
 
 }  // namespace
 }  // namespace pf

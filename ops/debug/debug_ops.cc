@@ -125,8 +125,8 @@ class PrintOp : public OpKernel {
   std::atomic<int64_t> printed_{0};
 };
 
-const std::vector<DType> kAllTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
-                                      DT_BOOL,  DT_HALF,   DT_BFLOAT16};
+const std::vector<DType> kDebugTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,   DT_INT64,
+                                        DT_BOOL,  DT_HALF,   DT_BFLOAT16};
 
 PF_REGISTER_OP(OpDef("Print")
                    .SetStateful()  // it has an effect: never pruned as a duplicate
@@ -134,8 +134,8 @@ PF_REGISTER_OP(OpDef("Print")
                    .Input("input", "T")
                    .InputList("data", "U", "N")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
-                   .TypeAttr("U", kAllTypes)
+                   .TypeAttr("T", kDebugTypes)
+                   .TypeAttr("U", kDebugTypes)
                    .RequiredAttr("N")
                    .Attr("message", std::string())
                    .Attr("first_n", int64_t{-1})

@@ -123,12 +123,6 @@ void Exec(const dnnl::primitive& prim, const std::unordered_map<int, memory>& ar
   stream.wait();
 }
 
-// oneDNN parallelises with OpenMP; each pool thread's share is already one shard.
-void OneOmpThread() {
-  thread_local bool single = (omp_set_num_threads(1), true);
-  (void)single;
-}
-
 // How many batch shards a call runs: one per pool thread, but a shard below ~2 MFLOP costs more
 // in wake-ups and partial sums than it saves.
 int64_t ShardCount(const ConvParams& p, int64_t threads) {

@@ -431,7 +431,7 @@ void RegisterFamily() {
                   }));
 }
 
-const bool kRegistered = [] {
+const bool kConvGradsRegistered = [] {
   RegisterFamily<ConvKind::kConv2D, kConv2DNames>();
   RegisterFamily<ConvKind::kDepthwise, kDepthwiseNames>();
   return true;

@@ -19,7 +19,7 @@
 namespace pf {
 namespace {
 
-enum class Dir { kForward, kBackwardData, kBackwardFilter };
+enum class ConvDir { kForward, kBackwardData, kBackwardFilter };
 
 // cuDNN's descriptors take int; a value past INT_MAX would wrap silently in the cast.
 Status CheckInts(const ConvSpec& spec, const ConvParams& p) {
@@ -60,7 +60,7 @@ GpuConvDesc ConvDesc(DType dtype, const ConvParams& p) {
   return d;
 }
 
-template <typename T, ConvKind kKind, Dir kDir>
+template <typename T, ConvKind kKind, ConvDir kDir>
 class ConvGpuOp : public GpuOpKernel {
  public:
   explicit ConvGpuOp(const Node& n)
@@ -71,11 +71,11 @@ class ConvGpuOp : public GpuOpKernel {
     const ConvSpec& spec = *spec_;
     ConvParams p;
     const Tensor *input = nullptr, *filter = nullptr, *dy = nullptr;
-    if constexpr (kDir == Dir::kForward) {
+    if constexpr (kDir == ConvDir::kForward) {
       input = &ctx->input(0);
       filter = &ctx->input(1);
       PF_RETURN_IF_ERROR(ValidateConv2D(spec, input->shape(), filter->shape(), &p));
-    } else if constexpr (kDir == Dir::kBackwardData) {
+    } else if constexpr (kDir == ConvDir::kBackwardData) {
       PF_ASSIGN_OR_RETURN(Shape sizes, ConvSizesShape(spec, "input_sizes", ctx->input(0)));
       filter = &ctx->input(1);
       dy = &ctx->input(2);
@@ -101,9 +101,9 @@ class ConvGpuOp : public GpuOpKernel {
     const GpuConvDesc d = ConvDesc(DataTypeOf<T>(), p);
     // A traced step shows which path ran: cuDNN as asked, through NCHW copies, or direct.
     std::string* label = ctx->trace_label();
-    if constexpr (kDir == Dir::kForward) {
+    if constexpr (kDir == ConvDir::kForward) {
       return GpuConvForward(gpu, d, input->raw_data(), filter->raw_data(), out->raw_data(), label);
-    } else if constexpr (kDir == Dir::kBackwardData) {
+    } else if constexpr (kDir == ConvDir::kBackwardData) {
       return GpuConvBackwardData(gpu, d, filter->raw_data(), dy->raw_data(), out->raw_data(),
                                  label);
     } else {
@@ -116,9 +116,11 @@ class ConvGpuOp : public GpuOpKernel {
   StatusOr<ConvSpec> spec_;
 };
 
-#define PF_CONV_GPU_KERNELS(op, kind, dir, ...)                                                  \
-  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT) __VA_ARGS__, ConvGpuOp<float, ConvKind::kind, Dir::dir>); \
-  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE) __VA_ARGS__, ConvGpuOp<double, ConvKind::kind, Dir::dir>)
+#define PF_CONV_GPU_KERNELS(op, kind, dir, ...)                       \
+  PF_REGISTER_KERNEL(Gpu(op, DT_FLOAT) __VA_ARGS__,                   \
+                     ConvGpuOp<float, ConvKind::kind, ConvDir::dir>); \
+  PF_REGISTER_KERNEL(Gpu(op, DT_DOUBLE) __VA_ARGS__,                  \
+                     ConvGpuOp<double, ConvKind::kind, ConvDir::dir>)
 
 PF_CONV_GPU_KERNELS("Conv2D", kConv2D, kForward);
 PF_CONV_GPU_KERNELS("Conv2DBackpropInput", kConv2D, kBackwardData, .HostMemory("input_sizes"));

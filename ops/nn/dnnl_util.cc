@@ -1,5 +1,7 @@
 #include "placeflow/ops/nn/dnnl_util.h"
 
+#include <omp.h>
+
 #include <cstdlib>
 
 namespace pf {
@@ -22,6 +24,11 @@ Status DnnlError(const char* what, const dnnl::error& e) {
 bool EnvSwitchOn(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] == '1';
+}
+
+void OneOmpThread() {
+  thread_local bool single = (omp_set_num_threads(1), true);
+  (void)single;
 }
 
 }  // namespace pf

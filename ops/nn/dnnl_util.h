@@ -32,6 +32,10 @@ Status DnnlError(const char* what, const dnnl::error& e);
 //   static const bool omp = EnvSwitchOn("PF_CONV_OMP");
 bool EnvSwitchOn(const char* name);
 
+// Limits the calling thread's OpenMP team to one thread, once per thread: a kernel that runs one
+// oneDNN primitive per pool thread (a batch shard) must not start an OpenMP team in each.
+void OneOmpThread();
+
 }  // namespace pf
 
 #endif  // PLACEFLOW_OPS_NN_DNNL_UTIL_H_

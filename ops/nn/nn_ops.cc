@@ -254,7 +254,7 @@ PF_GRAD(LogSoftmaxGrad) {
 PF_SOFTMAX(Softmax, false);
 PF_SOFTMAX(LogSoftmax, true);
 
-Output Unary(const Scope& s, const char* op, Output x) {
+Output NnUnary(const Scope& s, const char* op, Output x) {
   return NodeBuilder(s, op).Input(x).Finalize();
 }
 
@@ -265,11 +265,11 @@ namespace ops {
 Output BiasAdd(const Scope& s, Output value, Output bias) {
   return NodeBuilder(s, "BiasAdd").Input(value).Input(bias).Finalize();
 }
-Output Relu(const Scope& s, Output x) { return Unary(s, "Relu", x); }
-Output Sigmoid(const Scope& s, Output x) { return Unary(s, "Sigmoid", x); }
-Output Tanh(const Scope& s, Output x) { return Unary(s, "Tanh", x); }
-Output Softmax(const Scope& s, Output logits) { return Unary(s, "Softmax", logits); }
-Output LogSoftmax(const Scope& s, Output logits) { return Unary(s, "LogSoftmax", logits); }
+Output Relu(const Scope& s, Output x) { return NnUnary(s, "Relu", x); }
+Output Sigmoid(const Scope& s, Output x) { return NnUnary(s, "Sigmoid", x); }
+Output Tanh(const Scope& s, Output x) { return NnUnary(s, "Tanh", x); }
+Output Softmax(const Scope& s, Output logits) { return NnUnary(s, "Softmax", logits); }
+Output LogSoftmax(const Scope& s, Output logits) { return NnUnary(s, "LogSoftmax", logits); }
 
 }  // namespace ops
 }  // namespace pf

@@ -50,11 +50,6 @@ bool PoolUseOmp() {
   return omp;
 }
 
-void OneOmpThread() {
-  thread_local bool single = (omp_set_num_threads(1), true);
-  (void)single;
-}
-
 // The primitives of one shard shape: [mb, C, H, W] in the node's layout.
 struct Prims {
   memory::desc in_md, out_md, ws_md;
