@@ -334,11 +334,11 @@ Status AddPlacedNode(const tfp::NodeDef& nd, const std::vector<InputRef>& inputs
   return Status();
 }
 
-bool IsText(const std::string& path) {
+}  // namespace
+
+bool IsTextProtoPath(const std::string& path) {
   return path.size() >= 6 && path.compare(path.size() - 6, 6, ".pbtxt") == 0;
 }
-
-}  // namespace
 
 StatusOr<std::string> SerializeGraphDef(const Graph& graph,
                                         const std::map<std::string, std::string>& placement) {
@@ -393,7 +393,8 @@ Status ImportGraphDefProto(tfp::GraphDef def, Graph* graph, const ImportGraphDef
 
 void ExportGraphDef(const Graph& graph, const std::string& path,
                     const std::map<std::string, std::string>& placement) {
-  auto bytes = IsText(path) ? GraphDefText(graph, placement) : SerializeGraphDef(graph, placement);
+  auto bytes =
+      IsTextProtoPath(path) ? GraphDefText(graph, placement) : SerializeGraphDef(graph, placement);
   ThrowIfError(bytes.status());
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) ThrowIfError(errors::NotFound("cannot open '", path, "' for writing"));
@@ -407,7 +408,7 @@ void ImportGraphDef(const std::string& path, Graph* graph, const ImportGraphDefO
   if (!f) ThrowIfError(errors::NotFound("cannot open GraphDef file '", path, "'"));
   std::stringstream ss;
   ss << f.rdbuf();
-  Status s = ImportGraphDefFromBytes(ss.str(), graph, options, IsText(path));
+  Status s = ImportGraphDefFromBytes(ss.str(), graph, options, IsTextProtoPath(path));
   if (!s.ok()) ThrowIfError(Status(s.code(), fmt::format("{} (file '{}')", s.message(), path)));
 }
 

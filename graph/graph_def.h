@@ -32,6 +32,8 @@ namespace pf {
 
 // The graph as a serialized GraphDef (binary). InvalidArgument for an attr value GraphDef has no
 // form for.
+// Whether `path` ends in ".pbtxt": GraphDef and MetaGraphDef files in protobuf text format.
+bool IsTextProtoPath(const std::string& path);
 StatusOr<std::string> SerializeGraphDef(const Graph& graph,
                                         const std::map<std::string, std::string>& placement = {});
 // The same in protobuf text format (what TensorFlow's tf.io.write_graph(as_text=True) writes).

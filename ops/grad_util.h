@@ -12,6 +12,10 @@ Output SumToShape(const Scope& s, Output g, Output like);
 // A reduction's gradient g spread back over `axes` of like's shape (scaled by 1/count for Mean).
 Output ReduceGrad(const Scope& s, Output g, Output like, const std::vector<int64_t>& axes,
                   bool mean);
+// A node of the one-input op `op` on x (the builders of Neg, Exp, Relu, ...).
+inline Output UnaryNode(const Scope& s, const char* op, Output x) {
+  return NodeBuilder(s, op).Input(x).Finalize();
+}
 // A scalar constant of dtype t.
 Output ScalarOf(const Scope& s, double v, DType t);
 // Output i of node n (gradient functions read forward outputs).

@@ -194,6 +194,10 @@ StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const
 inline const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE};
 inline const std::vector<DType> kNumberTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
 inline const std::vector<DType> kIndexTypes = {DT_INT32, DT_INT64};
+// Every dtype but string: what GPU memory holds (Identity, _Send/_Recv kernels on a GPU).
+inline const std::vector<DType> kNonStringTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,    DT_INT64,
+                                                   DT_BOOL,  DT_HALF,   DT_BFLOAT16, DT_UINT8,
+                                                   DT_INT8,  DT_INT16};
 // The dtypes most kernels compute on (VisitDType's).
 inline const std::vector<DType> kComputableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
                                                     DT_BOOL};

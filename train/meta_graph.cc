@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "placeflow/graph/graph_def.h"
 #include "placeflow/graph/proto_codecs.h"
 #include "placeflow/io/proto/meta_graph.pb.h"
 #include "placeflow/ops/summary/summary.h"
@@ -99,10 +100,6 @@ StatusOr<tfp::MetaGraphDef> ToMetaGraph(Graph& graph, const ExportMetaGraphOptio
   AddCollections(&graph, options, &m);
   PF_RETURN_IF_ERROR(AddSignatures(options, &m));
   return m;
-}
-
-bool IsTextMetaGraph(const std::string& path) {
-  return path.size() >= 6 && path.compare(path.size() - 6, 6, ".pbtxt") == 0;
 }
 
 std::string Prefixed(const ImportGraphDefOptions& options, const std::string& name) {
@@ -242,7 +239,7 @@ StatusOr<std::string> SerializeMetaGraph(Graph& graph, const ExportMetaGraphOpti
 }
 
 void ExportMetaGraph(const std::string& path, Graph& graph, const ExportMetaGraphOptions& options) {
-  auto bytes = SerializeMetaGraph(graph, options, IsTextMetaGraph(path));
+  auto bytes = SerializeMetaGraph(graph, options, IsTextProtoPath(path));
   ThrowIfError(bytes.status());
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) ThrowIfError(errors::NotFound("cannot open '", path, "' for writing"));
@@ -286,7 +283,7 @@ ImportedMetaGraph ImportMetaGraph(const std::string& path, Graph* graph,
   if (!f) ThrowIfError(errors::NotFound("cannot open MetaGraph file '", path, "'"));
   std::stringstream ss;
   ss << f.rdbuf();
-  auto m = ImportMetaGraphFromBytes(ss.str(), graph, options, IsTextMetaGraph(path));
+  auto m = ImportMetaGraphFromBytes(ss.str(), graph, options, IsTextProtoPath(path));
   if (!m.ok()) {
     ThrowIfError(
         Status(m.status().code(), fmt::format("{} (file '{}')", m.status().message(), path)));

@@ -10,8 +10,6 @@ namespace {
 // which lives in host memory only (the placer keeps string nodes on the CPU).
 const std::vector<DType> kAllTypes = {DT_FLOAT,    DT_DOUBLE, DT_INT32,  DT_INT64, DT_BOOL, DT_HALF,
                                       DT_BFLOAT16, DT_UINT8,  DT_STRING, DT_INT8,  DT_INT16};
-const std::vector<DType> kDeviceTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                         DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 class ConstOp : public OpKernel {
  public:
@@ -92,13 +90,13 @@ class NoOpKernel : public OpKernel {
 };
 PF_REGISTER_OP(OpDef("NoOp").SetNotDifferentiable().SetShapeFn(NoOutputsShape));
 PF_REGISTER_KERNEL(KernelDef("NoOp", kDeviceCpu), NoOpKernel);
-PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("Identity", kDeviceGpu).TypeConstraint("T", kDeviceTypes),
-                                IdentityOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("StopGradient", kDeviceGpu).TypeConstraint("T", kDeviceTypes), IdentityOp);
+    KernelDef("Identity", kDeviceGpu).TypeConstraint("T", kNonStringTypes), IdentityOp);
+PF_REGISTER_KERNEL_WITH_BACKEND(
+    KernelDef("StopGradient", kDeviceGpu).TypeConstraint("T", kNonStringTypes), IdentityOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("NoOp", kDeviceGpu), NoOpKernel);
 PF_REGISTER_KERNEL_WITH_BACKEND(
-    KernelDef("Placeholder", kDeviceGpu).TypeConstraint("dtype", kDeviceTypes), PlaceholderOp);
+    KernelDef("Placeholder", kDeviceGpu).TypeConstraint("dtype", kNonStringTypes), PlaceholderOp);
 
 }  // namespace
 

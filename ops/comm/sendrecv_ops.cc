@@ -14,8 +14,6 @@ namespace {
 // DT_STRING crosses between CPU devices only (they share the buffer): GPU kernels leave it out.
 const std::vector<DType> kAll = {DT_FLOAT,    DT_DOUBLE, DT_INT32,  DT_INT64, DT_BOOL, DT_HALF,
                                  DT_BFLOAT16, DT_UINT8,  DT_STRING, DT_INT8,  DT_INT16};
-const std::vector<DType> kSendRecvTypes = {DT_FLOAT, DT_DOUBLE,   DT_INT32, DT_INT64, DT_BOOL,
-                                           DT_HALF,  DT_BFLOAT16, DT_UINT8, DT_INT8,  DT_INT16};
 
 std::string KeyOf(const Node& n) {
   const uint64_t incarnation =
@@ -124,10 +122,10 @@ PF_REGISTER_OP(OpDef("_Arg")
 PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceCpu), SendOp);
 PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceCpu), RecvOp);
 PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceCpu), SendRecvArgOp);
-PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu).TypeConstraint("T", kSendRecvTypes), SendOp);
-PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu).TypeConstraint("tensor_type", kSendRecvTypes),
+PF_REGISTER_KERNEL(KernelDef("_Send", kDeviceGpu).TypeConstraint("T", kNonStringTypes), SendOp);
+PF_REGISTER_KERNEL(KernelDef("_Recv", kDeviceGpu).TypeConstraint("tensor_type", kNonStringTypes),
                    RecvOp);
-PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu).TypeConstraint("T", kSendRecvTypes),
+PF_REGISTER_KERNEL(KernelDef("_Arg", kDeviceGpu).TypeConstraint("T", kNonStringTypes),
                    SendRecvArgOp);
 
 }  // namespace

@@ -136,11 +136,6 @@ class ReadFileOp : public OpKernel {
   bool IsExpensive() const override { return true; }
 };
 
-Status StringScalarShape(ShapeContext& c) {
-  c.set_output(0, Shape{});
-  return Status::OK();
-}
-
 PF_REGISTER_OP(OpDef("DecodeJpeg")
                    .Input("contents", "string")
                    .Output("image", "uint8")
@@ -180,7 +175,7 @@ PF_REGISTER_OP(OpDef("EncodePng")
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(c.WithRank(0, 3));
-                     return StringScalarShape(c);
+                     return ScalarShape(c);
                    }));
 PF_REGISTER_OP(OpDef("EncodeJpeg")
                    .Input("image", "uint8")
@@ -189,7 +184,7 @@ PF_REGISTER_OP(OpDef("EncodeJpeg")
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(c.WithRank(0, 3));
-                     return StringScalarShape(c);
+                     return ScalarShape(c);
                    }));
 PF_REGISTER_OP(OpDef("ReadFile")
                    .Input("filename", "string")
@@ -198,7 +193,7 @@ PF_REGISTER_OP(OpDef("ReadFile")
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(c.WithRank(0, 0));
-                     return StringScalarShape(c);
+                     return ScalarShape(c);
                    }));
 PF_REGISTER_KERNEL(KernelDef("DecodeJpeg", kDeviceCpu), DecodeJpegOp);
 PF_REGISTER_KERNEL(KernelDef("DecodePng", kDeviceCpu), DecodePngOp);

@@ -292,10 +292,6 @@ PF_CWISE_FLOATING_KERNELS("Floor", UnaryOp, FloorF);
 Output Binary(const Scope& s, const char* op, Output a, Output b) {
   return NodeBuilder(s, op).Input(a).Input(b).Finalize();
 }
-Output Unary(const Scope& s, const char* op, Output x) {
-  return NodeBuilder(s, op).Input(x).Finalize();
-}
-
 }  // namespace
 
 namespace ops {
@@ -308,19 +304,19 @@ Output Maximum(const Scope& s, Output a, Output b) { return Binary(s, "Maximum",
 Output Minimum(const Scope& s, Output a, Output b) { return Binary(s, "Minimum", a, b); }
 Output LogicalAnd(const Scope& s, Output a, Output b) { return Binary(s, "LogicalAnd", a, b); }
 Output LogicalOr(const Scope& s, Output a, Output b) { return Binary(s, "LogicalOr", a, b); }
-Output LogicalNot(const Scope& s, Output x) { return Unary(s, "LogicalNot", x); }
+Output LogicalNot(const Scope& s, Output x) { return UnaryNode(s, "LogicalNot", x); }
 Output Pow(const Scope& s, Output a, Output b) { return Binary(s, "Pow", a, b); }
 Output Equal(const Scope& s, Output a, Output b) { return Binary(s, "Equal", a, b); }
 Output Less(const Scope& s, Output a, Output b) { return Binary(s, "Less", a, b); }
 Output Greater(const Scope& s, Output a, Output b) { return Binary(s, "Greater", a, b); }
-Output Neg(const Scope& s, Output x) { return Unary(s, "Neg", x); }
-Output Square(const Scope& s, Output x) { return Unary(s, "Square", x); }
-Output Sqrt(const Scope& s, Output x) { return Unary(s, "Sqrt", x); }
-Output Rsqrt(const Scope& s, Output x) { return Unary(s, "Rsqrt", x); }
-Output Exp(const Scope& s, Output x) { return Unary(s, "Exp", x); }
-Output Log(const Scope& s, Output x) { return Unary(s, "Log", x); }
-Output Erf(const Scope& s, Output x) { return Unary(s, "Erf", x); }
-Output Floor(const Scope& s, Output x) { return Unary(s, "Floor", x); }
+Output Neg(const Scope& s, Output x) { return UnaryNode(s, "Neg", x); }
+Output Square(const Scope& s, Output x) { return UnaryNode(s, "Square", x); }
+Output Sqrt(const Scope& s, Output x) { return UnaryNode(s, "Sqrt", x); }
+Output Rsqrt(const Scope& s, Output x) { return UnaryNode(s, "Rsqrt", x); }
+Output Exp(const Scope& s, Output x) { return UnaryNode(s, "Exp", x); }
+Output Log(const Scope& s, Output x) { return UnaryNode(s, "Log", x); }
+Output Erf(const Scope& s, Output x) { return UnaryNode(s, "Erf", x); }
+Output Floor(const Scope& s, Output x) { return UnaryNode(s, "Floor", x); }
 
 }  // namespace ops
 }  // namespace pf

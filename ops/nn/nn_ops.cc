@@ -254,10 +254,6 @@ PF_GRAD(LogSoftmaxGrad) {
 PF_SOFTMAX(Softmax, false);
 PF_SOFTMAX(LogSoftmax, true);
 
-Output NnUnary(const Scope& s, const char* op, Output x) {
-  return NodeBuilder(s, op).Input(x).Finalize();
-}
-
 }  // namespace
 
 namespace ops {
@@ -265,11 +261,11 @@ namespace ops {
 Output BiasAdd(const Scope& s, Output value, Output bias) {
   return NodeBuilder(s, "BiasAdd").Input(value).Input(bias).Finalize();
 }
-Output Relu(const Scope& s, Output x) { return NnUnary(s, "Relu", x); }
-Output Sigmoid(const Scope& s, Output x) { return NnUnary(s, "Sigmoid", x); }
-Output Tanh(const Scope& s, Output x) { return NnUnary(s, "Tanh", x); }
-Output Softmax(const Scope& s, Output logits) { return NnUnary(s, "Softmax", logits); }
-Output LogSoftmax(const Scope& s, Output logits) { return NnUnary(s, "LogSoftmax", logits); }
+Output Relu(const Scope& s, Output x) { return UnaryNode(s, "Relu", x); }
+Output Sigmoid(const Scope& s, Output x) { return UnaryNode(s, "Sigmoid", x); }
+Output Tanh(const Scope& s, Output x) { return UnaryNode(s, "Tanh", x); }
+Output Softmax(const Scope& s, Output logits) { return UnaryNode(s, "Softmax", logits); }
+Output LogSoftmax(const Scope& s, Output logits) { return UnaryNode(s, "LogSoftmax", logits); }
 
 }  // namespace ops
 }  // namespace pf

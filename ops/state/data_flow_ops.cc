@@ -313,11 +313,6 @@ Status ShapeAttrOutput(ShapeContext& c) {
   return Status::OK();
 }
 
-Status ScalarOutput(ShapeContext& c) {
-  c.set_output(0, Shape{});
-  return Status::OK();
-}
-
 // A count a resource keeps (QueueSize, AccumulatorNumAccumulated, AccumulatorNumDropped).
 template <typename R, typename T, T (R::*kCount)() const>
 class CountOp : public OpKernel {
@@ -381,7 +376,7 @@ PF_REGISTER_OP(SharedOp("QueueEnqueueMany", kQueueTypes)
                    }));
 PF_REGISTER_OP(
     SharedOp("QueueDequeue", kQueueTypes).Output("component", "dtype").SetShapeFn(ShapeAttrOutput));
-PF_REGISTER_OP(SharedOp("QueueSize", kQueueTypes).Output("size", "int32").SetShapeFn(ScalarOutput));
+PF_REGISTER_OP(SharedOp("QueueSize", kQueueTypes).Output("size", "int32").SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("QueueEnqueueMany", kDeviceCpu), QueueEnqueueManyOp);
 PF_REGISTER_KERNEL(KernelDef("QueueDequeue", kDeviceCpu), QueueDequeueOp);
 PF_REGISTER_KERNEL(KernelDef("QueueSize", kDeviceCpu),
@@ -447,10 +442,10 @@ PF_REGISTER_OP(SharedOp("AccumulatorSetGlobalStep", kGradTypes)
                    .SetShapeFn(NoOutputsShape));
 PF_REGISTER_OP(SharedOp("AccumulatorNumAccumulated", kGradTypes)
                    .Output("num_accumulated", "int32")
-                   .SetShapeFn(ScalarOutput));
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_OP(SharedOp("AccumulatorNumDropped", kGradTypes)
                    .Output("num_dropped", "int64")
-                   .SetShapeFn(ScalarOutput));
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("AccumulatorApplyGradient", kDeviceCpu), AccumulatorApplyGradientOp);
 PF_REGISTER_KERNEL(KernelDef("AccumulatorTakeGradient", kDeviceCpu), AccumulatorTakeGradientOp);
 PF_REGISTER_KERNEL(KernelDef("AccumulatorSetGlobalStep", kDeviceCpu), AccumulatorSetGlobalStepOp);

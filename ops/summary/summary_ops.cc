@@ -143,11 +143,6 @@ Status SetSummaryOutput(OpKernelContext* ctx, const tensorflow::Summary& s) {
   return Status::OK();
 }
 
-Status SummaryShape(ShapeContext& c) {
-  c.set_output(0, Shape{});
-  return Status::OK();
-}
-
 class ScalarSummaryOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -175,7 +170,7 @@ PF_REGISTER_OP(OpDef("ScalarSummary")
                    .Output("summary", "string")
                    .TypeAttr("T", kRealTypes)
                    .SetNotDifferentiable()
-                   .SetShapeFn(SummaryShape));
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("ScalarSummary", kDeviceCpu), ScalarSummaryOp);
 
 class HistogramSummaryOp : public OpKernel {
@@ -249,7 +244,7 @@ PF_REGISTER_OP(OpDef("HistogramSummary")
                    .Output("summary", "string")
                    .TypeAttr("T", kRealTypes, DT_FLOAT)
                    .SetNotDifferentiable()
-                   .SetShapeFn(SummaryShape));
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("HistogramSummary", kDeviceCpu), HistogramSummaryOp);
 
 class ImageSummaryOp : public OpKernel {
@@ -326,7 +321,7 @@ PF_REGISTER_OP(OpDef("ImageSummary")
                    .TypeAttr("T", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_UINT8}, DT_FLOAT)
                    .Attr("max_images", int64_t{3})
                    .SetNotDifferentiable()
-                   .SetShapeFn(SummaryShape));
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("ImageSummary", kDeviceCpu), ImageSummaryOp);
 
 class MergeSummaryOp : public OpKernel {
@@ -359,7 +354,7 @@ PF_REGISTER_OP(OpDef("MergeSummary")
                    .Output("summary", "string")
                    .RequiredAttr("N")
                    .SetNotDifferentiable()
-                   .SetShapeFn(SummaryShape));
+                   .SetShapeFn(ScalarShape));
 PF_REGISTER_KERNEL(KernelDef("MergeSummary", kDeviceCpu), MergeSummaryOp);
 
 // Node names from tags: TF's rule, characters outside [A-Za-z0-9_./-] become '_'.
