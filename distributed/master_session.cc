@@ -15,6 +15,7 @@
 #include "placeflow/distributed/rpc.grpc.pb.h"
 #include "placeflow/distributed/rpc_util.h"
 #include "placeflow/executor/frames.h"
+#include "placeflow/executor/mixed_precision.h"
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
@@ -217,6 +218,8 @@ class MasterSession final : public SessionBackend {
     popts.placer.default_task = default_task_;
     // The workers run the partitions as planned here, fused ops included.
     popts.remap = RemappingEnabled(options_.rewrite_options.remapping);
+    PF_ASSIGN_OR_RETURN(popts.mixed_precision,
+                        MixedPrecisionType(options_.rewrite_options.auto_mixed_precision));
     popts.log_device_placement = options_.log_device_placement;
     popts.after_partition = AnnotateCrossTaskCollectives;
     PF_ASSIGN_OR_RETURN(StepPlan plan,

@@ -5,25 +5,42 @@
 
 #include "placeflow/core/logging.h"
 #include "placeflow/devices/copy_registry.h"
+#include "placeflow/executor/mixed_precision.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
 
 namespace pf {
 namespace {
 
+// The outputs of `part`'s nodes that the caller fetches.
+std::set<Output> FetchedFrom(const Partitions::Part& part, const std::vector<Output>& fetches,
+                             const StepPlan& plan) {
+  std::set<Output> fetched;
+  for (const Output& f : fetches) {
+    auto it = plan.partitions.copy_of.find(f.node);
+    auto where = plan.placement.device.find(f.node);
+    if (it != plan.partitions.copy_of.end() && where != plan.placement.device.end() &&
+        where->second == part.device)
+      fetched.insert(Output(it->second, f.index));
+  }
+  return fetched;
+}
+
+// The mixed-precision rewrite on every partition: fetched outputs stay float32.
+void MixedPrecisionPartitions(const std::vector<Output>& fetches, DType target, bool log,
+                              StepPlan* plan) {
+  for (Partitions::Part& part : plan->partitions.parts) {
+    MixedPrecisionReport r = AutoMixedPrecision(&part, target, FetchedFrom(part, fetches, *plan));
+    if (log && !r.converted.empty())
+      PF_LOG_INFO("{}", MixedPrecisionLogLine(r, target, part.device->name()));
+  }
+}
+
 // The remapper on every partition: a fetched output is never absorbed into a fusion.
 void RemapPartitions(const std::vector<Output>& fetches, bool log, StepPlan* plan) {
-  auto& copy_of = plan->partitions.copy_of;
   for (Partitions::Part& part : plan->partitions.parts) {
-    std::set<Output> fetched;
-    for (const Output& f : fetches) {
-      auto it = copy_of.find(f.node);
-      auto where = plan->placement.device.find(f.node);
-      if (it != copy_of.end() && where != plan->placement.device.end() &&
-          where->second == part.device)
-        fetched.insert(Output(it->second, f.index));
-    }
-    for (const Fusion& f : Remap(&part, fetched, &copy_of)) {
+    const std::set<Output> fetched = FetchedFrom(part, fetches, *plan);
+    for (const Fusion& f : Remap(&part, fetched, &plan->partitions.copy_of)) {
       if (log) PF_LOG_INFO("{}", FusionLogLine(f, part.device->name()));
     }
   }
@@ -68,13 +85,16 @@ StatusOr<StepPlan> PlanSignature(const std::vector<Output>& feeds,
         PlacementLogText(plan.nodes, plan.placement, plan.partitions.send_recv_pairs, *logged));
   }
   for (const auto& [n, d] : plan.placement.device) (*logged)[n->name()] = d->name();
+  if (options.mixed_precision != DT_INVALID)
+    MixedPrecisionPartitions(fetches, options.mixed_precision, options.log_device_placement, &plan);
   if (options.remap) RemapPartitions(fetches, options.log_device_placement, &plan);
   return plan;
 }
 
 StatusOr<OpKernel*> KernelCache::Get(const Node& node, Device* device) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = kernels_[{node.name(), node.op(), device}];
+  const DType t = node.HasAttr("T") ? node.attr<DType>("T") : DT_INVALID;
+  auto& slot = kernels_[{node.name(), node.op(), t, device}];
   if (!slot) {
     PF_ASSIGN_OR_RETURN(slot, KernelRegistry::Global()->Create(node, device->device_type()));
   }

@@ -31,6 +31,9 @@ namespace pf {
 struct PlanOptions {
   PlacerOptions placer;
   bool remap = true;  // run the remapper (callers pass RemappingEnabled(their option))
+  // DT_HALF or DT_BFLOAT16: run AutoMixedPrecision on every partition before the remapper
+  // (callers pass MixedPrecisionType(their option)).
+  DType mixed_precision = DT_INVALID;
   bool log_device_placement = false;
   // Runs after partitioning, before the placement log and the remapper (the master annotates
   // collectives that cross tasks here). Optional.
@@ -50,24 +53,27 @@ struct StepPlan {
                              const std::vector<Output>& fetches) const;
 };
 
-// Prune, check collectives, place, partition, [after_partition], log, remap. `logged` holds the
-// nodes already in the placement log (node name -> device); new placements are added to it.
+// Prune, check collectives, place, partition, [after_partition], log, [mixed precision], remap.
+// `logged` holds the nodes already in the placement log (node name -> device); new placements are
+// added to it.
 StatusOr<StepPlan> PlanSignature(const std::vector<Output>& feeds,
                                  const std::vector<Output>& fetches,
                                  const std::vector<Operation>& targets, const DeviceSet& devices,
                                  const PlanOptions& options,
                                  std::map<std::string, std::string>* logged);
 
-// Kernels by (node name, op, device): partitions copy nodes under their user-graph names, a
-// stateful kernel (a random op) keeps its state across signatures, and a fused node that took
-// the name of a node it replaced (the remapper's rule) gets a kernel of its own. Thread-safe.
+// Kernels by (node name, op, type attr T, device): partitions copy nodes under their user-graph
+// names, a stateful kernel (a random op) keeps its state across signatures, and a fused node
+// that took the name of a node it replaced (the remapper's rule) or a node the mixed-precision
+// rewrite converted in one signature and not in another gets a kernel of its own. Thread-safe.
 class KernelCache {
  public:
   StatusOr<OpKernel*> Get(const Node& node, Device* device);
 
  private:
   std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, const Device*>, std::unique_ptr<OpKernel>> kernels_;
+  std::map<std::tuple<std::string, std::string, DType, const Device*>, std::unique_ptr<OpKernel>>
+      kernels_;
 };
 
 // One partition, ready to run: its executor and how its feeds come in and its fetches go out.

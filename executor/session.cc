@@ -15,6 +15,7 @@
 #include "placeflow/executor/auto_placement.h"
 #include "placeflow/executor/executor.h"
 #include "placeflow/executor/frames.h"
+#include "placeflow/executor/mixed_precision.h"
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/executor/remapper.h"
 #include "placeflow/executor/subgraph.h"
@@ -253,6 +254,8 @@ StatusOr<std::shared_ptr<const Session::Prepared>> Session::Prepare(
   popts.placer.allow_soft_placement = options_.allow_soft_placement;
   popts.placer.strict_placement = options_.strict_placement;
   popts.remap = RemappingEnabled(options_.rewrite_options.remapping);
+  PF_ASSIGN_OR_RETURN(popts.mixed_precision,
+                      MixedPrecisionType(options_.rewrite_options.auto_mixed_precision));
   popts.log_device_placement = options_.log_device_placement;
   if (automatic_) {
     PlanWholeGraph(graph_, devices_, popts.placer, automatic_.get());

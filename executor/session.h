@@ -60,6 +60,11 @@ struct RewriterOptions {
   // with bias and relu post-ops) when the intermediates have no other use (executor/remapper.h).
   // The environment variable PF_FUSE=0 turns it off for the whole process.
   bool remapping = true;
+  // Automatic mixed precision (TF's auto_mixed_precision, executor/mixed_precision.h): "float16"
+  // or "bfloat16" runs matmuls and convolutions (and the ops between them) in that type, with
+  // variables, losses and updates in float32; "" (the default) or "off" does not rewrite.
+  // PF_AUTO_MIXED_PRECISION=float16|bfloat16|0 overrides it for the whole process.
+  std::string auto_mixed_precision;
 };
 
 class Profile;  // placer/cost_model.h

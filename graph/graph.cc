@@ -21,15 +21,28 @@ const std::string& Operation::name() const { return node->name(); }
 
 const std::string& Node::op() const { return op_def_->name(); }
 DType Node::input_dtype(int i) const { return inputs_[i].dtype(); }
-bool Node::IsRefInput(int i) const {
+
+namespace {
+
+// The argument of `args` that tensor i belongs to, list arguments expanded (nullptr past them).
+const ArgDef* ArgOf(const Node& node, const std::vector<ArgDef>& args, int i) {
   int first = 0;
-  for (const ArgDef& arg : op_def_->inputs()) {
-    int n = arg.number_attr.empty() ? 1 : static_cast<int>(attr<int64_t>(arg.number_attr));
-    if (i < first + n) return arg.is_ref;
+  for (const ArgDef& arg : args) {
+    int n = arg.number_attr.empty() ? 1 : static_cast<int>(node.attr<int64_t>(arg.number_attr));
+    if (i < first + n) return &arg;
     first += n;
   }
-  return false;
+  return nullptr;
 }
+
+}  // namespace
+
+bool Node::IsRefInput(int i) const {
+  const ArgDef* arg = ArgOf(*this, op_def_->inputs(), i);
+  return arg != nullptr && arg->is_ref;
+}
+const ArgDef* Node::input_arg(int i) const { return ArgOf(*this, op_def_->inputs(), i); }
+const ArgDef* Node::output_arg(int i) const { return ArgOf(*this, op_def_->outputs(), i); }
 
 const Node* ReferencedVariable(const Output& o) {
   for (Output cur = o;; cur = cur.node->input(0)) {

@@ -24,6 +24,7 @@ namespace pf {
 
 class Node;
 class OpDef;
+struct ArgDef;
 
 // One output of a node: what flows along a data edge.
 struct Output {
@@ -82,6 +83,10 @@ class Node {
   DType input_dtype(int i) const;
   // True when input i is a variable reference (the op updates the variable in place).
   bool IsRefInput(int i) const;
+  // The op's argument that input (output) i belongs to, list arguments expanded; nullptr for a
+  // tensor no argument declares.
+  const ArgDef* input_arg(int i) const;
+  const ArgDef* output_arg(int i) const;
   // Out-edges, data and control, in creation order.
   const std::vector<Edge>& out_edges() const { return out_edges_; }
 
@@ -166,6 +171,9 @@ class Graph {
   void SetOutputShape(Node* n, int index, Shape shape) {
     n->output_shapes_[index] = std::move(shape);
   }
+  // Sets the dtype of output `index` of `n` (a rewrite that changed the node's type attr, and
+  // fixes every edge from it: executor/mixed_precision.h).
+  void SetOutputDType(Node* n, int index, DType dtype) { n->output_dtypes_[index] = dtype; }
 
   // A name not yet used: `base`, else `base_1`, `base_2`, ... (TensorFlow's unique_name).
   std::string UniqueName(const std::string& base);

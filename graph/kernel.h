@@ -133,6 +133,9 @@ class OpKernelContext {
   Status ForwardInput(int in, int out);
 
   Tensor* mutable_output(int i) { return &p_.outputs[i]; }
+  // What the executor handed this call (a kernel that runs another kernel builds its context
+  // from it: ops/half_via_float.cc).
+  const Params& params() const { return p_; }
 
  private:
   Params p_;

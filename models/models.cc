@@ -113,18 +113,34 @@ std::vector<train::GradAndVar> LossAndGradients(const Scope& root, const ModelOp
                                                 const std::vector<Output>& inputs,
                                                 const train::TowerFn& fn, train::Optimizer& opt,
                                                 Model* m) {
+  if (o.loss_scale) {
+    if (o.replicas_to_aggregate > 0)
+      throw Error(errors::InvalidArgument("loss scaling does not combine with sync replicas"));
+    m->loss_scale = std::make_shared<train::LossScaleOptimizer>(opt);
+    m->loss_scale->CreateVariables(root);
+  }
+  train::LossScaleOptimizer* scale = m->loss_scale.get();
   if (!o.towers) {
     train::TowerOutputs out = fn(root, inputs);
     m->loss = out.loss;
     m->output = out.extra[0];
-    return opt.ComputeGradients(root, m->loss);
+    return scale ? scale->ComputeGradients(root, m->loss) : opt.ComputeGradients(root, m->loss);
   }
-  train::Towers t = train::ReplicateTowers(root, *o.towers, inputs, fn);
+  // Each tower differentiates its loss times the scale; the combined gradients are divided by
+  // it again, and the reported loss too.
+  train::TowerFn scaled = [&](const Scope& s, const std::vector<Output>& in) {
+    train::TowerOutputs out = fn(s, in);
+    if (scale) out.loss = scale->ScaledLoss(s, out.loss);
+    return out;
+  };
+  train::Towers t = train::ReplicateTowers(root, *o.towers, inputs, scaled);
   m->loss = t.loss;
   m->output = t.extra[0];
   m->tower_devices = t.devices;
   m->variable_device = t.variable_device;
-  return t.grads_and_vars;
+  if (!scale) return t.grads_and_vars;
+  m->loss = ops::Div(root.WithOpName("unscaled_loss"), t.loss, scale->loss_scale().value());
+  return scale->Unscaled(root, t.grads_and_vars);
 }
 
 Operation ApplyUpdate(const Scope& root, const ModelOptions& o,
@@ -132,6 +148,7 @@ Operation ApplyUpdate(const Scope& root, const ModelOptions& o,
                       const std::vector<train::GradAndVar>& grads, Model* m) {
   m->grads = grads;
   m->optimizer = std::move(opt);
+  if (m->loss_scale) return m->loss_scale->ApplyGradients(root, grads, &m->global_step);
   if (o.replicas_to_aggregate <= 0)
     return m->optimizer->ApplyGradients(root, grads, &m->global_step);
   m->sync = std::make_shared<train::SyncReplicasOptimizer>(*m->optimizer, o.replicas_to_aggregate,

@@ -25,6 +25,7 @@
 #include "placeflow/graph/variable.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/layers.h"
+#include "placeflow/train/loss_scale_optimizer.h"
 #include "placeflow/train/optimizers.h"
 #include "placeflow/train/sync_replicas_optimizer.h"
 #include "placeflow/train/towers.h"
@@ -66,6 +67,10 @@ struct ModelOptions {
   std::vector<int64_t> image_shape = {28, 28, 1};
   int64_t num_classes = 10;
   double width = 1.0;
+  // Dynamic loss scaling (train::LossScaleOptimizer with TF's defaults) around the optimizer:
+  // what float16 mixed precision needs (pf-train --mixed-precision float16). Not with
+  // replicas_to_aggregate.
+  bool loss_scale = false;
 };
 
 struct Model {
@@ -88,6 +93,9 @@ struct Model {
   // this worker goes on from.
   std::shared_ptr<train::SyncReplicasOptimizer> sync;
   Output step_after;
+  // ModelOptions::loss_scale: the dynamic loss scale around `optimizer` (its variables give the
+  // scale and the skipped steps).
+  std::shared_ptr<train::LossScaleOptimizer> loss_scale;
 };
 
 Model BuildMlpSeed000(const Scope& root, const ModelOptions& options);

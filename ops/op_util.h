@@ -193,6 +193,10 @@ StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const
 // Dtype lists used by registrations.
 inline const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE};
 inline const std::vector<DType> kNumberTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+// kNumberTypes with half and bfloat16, for ops whose 16-bit CPU kernels compute in float
+// (ops/half_via_float.cc).
+inline const std::vector<DType> kNumberAndHalfTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,
+                                                       DT_INT64, DT_HALF,   DT_BFLOAT16};
 inline const std::vector<DType> kIndexTypes = {DT_INT32, DT_INT64};
 // Every dtype but string: what GPU memory holds (Identity, _Send/_Recv kernels on a GPU).
 inline const std::vector<DType> kNonStringTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32,    DT_INT64,

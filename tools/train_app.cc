@@ -152,6 +152,7 @@ models::ModelOptions ModelOptionsFor(const TrainArgs& a, const Role& role, int64
   mo.init = a.init;
   mo.seed = a.seed;
   mo.optimizer = a.optimizer;
+  mo.loss_scale = a.mixed_precision == "float16";
   mo.learning_rate = a.lr;
   if (models::IsClassifier(a.model))
     mo.steps_per_epoch = std::max<int64_t>(1, train_examples / a.batch);
@@ -425,6 +426,7 @@ TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& 
 std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg) {
   SessionOptions opts;
   opts.log_device_placement = a.log_placement;
+  opts.rewrite_options.auto_mixed_precision = a.mixed_precision;
   opts.allow_soft_placement = !a.no_soft_placement;
   if (role.task) {
     if (a.placement == "auto" || !a.device_memory.empty() || a.device_threads > 0)

@@ -74,6 +74,11 @@ void AddModelFlags(FlagSet& f, TrainArgs& a) {
   f.String("--optimizer", &a.optimizer, "the optimizer",
            {"sgd", "momentum", "adam", "rmsprop", "adagrad"})
       .Default(PerModel([](auto& s) { return std::string(s.optimizer); }));
+  f.String("--mixed-precision", &a.mixed_precision,
+           "run matmuls and convolutions in this 16-bit type (the auto_mixed_precision rewrite; "
+           "float16 also scales the loss dynamically); variables stay float32",
+           {"float16", "bfloat16"})
+      .Default("off");
   f.String("--init", &a.init, "weight initialiser (seed: the article's N(0, 1), which diverges)",
            {"glorot", "seed"});
   f.Int("--seed", &a.seed, "graph seed (initial weights, dropout, batch order)", 0, kMaxCount);

@@ -36,6 +36,8 @@ struct TrainArgs {
   int64_t batch = 0;      // 0 until ParseArgs: the model's default
   double lr = 0;          // 0: the model's default
   std::string optimizer;  // "": the model's default
+  // "float16" | "bfloat16": the automatic mixed-precision rewrite (float16 with loss scaling).
+  std::string mixed_precision;
   bool log_placement = false;
   int64_t seed = 1;
   std::string data;

@@ -256,13 +256,15 @@ class BackwardSweep {
     }
   }
 
-  // Hands each input its gradient (float inputs only) and queues inputs whose consumers have
-  // all reported, whether or not a gradient came.
+  // Hands each input its gradient (floating inputs only: float, double, half, bfloat16, as in
+  // TensorFlow) and queues inputs whose consumers have all reported, whether or not a gradient
+  // came.
   void SendToInputs(const Node* n, const std::vector<Output>& in_grads) {
     for (int k = 0; k < n->num_inputs(); ++k) {
       const Output& in = n->input(k);
       if (!between_.count(in.node)) continue;
-      if (in_grads[k].node != nullptr && IsReal(in.dtype())) grads_[in].push_back(in_grads[k]);
+      if (in_grads[k].node != nullptr && DTypeIsFloating(in.dtype()))
+        grads_[in].push_back(in_grads[k]);
       if (--pending_[in.node] == 0 && queued_.insert(in.node).second) ready_.push_back(in.node);
     }
   }

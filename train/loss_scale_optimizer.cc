@@ -32,7 +32,7 @@ LossScaleOptimizer::LossScaleOptimizer(Optimizer& opt, LossScaleOptions options)
   }
 }
 
-void LossScaleOptimizer::MakeVariables(const Scope& scope) {
+void LossScaleOptimizer::CreateVariables(const Scope& scope) {
   if (scale_.valid()) return;
   // At the root of the names, on the scope's device (as the global step).
   Scope root = Scope::Root(scope.graph()).WithDevice(scope.device_string());
@@ -44,22 +44,32 @@ void LossScaleOptimizer::MakeVariables(const Scope& scope) {
                          /*trainable=*/false);
 }
 
-std::vector<GradAndVar> LossScaleOptimizer::ComputeGradients(const Scope& scope, Output loss,
-                                                             std::vector<Variable> vars) {
-  MakeVariables(scope);
+Output LossScaleOptimizer::ScaledLoss(const Scope& scope, Output loss) {
+  CreateVariables(scope);
   Scope s = scope.NewSubScope("loss_scale");
   Output scale = scale_.value();
-  Output scaled = ops::Mul(s.WithOpName("scaled_loss"), loss,
-                           loss.dtype() == DT_FLOAT ? scale : ops::Cast(s, scale, loss.dtype()));
-  std::vector<GradAndVar> grads = opt_.ComputeGradients(scope, scaled, std::move(vars));
+  return ops::Mul(s.WithOpName("scaled_loss"), loss,
+                  loss.dtype() == DT_FLOAT ? scale : ops::Cast(s, scale, loss.dtype()));
+}
+
+std::vector<GradAndVar> LossScaleOptimizer::Unscaled(const Scope& scope,
+                                                     std::vector<GradAndVar> grads) {
+  CreateVariables(scope);
+  Scope s = scope.NewSubScope("loss_scale");
   // 1 / scale in float32: a power of two, so the division is exact.
-  Output inverse = ops::Div(s.WithOpName("inverse_scale"), ops::Const(s, 1.f), scale);
+  Output inverse = ops::Div(s.WithOpName("inverse_scale"), ops::Const(s, 1.f), scale_.value());
   for (auto& [g, v] : grads) {
     if (g.node == nullptr) continue;
     Output factor = g.dtype() == DT_FLOAT ? inverse : ops::Cast(s, inverse, g.dtype());
     g = ops::Mul(s.WithOpName("unscaled_" + v.name()), g, factor);
   }
   return grads;
+}
+
+std::vector<GradAndVar> LossScaleOptimizer::ComputeGradients(const Scope& scope, Output loss,
+                                                             std::vector<Variable> vars) {
+  Output scaled = ScaledLoss(scope, loss);
+  return Unscaled(scope, opt_.ComputeGradients(scope, scaled, std::move(vars)));
 }
 
 std::vector<Operation> LossScaleOptimizer::UpdateScale(const Scope& scope, Output finite,
@@ -87,7 +97,7 @@ std::vector<Operation> LossScaleOptimizer::UpdateScale(const Scope& scope, Outpu
 Operation LossScaleOptimizer::ApplyGradients(const Scope& scope,
                                              const std::vector<GradAndVar>& grads_and_vars,
                                              const Variable* global_step) {
-  MakeVariables(scope);
+  CreateVariables(scope);
   const std::vector<Variable> vars = internal::VariablesWithGradients(grads_and_vars);
   // The wrapped optimizer's variables exist before the cond: made in a branch, they would be
   // initialised only when it runs.

@@ -46,6 +46,14 @@ class LossScaleOptimizer {
   Operation Minimize(const Scope& scope, Output loss, const Variable* global_step = nullptr,
                      std::vector<Variable> vars = {});
 
+  // ComputeGradients in two halves, for gradients made elsewhere (towers, each differentiating
+  // its own scaled loss): `loss` times the scale, and gradients of a scaled loss divided by it.
+  Output ScaledLoss(const Scope& scope, Output loss);
+  std::vector<GradAndVar> Unscaled(const Scope& scope, std::vector<GradAndVar> grads);
+  // Makes the three variables below (on `scope`'s device) if they do not exist yet; every
+  // method above calls it.
+  void CreateVariables(const Scope& scope);
+
   // The current scale (float32 "loss_scale"), the finite steps since it last changed (int64
   // "loss_scale_good_steps") and the steps skipped so far (int64 "loss_scale_skipped_steps"):
   // non-trainable variables made by the first ComputeGradients or ApplyGradients.
@@ -54,7 +62,6 @@ class LossScaleOptimizer {
   const Variable& skipped_steps() const { return skipped_; }
 
  private:
-  void MakeVariables(const Scope& scope);
   // The new scale, good-step count and skipped count after a step whose gradients were
   // `finite` (a bool scalar), assigned once `after` has run.
   std::vector<Operation> UpdateScale(const Scope& s, Output finite, Operation after);

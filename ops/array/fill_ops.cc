@@ -175,9 +175,9 @@ class ConstantLikeOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    VisitDType(out->dtype(), [&](auto t) {
+    VisitNumericDType(out->dtype(), [&](auto t) {
       using T = decltype(t);
-      FillWith<T>(ctx, out, static_cast<T>(kValue));
+      FillWith<T>(ctx, out, CastValue<T>(int32_t{kValue}));
     });
     return Status::OK();
   }
@@ -186,14 +186,14 @@ class ConstantLikeOp : public OpKernel {
 PF_REGISTER_OP(OpDef("ZerosLike")
                    .Input("x", "T")
                    .Output("y", "T")
-                   .TypeAttr("T", kComputableTypes)
+                   .TypeAttr("T", kNonStringTypes)
                    .SetNotDifferentiable()
                    .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("ZerosLike", kDeviceCpu), ConstantLikeOp<0>);
 PF_REGISTER_OP(OpDef("OnesLike")
                    .Input("x", "T")
                    .Output("y", "T")
-                   .TypeAttr("T", kComputableTypes)
+                   .TypeAttr("T", kNonStringTypes)
                    .SetNotDifferentiable()
                    .SetShapeFn(UnchangedShape));
 PF_REGISTER_KERNEL(KernelDef("OnesLike", kDeviceCpu), ConstantLikeOp<1>);

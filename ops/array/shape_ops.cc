@@ -156,7 +156,7 @@ PF_REGISTER_OP(OpDef("Shape")
                    .SetIsMetadata()
                    .Input("input", "T")
                    .Output("output", "out_type")
-                   .TypeAttr("T", kComputableTypes)
+                   .TypeAttr("T", kNonStringTypes)  // reads the shape only
                    .TypeAttr("out_type", kIndexTypes, DT_INT32)
                    .SetNotDifferentiable()
                    .SetShapeFn([](ShapeContext& c) {

@@ -123,8 +123,8 @@ PF_REGISTER_OP(OpDef("SumToShape")
                    .Input("like", "Tlike")
                    .SetShapeOnlyInput(1)
                    .Output("output", "T")
-                   .TypeAttr("T", kRealTypes)
-                   .TypeAttr("Tlike", kComputableTypes)
+                   .TypeAttr("T", kFloatingTypes)
+                   .TypeAttr("Tlike", kNonStringTypes)
                    .SetShapeFn([](ShapeContext& c) {
                      if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
                        PF_RETURN_IF_ERROR(SumToShapeDims(c.input(0), c.input(1)).status());
@@ -141,8 +141,8 @@ PF_REGISTER_OP(OpDef("ReduceGrad")
                    .Output("output", "T")
                    .Attr("axes", std::vector<int64_t>{})
                    .Attr("mean", false)
-                   .TypeAttr("T", kRealTypes)
-                   .TypeAttr("Tlike", kComputableTypes)
+                   .TypeAttr("T", kFloatingTypes)
+                   .TypeAttr("Tlike", kNonStringTypes)
                    .SetShapeFn([](ShapeContext& c) {
                      if (c.input(0).IsFullyDefined() && c.input(1).IsFullyDefined()) {
                        PF_RETURN_IF_ERROR(ReduceGradShape(c.input(0), c.input(1),

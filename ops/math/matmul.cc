@@ -131,7 +131,7 @@ PF_REGISTER_OP(OpDef("MatMul")
                    .Output("product", "T")
                    .Attr("transpose_a", false)
                    .Attr("transpose_b", false)
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kFloatingTypes)
                    .SetGradient(MatMulGrad)
                    .SetShapeFn(MatMulShape));
 PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),

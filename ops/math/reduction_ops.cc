@@ -326,7 +326,7 @@ PF_REGISTER_OP(OpDef("AddN")
                    .InputList("inputs", "T", "N")
                    .Output("sum", "T")
                    .RequiredAttr("N")
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kNumberAndHalfTypes)
                    .SetGradient([](const Scope&, const Node& n, const Grads& g, Grads* dx) {
                      dx->assign(n.num_inputs(), g[0]);
                      return Status::OK();

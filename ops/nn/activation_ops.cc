@@ -96,30 +96,30 @@ PF_GRAD(SoftplusGradGradFn) {
   return Status::OK();
 }
 
-#define PF_FEATURES_ACTIVATION(op, Name, cost, ...)                                       \
-  PF_REGISTER_OP(OpDef(op)                                                                \
-                     .Input("features", "T")                                              \
-                     .Output("activations", "T")                                          \
-                     .TypeAttr("T", kRealTypes) __VA_ARGS__.SetGradient(Name##GradFn)     \
-                     .SetShapeFn(UnchangedShape));                                        \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),           \
-                     FeaturesActivationOp<float, Name##F, cost>);                         \
-  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),          \
-                     FeaturesActivationOp<double, Name##F, cost>);                        \
-  PF_REGISTER_OP(OpDef(op "Grad")                                                         \
-                     .Input("gradients", "T")                                             \
-                     .Input("features", "T")                                              \
-                     .Output("backprops", "T")                                            \
-                     .TypeAttr("T", kRealTypes) __VA_ARGS__.SetGradient(Name##GradGradFn) \
-                     .SetShapeFn([](ShapeContext& c) {                                    \
-                       PF_RETURN_IF_ERROR(                                                \
-                           ValidateFeaturesGrad(op "Grad", c.input(0), c.input(1)));      \
-                       c.set_output(0, c.input(0).MergeWith(c.input(1)));                 \
-                       return Status::OK();                                               \
-                     }));                                                                 \
-  PF_REGISTER_KERNEL(KernelDef(op "Grad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),    \
-                     FeaturesGradOp<float, Name##GradF, cost>);                           \
-  PF_REGISTER_KERNEL(KernelDef(op "Grad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),   \
+#define PF_FEATURES_ACTIVATION(op, Name, cost, ...)                                           \
+  PF_REGISTER_OP(OpDef(op)                                                                    \
+                     .Input("features", "T")                                                  \
+                     .Output("activations", "T")                                              \
+                     .TypeAttr("T", kFloatingTypes) __VA_ARGS__.SetGradient(Name##GradFn)     \
+                     .SetShapeFn(UnchangedShape));                                            \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),               \
+                     FeaturesActivationOp<float, Name##F, cost>);                             \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),              \
+                     FeaturesActivationOp<double, Name##F, cost>);                            \
+  PF_REGISTER_OP(OpDef(op "Grad")                                                             \
+                     .Input("gradients", "T")                                                 \
+                     .Input("features", "T")                                                  \
+                     .Output("backprops", "T")                                                \
+                     .TypeAttr("T", kFloatingTypes) __VA_ARGS__.SetGradient(Name##GradGradFn) \
+                     .SetShapeFn([](ShapeContext& c) {                                        \
+                       PF_RETURN_IF_ERROR(                                                    \
+                           ValidateFeaturesGrad(op "Grad", c.input(0), c.input(1)));          \
+                       c.set_output(0, c.input(0).MergeWith(c.input(1)));                     \
+                       return Status::OK();                                                   \
+                     }));                                                                     \
+  PF_REGISTER_KERNEL(KernelDef(op "Grad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),        \
+                     FeaturesGradOp<float, Name##GradF, cost>);                               \
+  PF_REGISTER_KERNEL(KernelDef(op "Grad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),       \
                      FeaturesGradOp<double, Name##GradF, cost>)
 PF_FEATURES_ACTIVATION("Relu6", Relu6, 1);
 PF_FEATURES_ACTIVATION("LeakyRelu", LeakyRelu, 1, .Attr("alpha", 0.2f));

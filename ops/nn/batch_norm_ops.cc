@@ -394,16 +394,17 @@ Shape ChannelVector(const BatchNormGeometry& g) { return Shape{g.channels}; }
 PF_REGISTER_OP(
     OpDef("FusedBatchNorm")
         .Input("x", "T")
-        .Input("scale", "T")
-        .Input("offset", "T")
-        .Input("mean", "T")
-        .Input("variance", "T")
+        .Input("scale", "U")
+        .Input("offset", "U")
+        .Input("mean", "U")
+        .Input("variance", "U")
         .Output("y", "T")
-        .Output("batch_mean", "T")
-        .Output("batch_variance", "T")
-        .Output("reserve_space_1", "T")
-        .Output("reserve_space_2", "T")
-        .TypeAttr("T", kRealTypes)
+        .Output("batch_mean", "U")
+        .Output("batch_variance", "U")
+        .Output("reserve_space_1", "U")
+        .Output("reserve_space_2", "U")
+        .TypeAttr("T", kFloatingTypes)
+        .TypeAttr("U", kRealTypes)  // the statistics' type (TF's FusedBatchNormV3)
         .Attr("epsilon", 1e-3f)
         .Attr("exponential_avg_factor", 1.f)
         .Attr("data_format", std::string("NHWC"))
@@ -424,15 +425,16 @@ PF_REGISTER_OP(
 PF_REGISTER_OP(OpDef("FusedBatchNormGrad")
                    .Input("y_backprop", "T")
                    .Input("x", "T")
-                   .Input("scale", "T")
-                   .Input("reserve_space_1", "T")
-                   .Input("reserve_space_2", "T")
+                   .Input("scale", "U")
+                   .Input("reserve_space_1", "U")
+                   .Input("reserve_space_2", "U")
                    .Output("x_backprop", "T")
-                   .Output("scale_backprop", "T")
-                   .Output("offset_backprop", "T")
-                   .Output("reserve_space_3", "T")  // TensorFlow's empty outputs
-                   .Output("reserve_space_4", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .Output("scale_backprop", "U")
+                   .Output("offset_backprop", "U")
+                   .Output("reserve_space_3", "U")  // TensorFlow's empty outputs
+                   .Output("reserve_space_4", "U")
+                   .TypeAttr("T", kFloatingTypes)
+                   .TypeAttr("U", kRealTypes)
                    .Attr("epsilon", 1e-3f)
                    .Attr("data_format", std::string("NHWC"))
                    .Attr("is_training", true)
@@ -450,13 +452,21 @@ PF_REGISTER_OP(OpDef("FusedBatchNormGrad")
                      c.set_output(4, Shape{0});
                      return Status::OK();
                    }));
-PF_REGISTER_KERNEL(KernelDef("FusedBatchNorm", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+PF_REGISTER_KERNEL(KernelDef("FusedBatchNorm", kDeviceCpu)
+                       .TypeConstraint("T", {DT_FLOAT})
+                       .TypeConstraint("U", {DT_FLOAT}),
                    FusedBatchNormOp<float>);
-PF_REGISTER_KERNEL(KernelDef("FusedBatchNorm", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+PF_REGISTER_KERNEL(KernelDef("FusedBatchNorm", kDeviceCpu)
+                       .TypeConstraint("T", {DT_DOUBLE})
+                       .TypeConstraint("U", {DT_DOUBLE}),
                    FusedBatchNormOp<double>);
-PF_REGISTER_KERNEL(KernelDef("FusedBatchNormGrad", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+PF_REGISTER_KERNEL(KernelDef("FusedBatchNormGrad", kDeviceCpu)
+                       .TypeConstraint("T", {DT_FLOAT})
+                       .TypeConstraint("U", {DT_FLOAT}),
                    FusedBatchNormGradOp<float>);
-PF_REGISTER_KERNEL(KernelDef("FusedBatchNormGrad", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+PF_REGISTER_KERNEL(KernelDef("FusedBatchNormGrad", kDeviceCpu)
+                       .TypeConstraint("T", {DT_DOUBLE})
+                       .TypeConstraint("U", {DT_DOUBLE}),
                    FusedBatchNormGradOp<double>);
 
 }  // namespace

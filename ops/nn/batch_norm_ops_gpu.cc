@@ -110,10 +110,14 @@ class FusedBatchNormGradGpuOp : public GpuOpKernel {
   std::string data_format_;
 };
 
-PF_REGISTER_KERNEL(Gpu("FusedBatchNorm", DT_FLOAT), FusedBatchNormGpuOp<float>);
-PF_REGISTER_KERNEL(Gpu("FusedBatchNorm", DT_DOUBLE), FusedBatchNormGpuOp<double>);
-PF_REGISTER_KERNEL(Gpu("FusedBatchNormGrad", DT_FLOAT), FusedBatchNormGradGpuOp<float>);
-PF_REGISTER_KERNEL(Gpu("FusedBatchNormGrad", DT_DOUBLE), FusedBatchNormGradGpuOp<double>);
+PF_REGISTER_KERNEL(Gpu("FusedBatchNorm", DT_FLOAT).TypeConstraint("U", {DT_FLOAT}),
+                   FusedBatchNormGpuOp<float>);
+PF_REGISTER_KERNEL(Gpu("FusedBatchNorm", DT_DOUBLE).TypeConstraint("U", {DT_DOUBLE}),
+                   FusedBatchNormGpuOp<double>);
+PF_REGISTER_KERNEL(Gpu("FusedBatchNormGrad", DT_FLOAT).TypeConstraint("U", {DT_FLOAT}),
+                   FusedBatchNormGradGpuOp<float>);
+PF_REGISTER_KERNEL(Gpu("FusedBatchNormGrad", DT_DOUBLE).TypeConstraint("U", {DT_DOUBLE}),
+                   FusedBatchNormGradGpuOp<double>);
 
 }  // namespace
 }  // namespace pf

@@ -400,7 +400,7 @@ OpDef WithConvAttrs(OpDef def) {
       .Attr("explicit_paddings", std::vector<int64_t>{})
       .Attr("data_format", std::string("NHWC"))
       .Attr("dilations", std::vector<int64_t>{1, 1, 1, 1})
-      .TypeAttr("T", kRealTypes);
+      .TypeAttr("T", kFloatingTypes);
 }
 
 template <ConvKind kKind, const ConvOpNames& kNames>

@@ -26,6 +26,15 @@ bool EnvSwitchOn(const char* name) {
   return v != nullptr && v[0] == '1';
 }
 
+bool DnnlNativeBf16() {
+  static const bool isa = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  const char* v = std::getenv("PF_ONEDNN_BF16");
+  return isa && !(v != nullptr && v[0] == '0');
+}
+
 void OneOmpThread() {
   thread_local bool single = (omp_set_num_threads(1), true);
   (void)single;

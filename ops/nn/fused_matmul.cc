@@ -5,6 +5,9 @@
 // seed models' `x*w + b` with a scalar b). float32 runs one oneDNN matmul primitive with the bias
 // and an eltwise_relu post-op (the bias and the activation are applied while the output tile is
 // still in registers); float64 runs loops (the gradient checker runs with the rewrite on, too).
+// bfloat16 MatMul and _FusedMatMul (mixed precision, docs/mixed_precision.md) run the same
+// primitive in bfloat16 on a CPU with native bfloat16 math (AVX512-BF16, AMX), else in float32
+// through ops/half_via_float.h.
 //
 // Threading: the output's rows are split over the intra-op pool as MatMul does (matmul.cc), each
 // shard a primitive at one OpenMP thread. PF_FUSED_MATMUL_OMP=1 instead runs one primitive on
@@ -19,9 +22,11 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "placeflow/core/logging.h"
+#include "placeflow/ops/half_via_float.h"
 #include "placeflow/ops/math/matmul.h"
 #include "placeflow/ops/nn/dnnl_util.h"
 #include "placeflow/ops/nn/nn_ops.h"
@@ -74,19 +79,19 @@ struct MatMulPrim {
   memory::desc src, wei, bias, dst, scratch;
 };
 
-// rows, n, k, lda, ldb, transpose_a, transpose_b
-using MatMulKey = std::array<int64_t, 7>;
+// rows, n, k, lda, ldb, transpose_a, transpose_b, with a bias (0 or 1), bfloat16 (0 or 1)
+using MatMulKey = std::array<int64_t, 9>;
 
 std::unique_ptr<MatMulPrim> MakePrim(const MatMulKey& key, bool relu) {
-  const auto [rows, n, k, lda, ldb, ta, tb] = key;
-  const auto f32 = memory::data_type::f32;
+  const auto [rows, n, k, lda, ldb, ta, tb, bias, bf16] = key;
+  const auto dt = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto p = std::make_unique<MatMulPrim>();
-  p->src = memory::desc({rows, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-  p->wei = memory::desc({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  p->src = memory::desc({rows, k}, dt, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  p->wei = memory::desc({k, n}, dt, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
   // Always [1, N]: a [1, 1] bias makes oneDNN 2.7 fall back to its reference matmul, hundreds
   // of times slower; a scalar is spread into a row first.
-  p->bias = memory::desc({1, n}, f32, memory::dims{n, 1});
-  p->dst = memory::desc({rows, n}, f32, memory::dims{n, 1});
+  if (bias) p->bias = memory::desc({1, n}, dt, memory::dims{n, 1});
+  p->dst = memory::desc({rows, n}, dt, memory::dims{n, 1});
   dnnl::primitive_attr attr;
   // Shards run the same primitive at once: each brings its own scratchpad (the library's
   // shared one is not safe for concurrent calls in Debian's oneDNN build).
@@ -97,8 +102,9 @@ std::unique_ptr<MatMulPrim> MakePrim(const MatMulKey& key, bool relu) {
     attr.set_post_ops(po);
   }
   std::unique_lock<std::mutex> lock = LockDnnlCreation();
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst), attr,
-                                  DnnlEngine());
+  dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(p->src, p->wei, p->bias, p->dst)
+                                       : dnnl::matmul::desc(p->src, p->wei, p->dst),
+                                  attr, DnnlEngine());
   // oneDNN's reference kernels are correct but hundreds of times slower: say so (once per
   // shape, as primitives are cached).
   if (std::string impl = pd.impl_info_str(); impl.rfind("ref", 0) == 0) {
@@ -110,12 +116,15 @@ std::unique_ptr<MatMulPrim> MakePrim(const MatMulKey& key, bool relu) {
   return p;
 }
 
-// The attrs and the checks both dtypes' kernels share.
+// The attrs and the checks every dtype's kernel shares. MatMul (bfloat16) has no bias.
 class FusedMatMulBase : public OpKernel {
  public:
   explicit FusedMatMulBase(const Node& n)
-      : OpKernel(n), ta_(n.attr<bool>("transpose_a")), tb_(n.attr<bool>("transpose_b")) {
-    ThrowIfError(ParseFusedOps(n.attr<std::vector<std::string>>("fused_ops"), &relu_));
+      : OpKernel(n),
+        ta_(n.attr<bool>("transpose_a")),
+        tb_(n.attr<bool>("transpose_b")),
+        fused_(n.op() == "_FusedMatMul") {
+    if (fused_) ThrowIfError(ParseFusedOps(n.attr<std::vector<std::string>>("fused_ops"), &relu_));
   }
 
  protected:
@@ -124,19 +133,32 @@ class FusedMatMulBase : public OpKernel {
     const Tensor& a = ctx->input(0);
     PF_RETURN_IF_ERROR(ValidateMatMul(a.shape(), ctx->input(1).shape(), ta_, tb_));
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
-    PF_RETURN_IF_ERROR(ValidateBias(out->shape(), ctx->input(2).shape()));
+    if (fused_) PF_RETURN_IF_ERROR(ValidateBias(out->shape(), ctx->input(2).shape()));
     return out;
   }
 
-  bool ta_, tb_, relu_ = false;
+  bool ta_, tb_, fused_, relu_ = false;
 };
 
-// The [m, n] output of an empty reduction (k = 0): the bias, maybe through Relu.
-void BiasOnly(int64_t m, int64_t n, const float* bias, bool relu, float* c) {
+float ToFloat(float v) { return v; }
+float ToFloat(BFloat16 v) { return BFloat16ToFloat(v); }
+template <typename T>
+T FromFloat(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return FloatToBFloat16(v);
+  }
+}
+
+// The [m, n] output of an empty reduction (k = 0): the bias (zeros without one), maybe through
+// Relu.
+template <typename T>
+void BiasOnly(int64_t m, int64_t n, const T* bias, bool relu, T* c) {
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t j = 0; j < n; ++j) {
-      const float v = bias[j];
-      c[r * n + j] = relu ? std::max(v, 0.f) : v;
+      const float v = bias != nullptr ? ToFloat(bias[j]) : 0.f;
+      c[r * n + j] = FromFloat<T>(relu ? std::max(v, 0.f) : v);
     }
   }
 }
@@ -150,24 +172,24 @@ int64_t RowShards(int64_t m, int64_t n, int64_t k, int64_t threads) {
       shards, std::max<int64_t>(1, static_cast<int64_t>(2.0 * m * n * k / kMinFlopsPerShard)));
 }
 
-class FusedMatMulFloatOp : public FusedMatMulBase {
+// One oneDNN matmul primitive per row shard: float32 _FusedMatMul, and bfloat16 MatMul and
+// _FusedMatMul where the CPU multiplies bfloat16 natively (accumulating in float32, rounding the
+// output once).
+template <typename T>
+class DnnlMatMulOp : public FusedMatMulBase {
  public:
   using FusedMatMulBase::FusedMatMulBase;
 
   Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    const Tensor& bias = ctx->input(2);
     PF_ASSIGN_OR_RETURN(Tensor * out, CheckAndAllocate(ctx));
     const int64_t m = out->dim(0), n = out->dim(1), k = a.dim(ta_ ? 0 : 1);
     if (m == 0 || n == 0) return Status::OK();
-    float* c = out->data<float>();
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    const float* pbias = bias.data<float>();
-    const bool scalar_bias = bias.rank() == 0;
-    std::vector<float> bias_row;
-    if (scalar_bias) {
+    T* c = out->data<T>();
+    const T* pbias = fused_ ? ctx->input(2).data<T>() : nullptr;
+    std::vector<T> bias_row;
+    if (fused_ && ctx->input(2).rank() == 0) {
       bias_row.assign(n, pbias[0]);
       pbias = bias_row.data();
     }
@@ -175,40 +197,53 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
       BiasOnly(m, n, pbias, relu_, c);
       return Status::OK();
     }
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      if (ctx->tracing()) ctx->SetTraceLabel("oneDNN bfloat16 matmul");
+    }
+    return Run(ctx, a, b, pbias, c);
+  }
+
+ private:
+  Status Run(OpKernelContext* ctx, const Tensor& a, const Tensor& b, const T* pbias, T* c) {
+    const int64_t m = ctx->output_shape(0).dim(0), n = ctx->output_shape(0).dim(1);
+    const int64_t k = a.dim(ta_ ? 0 : 1);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
     const int64_t lda = a.dim(1), ldb = b.dim(1);
     ThreadPool* pool = IntraOpPool(ctx);
     const int64_t threads = std::max(1, pool->num_threads());
     const bool omp = MatMulUseOmp();
     const int64_t shards = omp ? 1 : RowShards(m, n, k, threads);
     const int64_t q = m / shards, r = m % shards;
+    const int64_t bf16 = std::is_same_v<T, BFloat16> ? 1 : 0;
     Status err;
     std::mutex err_mu;
     auto run_shard = [&](int64_t s) {
       const int64_t rows = q + (s < r ? 1 : 0);
       const int64_t r0 = s * q + std::min(s, r);
       try {
-        const MatMulPrim& p = Get({rows, n, k, lda, ldb, ta_, tb_});
-        const float* a0 = ta_ ? pa + r0 : pa + r0 * lda;
-        auto mem = [](const memory::desc& d, const float* ptr) {
-          return memory(d, DnnlEngine(), const_cast<float*>(ptr));
+        const MatMulPrim& p = Get({rows, n, k, lda, ldb, ta_, tb_, fused_ ? 1 : 0, bf16});
+        const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
+        auto mem = [](const memory::desc& d, const T* ptr) {
+          return memory(d, DnnlEngine(), const_cast<T*>(ptr));
         };
         thread_local dnnl::stream stream(DnnlEngine());
         thread_local std::vector<uint8_t> scratch;
         scratch.resize(std::max(scratch.size(), p.scratch.get_size()));
-        p.prim.execute(stream,
-                       {{DNNL_ARG_SRC, mem(p.src, a0)},
-                        {DNNL_ARG_WEIGHTS, mem(p.wei, pb)},
-                        {DNNL_ARG_BIAS, mem(p.bias, pbias)},
-                        {DNNL_ARG_DST, mem(p.dst, c + r0 * n)},
-                        {DNNL_ARG_SCRATCHPAD, memory(p.scratch, DnnlEngine(), scratch.data())}});
+        std::unordered_map<int, memory> args = {
+            {DNNL_ARG_SRC, mem(p.src, a0)},
+            {DNNL_ARG_WEIGHTS, mem(p.wei, pb)},
+            {DNNL_ARG_DST, mem(p.dst, c + r0 * n)},
+            {DNNL_ARG_SCRATCHPAD, memory(p.scratch, DnnlEngine(), scratch.data())}};
+        if (fused_) args.emplace(DNNL_ARG_BIAS, mem(p.bias, pbias));
+        p.prim.execute(stream, args);
         stream.wait();
       } catch (const dnnl::error& e) {
         std::lock_guard<std::mutex> lock(err_mu);
         if (err.ok()) {
-          err =
-              errors::Internal("oneDNN matmul failed in ", node().name(),
-                               " (_FusedMatMul): ", e.what(), "; a: ", a.shape().ToString(),
-                               ", b: ", b.shape().ToString(), ", bias: ", bias.shape().ToString());
+          err = errors::Internal("oneDNN matmul failed in ", node().name(), " (", node().op(),
+                                 "): ", e.what(), "; a: ", a.shape().ToString(),
+                                 ", b: ", b.shape().ToString());
         }
       }
     };
@@ -218,18 +253,15 @@ class FusedMatMulFloatOp : public FusedMatMulBase {
       omp_set_num_threads(1);
     } else {
       // oneDNN parallelises with OpenMP; each pool thread's share is already one shard.
-      thread_local bool single = (omp_set_num_threads(1), true);
-      (void)single;
+      OneOmpThread();
       ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b0, int64_t e0) {
-        thread_local bool single_here = (omp_set_num_threads(1), true);
-        (void)single_here;
+        OneOmpThread();
         for (int64_t s = b0; s < e0; ++s) run_shard(s);
       });
     }
     return err;
   }
 
- private:
   const MatMulPrim& Get(const MatMulKey& key) {
     std::lock_guard<std::mutex> lock(mu_);
     std::unique_ptr<MatMulPrim>& slot = prims_[key];
@@ -285,12 +317,23 @@ PF_REGISTER_OP(OpDef("_FusedMatMul")
                    .Attr("transpose_a", false)
                    .Attr("transpose_b", false)
                    .Attr("fused_ops", std::vector<std::string>{"BiasAdd"})
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kFloatingTypes)
                    .SetShapeFn(FusedMatMulShape));
 PF_REGISTER_KERNEL(KernelDef("_FusedMatMul", kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
-                   FusedMatMulFloatOp);
+                   DnnlMatMulOp<float>);
 PF_REGISTER_KERNEL(KernelDef("_FusedMatMul", kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
                    FusedMatMulDoubleOp);
+
+// bfloat16 on oneDNN where the CPU has native bfloat16 (DnnlNativeBf16), else through float32
+// (ops/half_via_float.h).
+std::unique_ptr<OpKernel> NewBf16MatMul(const Node& n) {
+  if (DnnlNativeBf16()) return std::make_unique<DnnlMatMulOp<BFloat16>>(n);
+  return NewHalfViaFloatKernel(n);
+}
+const KernelRegistrar kBf16MatMul(
+    KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}), NewBf16MatMul);
+const KernelRegistrar kBf16FusedMatMul(
+    KernelDef("_FusedMatMul", kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}), NewBf16MatMul);
 
 }  // namespace
 }  // namespace pf

@@ -147,7 +147,7 @@ PF_REGISTER_OP(OpDef("SoftmaxCrossEntropyWithLogits")
                    .Input("labels", "T")
                    .Output("loss", "T")
                    .Output("backprop", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kFloatingTypes)
                    .SetGradient(XentGrad)
                    .SetShapeFn(XentShape<ValidateSoftmaxXent>));
 PF_REGISTER_KERNEL(
@@ -162,7 +162,7 @@ PF_REGISTER_OP(OpDef("SparseSoftmaxCrossEntropyWithLogits")
                    .Input("labels", "Tlabels")
                    .Output("loss", "T")
                    .Output("backprop", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kFloatingTypes)
                    .TypeAttr("Tlabels", kIndexTypes)
                    .SetGradient(XentGrad)
                    .SetShapeFn(XentShape<ValidateSparseSoftmaxXent>));

@@ -76,7 +76,7 @@ PF_REGISTER_OP(OpDef("BiasAdd")
                    .Input("value", "T")
                    .Input("bias", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kNumberTypes)
+                   .TypeAttr("T", kNumberAndHalfTypes)
                    .SetGradient(BiasAddGrad)
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(ValidateBiasAdd(c.input(0), c.input(1)));
@@ -111,7 +111,7 @@ PF_REGISTER_OP(OpDef("BiasAddGrad")
                    .SetNoGradient()
                    .Input("out_backprop", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kFloatingTypes)
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));
                      const Shape& s = c.input(0);
@@ -147,7 +147,7 @@ constexpr char kTanhGrad[] = "TanhGrad";
   PF_REGISTER_OP(OpDef(op)                                                       \
                      .Input("features", "T")                                     \
                      .Output("activations", "T")                                 \
-                     .TypeAttr("T", kRealTypes)                                  \
+                     .TypeAttr("T", kFloatingTypes)                              \
                      .SetGradient(ActivationGrad<k##Name##Grad>)                 \
                      .SetShapeFn(UnchangedShape));                               \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
@@ -175,7 +175,7 @@ class ActivationGradOp : public OpKernel {
                      .Input("gradients", "T")                                                  \
                      .Input("outputs", "T")                                                    \
                      .Output("backprops", "T")                                                 \
-                     .TypeAttr("T", kRealTypes)                                                \
+                     .TypeAttr("T", kFloatingTypes)                                            \
                      .SetShapeFn([](ShapeContext& c) {                                         \
                        PF_RETURN_IF_ERROR(ValidateActivationGrad(op, c.input(0), c.input(1))); \
                        c.set_output(0, c.input(0).MergeWith(c.input(1)));                      \
@@ -241,7 +241,7 @@ PF_GRAD(LogSoftmaxGrad) {
   PF_REGISTER_OP(OpDef(#op)                                                       \
                      .Input("logits", "T")                                        \
                      .Output("softmax", "T")                                      \
-                     .TypeAttr("T", kRealTypes)                                   \
+                     .TypeAttr("T", kFloatingTypes)                               \
                      .SetGradient(op##Grad)                                       \
                      .SetShapeFn([](ShapeContext& c) {                            \
                        PF_RETURN_IF_ERROR(c.WithRankAtLeast(0, 1));               \

@@ -392,7 +392,7 @@ OpDef PoolDef(const char* name) {
       .RequiredAttr("strides")
       .RequiredAttr("padding")
       .Attr("data_format", std::string("NHWC"))
-      .TypeAttr("T", kRealTypes);
+      .TypeAttr("T", kFloatingTypes);
 }
 
 PF_REGISTER_OP(PoolDef("MaxPool")

@@ -105,7 +105,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   CHECK(r.err.empty());
   CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
   const std::vector<std::string> entries = HelpEntries(r.out);
-  CHECK(entries.size() == 48);
+  CHECK(entries.size() == 49);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
