@@ -183,16 +183,18 @@ const std::vector<DType> k16BitTypes = {DT_HALF, DT_BFLOAT16};
 
 #define PF_HALF_VIA_FLOAT(op) \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", k16BitTypes), HalfViaFloatOp)
+#define PF_HALF_ONLY_VIA_FLOAT(op) \
+  PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_HALF}), HalfViaFloatOp)
 // MatMul and _FusedMatMul in bfloat16 run on oneDNN where the CPU can (ops/nn/fused_matmul.cc).
-PF_REGISTER_KERNEL(KernelDef("MatMul", kDeviceCpu).TypeConstraint("T", {DT_HALF}), HalfViaFloatOp);
-PF_REGISTER_KERNEL(KernelDef("_FusedMatMul", kDeviceCpu).TypeConstraint("T", {DT_HALF}),
-                   HalfViaFloatOp);
-PF_HALF_VIA_FLOAT("Conv2D");
-PF_HALF_VIA_FLOAT("Conv2DBackpropInput");
-PF_HALF_VIA_FLOAT("Conv2DBackpropFilter");
-PF_HALF_VIA_FLOAT("DepthwiseConv2dNative");
-PF_HALF_VIA_FLOAT("DepthwiseConv2dNativeBackpropInput");
-PF_HALF_VIA_FLOAT("DepthwiseConv2dNativeBackpropFilter");
+PF_HALF_ONLY_VIA_FLOAT("MatMul");
+PF_HALF_ONLY_VIA_FLOAT("_FusedMatMul");
+// The convolutions in bfloat16 run on oneDNN where the CPU can (ops/nn/conv_kernels.cc).
+PF_HALF_ONLY_VIA_FLOAT("Conv2D");
+PF_HALF_ONLY_VIA_FLOAT("Conv2DBackpropInput");
+PF_HALF_ONLY_VIA_FLOAT("Conv2DBackpropFilter");
+PF_HALF_ONLY_VIA_FLOAT("DepthwiseConv2dNative");
+PF_HALF_ONLY_VIA_FLOAT("DepthwiseConv2dNativeBackpropInput");
+PF_HALF_ONLY_VIA_FLOAT("DepthwiseConv2dNativeBackpropFilter");
 PF_HALF_VIA_FLOAT("BiasAdd");
 PF_HALF_VIA_FLOAT("BiasAddGrad");
 PF_HALF_VIA_FLOAT("Relu");
@@ -228,6 +230,7 @@ PF_REGISTER_KERNEL(KernelDef("FusedBatchNormGrad", kDeviceCpu)
                        .TypeConstraint("U", {DT_FLOAT}),
                    HalfViaFloatOp);
 #undef PF_HALF_VIA_FLOAT
+#undef PF_HALF_ONLY_VIA_FLOAT
 
 }  // namespace
 

@@ -14,4 +14,10 @@ namespace pf {
 
 std::unique_ptr<OpKernel> NewHalfViaFloatKernel(const Node& node);
 
+// Whether oneDNN runs bfloat16 matmuls and convolutions natively on this CPU (AVX512-BF16 or
+// AMX, under ONEDNN_MAX_CPU_ISA), and PF_ONEDNN_BF16 is not "0"; defined with the other oneDNN
+// helpers (ops/nn/dnnl_util.cc). Read on every call (kernels ask once, when they are made), so a
+// test can compare both paths.
+bool DnnlNativeBf16();
+
 }  // namespace pf

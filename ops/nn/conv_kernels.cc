@@ -1,9 +1,11 @@
 // CPU kernels of the convolution ops (conv_ops.cc). float32 runs oneDNN's convolution
-// primitives (conv_onednn.h); float64 runs the direct loops below, which exist for the
+// primitives (conv_onednn.h), and bfloat16 too where the CPU has bfloat16 math (else it computes
+// in float32: ops/half_via_float.h); float64 runs the direct loops below, which exist for the
 // finite-difference gradient checker.
 #include <algorithm>
 #include <cstring>
 
+#include "placeflow/ops/half_via_float.h"
 #include "placeflow/ops/nn/conv_onednn.h"
 #include "placeflow/ops/nn/conv_ops.h"
 #include "placeflow/ops/op_util.h"
@@ -122,14 +124,16 @@ class ConvOp : public OpKernel {
     // A sum over nothing (no channels, an empty batch, no output positions) is zero.
     for (const Tensor* t : {input, filter, dy}) {
       if (t != nullptr && t->num_elements() == 0) {
-        std::fill(result, result + out_size, T(0));
+        std::fill(result, result + out_size, T{});
         return Status::OK();
       }
     }
     const T* x = input ? input->data<T>() : nullptr;
     const T* w = filter ? filter->data<T>() : nullptr;
     const T* y = dy ? dy->data<T>() : nullptr;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      if (std::is_same_v<T, BFloat16> && ctx->tracing())
+        ctx->SetTraceLabel("oneDNN bfloat16 convolution");
       return dnnl_.Run(ctx, dir_, p, x, w, y, result);
     } else {
       DirectConv<T>(ctx, dir_, p, x, w, y, result, out_size);
@@ -149,11 +153,21 @@ class ConvOpFor : public ConvOp<T> {
   explicit ConvOpFor(const Node& n) : ConvOp<T>(n, kKind, kDir) {}
 };
 
+// bfloat16 on oneDNN where the CPU has bfloat16 math, else through float32.
+template <ConvKind kKind, ConvDirection kDir>
+std::unique_ptr<OpKernel> NewBf16Conv(const Node& n) {
+  if (DnnlNativeBf16()) return std::make_unique<ConvOpFor<BFloat16, kKind, kDir>>(n);
+  return NewHalfViaFloatKernel(n);
+}
+
 #define PF_CONV_KERNELS(op, kind, dir)                                           \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),  \
                      ConvOpFor<float, ConvKind::kind, ConvDirection::dir>);      \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
-                     ConvOpFor<double, ConvKind::kind, ConvDirection::dir>)
+                     ConvOpFor<double, ConvKind::kind, ConvDirection::dir>);     \
+  static const KernelRegistrar PF_CONCAT(pf_bf16_conv_, __COUNTER__)(            \
+      KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}),              \
+      NewBf16Conv<ConvKind::kind, ConvDirection::dir>)
 
 PF_CONV_KERNELS("Conv2D", kConv2D, kForward);
 PF_CONV_KERNELS("Conv2DBackpropInput", kConv2D, kBackwardData);

@@ -1,5 +1,5 @@
-// oneDNN plumbing of the float32 convolution kernels. Activations stay in the tensors' own
-// plain layout (nhwc / nchw); weights are described as `any` so oneDNN picks its fast blocked
+// oneDNN plumbing of the float32 and bfloat16 convolution kernels. Activations stay in the tensors'
+// own plain layout (nhwc / nchw); weights are described as `any` so oneDNN picks its fast blocked
 // layout, and are reordered from (or, for the filter gradient, to) TensorFlow's
 // [rows, cols, in, out] layout, which is oneDNN's hwio (hwigo for depthwise groups).
 //
@@ -51,9 +51,10 @@ struct ConvPrim {
 
 using ConvKey = std::array<int64_t, 20>;
 
-std::unique_ptr<ConvPrim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t nb) {
+std::unique_ptr<ConvPrim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t nb, bool bf16) {
   const Tag tag = p.nchw ? Tag::nchw : Tag::nhwc;
-  const auto f32 = memory::data_type::f32;
+  // Every tensor of a bfloat16 convolution is bfloat16 (oneDNN accumulates in float32).
+  const auto f32 = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto prim = std::make_unique<ConvPrim>();
   prim->src = memory::desc({nb, p.in_depth, p.in_rows, p.in_cols}, f32, tag);
   prim->dst = memory::desc({nb, p.out_depth, p.out_rows, p.out_cols}, f32, tag);
@@ -138,15 +139,23 @@ int64_t ShardCount(const ConvParams& p, int64_t threads) {
 // One call split into batch shards: each of the first r shards takes q + 1 images (prims[1]),
 // the others q (prims[0]).
 struct ShardedConv {
-  ShardedConv(ConvDirection dir, const float* input, const float* filter, const float* dy,
-              float* result)
-      : dir(dir), input(input), filter(filter), dy(dy), result(result) {}
+  ShardedConv(ConvDirection dir, const void* input, const void* filter, const void* dy,
+              void* result, bool bf16)
+      : dir(dir),
+        input(static_cast<const char*>(input)),
+        filter(filter),
+        dy(static_cast<const char*>(dy)),
+        result(static_cast<char*>(result)),
+        bf16(bf16),
+        elem(bf16 ? 2 : 4) {}
 
   ConvDirection dir;
-  const float* input;
-  const float* filter;
-  const float* dy;
-  float* result;
+  const char* input;
+  const void* filter;
+  const char* dy;
+  char* result;
+  bool bf16;
+  int64_t elem;  // bytes per element
   bool omp = false;
   int64_t shards = 1, q = 0, r = 0;
   int64_t in_image = 0, out_image = 0, filter_size = 0;  // elements per image / of the filter
@@ -170,7 +179,7 @@ struct ShardedConv {
       }
       wei_buf[i] = Scratch(prims[i]->wei.get_size());
       Exec(prims[i]->wei_reorder,
-           {{DNNL_ARG_FROM, memory(prims[i]->user_wei, DnnlEngine(), const_cast<float*>(filter))},
+           {{DNNL_ARG_FROM, memory(prims[i]->user_wei, DnnlEngine(), const_cast<void*>(filter))},
             {DNNL_ARG_TO, memory(prims[i]->wei, DnnlEngine(), wei_buf[i].raw_data())}});
       wei_ptr[i] = wei_buf[i].raw_data();
     }
@@ -188,27 +197,29 @@ struct ShardedConv {
     };
     switch (dir) {
       case ConvDirection::kForward:
-        Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
+        Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image * elem)},
                          {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
-                         {DNNL_ARG_DST, mem(prim.dst, result + n0 * out_image)},
+                         {DNNL_ARG_DST, mem(prim.dst, result + n0 * out_image * elem)},
                          {DNNL_ARG_SCRATCHPAD, scratch_mem}});
         break;
       case ConvDirection::kBackwardData:
-        Exec(prim.prim, {{DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
+        Exec(prim.prim, {{DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image * elem)},
                          {DNNL_ARG_WEIGHTS, mem(prim.wei, wei_ptr[which])},
-                         {DNNL_ARG_DIFF_SRC, mem(prim.src, result + n0 * in_image)},
+                         {DNNL_ARG_DIFF_SRC, mem(prim.src, result + n0 * in_image * elem)},
                          {DNNL_ARG_SCRATCHPAD, scratch_mem}});
         break;
       case ConvDirection::kBackwardFilter: {
-        float* dst = direct_filter ? result : partials.data<float>() + s * filter_size;
+        char* dst = direct_filter
+                        ? result
+                        : static_cast<char*>(partials.raw_data()) + s * filter_size * elem;
         Tensor blocked;
         void* dw = dst;
         if (prim.reorder) {
           blocked = Scratch(prim.wei.get_size());
           dw = blocked.raw_data();
         }
-        Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image)},
-                         {DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image)},
+        Exec(prim.prim, {{DNNL_ARG_SRC, mem(prim.src, input + n0 * in_image * elem)},
+                         {DNNL_ARG_DIFF_DST, mem(prim.dst, dy + n0 * out_image * elem)},
                          {DNNL_ARG_DIFF_WEIGHTS, mem(prim.wei, dw)},
                          {DNNL_ARG_SCRATCHPAD, scratch_mem}});
         if (prim.reorder) {
@@ -246,13 +257,20 @@ struct ShardedConv {
     return err;
   }
 
+  // The shards' filter gradients summed in float32 (bfloat16 partials rounded once more).
   void SumPartials(OpKernelContext* ctx) const {
-    const float* part = partials.data<float>();
     ParallelFor(ctx, filter_size, shards, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         float sum = 0;
-        for (int64_t s = 0; s < shards; ++s) sum += part[s * filter_size + i];
-        result[i] = sum;
+        for (int64_t s = 0; s < shards; ++s) {
+          const int64_t j = s * filter_size + i;
+          sum += bf16 ? BFloat16ToFloat(partials.data<BFloat16>()[j]) : partials.data<float>()[j];
+        }
+        if (bf16) {
+          reinterpret_cast<BFloat16*>(result)[i] = FloatToBFloat16(sum);
+        } else {
+          reinterpret_cast<float*>(result)[i] = sum;
+        }
       }
     });
   }
@@ -264,8 +282,8 @@ struct DnnlConv::Cache {
   std::mutex mu;
   std::map<ConvKey, std::unique_ptr<ConvPrim>> prims;
 
-  const ConvPrim* Get(ConvDirection dir, const ConvParams& p, int64_t nb) {
-    const ConvKey key = {static_cast<int64_t>(dir),
+  const ConvPrim* Get(ConvDirection dir, const ConvParams& p, int64_t nb, bool bf16) {
+    const ConvKey key = {static_cast<int64_t>(dir) + (bf16 ? 8 : 0),
                          nb,
                          p.in_rows,
                          p.in_cols,
@@ -288,7 +306,7 @@ struct DnnlConv::Cache {
     std::lock_guard<std::mutex> lock(mu);
     std::unique_ptr<ConvPrim>& slot = prims[key];
     // Primitive creation (JIT code generation) happens under the lock: a shape is built once.
-    if (slot == nullptr) slot = MakePrim(dir, p, nb);
+    if (slot == nullptr) slot = MakePrim(dir, p, nb, bf16);
     return slot.get();
   }
 };
@@ -298,10 +316,21 @@ DnnlConv::~DnnlConv() = default;
 
 Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& p,
                      const float* input, const float* filter, const float* dy, float* result) {
+  return Run(ctx, dir, p, input, filter, dy, result, false);
+}
+Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& p,
+                     const BFloat16* input, const BFloat16* filter, const BFloat16* dy,
+                     BFloat16* result) {
+  return Run(ctx, dir, p, input, filter, dy, result, true);
+}
+
+Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& p,
+                     const void* input, const void* filter, const void* dy, void* result,
+                     bool bf16) {
   OneOmpThread();
   ThreadPool* pool = IntraOpPool(ctx);
   const int64_t threads = std::max(1, pool->num_threads());
-  ShardedConv c(dir, input, filter, dy, result);
+  ShardedConv c(dir, input, filter, dy, result, bf16);
   c.omp = ConvUseOmp();
   c.shards = c.omp ? 1 : ShardCount(p, threads);
   c.q = p.batch / c.shards;
@@ -311,12 +340,13 @@ Status DnnlConv::Run(OpKernelContext* ctx, ConvDirection dir, const ConvParams& 
   c.filter_size = p.filter_rows * p.filter_cols * p.in_depth * p.out_per_group;
   c.wei_ptr[0] = c.wei_ptr[1] = filter;
   try {
-    c.prims[0] = c.q > 0 ? cache_->Get(dir, p, c.q) : nullptr;
-    c.prims[1] = c.r > 0 ? cache_->Get(dir, p, c.q + 1) : nullptr;
+    c.prims[0] = c.q > 0 ? cache_->Get(dir, p, c.q, bf16) : nullptr;
+    c.prims[1] = c.r > 0 ? cache_->Get(dir, p, c.q + 1, bf16) : nullptr;
     if (dir != ConvDirection::kBackwardFilter) c.ReorderFilter();
     c.direct_filter = c.shards == 1 && c.prims[0] != nullptr && !c.prims[0]->reorder;
     const bool sum_partials = dir == ConvDirection::kBackwardFilter && !c.direct_filter;
-    if (sum_partials) c.partials = Tensor(DT_FLOAT, Shape{c.shards, c.filter_size});
+    if (sum_partials)
+      c.partials = Tensor(bf16 ? DT_BFLOAT16 : DT_FLOAT, Shape{c.shards, c.filter_size});
     PF_RETURN_IF_ERROR(c.RunShards(ctx, threads));
     if (sum_partials) c.SumPartials(ctx);
   } catch (const dnnl::error& e) {

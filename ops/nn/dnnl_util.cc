@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "placeflow/ops/half_via_float.h"
+
 namespace pf {
 
 const dnnl::engine& DnnlEngine() {

@@ -32,11 +32,6 @@ Status DnnlError(const char* what, const dnnl::error& e);
 //   static const bool omp = EnvSwitchOn("PF_CONV_OMP");
 bool EnvSwitchOn(const char* name);
 
-// Whether oneDNN runs bfloat16 matmuls and convolutions natively on this CPU (AVX512-BF16 or
-// AMX, under ONEDNN_MAX_CPU_ISA), and PF_ONEDNN_BF16 is not "0". Read on every call (kernels ask
-// once, when they are made), so a test can compare both paths.
-bool DnnlNativeBf16();
-
 // Limits the calling thread's OpenMP team to one thread, once per thread: a kernel that runs one
 // oneDNN primitive per pool thread (a batch shard) must not start an OpenMP team in each.
 void OneOmpThread();

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "placeflow/devices/device.h"
-#include "placeflow/ops/nn/dnnl_util.h"
+#include "placeflow/ops/half_via_float.h"
 #include "tests/testing/test_util.h"
 
 namespace pf::mixed_precision_test {
