@@ -18,6 +18,11 @@ class Impl : public TrainingSummaries {
     std::vector<Output> scalars = {summary::Scalar(s, "loss", m.loss)};
     if (m.learning_rate.node)
       scalars.push_back(summary::Scalar(s, "learning_rate", m.learning_rate));
+    if (m.loss_scale) {  // --mixed-precision float16: the dynamic loss scale and skipped steps
+      scalars.push_back(summary::Scalar(s, "loss_scale", m.loss_scale->loss_scale().value()));
+      scalars.push_back(summary::Scalar(
+          s, "skipped_steps", ops::Cast(s, m.loss_scale->skipped_steps().value(), DT_FLOAT)));
+    }
     scalars_ = summary::Merge(s.WithOpName("scalars"), scalars);
     std::vector<Output> histograms;
     for (const auto& [grad, var] : m.grads) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -193,6 +194,40 @@ TEST_CASE("pf-train --logdir writes scalars, histograms, the placed graph and a 
   for (const auto& n : def.node()) devices.insert(n.device());
   CHECK(devices.count("/job:localhost/replica:0/task:0/device:CPU:0") == 1);
   CHECK(devices.count("/job:localhost/replica:0/task:0/device:CPU:1") == 1);
+}
+
+TEST_CASE("pf-train --mixed-precision float16 --logdir adds the loss scale and skipped steps",
+          "[observability][mixed_precision]") {
+  testing::TempDir dir("obs_loss_scale");
+  WriteMnist(dir.path / "data", 400, 100);
+  const fs::path logdir = dir.path / "logs";
+  Child c(Split("--model mnist_mlp --data " + (dir.path / "data").string() +
+                " --batch 100 --epochs 1 --cpu-devices 2 --mixed-precision float16 --logdir " +
+                logdir.string()),
+          false);
+  const int status = c.Wait();
+  INFO(c.out());
+  REQUIRE(status == 0);
+  const auto files = io::ListEventFiles(logdir.string());
+  REQUIRE(files.size() == 1);
+  std::map<std::string, std::vector<double>> values;
+  const auto events = io::ReadEventFile(files[0]).value();
+  for (const auto& e : events) {
+    for (const auto& v : e.values)
+      if (v.kind == io::SummaryValue::Kind::kScalar) values[v.tag].push_back(v.scalar);
+  }
+  REQUIRE(values["loss_scale"].size() == 4);
+  REQUIRE(values["skipped_steps"].size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    // A power of two from 2^15 down (halved per skipped step), skipped steps counting up.
+    const double scale = values["loss_scale"][i], skipped = values["skipped_steps"][i];
+    int exponent = 0;
+    CHECK(std::frexp(scale, &exponent) == 0.5);
+    CHECK(scale >= 1);
+    CHECK(scale <= 32768);
+    CHECK(skipped >= (i == 0 ? 0 : values["skipped_steps"][i - 1]));
+    CHECK(skipped <= 4);
+  }
 }
 
 TEST_CASE("pf-train's progress: a bar redrawn on a terminal, plain lines in a pipe, none quiet",
