@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include <bit>
 #include <mutex>
 #include <set>
 #include <string>
@@ -99,6 +100,21 @@ void NarrowHalf(const float* in, Half* out, int64_t b, int64_t e) {
   NarrowTo(in, out, b, e);
 }
 
+// bfloat16 <-> float as BFloat16ToFloat and FloatToBFloat16 compute them, branch-free so that
+// SimdFor's clones vectorise them (the scalar functions' NaN branch kept them scalar: the two
+// conversions were 28% of a bfloat16 LeNet step).
+void WidenBf16(const BFloat16* in, float* out, int64_t b, int64_t e) {
+  SimdFor(b, e, [&](int64_t i) { out[i] = std::bit_cast<float>(uint32_t{in[i].bits} << 16); });
+}
+void NarrowBf16(const float* in, BFloat16* out, int64_t b, int64_t e) {
+  SimdFor(b, e, [&](int64_t i) {
+    const uint32_t u = std::bit_cast<uint32_t>(in[i]);
+    const uint32_t rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+    const uint32_t nan = (u >> 16) | 0x40;
+    out[i].bits = static_cast<uint16_t>((u & 0x7fffffff) > 0x7f800000 ? nan : rounded);
+  });
+}
+
 // `in` (half or bfloat16) as a new float tensor.
 StatusOr<Tensor> Widen(OpKernelContext* ctx, const Tensor& in) {
   PF_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(ctx->params().allocator, DT_FLOAT, in.shape()));
@@ -107,7 +123,7 @@ StatusOr<Tensor> Widen(OpKernelContext* ctx, const Tensor& in) {
     if (in.dtype() == DT_HALF) {
       WidenHalf(in.data<Half>(), y, b, e);
     } else {
-      WidenTo(in.data<BFloat16>(), y, b, e);
+      WidenBf16(in.data<BFloat16>(), y, b, e);
     }
   });
   return out;
@@ -119,7 +135,7 @@ void Narrow(OpKernelContext* ctx, const Tensor& in, Tensor* out) {
     if (out->dtype() == DT_HALF) {
       NarrowHalf(x, out->data<Half>(), b, e);
     } else {
-      NarrowTo(x, out->data<BFloat16>(), b, e);
+      NarrowBf16(x, out->data<BFloat16>(), b, e);
     }
   });
 }
