@@ -1,5 +1,6 @@
-// Half and bfloat16 CPU kernels for the ops of mixed precision (matmuls, convolutions, bias,
-// activations, pooling, batch norm, softmax and its cross-entropy, AddN) that have a float one:
+// Half and bfloat16 CPU kernels for the ops of mixed precision (matmuls, convolutions, bias
+// gradients, activations, pooling, batch norm, softmax and its cross-entropy, AddN) that have a
+// float one (BiasAdd, Relu and ReluGrad convert element by element instead: nn_ops.cc):
 // each call converts the 16-bit inputs to float, runs the op's float kernel on them and rounds
 // its 16-bit outputs back to nearest even, as the elementwise ops' 16-bit kernels do
 // (cwise_ops.cc). So a result is the float kernel's on the rounded inputs, rounded once; the
@@ -264,10 +265,7 @@ PF_HALF_ONLY_VIA_FLOAT("Conv2DBackpropFilter");
 PF_HALF_ONLY_VIA_FLOAT("DepthwiseConv2dNative");
 PF_HALF_ONLY_VIA_FLOAT("DepthwiseConv2dNativeBackpropInput");
 PF_HALF_ONLY_VIA_FLOAT("DepthwiseConv2dNativeBackpropFilter");
-PF_HALF_VIA_FLOAT("BiasAdd");
 PF_HALF_VIA_FLOAT("BiasAddGrad");
-PF_HALF_VIA_FLOAT("Relu");
-PF_HALF_VIA_FLOAT("ReluGrad");
 PF_HALF_VIA_FLOAT("Relu6");
 PF_HALF_VIA_FLOAT("Relu6Grad");
 PF_HALF_VIA_FLOAT("LeakyRelu");

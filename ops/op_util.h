@@ -190,6 +190,28 @@ StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const
   return out;
 }
 
+// F on 16-bit floats (the elementwise kernels of half and bfloat16): the operands as floats, a T
+// result rounded to nearest even (a bool one, from a comparison, as it is).
+template <typename T, typename F>
+struct ViaFloat {
+  static float In(T v) {
+    if constexpr (std::is_same_v<T, Half>)
+      return HalfToFloat(v);
+    else
+      return BFloat16ToFloat(v);
+  }
+  template <typename... A>
+  auto operator()(A... a) const {
+    const auto r = F()(In(a)...);
+    if constexpr (std::is_same_v<std::remove_cv_t<decltype(r)>, bool>)
+      return r;
+    else if constexpr (std::is_same_v<T, Half>)
+      return FloatToHalf(r);
+    else
+      return FloatToBFloat16(r);
+  }
+};
+
 // Dtype lists used by registrations.
 inline const std::vector<DType> kRealTypes = {DT_FLOAT, DT_DOUBLE};
 inline const std::vector<DType> kNumberTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};

@@ -14,28 +14,6 @@
 namespace pf {
 namespace {
 
-// F on 16-bit floats: the operands as floats, a T result rounded to nearest even (a bool one,
-// from a comparison, as it is).
-template <typename T, typename F>
-struct ViaFloat {
-  static float In(T v) {
-    if constexpr (std::is_same_v<T, Half>)
-      return HalfToFloat(v);
-    else
-      return BFloat16ToFloat(v);
-  }
-  template <typename... A>
-  auto operator()(A... a) const {
-    const auto r = F()(In(a)...);
-    if constexpr (std::is_same_v<std::remove_cv_t<decltype(r)>, bool>)
-      return r;
-    else if constexpr (std::is_same_v<T, Half>)
-      return FloatToHalf(r);
-    else
-      return FloatToBFloat16(r);
-  }
-};
-
 template <typename T, typename F, int kCost = 1>
 class BinaryOp : public OpKernel {
  public:

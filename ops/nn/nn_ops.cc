@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <type_traits>
 
 #include "placeflow/ops/grad_util.h"
@@ -60,7 +61,12 @@ class BiasAddOp : public OpKernel {
       for (int64_t r = b; r < e; ++r) {
         const T* xr = px + r * c;
         T* yr = y + r * c;
-        SimdFor(0, c, [&](int64_t i) { yr[i] = xr[i] + pb[i]; });
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+          const ViaFloat<T, std::plus<float>> add;
+          for (int64_t i = 0; i < c; ++i) yr[i] = add(xr[i], pb[i]);
+        } else {
+          SimdFor(0, c, [&](int64_t i) { yr[i] = xr[i] + pb[i]; });
+        }
       }
     });
     return Status::OK();
@@ -91,6 +97,11 @@ PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT3
                    BiasAddOp<int32_t>);
 PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_INT64}),
                    BiasAddOp<int64_t>);
+// 16-bit: each element through float, no float32 copy of the tensors (ops/half_via_float.h).
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_HALF}),
+                   BiasAddOp<Half>);
+PF_REGISTER_KERNEL(KernelDef("BiasAdd", kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}),
+                   BiasAddOp<BFloat16>);
 
 // BiasAddGrad(g): g summed over every dim but the last.
 template <typename T>
@@ -155,6 +166,10 @@ constexpr char kTanhGrad[] = "TanhGrad";
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}), \
                      ActivationOp<double, Name##F, cost>)
 PF_ACTIVATION("Relu", Relu, 1);
+PF_REGISTER_KERNEL(KernelDef("Relu", kDeviceCpu).TypeConstraint("T", {DT_HALF}),
+                   ActivationOp<Half, ViaFloat<Half, ReluF>, 1>);
+PF_REGISTER_KERNEL(KernelDef("Relu", kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}),
+                   ActivationOp<BFloat16, ViaFloat<BFloat16, ReluF>, 1>);
 PF_ACTIVATION("Sigmoid", Sigmoid, 15);
 PF_ACTIVATION("Tanh", Tanh, 15);
 
@@ -186,6 +201,10 @@ class ActivationGradOp : public OpKernel {
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),               \
                      ActivationGradOp<double, F>)
 PF_ACTIVATION_GRAD("ReluGrad", ReluGradF);
+PF_REGISTER_KERNEL(KernelDef("ReluGrad", kDeviceCpu).TypeConstraint("T", {DT_HALF}),
+                   ActivationGradOp<Half, ViaFloat<Half, ReluGradF>>);
+PF_REGISTER_KERNEL(KernelDef("ReluGrad", kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}),
+                   ActivationGradOp<BFloat16, ViaFloat<BFloat16, ReluGradF>>);
 PF_ACTIVATION_GRAD("SigmoidGrad", SigmoidGradF);
 PF_ACTIVATION_GRAD("TanhGrad", TanhGradF);
 
