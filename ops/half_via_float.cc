@@ -117,7 +117,7 @@ void NarrowBf16(const float* in, BFloat16* out, int64_t b, int64_t e) {
 }
 
 // `in` (half or bfloat16) as a new float tensor.
-StatusOr<Tensor> Widen(OpKernelContext* ctx, const Tensor& in) {
+StatusOr<Tensor> WidenTensor(OpKernelContext* ctx, const Tensor& in) {
   PF_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(ctx->params().allocator, DT_FLOAT, in.shape()));
   float* y = out.data<float>();
   ParallelFor(ctx, in.num_elements(), 2, [&](int64_t b, int64_t e) {
@@ -130,7 +130,7 @@ StatusOr<Tensor> Widen(OpKernelContext* ctx, const Tensor& in) {
   return out;
 }
 
-void Narrow(OpKernelContext* ctx, const Tensor& in, Tensor* out) {
+void NarrowTensor(OpKernelContext* ctx, const Tensor& in, Tensor* out) {
   const float* x = in.data<float>();
   ParallelFor(ctx, in.num_elements(), 2, [&](int64_t b, int64_t e) {
     if (out->dtype() == DT_HALF) {
@@ -210,7 +210,7 @@ class HalfViaFloatOp : public OpKernel {
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& in = ctx->input(i);
       if (Is16Bit(in.dtype())) {
-        PF_ASSIGN_OR_RETURN(inputs[i], Widen(ctx, in));
+        PF_ASSIGN_OR_RETURN(inputs[i], WidenTensor(ctx, in));
       } else {
         inputs[i] = in;
       }
@@ -233,7 +233,7 @@ class HalfViaFloatOp : public OpKernel {
         continue;
       }
       PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(i));
-      Narrow(ctx, outputs[i], out);
+      NarrowTensor(ctx, outputs[i], out);
     }
     if (ctx->tracing()) {
       std::string label = "float32 compute";
