@@ -10,6 +10,7 @@
 #include "placeflow/ops/half_via_float.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -80,7 +81,10 @@ __attribute__((target("avx,f16c"))) void NarrowHalfF16c(const float* in, Half* o
 // F16C where the CPU has it and PF_MAX_CPU_ISA allows AVX2 (an SSE4 cap runs the scalar code).
 bool UseF16c() {
 #if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("f16c");
+  static const bool f16c = [] {  // CPUID leaf 1 (clang's __builtin_cpu_supports lacks "f16c")
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+  }();
   return f16c && simd::ActiveCpuIsa() >= simd::CpuIsa::kAvx2;
 #else
   return false;
