@@ -92,6 +92,23 @@ inline float BFloat16ToFloat(BFloat16 b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b.bits) << 16);
 }
 
+// float and the 16-bit floats through float, for kernels templated on their storage type:
+// ToFloat(v) widens exactly; FromFloat<T>(f) rounds as the functions above.
+inline float ToFloat(float v) { return v; }
+inline float ToFloat(Half v) { return HalfToFloat(v); }
+inline float ToFloat(BFloat16 v) { return BFloat16ToFloat(v); }
+template <typename T>
+T FromFloat(float v) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>);
+  if constexpr (std::is_same_v<T, Half>) {
+    return FloatToHalf(v);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return FloatToBFloat16(v);
+  } else {
+    return v;
+  }
+}
+
 template <typename T>
 constexpr DType DataTypeOf() {
   if constexpr (std::is_same_v<T, float>)

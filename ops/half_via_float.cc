@@ -32,26 +32,12 @@ namespace {
 
 bool Is16Bit(DType t) { return t == DT_HALF || t == DT_BFLOAT16; }
 
-template <typename T>
-void WidenTo(const T* in, float* out, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) {
-    if constexpr (std::is_same_v<T, Half>) {
-      out[i] = HalfToFloat(in[i]);
-    } else {
-      out[i] = BFloat16ToFloat(in[i]);
-    }
-  }
+// The scalar conversions, for the F16C loops' tails and CPUs without F16C.
+void WidenTo(const Half* in, float* out, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) out[i] = ToFloat(in[i]);
 }
-
-template <typename T>
-void NarrowTo(const float* in, T* out, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) {
-    if constexpr (std::is_same_v<T, Half>) {
-      out[i] = FloatToHalf(in[i]);
-    } else {
-      out[i] = FloatToBFloat16(in[i]);
-    }
-  }
+void NarrowTo(const float* in, Half* out, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) out[i] = FromFloat<Half>(in[i]);
 }
 
 #if defined(__x86_64__)

@@ -194,21 +194,13 @@ StatusOr<Tensor> BroadcastTemporary(OpKernelContext* ctx, const Tensor& a, const
 // result rounded to nearest even (a bool one, from a comparison, as it is).
 template <typename T, typename F>
 struct ViaFloat {
-  static float In(T v) {
-    if constexpr (std::is_same_v<T, Half>)
-      return HalfToFloat(v);
-    else
-      return BFloat16ToFloat(v);
-  }
   template <typename... A>
   auto operator()(A... a) const {
-    const auto r = F()(In(a)...);
+    const auto r = F()(ToFloat(a)...);
     if constexpr (std::is_same_v<std::remove_cv_t<decltype(r)>, bool>)
       return r;
-    else if constexpr (std::is_same_v<T, Half>)
-      return FloatToHalf(r);
     else
-      return FloatToBFloat16(r);
+      return FromFloat<T>(r);
   }
 };
 

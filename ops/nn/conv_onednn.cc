@@ -49,24 +49,24 @@ struct ConvPrim {
   dnnl::primitive wei_reorder;  // user -> wei, or wei -> user for the filter gradient
 };
 
-using ConvKey = std::array<int64_t, 20>;
+using ConvKey = std::array<int64_t, 21>;
 
 std::unique_ptr<ConvPrim> MakePrim(ConvDirection dir, const ConvParams& p, int64_t nb, bool bf16) {
   const Tag tag = p.nchw ? Tag::nchw : Tag::nhwc;
   // Every tensor of a bfloat16 convolution is bfloat16 (oneDNN accumulates in float32).
-  const auto f32 = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const auto dt = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto prim = std::make_unique<ConvPrim>();
-  prim->src = memory::desc({nb, p.in_depth, p.in_rows, p.in_cols}, f32, tag);
-  prim->dst = memory::desc({nb, p.out_depth, p.out_rows, p.out_cols}, f32, tag);
+  prim->src = memory::desc({nb, p.in_depth, p.in_rows, p.in_cols}, dt, tag);
+  prim->dst = memory::desc({nb, p.out_depth, p.out_rows, p.out_cols}, dt, tag);
   memory::dims wdims;
   if (p.groups == 1) {
     wdims = {p.out_depth, p.in_depth, p.filter_rows, p.filter_cols};
-    prim->user_wei = memory::desc(wdims, f32, Tag::hwio);
+    prim->user_wei = memory::desc(wdims, dt, Tag::hwio);
   } else {
     wdims = {p.groups, p.out_per_group, p.in_depth / p.groups, p.filter_rows, p.filter_cols};
-    prim->user_wei = memory::desc(wdims, f32, Tag::hwigo);
+    prim->user_wei = memory::desc(wdims, dt, Tag::hwigo);
   }
-  const memory::desc any_wei(wdims, f32, Tag::any);
+  const memory::desc any_wei(wdims, dt, Tag::any);
   const memory::dims strides = {p.stride_rows, p.stride_cols};
   const memory::dims dilates = {p.dilation_rows - 1, p.dilation_cols - 1};
   const memory::dims pad_l = {p.pad_top, p.pad_left};
@@ -283,7 +283,7 @@ struct DnnlConv::Cache {
   std::map<ConvKey, std::unique_ptr<ConvPrim>> prims;
 
   const ConvPrim* Get(ConvDirection dir, const ConvParams& p, int64_t nb, bool bf16) {
-    const ConvKey key = {static_cast<int64_t>(dir) + (bf16 ? 8 : 0),
+    const ConvKey key = {static_cast<int64_t>(dir),
                          nb,
                          p.in_rows,
                          p.in_cols,
@@ -302,7 +302,8 @@ struct DnnlConv::Cache {
                          p.pad_left,
                          p.PadBottomExact(),
                          p.PadRightExact(),
-                         p.nchw};
+                         p.nchw,
+                         bf16};
     std::lock_guard<std::mutex> lock(mu);
     std::unique_ptr<ConvPrim>& slot = prims[key];
     // Primitive creation (JIT code generation) happens under the lock: a shape is built once.

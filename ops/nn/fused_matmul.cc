@@ -140,17 +140,6 @@ class FusedMatMulBase : public OpKernel {
   bool ta_, tb_, fused_, relu_ = false;
 };
 
-float ToFloat(float v) { return v; }
-float ToFloat(BFloat16 v) { return BFloat16ToFloat(v); }
-template <typename T>
-T FromFloat(float v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else {
-    return FloatToBFloat16(v);
-  }
-}
-
 // The [m, n] output of an empty reduction (k = 0): the bias (zeros without one), maybe through
 // Relu.
 template <typename T>
