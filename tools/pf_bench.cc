@@ -18,7 +18,8 @@
 // (tools/dist_bench.h: grpc_recv_bandwidth, dist_step_overhead, dist_mlp_seed000_step,
 // allreduce_bandwidth) start pf-server processes on loopback; they print "skipped=no_grpc" in a
 // build without gRPC. Convolution figures (tools/cnn_bench.h): conv_lenet_step and
-// mobilenet_small_step (ms per training step at batch 128, peak RSS), conv2d_gflops (a 3x3 layer
+// mobilenet_small_step (ms per training step at batch 128, peak RSS), mobilenet_v2_step (the full
+// MobileNetV2 on 224x224x3 at batch 8), conv2d_gflops (a 3x3 layer
 // forward and backward next to the oneDNN primitives called directly).
 #include <algorithm>
 #include <chrono>
@@ -489,6 +490,8 @@ const std::vector<Figure>& Figures() {
        pf::bench::ConvLenetStep},
       {"mobilenet_small_step", "ms per mobilenet_v2_small training step at batch 128, peak RSS",
        pf::bench::MobilenetSmallStep},
+      {"mobilenet_v2_step", "ms per MobileNetV2 training step, 224x224x3, batch 8, peak RSS",
+       pf::bench::MobilenetV2Step},
       {"conv2d_gflops", "a 3x3 conv layer forward and backward next to oneDNN called directly",
        pf::bench::Conv2dGflops},
       {"summaries_overhead", "a mnist_mlp step with pf-train's --logdir summaries against none",

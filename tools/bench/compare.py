@@ -10,7 +10,8 @@ The driver is stdlib only and never imports a peer: each measurement runs in a c
 dependencies of placeflow. Per round the order is placeflow, TensorFlow (one process per
 intra/inter thread setting), PyTorch (one process per thread count), then the next round.
 A peer process runs all the timing figures asked for at its thread setting; the peak-RSS figure
-gets fresh processes of its own (os.wait4's ru_maxrss of each child).
+gets fresh processes of its own (os.wait4's ru_maxrss of each child), and so does
+mobilenet_v2_step, whose process's peak RSS is a row of its own (pf-bench's too).
 
 Printed: per figure, each side's median over the rounds with the min-max spread, the peers at
 their best setting (named), and the ratio peer/placeflow in time (or memory): above 1,
@@ -41,7 +42,10 @@ FIGURES = {
     "while_loop": {"us_per_iteration": "while_loop"},
     "lstm_step": {"ms": "lstm_step"},
     "image_folder": {"images_per_s": "image_folder"},
+    "mobilenet_v2_step": {"ms": "mobilenet_v2_step", "peak_rss_mb": "mobilenet_v2_rss"},
 }
+# Figures each peer runs in a process of its own, whose peak RSS fills the second row.
+SOLO = {"mobilenet_v2_step": "mobilenet_v2_rss"}
 # Figures only TensorFlow has a twin of (tf.data, graph-mode while loops).
 TF_ONLY = {"input_pipeline", "while_loop", "image_folder"}
 # row -> (label, unit, higher is better)
@@ -59,6 +63,8 @@ ROWS = {
     "input_pipeline": ("input_pipeline, MNIST TFRecord: shuffle, batch 100, parse, prefetch",
                        "examples/s", True),
     "image_folder": ("image_folder, 2,000 JPEGs 256x256 -> 224x224, batch 64", "images/s", True),
+    "mobilenet_v2_step": ("mobilenet_v2_step, MobileNetV2 224x224x3, batch 8", "ms/step", False),
+    "mobilenet_v2_rss": ("peak RSS of the mobilenet_v2_step process", "MiB", False),
 }
 
 
@@ -135,6 +141,9 @@ def peer_figures(python, side, figures, setting, env):
             rows = ["executor_wide_1" if one else "executor_wide_2"]
         elif figure == "peak_rss":
             rows, value = ["peak_rss"], rss
+        elif figure in SOLO:
+            rows = [figure]
+            values[(SOLO[figure], kv["variant"])] = rss
         else:
             rows = [figure]
         for row in rows:
@@ -255,8 +264,9 @@ def main():
             for setting in settings:
                 fs = [f for f in timing if side == "tf" or (f not in TF_ONLY and (
                       not setting[1] or f == "mlp_seed000_step"))]
-                if fs:
-                    values, versions[side] = peer_figures(a.python, side, fs, setting, env)
+                batches = [[f] for f in fs if f in SOLO] + [[f for f in fs if f not in SOLO]]
+                for batch in filter(None, batches):
+                    values, versions[side] = peer_figures(a.python, side, batch, setting, env)
                     for (row, variant), v in values.items():
                         add(row, side, setting_label(side, setting, variant), v)
             if "peak_rss" in figures:

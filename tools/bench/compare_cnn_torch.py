@@ -76,7 +76,15 @@ def make_divisible(v, divisor=8):
     return r + divisor if r < 0.9 * v else r
 
 
-def build_mobilenet_v2_small(torch, alpha=1.0):
+# Keras's MobileNetV2 block table: (t: expansion, c: channels, n: repeats, s: first stride).
+KERAS_BLOCKS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1)]
+
+
+def build_mobilenet_v2(torch, alpha=1.0, in_c=1, stem_stride=1, table=None, last_c=256,
+                       classes=10):
+    """models/cnn_models.cc's MobileNetV2: a 3x3 stem (SAME) at stem_stride, the inverted
+    residual blocks of `table`, a 1x1 conv to last_c, global average pool, dense `classes`."""
     nn = torch.nn
     F = torch.nn.functional
 
@@ -84,17 +92,17 @@ def build_mobilenet_v2_small(torch, alpha=1.0):
         # Keras BatchNormalization(epsilon=1e-3, momentum=0.99) = torch momentum 0.01.
         return nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)
 
-    class DepthwiseSame(nn.Module):
-        """3x3 depthwise with TF's SAME padding. Stride 1: 1 each side. Stride 2 on an even
-        size: TF pads 0 before and 1 after (torch's symmetric padding=1 would pad 1 before
-        too, shifting the window); F.pad(x, (0, 1, 0, 1)) then padding 0 gives TF's output
-        exactly (same size, same windows)."""
+    class ConvSame(nn.Module):
+        """3x3 conv (groups=c: depthwise) with TF's SAME padding. Stride 1: 1 each side.
+        Stride 2 on an even size: TF pads 0 before and 1 after (torch's symmetric padding=1
+        would pad 1 before too, shifting the window); F.pad(x, (0, 1, 0, 1)) then padding 0
+        gives TF's output exactly (same size, same windows)."""
 
-        def __init__(self, c, stride):
+        def __init__(self, c_in, c_out, stride, groups):
             super().__init__()
             self.stride = stride
-            self.conv = nn.Conv2d(c, c, 3, stride=stride, padding=1 if stride == 1 else 0,
-                                  groups=c, bias=False)
+            self.conv = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1 if stride == 1 else 0,
+                                  groups=groups, bias=False)
 
         def forward(self, x):
             if self.stride == 2:
@@ -108,7 +116,7 @@ def build_mobilenet_v2_small(torch, alpha=1.0):
             mid = in_c * t
             if t != 1:
                 layers += [nn.Conv2d(in_c, mid, 1, bias=False), bn(mid), nn.ReLU6()]
-            layers += [DepthwiseSame(mid, stride), bn(mid), nn.ReLU6(),
+            layers += [ConvSame(mid, mid, stride, mid), bn(mid), nn.ReLU6(),
                        nn.Conv2d(mid, out_c, 1, bias=False), bn(out_c)]
             self.body = nn.Sequential(*layers)
             self.residual = stride == 1 and in_c == out_c
@@ -117,27 +125,38 @@ def build_mobilenet_v2_small(torch, alpha=1.0):
             h = self.body(x)
             return x + h if self.residual else h
 
-    class MobileNetV2Small(nn.Module):
+    class MobileNetV2(nn.Module):
         def __init__(self):
             super().__init__()
             c = make_divisible(32 * alpha)
-            self.stem = nn.Sequential(nn.Conv2d(1, c, 3, stride=1, padding=1, bias=False), bn(c),
-                                      nn.ReLU6())
+            self.stem = nn.Sequential(ConvSame(in_c, c, stem_stride, 1), bn(c), nn.ReLU6())
             blocks = []
-            for t, out, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 1)]:
+            for t, out, n, s in table:
                 out = make_divisible(out * alpha)
                 for i in range(n):
                     blocks.append(InvertedResidual(c, t, out, s if i == 0 else 1))
                     c = out
             self.blocks = nn.Sequential(*blocks)
-            self.head = nn.Sequential(nn.Conv2d(c, 256, 1, bias=False), bn(256), nn.ReLU6())
-            self.logits = nn.Linear(256, 10)
+            self.head = nn.Sequential(nn.Conv2d(c, last_c, 1, bias=False), bn(last_c), nn.ReLU6())
+            self.logits = nn.Linear(last_c, classes)
 
         def forward(self, x):
             h = self.head(self.blocks(self.stem(x)))
             return self.logits(h.mean(dim=(2, 3)))
 
-    return MobileNetV2Small()
+    return MobileNetV2()
+
+
+def build_mobilenet_v2_small(torch):
+    """28x28 stem stride 1, (t, c, n, s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,2,1), 256."""
+    return build_mobilenet_v2(torch, table=KERAS_BLOCKS[:3] + [(6, 64, 2, 1)])
+
+
+def build_keras_mobilenet_v2(torch, classes=2):
+    """tf.keras.applications.MobileNetV2(weights=None, classes=2) on 224x224x3 (width 1.0): the
+    stride-2 stem, the whole block table, 1280 channels before the classifier."""
+    return build_mobilenet_v2(torch, in_c=3, stem_stride=2, table=KERAS_BLOCKS, last_c=1280,
+                              classes=classes)
 
 
 def torch_worker(model_name, threads, layout, steps, repeats):

@@ -22,7 +22,7 @@ REPEATS = 5
 SEED = 1
 FIGURES = ["mlp_seed000_step", "mnist_mlp_epoch", "executor_chain", "executor_wide",
            "session_run_overhead", "conv_lenet_step", "peak_rss", "input_pipeline", "while_loop", "lstm_step",
-           "image_folder"]
+           "image_folder", "mobilenet_v2_step"]
 
 
 def median_seconds(fn, repeats=REPEATS):
@@ -47,11 +47,15 @@ def mnist_batches(np):
              rng.integers(0, 10, (100,)).astype(np.int32)) for _ in range(20)]
 
 
-def lenet_batch(np, batch=128):
-    """cnn_bench.cc's fixed batch: x[i] = (i * 7919 % 256) / 255, y[i] = i % 10."""
-    i = np.arange(batch * 784, dtype=np.int64)
-    x = ((i * 7919 % 256) / 255.0).astype(np.float32).reshape(batch, 784)
-    return x, (np.arange(batch) % 10).astype(np.int32)
+def lenet_batch(np, batch=128, features=784, classes=10):
+    """cnn_bench.cc's fixed batch: x[i] = (i * 7919 % 256) / 255, y[i] = i % classes."""
+    i = np.arange(batch * features, dtype=np.int64)
+    x = ((i * 7919 % 256) / 255.0).astype(np.float32).reshape(batch, features)
+    return x, (np.arange(batch) % classes).astype(np.int32)
+
+
+# mobilenet_v2_step: Keras's MobileNetV2 (width 1.0) on 224x224x3, 2 classes, batch 8.
+MOBILENET_BATCH, MOBILENET_SIZE = 8, 224
 
 
 # ------------------------------------------------------------------------------ TensorFlow
@@ -251,6 +255,78 @@ class Tf:
         sess = self.session(g)
         sess.run(init)
         xs, ys = lenet_batch(np)
+        feed = {x: xs, y: ys}
+        for _ in range(3):
+            sess.run(train, feed)
+        return median_seconds(lambda: [sess.run(train, feed) for _ in range(5)]) / 5 * 1e3
+
+    def mobilenet_v2_step(self, variant):
+        """ms per training step of Keras's MobileNetV2 (width 1.0, 224x224x3, 2 classes) at
+        batch 8, built from tf.nn ops as models/cnn_models.cc builds it: convolutions without
+        bias, fused batch norm (epsilon 1e-3, running averages updated with the step), ReLU6,
+        global average pool, dense; sparse softmax cross-entropy; Adam 1e-3."""
+        np, tf, v1 = self.np, self.tf, self.v1
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from compare_cnn_torch import KERAS_BLOCKS, make_divisible
+
+        g = tf.Graph()
+        updates = []
+        salt = [0]
+
+        def var(name, shape):
+            salt[0] += 1
+            return v1.get_variable(name, shape, initializer=self.glorot(salt[0]))
+
+        def bn(name, h, relu6):
+            c = h.shape[-1]
+            with v1.variable_scope(name):
+                gamma = v1.get_variable("gamma", [c], initializer=v1.ones_initializer())
+                beta = v1.get_variable("beta", [c], initializer=v1.zeros_initializer())
+                mean = v1.get_variable("moving_mean", [c], initializer=v1.zeros_initializer(),
+                                       trainable=False)
+                var_ = v1.get_variable("moving_variance", [c], trainable=False,
+                                       initializer=v1.ones_initializer())
+            y, m, v = v1.nn.fused_batch_norm(h, gamma, beta, mean, var_, epsilon=1e-3,
+                                             is_training=True, exponential_avg_factor=0.1)
+            updates.extend([v1.assign(mean, m), v1.assign(var_, v)])
+            return tf.nn.relu6(y) if relu6 else y
+
+        def conv(name, h, c_out, k=1, stride=1, relu6=True):
+            w = var(name + "/kernel", [k, k, h.shape[-1], c_out])
+            return bn(name + "_bn", tf.nn.conv2d(h, w, stride, "SAME"), relu6)
+
+        def depthwise(name, h, stride):
+            w = var(name + "/depthwise_kernel", [3, 3, h.shape[-1], 1])
+            return bn(name + "_bn", tf.nn.depthwise_conv2d(h, w, [1, stride, stride, 1], "SAME"),
+                      True)
+
+        size = MOBILENET_SIZE
+        with g.as_default():
+            x = v1.placeholder(tf.float32, [None, size * size * 3], name="x-input")
+            y = v1.placeholder(tf.int32, [None], name="y-input")
+            h = conv("Conv1", tf.reshape(x, [-1, size, size, 3]), make_divisible(32), 3, 2)
+            block = 0
+            for t, c, n, s in KERAS_BLOCKS:
+                for i in range(n):
+                    name, inp = f"block_{block}", h
+                    if t != 1:
+                        h = conv(name + "_expand", h, h.shape[-1] * t)
+                    h = depthwise(name + "_depthwise", h, s if i == 0 else 1)
+                    h = conv(name + "_project", h, make_divisible(c), relu6=False)
+                    if (s if i == 0 else 1) == 1 and inp.shape[-1] == h.shape[-1]:
+                        h = inp + h
+                    block += 1
+            h = tf.reduce_mean(conv("Conv_1", h, 1280), axis=[1, 2])
+            logits = tf.matmul(h, var("Logits/kernel", [1280, 2])) + v1.get_variable(
+                "Logits/bias", [2], initializer=v1.zeros_initializer())
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            with tf.control_dependencies(updates):
+                train = v1.train.AdamOptimizer(1e-3).minimize(loss)
+            init = v1.global_variables_initializer()
+        sess = self.session(g)
+        sess.run(init)
+        xs, ys = lenet_batch(np, MOBILENET_BATCH, size * size * 3, 2)
         feed = {x: xs, y: ys}
         for _ in range(3):
             sess.run(train, feed)
@@ -496,11 +572,29 @@ class Torch:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from compare_cnn_torch import build_lenet
 
-        model = build_lenet(torch).to(memory_format=torch.channels_last)
         xs, ys = lenet_batch(np)
-        x = torch.from_numpy(xs).reshape(-1, 1, 28, 28).contiguous(
-            memory_format=torch.channels_last)
-        y = torch.from_numpy(ys).long()
+        x = torch.from_numpy(xs).reshape(-1, 1, 28, 28)
+        return self.train_step_ms(build_lenet(torch), x, torch.from_numpy(ys).long())
+
+    def mobilenet_v2_step(self, variant):
+        """compare_cnn_torch.py's MobileNetV2 (Keras's, width 1.0) on 224x224x3, 2 classes,
+        batch 8, channels_last, Adam 1e-3."""
+        torch, np = self.torch, self.np
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from compare_cnn_torch import build_keras_mobilenet_v2
+
+        size = MOBILENET_SIZE
+        xs, ys = lenet_batch(np, MOBILENET_BATCH, size * size * 3, 2)
+        # pf-bench's batch is [N, H * W * C] in NHWC order: the same values in NHWC memory.
+        x = torch.from_numpy(xs).reshape(-1, size, size, 3).permute(0, 3, 1, 2)
+        return self.train_step_ms(build_keras_mobilenet_v2(torch), x, torch.from_numpy(ys).long())
+
+    def train_step_ms(self, model, x, y):
+        """ms per step (forward, cross-entropy, backward, Adam 1e-3) of `model` in channels_last,
+        timed as pf-bench times its CNN steps."""
+        torch = self.torch
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
         model.train()
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         loss_fn = torch.nn.CrossEntropyLoss()
@@ -513,7 +607,6 @@ class Torch:
         for _ in range(3):
             step()
         return median_seconds(lambda: [step() for _ in range(5)]) / 5 * 1e3
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
