@@ -62,8 +62,9 @@ bool IsRank2(const Output& o) { return o.shape().unknown_rank() || o.shape().ran
 
 // Replaces `group` (its last node last) by a node made from `spec`, which gets the group's
 // control inputs from outside it, the last node's consumers and control successors, and the
-// inputs in `shape_uses`; it runs where the last node ran. Records the removed nodes in
-// *replaced_by (the last maps to the new node) and returns the Fusion.
+// inputs in `shape_uses` (each reads the fused node's output of its edge's index); it runs where
+// the last node ran and has the last node's outputs unless `spec` names its own. Records the
+// removed nodes in *replaced_by (the last maps to the new node) and returns the Fusion.
 Fusion ReplaceGroup(Partitions::Part* part, const std::vector<Node*>& group, NodeSpec spec,
                     const std::vector<Edge>& shape_uses, std::vector<std::string> fused_ops,
                     std::unordered_map<const Node*, Node*>* replaced_by) {
@@ -78,9 +79,11 @@ Fusion ReplaceGroup(Partitions::Part* part, const std::vector<Node*>& group, Nod
     }
   }
   spec.name = last->name();
-  for (int i = 0; i < last->num_outputs(); ++i) {
-    spec.output_dtypes.push_back(last->output_dtype(i));
-    spec.output_shapes.push_back(last->output_shape(i));
+  if (spec.output_dtypes.empty()) {
+    for (int i = 0; i < last->num_outputs(); ++i) {
+      spec.output_dtypes.push_back(last->output_dtype(i));
+      spec.output_shapes.push_back(last->output_shape(i));
+    }
   }
   spec.requested_device = last->requested_device();
   spec.colocation = last->colocation_group();
@@ -94,7 +97,7 @@ Fusion ReplaceGroup(Partitions::Part* part, const std::vector<Node*>& group, Nod
       g.UpdateEdge(Output(fused, e.src_output), e.dst, e.dst_input);
     }
   }
-  for (const Edge& e : shape_uses) g.UpdateEdge(Output(fused, 0), e.dst, e.dst_input);
+  for (const Edge& e : shape_uses) g.UpdateEdge(Output(fused, e.src_output), e.dst, e.dst_input);
   Fusion f;
   f.op = fused->op();
   f.fused_ops = std::move(fused_ops);
@@ -219,6 +222,100 @@ void FuseGradientSums(Partitions::Part* part, const std::set<Output>& fetched,
   }
 }
 
+bool IsNhwcFloat(const Node& bn) {
+  return bn.attr<std::string>("data_format") == "NHWC" && bn.attr<DType>("T") == DT_FLOAT;
+}
+
+// FusedBatchNorm -> Relu | Relu6 as one _FusedBatchNormEx that writes y once, activated. Other
+// readers of the batch norm's output may be the activation's gradient (its features input) or
+// read only its shape: they read the fused node's output instead (the gradient's mask is the
+// same from the activation's output: ops/nn/batch_norm_nhwc.h); its other outputs (the
+// statistics) move to the fused node's.
+void FuseBatchNormActivations(Partitions::Part* part, const std::set<Output>& fetched,
+                              std::unordered_map<const Node*, Node*>* replaced_by,
+                              std::vector<Fusion>* done) {
+  const std::string& device_type = part->device->device_type();
+  const std::vector<Node*> nodes = part->nodes;
+  for (Node* bn : nodes) {
+    if (replaced_by->count(bn) || bn->op() != "FusedBatchNorm" || !IsNhwcFloat(*bn)) continue;
+    bool outputs_fetched = false;
+    for (int i = 0; i < bn->num_outputs(); ++i) outputs_fetched |= fetched.count(Output(bn, i)) > 0;
+    if (outputs_fetched) continue;
+    Node* act = nullptr;
+    std::vector<Edge> moved, grads;  // to the fused node's outputs
+    bool fusable = true;
+    for (const Edge& e : bn->out_edges()) {
+      if (e.IsControl()) {
+        fusable = false;
+      } else if (e.src_output != 0 || ReadsShapeOnly(e)) {
+        moved.push_back(e);
+      } else if ((e.dst->op() == "Relu" || e.dst->op() == "Relu6") && e.dst_input == 0 &&
+                 act == nullptr) {
+        act = e.dst;
+      } else if ((e.dst->op() == "ReluGrad" || e.dst->op() == "Relu6Grad") && e.dst_input == 1) {
+        grads.push_back(e);
+      } else {
+        fusable = false;
+      }
+    }
+    if (!fusable || act == nullptr || replaced_by->count(act)) continue;
+    const std::string& mode = act->op();
+    if (std::any_of(grads.begin(), grads.end(),
+                    [&](const Edge& e) { return e.dst->op() != mode + "Grad"; }))
+      continue;
+    NodeSpec spec;
+    spec.op_def = OpRegistry::Global()->Find("_FusedBatchNormEx");
+    spec.attrs = bn->attrs();
+    spec.attrs["activation_mode"] = mode;
+    if (KernelRegistry::Global()->Find("_FusedBatchNormEx", device_type, spec.attrs) == nullptr)
+      continue;  // e.g. a GPU
+    spec.inputs = bn->inputs();
+    moved.insert(moved.end(), grads.begin(), grads.end());
+    // The fused node has the batch norm's outputs: ReplaceGroup takes them from the last node.
+    NodeSpec shaped = spec;
+    for (int i = 0; i < bn->num_outputs(); ++i) {
+      shaped.output_dtypes.push_back(bn->output_dtype(i));
+      shaped.output_shapes.push_back(bn->output_shape(i));
+    }
+    done->push_back(ReplaceGroup(part, {bn, act}, std::move(shaped), moved, {mode}, replaced_by));
+  }
+}
+
+// ReluGrad | Relu6Grad -> FusedBatchNormGrad (its y_backprop) as one _FusedBatchNormGradEx that
+// masks the incoming gradient as it reads it; the activation's features become its input y.
+void FuseBatchNormGradActivations(Partitions::Part* part, const std::set<Output>& fetched,
+                                  std::unordered_map<const Node*, Node*>* replaced_by,
+                                  std::vector<Fusion>* done) {
+  const std::string& device_type = part->device->device_type();
+  const std::vector<Node*> nodes = part->nodes;
+  for (Node* bng : nodes) {
+    if (replaced_by->count(bng) || bng->op() != "FusedBatchNormGrad" || !IsNhwcFloat(*bng))
+      continue;
+    Node* act_grad = bng->input(0).node;
+    if (replaced_by->count(act_grad) ||
+        (act_grad->op() != "ReluGrad" && act_grad->op() != "Relu6Grad"))
+      continue;
+    std::vector<Edge> shape_uses;
+    int at = -1;
+    if (SoleConsumer(Output(act_grad, 0), {"FusedBatchNormGrad"}, fetched, &shape_uses, &at) !=
+            bng ||
+        at != 0)
+      continue;
+    const std::string mode = act_grad->op() == "ReluGrad" ? "Relu" : "Relu6";
+    NodeSpec spec;
+    spec.op_def = OpRegistry::Global()->Find("_FusedBatchNormGradEx");
+    spec.attrs = bng->attrs();
+    spec.attrs["activation_mode"] = mode;
+    if (KernelRegistry::Global()->Find("_FusedBatchNormGradEx", device_type, spec.attrs) == nullptr)
+      continue;
+    spec.inputs = bng->inputs();
+    spec.inputs[0] = act_grad->input(0);
+    spec.inputs.push_back(act_grad->input(1));
+    done->push_back(
+        ReplaceGroup(part, {act_grad, bng}, std::move(spec), shape_uses, {mode}, replaced_by));
+  }
+}
+
 }  // namespace
 
 bool RemappingEnabled(bool option) {
@@ -240,6 +337,8 @@ std::vector<Fusion> Remap(Partitions::Part* part, const std::set<Output>& fetche
   std::unordered_map<const Node*, Node*> replaced_by;  // removed copy -> fused node (or null)
   FuseMatMuls(part, fetched, &replaced_by, &done);
   FuseGradientSums(part, fetched, &replaced_by, &done);
+  FuseBatchNormActivations(part, fetched, &replaced_by, &done);
+  FuseBatchNormGradActivations(part, fetched, &replaced_by, &done);
   if (done.empty()) return done;
   part->nodes.erase(std::remove_if(part->nodes.begin(), part->nodes.end(),
                                    [&](Node* n) { return replaced_by.count(n) > 0; }),

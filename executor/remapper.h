@@ -10,6 +10,13 @@
 //   [Mul(w, scalar) ->] AddN -> Apply<Opt> (its gradient input)
 //                               becomes   _FusedApply<Opt>(fused_ops = [Mul, AddN] or [AddN]),
 //                                         the sum made inside the update (ops/train/apply_kernel.h)
+//   FusedBatchNorm -> Relu | Relu6 (float32, NHWC)
+//                               becomes   _FusedBatchNormEx(activation_mode = Relu | Relu6); the
+//                                         batch norm's output may also feed the activation's
+//                                         gradient (as its features), which then reads the
+//                                         fused output: the same mask
+//   ReluGrad | Relu6Grad -> FusedBatchNormGrad (its y_backprop; float32, NHWC)
+//                               becomes   _FusedBatchNormGradEx(activation_mode = Relu | Relu6)
 // only when each intermediate output has no consumer but the next node of the pattern (a _Send
 // to another device is a consumer), no control edge leaves it, and it is not fetched. The fused
 // node takes the name of the pattern's last node, as in TensorFlow, so traces and errors name

@@ -1,12 +1,12 @@
-// FusedBatchNorm and FusedBatchNormGrad (TensorFlow's attrs; conventions in batch_norm_ops.h).
-// float32 NHWC runs oneDNN's batch_normalization (batch_norm_onednn.cc) for the normalisation
-// and the gradients, and short loops over C here for the op's own statistics outputs (unbiased
-// variance, running averages, inverse std). NCHW stays on the loops: oneDNN 2.6's plain-nchw
-// implementation (ncsp_bnorm, no JIT) measured 2-16x slower than them. float64, empty tensors
-// and, unless PF_BATCHNORM_ONEDNN=1, float32 NHWC run the direct loops below: per-channel sums over
-// fixed blocks of x (partial sums per block, added in block order, so results do not depend on the
-// pool's thread count), then one elementwise pass. In NHWC the inner loops run along C and
-// vectorise.
+// FusedBatchNorm and FusedBatchNormGrad (TensorFlow's attrs; conventions in batch_norm_ops.h), and
+// _FusedBatchNormEx / _FusedBatchNormGradEx, the same with a Relu or Relu6 fused in (the
+// remapper's, executor/remapper.cc). float32 and float64 NHWC run the loops of
+// batch_norm_nhwc.cc: the moments in one pass over x, the normalisation (and activation) in a
+// second. NCHW runs the loops below: per-channel sums over each (image, channel) plane, partial
+// sums added in order, so results do not depend on the pool's thread count, then one
+// elementwise pass. PF_BATCHNORM_ONEDNN=1 runs oneDNN's batch_normalization
+// (batch_norm_onednn.cc) for float32 NHWC without an activation instead; oneDNN 2.6's plain-nchw
+// implementation (ncsp_bnorm, no JIT) measured 2-16x slower than the loops.
 #include "placeflow/ops/nn/batch_norm_ops.h"
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "placeflow/ops/grad_util.h"
+#include "placeflow/ops/nn/batch_norm_nhwc.h"
 #include "placeflow/ops/nn/batch_norm_onednn.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
@@ -100,98 +101,68 @@ Status ValidateFusedBatchNormGrad(const Shape& y_backprop, const Shape& x, const
 
 namespace {
 
-// Per-channel sums s0[c] += a, s1[c] += b of f(i, c, a, b) over every element i of channel c.
-// Blocks of about kBlock elements are summed in parallel into partials, then added in order.
+// NCHW: per-channel sums s0[c] += a, s1[c] += b of f(i, c, a, b) over every element i of
+// channel c, one partial per (image, channel) plane, added in order.
 template <typename T, typename F>
 void ChannelSums(OpKernelContext* ctx, const BatchNormGeometry& g, F f, T* s0, T* s1) {
   const int64_t c = g.channels;
   std::fill(s0, s0 + c, T(0));
   std::fill(s1, s1 + c, T(0));
   if (g.count() == 0 || c == 0) return;
-  constexpr int64_t kBlock = 16384;
-  if (g.inner == 1) {
-    // NHWC: blocks of rows; the inner loop runs along C.
-    const int64_t rows_per_block = std::max<int64_t>(1, kBlock / c);
-    const int64_t blocks = (g.outer + rows_per_block - 1) / rows_per_block;
-    std::vector<T> partial(blocks * 2 * c, T(0));
-    ParallelFor(ctx, blocks, rows_per_block * c * 3, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        T* p0 = partial.data() + b * 2 * c;
-        T* p1 = p0 + c;
-        const int64_t r1 = std::min(g.outer, (b + 1) * rows_per_block);
-        for (int64_t r = b * rows_per_block; r < r1; ++r) {
-          const int64_t base = r * c;
-          for (int64_t k = 0; k < c; ++k) f(base + k, k, p0[k], p1[k]);
-        }
-      }
-    });
-    for (int64_t b = 0; b < blocks; ++b) {
-      const T* p0 = partial.data() + b * 2 * c;
-      for (int64_t k = 0; k < c; ++k) {
-        s0[k] += p0[k];
-        s1[k] += p0[c + k];
-      }
+  const int64_t planes = g.outer * c;
+  std::vector<T> partial(planes * 2, T(0));
+  ParallelFor(ctx, planes, g.inner * 3, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t k = p % c, base = p * g.inner;
+      T a = 0, b = 0;
+      for (int64_t i = 0; i < g.inner; ++i) f(base + i, k, a, b);
+      partial[2 * p] = a;
+      partial[2 * p + 1] = b;
     }
-  } else {
-    // NCHW: one partial per (image, channel) plane, contiguous.
-    const int64_t planes = g.outer * c;
-    std::vector<T> partial(planes * 2, T(0));
-    ParallelFor(ctx, planes, g.inner * 3, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t k = p % c, base = p * g.inner;
-        T a = 0, b = 0;
-        for (int64_t i = 0; i < g.inner; ++i) f(base + i, k, a, b);
-        partial[2 * p] = a;
-        partial[2 * p + 1] = b;
-      }
-    });
-    for (int64_t p = 0; p < planes; ++p) {
-      s0[p % c] += partial[2 * p];
-      s1[p % c] += partial[2 * p + 1];
-    }
+  });
+  for (int64_t p = 0; p < planes; ++p) {
+    s0[p % c] += partial[2 * p];
+    s1[p % c] += partial[2 * p + 1];
   }
 }
 
-// out[i] = in0[i] * a[c] + in1[i] * b[c] + d[c] (in1 may be null).
+// NCHW: out[i] = in0[i] * a[c] + in1[i] * b[c] + d[c] (in1 may be null).
 template <typename T>
 void ChannelAffine(OpKernelContext* ctx, const BatchNormGeometry& g, const T* in0, const T* in1,
                    const T* a, const T* b, const T* d, T* out) {
   const int64_t c = g.channels;
   if (g.count() == 0 || c == 0) return;
-  if (g.inner == 1) {
-    ParallelFor(ctx, g.outer, c * 2, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t base = r * c;
-        if (in1 == nullptr) {
-          for (int64_t k = 0; k < c; ++k) out[base + k] = in0[base + k] * a[k] + d[k];
-        } else {
-          for (int64_t k = 0; k < c; ++k) {
-            out[base + k] = in0[base + k] * a[k] + in1[base + k] * b[k] + d[k];
-          }
+  ParallelFor(ctx, g.outer * c, g.inner * 2, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t k = p % c, base = p * g.inner;
+      const T ak = a[k], bk = b != nullptr ? b[k] : T(0), dk = d[k];
+      if (in1 == nullptr) {
+        for (int64_t i = 0; i < g.inner; ++i) out[base + i] = in0[base + i] * ak + dk;
+      } else {
+        for (int64_t i = 0; i < g.inner; ++i) {
+          out[base + i] = in0[base + i] * ak + in1[base + i] * bk + dk;
         }
       }
-    });
-  } else {
-    ParallelFor(ctx, g.outer * c, g.inner * 2, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t k = p % c, base = p * g.inner;
-        const T ak = a[k], bk = b != nullptr ? b[k] : T(0), dk = d[k];
-        if (in1 == nullptr) {
-          for (int64_t i = 0; i < g.inner; ++i) out[base + i] = in0[base + i] * ak + dk;
-        } else {
-          for (int64_t i = 0; i < g.inner; ++i) {
-            out[base + i] = in0[base + i] * ak + in1[base + i] * bk + dk;
-          }
-        }
-      }
-    });
+    }
+  });
+}
+
+// The fused ops' activation_mode (Identity for the plain ops); an activation needs NHWC.
+Status ActivationOf(const Node& n, BnActivation* act) {
+  *act = BnActivation::kIdentity;
+  if (!n.HasAttr("activation_mode")) return Status::OK();
+  PF_RETURN_IF_ERROR(ParseBnActivation(n.attr<std::string>("activation_mode"), act));
+  if (*act != BnActivation::kIdentity && n.attr<std::string>("data_format") != "NHWC") {
+    return errors::InvalidArgument("activation_mode \"", n.attr<std::string>("activation_mode"),
+                                   "\" needs data_format \"NHWC\"");
   }
+  return Status::OK();
 }
 
 template <typename T>
-bool UseDnnl(const BatchNormGeometry& g) {
+bool UseDnnl(const BatchNormGeometry& g, BnActivation act) {
   return std::is_same_v<T, float> && !g.nchw && g.count() > 0 && g.channels > 0 &&
-         BatchNormUseOneDnn();
+         act == BnActivation::kIdentity && BatchNormUseOneDnn();
 }
 
 template <typename T>
@@ -202,9 +173,11 @@ class FusedBatchNormOp : public OpKernel {
         epsilon_(n.attr<float>("epsilon")),
         factor_(n.attr<float>("exponential_avg_factor")),
         is_training_(n.attr<bool>("is_training")),
-        data_format_(n.attr<std::string>("data_format")) {}
+        data_format_(n.attr<std::string>("data_format")),
+        act_status_(ActivationOf(n, &act_)) {}
 
   Status Compute(OpKernelContext* ctx) override {
+    PF_RETURN_IF_ERROR(act_status_);
     const Tensor& x = ctx->input(0);
     BatchNormGeometry g;
     PF_RETURN_IF_ERROR(ValidateFusedBatchNorm(
@@ -225,7 +198,7 @@ class FusedBatchNormOp : public OpKernel {
     const T eps = static_cast<T>(epsilon_);
     const T* mean_in = ctx->input(3).data<T>();
     const T* var_in = ctx->input(4).data<T>();
-    const bool dnnl = UseDnnl<T>(g);
+    const bool dnnl = UseDnnl<T>(g, act_);
     if (is_training_) {
       PF_RETURN_IF_ERROR(TrainingStatistics(ctx, g, dnnl, out));
     } else {
@@ -249,7 +222,11 @@ class FusedBatchNormOp : public OpKernel {
       a[k] = scale[k] * inv_std[k];
       d[k] = offset[k] - mean[k] * a[k];
     }
-    ChannelAffine<T>(ctx, g, px, nullptr, a.data(), nullptr, d.data(), out[0]->data<T>());
+    if (g.nchw) {
+      ChannelAffine<T>(ctx, g, px, nullptr, a.data(), nullptr, d.data(), out[0]->data<T>());
+    } else {
+      NhwcNormalize<T>(ctx, px, g.outer, c, a.data(), d.data(), act_, out[0]->data<T>());
+    }
     return Status::OK();
   }
 
@@ -279,7 +256,8 @@ class FusedBatchNormOp : public OpKernel {
                                          var.data(), out[0]->data<T>()));
       }
     }
-    if (!dnnl) {
+    if (!dnnl && !g.nchw) NhwcMoments<T>(ctx, px, g.outer, c, mean, var.data());
+    if (!dnnl && g.nchw) {
       ChannelSums<T>(
           ctx, g, [&](int64_t i, int64_t, T& s, T&) { s += px[i]; }, mean, unused.data());
       for (int64_t k = 0; k < c; ++k) mean[k] /= n;
@@ -311,6 +289,8 @@ class FusedBatchNormOp : public OpKernel {
   float epsilon_, factor_;
   bool is_training_;
   std::string data_format_;
+  BnActivation act_;
+  Status act_status_;
   DnnlBatchNorm dnnl_;  // float32 only
 };
 
@@ -323,9 +303,11 @@ class FusedBatchNormGradOp : public OpKernel {
   explicit FusedBatchNormGradOp(const Node& n)
       : OpKernel(n),
         is_training_(n.attr<bool>("is_training")),
-        data_format_(n.attr<std::string>("data_format")) {}
+        data_format_(n.attr<std::string>("data_format")),
+        act_status_(ActivationOf(n, &act_)) {}
 
   Status Compute(OpKernelContext* ctx) override {
+    PF_RETURN_IF_ERROR(act_status_);
     const Tensor& dy_t = ctx->input(0);
     const Tensor& x_t = ctx->input(1);
     BatchNormGeometry g;
@@ -344,20 +326,31 @@ class FusedBatchNormGradOp : public OpKernel {
     const T* inv_std = ctx->input(4).data<T>();
     T* dscale = out[1]->data<T>();
     T* doffset = out[2]->data<T>();
+    // _FusedBatchNormGradEx: the activation's input or output, for its gradient's mask.
+    const T* y = act_ == BnActivation::kIdentity ? nullptr : ctx->input(5).data<T>();
+    if (y != nullptr && ctx->input(5).shape() != x_t.shape()) {
+      return errors::InvalidArgument("y must have the shape of x, got ",
+                                     ctx->input(5).shape().ToString(), " and ",
+                                     x_t.shape().ToString());
+    }
     if constexpr (std::is_same_v<T, float>) {
-      if (UseDnnl<T>(g)) {
+      if (UseDnnl<T>(g, act_)) {
         return dnnl_.Backward(ctx, x_t.shape(), g.nchw, is_training_, dy, x, scale, mean, inv_std,
                               out[0]->data<T>(), dscale, doffset);
       }
     }
     std::vector<T> dy_xc(c);  // sum(dy * (x - mean))
-    ChannelSums<T>(
-        ctx, g,
-        [&](int64_t i, int64_t k, T& s0, T& s1) {
-          s0 += dy[i];
-          s1 += dy[i] * (x[i] - mean[k]);
-        },
-        doffset, dy_xc.data());
+    if (g.nchw) {
+      ChannelSums<T>(
+          ctx, g,
+          [&](int64_t i, int64_t k, T& s0, T& s1) {
+            s0 += dy[i];
+            s1 += dy[i] * (x[i] - mean[k]);
+          },
+          doffset, dy_xc.data());
+    } else {
+      NhwcGradSums<T>(ctx, dy, x, y, act_, mean, g.outer, c, doffset, dy_xc.data());
+    }
     for (int64_t k = 0; k < c; ++k) dscale[k] = dy_xc[k] * inv_std[k];
     // dx = dy * a + x * b + d.
     std::vector<T> a(c), b(c, T(0)), d(c, T(0));
@@ -369,13 +362,20 @@ class FusedBatchNormGradOp : public OpKernel {
         d[k] = -a[k] * doffset[k] / n - mean[k] * b[k];
       }
     }
-    ChannelAffine<T>(ctx, g, dy, x, a.data(), b.data(), d.data(), out[0]->data<T>());
+    if (g.nchw) {
+      ChannelAffine<T>(ctx, g, dy, x, a.data(), b.data(), d.data(), out[0]->data<T>());
+    } else {
+      NhwcGradApply<T>(ctx, dy, x, y, act_, a.data(), b.data(), d.data(), g.outer, c,
+                       out[0]->data<T>());
+    }
     return Status::OK();
   }
 
  private:
   bool is_training_;
   std::string data_format_;
+  BnActivation act_;
+  Status act_status_;
   DnnlBatchNorm dnnl_;  // float32 only
 };
 
@@ -391,66 +391,113 @@ PF_GRAD(FusedBatchNormGradFn) {
 
 Shape ChannelVector(const BatchNormGeometry& g) { return Shape{g.channels}; }
 
-PF_REGISTER_OP(
-    OpDef("FusedBatchNorm")
-        .Input("x", "T")
-        .Input("scale", "U")
-        .Input("offset", "U")
-        .Input("mean", "U")
-        .Input("variance", "U")
-        .Output("y", "T")
-        .Output("batch_mean", "U")
-        .Output("batch_variance", "U")
-        .Output("reserve_space_1", "U")
-        .Output("reserve_space_2", "U")
-        .TypeAttr("T", kFloatingTypes)
-        .TypeAttr("U", kRealTypes)  // the statistics' type (TF's FusedBatchNormV3)
-        .Attr("epsilon", 1e-3f)
-        .Attr("exponential_avg_factor", 1.f)
-        .Attr("data_format", std::string("NHWC"))
-        .Attr("is_training", true)
-        .SetGradient(FusedBatchNormGradFn)
-        .SetShapeFn([](ShapeContext& c) {
-          BatchNormGeometry g;
-          PF_RETURN_IF_ERROR(ValidateFusedBatchNorm(c.input(0), c.input(1), c.input(2), c.input(3),
-                                                    c.input(4), c.attr<bool>("is_training"),
-                                                    c.attr<float>("exponential_avg_factor"),
-                                                    c.attr<std::string>("data_format"), &g));
-          c.set_output(0, c.input(0).unknown_rank() ? Shape{-1, -1, -1, -1} : c.input(0));
-          for (int i = 1; i < 5; ++i) c.set_output(i, ChannelVector(g));
-          return Status::OK();
-        }));
+Status FusedBatchNormShape(ShapeContext& c) {
+  BatchNormGeometry g;
+  PF_RETURN_IF_ERROR(ValidateFusedBatchNorm(
+      c.input(0), c.input(1), c.input(2), c.input(3), c.input(4), c.attr<bool>("is_training"),
+      c.attr<float>("exponential_avg_factor"), c.attr<std::string>("data_format"), &g));
+  c.set_output(0, c.input(0).unknown_rank() ? Shape{-1, -1, -1, -1} : c.input(0));
+  for (int i = 1; i < 5; ++i) c.set_output(i, ChannelVector(g));
+  return Status::OK();
+}
+
+Status FusedBatchNormGradShape(ShapeContext& c) {
+  BatchNormGeometry g;
+  PF_RETURN_IF_ERROR(ValidateFusedBatchNormGrad(c.input(0), c.input(1), c.input(2), c.input(3),
+                                                c.input(4), c.attr<std::string>("data_format"),
+                                                &g));
+  Shape x = c.input(1).MergeWith(c.input(0));
+  c.set_output(0, x.unknown_rank() ? Shape{-1, -1, -1, -1} : x);
+  c.set_output(1, ChannelVector(g));
+  c.set_output(2, ChannelVector(g));
+  c.set_output(3, Shape{0});
+  c.set_output(4, Shape{0});
+  return Status::OK();
+}
+
+// The fused ops' activation_mode: a known one, and NHWC when it is not Identity.
+Status CheckActivation(ShapeContext& c) {
+  BnActivation act;
+  PF_RETURN_IF_ERROR(ParseBnActivation(c.attr<std::string>("activation_mode"), &act));
+  if (act != BnActivation::kIdentity && c.attr<std::string>("data_format") != "NHWC") {
+    return errors::InvalidArgument("activation_mode \"", c.attr<std::string>("activation_mode"),
+                                   "\" needs data_format \"NHWC\"");
+  }
+  return Status::OK();
+}
+
+// x, scale, offset, mean, variance -> y, batch_mean, batch_variance, reserve_space_1 and 2.
+OpDef BatchNormDef(const std::string& name) {
+  return OpDef(name)
+      .Input("x", "T")
+      .Input("scale", "U")
+      .Input("offset", "U")
+      .Input("mean", "U")
+      .Input("variance", "U")
+      .Output("y", "T")
+      .Output("batch_mean", "U")
+      .Output("batch_variance", "U")
+      .Output("reserve_space_1", "U")
+      .Output("reserve_space_2", "U")
+      .TypeAttr("T", kFloatingTypes)
+      .TypeAttr("U", kRealTypes)  // the statistics' type (TF's FusedBatchNormV3)
+      .Attr("epsilon", 1e-3f)
+      .Attr("exponential_avg_factor", 1.f)
+      .Attr("data_format", std::string("NHWC"))
+      .Attr("is_training", true);
+}
+
+// y_backprop, x, scale, reserve_space_1 and 2 -> x, scale and offset backprops and TensorFlow's
+// two empty outputs.
+OpDef BatchNormGradDef(const std::string& name) {
+  return OpDef(name)
+      .Input("y_backprop", "T")
+      .Input("x", "T")
+      .Input("scale", "U")
+      .Input("reserve_space_1", "U")
+      .Input("reserve_space_2", "U")
+      .Output("x_backprop", "T")
+      .Output("scale_backprop", "U")
+      .Output("offset_backprop", "U")
+      .Output("reserve_space_3", "U")
+      .Output("reserve_space_4", "U")
+      .TypeAttr("T", kFloatingTypes)
+      .TypeAttr("U", kRealTypes)
+      .Attr("epsilon", 1e-3f)
+      .Attr("data_format", std::string("NHWC"))
+      .Attr("is_training", true);
+}
+
+PF_REGISTER_OP(BatchNormDef("FusedBatchNorm")
+                   .SetGradient(FusedBatchNormGradFn)
+                   .SetShapeFn(FusedBatchNormShape));
 // Second-order gradients through batch norm are not needed by any model here; differentiating
 // the gradient is an error rather than a silent zero.
-PF_REGISTER_OP(OpDef("FusedBatchNormGrad")
-                   .Input("y_backprop", "T")
-                   .Input("x", "T")
-                   .Input("scale", "U")
-                   .Input("reserve_space_1", "U")
-                   .Input("reserve_space_2", "U")
-                   .Output("x_backprop", "T")
-                   .Output("scale_backprop", "U")
-                   .Output("offset_backprop", "U")
-                   .Output("reserve_space_3", "U")  // TensorFlow's empty outputs
-                   .Output("reserve_space_4", "U")
-                   .TypeAttr("T", kFloatingTypes)
-                   .TypeAttr("U", kRealTypes)
-                   .Attr("epsilon", 1e-3f)
-                   .Attr("data_format", std::string("NHWC"))
-                   .Attr("is_training", true)
+PF_REGISTER_OP(
+    BatchNormGradDef("FusedBatchNormGrad").SetNoGradient().SetShapeFn(FusedBatchNormGradShape));
+// The remapper's fusions (executor/remapper.cc), never built by users: FusedBatchNorm ->
+// Relu/Relu6 (y is the activation's output), and ReluGrad/Relu6Grad -> FusedBatchNormGrad
+// (y_backprop is the activation's incoming gradient, masked where act'(y) is 0; y is the
+// activation's input or output).
+PF_REGISTER_OP(BatchNormDef("_FusedBatchNormEx")
+                   .Attr("activation_mode", std::string("Identity"))
                    .SetNoGradient()
                    .SetShapeFn([](ShapeContext& c) {
-                     BatchNormGeometry g;
-                     PF_RETURN_IF_ERROR(ValidateFusedBatchNormGrad(
-                         c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
-                         c.attr<std::string>("data_format"), &g));
-                     Shape x = c.input(1).MergeWith(c.input(0));
-                     c.set_output(0, x.unknown_rank() ? Shape{-1, -1, -1, -1} : x);
-                     c.set_output(1, ChannelVector(g));
-                     c.set_output(2, ChannelVector(g));
-                     c.set_output(3, Shape{0});
-                     c.set_output(4, Shape{0});
-                     return Status::OK();
+                     PF_RETURN_IF_ERROR(CheckActivation(c));
+                     return FusedBatchNormShape(c);
+                   }));
+PF_REGISTER_OP(BatchNormGradDef("_FusedBatchNormGradEx")
+                   .Input("y", "T")
+                   .Attr("activation_mode", std::string("Identity"))
+                   .SetNoGradient()
+                   .SetShapeFn([](ShapeContext& c) {
+                     PF_RETURN_IF_ERROR(CheckActivation(c));
+                     if (!c.input(5).IsCompatibleWith(c.input(1))) {
+                       return errors::InvalidArgument("y and x must have the same shape, got ",
+                                                      c.input(5).ToString(), " and ",
+                                                      c.input(1).ToString());
+                     }
+                     return FusedBatchNormGradShape(c);
                    }));
 PF_REGISTER_KERNEL(KernelDef("FusedBatchNorm", kDeviceCpu)
                        .TypeConstraint("T", {DT_FLOAT})
@@ -468,6 +515,14 @@ PF_REGISTER_KERNEL(KernelDef("FusedBatchNormGrad", kDeviceCpu)
                        .TypeConstraint("T", {DT_DOUBLE})
                        .TypeConstraint("U", {DT_DOUBLE}),
                    FusedBatchNormGradOp<double>);
+PF_REGISTER_KERNEL(KernelDef("_FusedBatchNormEx", kDeviceCpu)
+                       .TypeConstraint("T", {DT_FLOAT})
+                       .TypeConstraint("U", {DT_FLOAT}),
+                   FusedBatchNormOp<float>);
+PF_REGISTER_KERNEL(KernelDef("_FusedBatchNormGradEx", kDeviceCpu)
+                       .TypeConstraint("T", {DT_FLOAT})
+                       .TypeConstraint("U", {DT_FLOAT}),
+                   FusedBatchNormGradOp<float>);
 
 }  // namespace
 
