@@ -260,8 +260,9 @@ void FuseBatchNormActivations(Partitions::Part* part, const std::set<Output>& fe
     }
     if (!fusable || act == nullptr || replaced_by->count(act)) continue;
     const std::string& mode = act->op();
+    const char* grad_op = mode == "Relu" ? "ReluGrad" : "Relu6Grad";
     if (std::any_of(grads.begin(), grads.end(),
-                    [&](const Edge& e) { return e.dst->op() != mode + "Grad"; }))
+                    [&](const Edge& e) { return e.dst->op() != grad_op; }))
       continue;
     NodeSpec spec;
     spec.op_def = OpRegistry::Global()->Find("_FusedBatchNormEx");
@@ -281,8 +282,18 @@ void FuseBatchNormActivations(Partitions::Part* part, const std::set<Output>& fe
   }
 }
 
+// Whether `bng` (a FusedBatchNormGrad) differentiates `fwd` (a batch norm): the same x and scale,
+// and fwd's reserve spaces.
+bool Differentiates(const Node& bng, Node* fwd) {
+  return bng.input(1) == fwd->input(0) && bng.input(2) == fwd->input(1) &&
+         bng.input(3) == Output(fwd, 3) && bng.input(4) == Output(fwd, 4);
+}
+
 // ReluGrad | Relu6Grad -> FusedBatchNormGrad (its y_backprop) as one _FusedBatchNormGradEx that
-// masks the incoming gradient as it reads it; the activation's features become its input y.
+// masks the incoming gradient as it reads it, at the pre-activation it recomputes from x (it
+// takes the forward pass's offset as a sixth input). Only behind a _FusedBatchNormEx of the same
+// activation that the gradient differentiates, whose kernel computed the pre-activation's very
+// bits the same way: the activation's tensor is not read again.
 void FuseBatchNormGradActivations(Partitions::Part* part, const std::set<Output>& fetched,
                                   std::unordered_map<const Node*, Node*>* replaced_by,
                                   std::vector<Fusion>* done) {
@@ -295,13 +306,17 @@ void FuseBatchNormGradActivations(Partitions::Part* part, const std::set<Output>
     if (replaced_by->count(act_grad) ||
         (act_grad->op() != "ReluGrad" && act_grad->op() != "Relu6Grad"))
       continue;
+    const std::string mode = act_grad->op() == "ReluGrad" ? "Relu" : "Relu6";
+    Node* fwd = act_grad->input(1).node;
+    if (fwd->op() != "_FusedBatchNormEx" || act_grad->input(1).index != 0 ||
+        fwd->attr<std::string>("activation_mode") != mode || !Differentiates(*bng, fwd))
+      continue;
     std::vector<Edge> shape_uses;
     int at = -1;
     if (SoleConsumer(Output(act_grad, 0), {"FusedBatchNormGrad"}, fetched, &shape_uses, &at) !=
             bng ||
         at != 0)
       continue;
-    const std::string mode = act_grad->op() == "ReluGrad" ? "Relu" : "Relu6";
     NodeSpec spec;
     spec.op_def = OpRegistry::Global()->Find("_FusedBatchNormGradEx");
     spec.attrs = bng->attrs();
@@ -310,7 +325,7 @@ void FuseBatchNormGradActivations(Partitions::Part* part, const std::set<Output>
       continue;
     spec.inputs = bng->inputs();
     spec.inputs[0] = act_grad->input(0);
-    spec.inputs.push_back(act_grad->input(1));
+    spec.inputs.push_back(fwd->input(2));  // the offset
     done->push_back(
         ReplaceGroup(part, {act_grad, bng}, std::move(spec), shape_uses, {mode}, replaced_by));
   }

@@ -15,8 +15,11 @@
 //                                         batch norm's output may also feed the activation's
 //                                         gradient (as its features), which then reads the
 //                                         fused output: the same mask
-//   ReluGrad | Relu6Grad -> FusedBatchNormGrad (its y_backprop; float32, NHWC)
-//                               becomes   _FusedBatchNormGradEx(activation_mode = Relu | Relu6)
+//   ReluGrad | Relu6Grad -> FusedBatchNormGrad (its y_backprop; float32, NHWC), the
+//   activation's features being the output of a _FusedBatchNormEx that the gradient
+//   differentiates
+//                               becomes   _FusedBatchNormGradEx(activation_mode = Relu | Relu6),
+//                                         which recomputes the pre-activation for its mask
 // only when each intermediate output has no consumer but the next node of the pattern (a _Send
 // to another device is a consumer), no control edge leaves it, and it is not fetched. The fused
 // node takes the name of the pattern's last node, as in TensorFlow, so traces and errors name

@@ -35,8 +35,7 @@ void Dispatch(BnActivation act, const Fn& fn) {
 }
 
 // The activation and its gradient: the Relu and Relu6 ops' own functors, so a fused op gives
-// the bits of the ops it replaces. The gradient's mask reads y, the activation's input or its
-// output: 0 < y (< 6) holds for both alike.
+// the bits of the ops it replaces. The gradient's mask tests the pre-activation x * fa + fd.
 template <BnActivation A, typename T>
 inline T Activate(T v) {
   if constexpr (A == BnActivation::kRelu) return ReluF()(v);
@@ -44,10 +43,10 @@ inline T Activate(T v) {
   return v;
 }
 template <BnActivation A, typename T>
-inline T Masked(const T* dy, const T* y, int64_t i) {
-  if constexpr (A == BnActivation::kRelu) return ReluGradF()(dy[i], y[i]);
-  if constexpr (A == BnActivation::kRelu6) return Relu6GradF()(dy[i], y[i]);
-  return dy[i];
+inline T Masked(T dy, T x, const T* fa, const T* fd, int64_t k) {
+  if constexpr (A == BnActivation::kRelu) return ReluGradF()(dy, x * fa[k] + fd[k]);
+  if constexpr (A == BnActivation::kRelu6) return Relu6GradF()(dy, x * fa[k] + fd[k]);
+  return dy;
 }
 
 // The loops below take restrict pointers and run inside SimdCall, inlined into its AVX2 and
@@ -83,14 +82,14 @@ template <BnActivation A, typename T>
 
 template <BnActivation A, typename T>
 [[gnu::always_inline]] inline void GradSumRows(const T* __restrict dy, const T* __restrict x,
-                                               const T* __restrict y, const T* __restrict mean,
-                                               int64_t n, int64_t c, T* __restrict s0,
-                                               T* __restrict s1) {
+                                               const T* __restrict fa, const T* __restrict fd,
+                                               const T* __restrict mean, int64_t n, int64_t c,
+                                               T* __restrict s0, T* __restrict s1) {
   std::fill(s0, s0 + c, T(0));
   std::fill(s1, s1 + c, T(0));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t k = 0; k < c; ++k) {
-      const T g = Masked<A>(dy, y, r * c + k);
+      const T g = Masked<A>(dy[r * c + k], x[r * c + k], fa, fd, k);
       s0[k] += g;
       s1[k] += g * (x[r * c + k] - mean[k]);
     }
@@ -99,13 +98,14 @@ template <BnActivation A, typename T>
 
 template <BnActivation A, typename T>
 [[gnu::always_inline]] inline void GradApplyRows(const T* __restrict dy, const T* __restrict x,
-                                                 const T* __restrict y, const T* __restrict a,
-                                                 const T* __restrict b, const T* __restrict d,
-                                                 int64_t n, int64_t c, T* __restrict dx) {
+                                                 const T* __restrict fa, const T* __restrict fd,
+                                                 const T* __restrict a, const T* __restrict b,
+                                                 const T* __restrict d, int64_t n, int64_t c,
+                                                 T* __restrict dx) {
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t k = 0; k < c; ++k) {
       const int64_t i = r * c + k;
-      dx[i] = Masked<A>(dy, y, i) * a[k] + x[i] * b[k] + d[k];
+      dx[i] = Masked<A>(dy[i], x[i], fa, fd, k) * a[k] + x[i] * b[k] + d[k];
     }
   }
 }
@@ -124,6 +124,15 @@ Status ParseBnActivation(const std::string& mode, BnActivation* act) {
                                    "\": expected \"Identity\", \"Relu\" or \"Relu6\"");
   }
   return Status::OK();
+}
+
+template <typename T>
+void NormalizeCoefficients(const T* scale, const T* offset, const T* mean, const T* inv_std,
+                           int64_t c, T* a, T* d) {
+  for (int64_t k = 0; k < c; ++k) {
+    a[k] = scale[k] * inv_std[k];
+    d[k] = offset[k] - mean[k] * a[k];
+  }
 }
 
 template <typename T>
@@ -175,8 +184,8 @@ void NhwcNormalize(OpKernelContext* ctx, const T* x, int64_t rows, int64_t c, co
 }
 
 template <typename T>
-void NhwcGradSums(OpKernelContext* ctx, const T* dy, const T* x, const T* y, BnActivation act,
-                  const T* mean, int64_t rows, int64_t c, T* sum_g, T* sum_gxc) {
+void NhwcGradSums(OpKernelContext* ctx, const T* dy, const T* x, const T* fa, const T* fd,
+                  BnActivation act, const T* mean, int64_t rows, int64_t c, T* sum_g, T* sum_gxc) {
   std::fill(sum_g, sum_g + c, T(0));
   std::fill(sum_gxc, sum_gxc + c, T(0));
   if (rows == 0 || c == 0) return;
@@ -184,12 +193,12 @@ void NhwcGradSums(OpKernelContext* ctx, const T* dy, const T* x, const T* y, BnA
   const int64_t blocks = (rows + per - 1) / per;
   std::vector<T> partial(blocks * 2 * c);
   Dispatch(act, [&](auto activation) {
-    ParallelFor(ctx, blocks, per * c * 3, [&](int64_t b0, int64_t b1) {
+    ParallelFor(ctx, blocks, per * c * 2, [&](int64_t b0, int64_t b1) {
       SimdCall([&] {
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t at = b * per * c;
-          GradSumRows<decltype(activation)::value>(dy + at, x + at, y == nullptr ? nullptr : y + at,
-                                                   mean, std::min(rows - b * per, per), c,
+          GradSumRows<decltype(activation)::value>(dy + at, x + at, fa, fd, mean,
+                                                   std::min(rows - b * per, per), c,
                                                    &partial[b * 2 * c], &partial[(b * 2 + 1) * c]);
         }
       });
@@ -204,27 +213,30 @@ void NhwcGradSums(OpKernelContext* ctx, const T* dy, const T* x, const T* y, BnA
 }
 
 template <typename T>
-void NhwcGradApply(OpKernelContext* ctx, const T* dy, const T* x, const T* y, BnActivation act,
-                   const T* a, const T* b, const T* d, int64_t rows, int64_t c, T* dx) {
+void NhwcGradApply(OpKernelContext* ctx, const T* dy, const T* x, const T* fa, const T* fd,
+                   BnActivation act, const T* a, const T* b, const T* d, int64_t rows, int64_t c,
+                   T* dx) {
   Dispatch(act, [&](auto activation) {
     ParallelFor(ctx, rows, c * 3, [&](int64_t r0, int64_t r1) {
       const int64_t at = r0 * c;
       SimdCall([&] {
-        GradApplyRows<decltype(activation)::value>(dy + at, x + at, y == nullptr ? nullptr : y + at,
-                                                   a, b, d, r1 - r0, c, dx + at);
+        GradApplyRows<decltype(activation)::value>(dy + at, x + at, fa, fd, a, b, d, r1 - r0, c,
+                                                   dx + at);
       });
     });
   });
 }
 
 #define PF_INSTANTIATE_BN_NHWC(T)                                                                  \
+  template void NormalizeCoefficients<T>(const T*, const T*, const T*, const T*, int64_t, T*, T*); \
   template void NhwcMoments<T>(OpKernelContext*, const T*, int64_t, int64_t, T*, T*);              \
   template void NhwcNormalize<T>(OpKernelContext*, const T*, int64_t, int64_t, const T*, const T*, \
                                  BnActivation, T*);                                                \
-  template void NhwcGradSums<T>(OpKernelContext*, const T*, const T*, const T*, BnActivation,      \
-                                const T*, int64_t, int64_t, T*, T*);                               \
-  template void NhwcGradApply<T>(OpKernelContext*, const T*, const T*, const T*, BnActivation,     \
-                                 const T*, const T*, const T*, int64_t, int64_t, T*);
+  template void NhwcGradSums<T>(OpKernelContext*, const T*, const T*, const T*, const T*,          \
+                                BnActivation, const T*, int64_t, int64_t, T*, T*);                 \
+  template void NhwcGradApply<T>(OpKernelContext*, const T*, const T*, const T*, const T*,         \
+                                 BnActivation, const T*, const T*, const T*, int64_t, int64_t,     \
+                                 T*);
 PF_INSTANTIATE_BN_NHWC(float)
 PF_INSTANTIATE_BN_NHWC(double)
 #undef PF_INSTANTIATE_BN_NHWC

@@ -218,10 +218,7 @@ class FusedBatchNormOp : public OpKernel {
     if (dnnl) return Status::OK();
     // y = x * a + (offset - mean * a), a = scale * inv_std.
     std::vector<T> a(c), d(c);
-    for (int64_t k = 0; k < c; ++k) {
-      a[k] = scale[k] * inv_std[k];
-      d[k] = offset[k] - mean[k] * a[k];
-    }
+    NormalizeCoefficients<T>(scale, offset, mean, inv_std, c, a.data(), d.data());
     if (g.nchw) {
       ChannelAffine<T>(ctx, g, px, nullptr, a.data(), nullptr, d.data(), out[0]->data<T>());
     } else {
@@ -326,12 +323,14 @@ class FusedBatchNormGradOp : public OpKernel {
     const T* inv_std = ctx->input(4).data<T>();
     T* dscale = out[1]->data<T>();
     T* doffset = out[2]->data<T>();
-    // _FusedBatchNormGradEx: the activation's input or output, for its gradient's mask.
-    const T* y = act_ == BnActivation::kIdentity ? nullptr : ctx->input(5).data<T>();
-    if (y != nullptr && ctx->input(5).shape() != x_t.shape()) {
-      return errors::InvalidArgument("y must have the shape of x, got ",
-                                     ctx->input(5).shape().ToString(), " and ",
-                                     x_t.shape().ToString());
+    // _FusedBatchNormGradEx: the forward pass's coefficients, for the activation's mask.
+    std::vector<T> fa, fd;
+    if (act_ != BnActivation::kIdentity) {
+      PF_RETURN_IF_ERROR(CheckVector("offset", ctx->input(5).shape(), c, true));
+      fa.resize(c);
+      fd.resize(c);
+      NormalizeCoefficients<T>(scale, ctx->input(5).data<T>(), mean, inv_std, c, fa.data(),
+                               fd.data());
     }
     if constexpr (std::is_same_v<T, float>) {
       if (UseDnnl<T>(g, act_)) {
@@ -349,7 +348,8 @@ class FusedBatchNormGradOp : public OpKernel {
           },
           doffset, dy_xc.data());
     } else {
-      NhwcGradSums<T>(ctx, dy, x, y, act_, mean, g.outer, c, doffset, dy_xc.data());
+      NhwcGradSums<T>(ctx, dy, x, fa.data(), fd.data(), act_, mean, g.outer, c, doffset,
+                      dy_xc.data());
     }
     for (int64_t k = 0; k < c; ++k) dscale[k] = dy_xc[k] * inv_std[k];
     // dx = dy * a + x * b + d.
@@ -365,8 +365,8 @@ class FusedBatchNormGradOp : public OpKernel {
     if (g.nchw) {
       ChannelAffine<T>(ctx, g, dy, x, a.data(), b.data(), d.data(), out[0]->data<T>());
     } else {
-      NhwcGradApply<T>(ctx, dy, x, y, act_, a.data(), b.data(), d.data(), g.outer, c,
-                       out[0]->data<T>());
+      NhwcGradApply<T>(ctx, dy, x, fa.data(), fd.data(), act_, a.data(), b.data(), d.data(),
+                       g.outer, c, out[0]->data<T>());
     }
     return Status::OK();
   }
@@ -477,8 +477,10 @@ PF_REGISTER_OP(
     BatchNormGradDef("FusedBatchNormGrad").SetNoGradient().SetShapeFn(FusedBatchNormGradShape));
 // The remapper's fusions (executor/remapper.cc), never built by users: FusedBatchNorm ->
 // Relu/Relu6 (y is the activation's output), and ReluGrad/Relu6Grad -> FusedBatchNormGrad
-// (y_backprop is the activation's incoming gradient, masked where act'(y) is 0; y is the
-// activation's input or output).
+// (y_backprop is the activation's incoming gradient, masked where the activation's gradient is
+// 0 at the pre-activation, recomputed from x and the forward pass's scale, offset and reserve
+// spaces: the remapper fuses it only behind a _FusedBatchNormEx of the same x, which computed
+// those very bits).
 PF_REGISTER_OP(BatchNormDef("_FusedBatchNormEx")
                    .Attr("activation_mode", std::string("Identity"))
                    .SetNoGradient()
@@ -487,16 +489,15 @@ PF_REGISTER_OP(BatchNormDef("_FusedBatchNormEx")
                      return FusedBatchNormShape(c);
                    }));
 PF_REGISTER_OP(BatchNormGradDef("_FusedBatchNormGradEx")
-                   .Input("y", "T")
+                   .Input("offset", "U")
                    .Attr("activation_mode", std::string("Identity"))
                    .SetNoGradient()
                    .SetShapeFn([](ShapeContext& c) {
                      PF_RETURN_IF_ERROR(CheckActivation(c));
-                     if (!c.input(5).IsCompatibleWith(c.input(1))) {
-                       return errors::InvalidArgument("y and x must have the same shape, got ",
-                                                      c.input(5).ToString(), " and ",
-                                                      c.input(1).ToString());
-                     }
+                     BatchNormGeometry g;
+                     PF_RETURN_IF_ERROR(
+                         Geometry(c.input(1), c.attr<std::string>("data_format"), &g));
+                     PF_RETURN_IF_ERROR(CheckVector("offset", c.input(5), g.channels, true));
                      return FusedBatchNormGradShape(c);
                    }));
 PF_REGISTER_KERNEL(KernelDef("FusedBatchNorm", kDeviceCpu)

@@ -1,7 +1,8 @@
 // Batch norm with its activation fused in: the remapper's _FusedBatchNormEx (FusedBatchNorm ->
-// Relu | Relu6) and _FusedBatchNormGradEx (ReluGrad | Relu6Grad -> FusedBatchNormGrad) give the
-// bits of the ops they replace, are made only where nothing else reads what they absorb, and
-// reject what they cannot run. Also the NHWC moments over many blocks against float64.
+// Relu | Relu6) and _FusedBatchNormGradEx (ReluGrad | Relu6Grad -> FusedBatchNormGrad, behind a
+// fused forward pass) give the bits of the ops they replace, are made only where nothing else
+// reads what they absorb, and reject what they cannot run. Also the NHWC moments over many blocks
+// against float64.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -110,6 +111,8 @@ TEST_CASE("The batch norm fusion leaves alone what others read", "[remapper][bat
     auto ops = TracedOps(sess, b.Feed(), {b.y, b.pre, b.dx});
     CHECK(ops.at("bn") == "FusedBatchNorm");
     CHECK(ops.at("act") == "Relu6");
+    // The gradient fuses only behind a fused forward pass (whose pre-activation it recomputes).
+    CHECK(ops.at(b.dx.node->name()) == "FusedBatchNormGrad");
   }
   SECTION("a statistics output fetched") {
     Block b("Relu6", true);
