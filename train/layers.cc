@@ -40,10 +40,17 @@ int64_t Channels(const std::string& layer, const Output& x) {
   return s.dim(3);
 }
 
+// x in the layer's compute dtype t: floating tensors of another type are cast (Keras's
+// autocasting of inputs and of AutoCastVariable reads).
+Output AutoCast(const Scope& vs, Output x, DType t) {
+  if (x.dtype() == t || !DTypeIsFloating(x.dtype())) return x;
+  return ops::Cast(vs, x, t);
+}
+
 Output WithBias(const Scope& vs, Output y, int64_t units, bool use_bias) {
   if (!use_bias) return y;
   Variable b = GetVariable(vs, "bias", {units}, init::Zeros());
-  return ops::BiasAdd(vs, y, b.value());
+  return ops::BiasAdd(vs, y, AutoCast(vs, b.value(), y.dtype()));
 }
 
 }  // namespace
@@ -60,9 +67,18 @@ Output Activation(const Scope& s, Output x, const std::string& activation) {
                                      "': use relu, relu6, leaky_relu, sigmoid, tanh or softplus"));
 }
 
+DType PolicyComputeDType(const std::string& layer, const std::string& policy) {
+  if (policy.empty() || policy == "float32") return DT_FLOAT;
+  if (policy == "mixed_float16") return DT_HALF;
+  if (policy == "mixed_bfloat16") return DT_BFLOAT16;
+  ThrowError(errors::InvalidArgument(layer, ": unknown dtype_policy '", policy,
+                                     "': use float32, mixed_float16 or mixed_bfloat16"));
+}
+
 Output Conv2D(const Scope& s, const std::string& name, Output x, const Conv2DOptions& o) {
   if (o.filters <= 0) ThrowError(errors::InvalidArgument(name, ": filters must be positive"));
   const int64_t in_c = Channels(name, x);
+  const DType t = PolicyComputeDType(name, o.dtype_policy);
   const std::vector<int32_t> k = Nhwc(name, "kernel_size", o.kernel_size);
   Scope vs = s.WithVariableScope(name);
   Variable w =
@@ -70,8 +86,8 @@ Output Conv2D(const Scope& s, const std::string& name, Output x, const Conv2DOpt
                   o.kernel_initializer ? o.kernel_initializer : init::GlorotUniform(o.seed));
   ops::ConvAttrs attrs;
   attrs.dilations = Nhwc(name, "dilation_rate", o.dilation_rate);
-  Output y = ops::Conv2D(vs, x, w.value(), Nhwc(name, "strides", o.strides),
-                         Padding(name, o.padding), attrs);
+  Output y = ops::Conv2D(vs, AutoCast(vs, x, t), AutoCast(vs, w.value(), t),
+                         Nhwc(name, "strides", o.strides), Padding(name, o.padding), attrs);
   return Activation(vs, WithBias(vs, y, o.filters, o.use_bias), o.activation);
 }
 
@@ -80,13 +96,14 @@ Output DepthwiseConv2D(const Scope& s, const std::string& name, Output x,
   if (o.depth_multiplier <= 0)
     ThrowError(errors::InvalidArgument(name, ": depth_multiplier must be positive"));
   const int64_t in_c = Channels(name, x);
+  const DType t = PolicyComputeDType(name, o.dtype_policy);
   const std::vector<int32_t> k = Nhwc(name, "kernel_size", o.kernel_size);
   Scope vs = s.WithVariableScope(name);
   Variable w =
       GetVariable(vs, "depthwise_kernel", {k[1], k[2], in_c, o.depth_multiplier},
                   o.depthwise_initializer ? o.depthwise_initializer : init::GlorotUniform(o.seed));
-  Output y = ops::DepthwiseConv2dNative(vs, x, w.value(), Nhwc(name, "strides", o.strides),
-                                        Padding(name, o.padding));
+  Output y = ops::DepthwiseConv2dNative(vs, AutoCast(vs, x, t), AutoCast(vs, w.value(), t),
+                                        Nhwc(name, "strides", o.strides), Padding(name, o.padding));
   return Activation(vs, WithBias(vs, y, in_c * o.depth_multiplier, o.use_bias), o.activation);
 }
 
@@ -96,11 +113,12 @@ Output Dense(const Scope& s, const std::string& name, Output x, const DenseOptio
   if (xs.unknown_rank() || xs.rank() != 2 || xs.dim(1) < 0)
     ThrowError(errors::InvalidArgument(
         name, ": expected a [N, features] input with known features, got ", xs.ToString()));
+  const DType t = PolicyComputeDType(name, o.dtype_policy);
   Scope vs = s.WithVariableScope(name);
   Variable w =
       GetVariable(vs, "kernel", {xs.dim(1), o.units},
                   o.kernel_initializer ? o.kernel_initializer : init::GlorotUniform(o.seed));
-  Output y = ops::MatMul(vs, x, w.value());
+  Output y = ops::MatMul(vs, AutoCast(vs, x, t), AutoCast(vs, w.value(), t));
   return Activation(vs, WithBias(vs, y, o.units, o.use_bias), o.activation);
 }
 
@@ -114,6 +132,7 @@ Output BatchNormalization(const Scope& s, const std::string& name, Output x, boo
   if (!(o.momentum >= 0 && o.momentum < 1))
     ThrowError(errors::InvalidArgument(name, ": momentum must be in [0, 1), got ", o.momentum));
   Scope vs = s.WithVariableScope(name);
+  x = AutoCast(vs, x, PolicyComputeDType(name, o.dtype_policy));
   auto param = [&](const char* var, bool on, Initializer init) {
     if (on) return GetVariable(vs, var, {c}, std::move(init)).value();
     return ops::Const(vs, std::vector<float>(c, var[0] == 'g' ? 1.f : 0.f), {c});

@@ -9,6 +9,13 @@
 //   10});
 //   // Train with the "update_ops" collection (the moving averages) as control dependencies.
 //
+// dtype_policy (Keras's mixed precision policies): "" or "float32"; "mixed_float16" or
+// "mixed_bfloat16": the layer's variables stay float32 and it computes in float16 (bfloat16):
+// floating inputs and the variables' values are cast to that type, and the output has it
+// (batch norm keeps its statistics and its scale and offset in float32, as Keras's fused layer
+// does). Give the last layer "float32" (Keras's advice for the logits) or cast its output, and
+// pair mixed_float16 with train::LossScaleOptimizer. Anything else is a pf::Error.
+//
 // A layer named "conv1" keeps its variables in variable scope "conv1" ("conv1/kernel",
 // "conv1/bias"; batch norm: "gamma", "beta", "moving_mean", "moving_variance", the last two
 // not trainable) and builds its ops under name scope "conv1". Calling a layer again with the
@@ -28,6 +35,10 @@ namespace pf::layers {
 // "softplus"; anything else is a pf::Error.
 Output Activation(const Scope& s, Output x, const std::string& activation);
 
+// The compute dtype of a dtype_policy: DT_FLOAT, DT_HALF or DT_BFLOAT16. `layer` names the
+// layer in the error for an unknown policy.
+DType PolicyComputeDType(const std::string& layer, const std::string& policy);
+
 struct Conv2DOptions {
   int64_t filters = 0;
   std::vector<int32_t> kernel_size = {3, 3};
@@ -38,6 +49,7 @@ struct Conv2DOptions {
   bool use_bias = true;
   Initializer kernel_initializer;  // default GlorotUniform(seed)
   int64_t seed = 0;
+  std::string dtype_policy;  // see above
 };
 Output Conv2D(const Scope& s, const std::string& name, Output x, const Conv2DOptions& o);
 
@@ -50,6 +62,7 @@ struct DepthwiseConv2DOptions {
   bool use_bias = true;
   Initializer depthwise_initializer;  // default GlorotUniform(seed)
   int64_t seed = 0;
+  std::string dtype_policy;  // see above
 };
 Output DepthwiseConv2D(const Scope& s, const std::string& name, Output x,
                        const DepthwiseConv2DOptions& o);
@@ -60,6 +73,7 @@ struct DenseOptions {
   bool use_bias = true;
   Initializer kernel_initializer;  // default GlorotUniform(seed)
   int64_t seed = 0;
+  std::string dtype_policy;  // see above
 };
 Output Dense(const Scope& s, const std::string& name, Output x, const DenseOptions& o);
 
@@ -70,8 +84,9 @@ Output Dense(const Scope& s, const std::string& name, Output x, const DenseOptio
 struct BatchNormOptions {
   float momentum = 0.99f;
   float epsilon = 1e-3f;
-  bool center = true;  // beta
-  bool scale = true;   // gamma
+  bool center = true;        // beta
+  bool scale = true;         // gamma
+  std::string dtype_policy;  // see above
 };
 Output BatchNormalization(const Scope& s, const std::string& name, Output x, bool training,
                           const BatchNormOptions& o = {});

@@ -167,3 +167,84 @@ TEST_CASE("Checkpoints save and restore the batch-norm moving statistics", "[lay
 
 }  // namespace
 }  // namespace pf::layers_test
+
+namespace pf::layers_test {
+namespace {
+
+// conv 3x3 (relu) -> batch norm -> depthwise 3x3 -> dense 3 (float32), built under `policy`,
+// with fixed seeds: the float32 build is the reference of the mixed ones.
+struct PolicyNet {
+  Graph g;
+  Output x, conv, bn, dw, logits, loss;
+  std::vector<Output> grads;
+  std::vector<Variable> vars;
+  explicit PolicyNet(const std::string& policy) {
+    Scope root = Scope::Root(&g);
+    x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {-1, 6, 6, 3});
+    conv = layers::Conv2D(root, "conv", x,
+                          {.filters = 4, .activation = "relu", .seed = 1, .dtype_policy = policy});
+    layers::BatchNormOptions bo;
+    bo.dtype_policy = policy;
+    bn = layers::BatchNormalization(root, "bn", conv, true, bo);
+    dw = layers::DepthwiseConv2D(root, "dw", bn, {.seed = 2, .dtype_policy = policy});
+    logits = layers::Dense(root, "logits", layers::Flatten(root, dw),
+                           {.units = 3, .seed = 3, .dtype_policy = "float32"});
+    loss = ops::Mean(root, ops::Square(root, logits), {0, 1});
+    vars = TrainableVariables(&g);
+    std::vector<Output> values;
+    for (const Variable& v : vars) values.push_back(v.value());
+    grads = Gradients(root, {loss}, values);
+  }
+};
+
+double MaxAbs(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    m = std::max(m, std::abs(double{t.data<float>()[i]}));
+  return m;
+}
+
+TEST_CASE("Layers under a mixed dtype_policy compute in 16 bits, keep float32 variables",
+          "[layers][mixed_precision]") {
+  PolicyNet ref("float32");
+  Session ref_sess(ref.g);
+  ref_sess.Run({}, {}, {GlobalVariablesInitializer(Scope::Root(&ref.g))});
+  const FeedDict ref_feed = {{ref.x, RandomTensor({5, 6, 6, 3}, 7)}};
+  std::vector<Output> ref_fetch = {ref.logits};
+  ref_fetch.insert(ref_fetch.end(), ref.grads.begin(), ref.grads.end());
+  const std::vector<Tensor> want = ref_sess.Run(ref_feed, ref_fetch);
+  // float16 keeps 11 significant bits, bfloat16 8; a few roundings stack up per layer.
+  for (const auto& [policy, dtype, tol] : {std::tuple{"mixed_float16", DT_HALF, 1e-2},
+                                           std::tuple{"mixed_bfloat16", DT_BFLOAT16, 6e-2}}) {
+    INFO(policy);
+    PolicyNet net(policy);
+    CHECK(net.conv.dtype() == dtype);
+    CHECK(net.bn.dtype() == dtype);
+    CHECK(net.dw.dtype() == dtype);
+    CHECK(net.logits.dtype() == DT_FLOAT);
+    REQUIRE(net.vars.size() == ref.vars.size());
+    for (const Variable& v : net.vars) CHECK(v.value().dtype() == DT_FLOAT);
+    for (const Output& grad : net.grads) CHECK(grad.dtype() == DT_FLOAT);
+    Session sess(net.g);
+    sess.Run({}, {}, {GlobalVariablesInitializer(Scope::Root(&net.g))});
+    std::vector<Output> fetch = {net.logits};
+    fetch.insert(fetch.end(), net.grads.begin(), net.grads.end());
+    const std::vector<Tensor> got = sess.Run({{net.x, ref_feed[0].second}}, fetch);
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("fetch " << i << " (0: logits, then the gradients)");
+      CHECK(testing::MaxAbsDiff(got[i], want[i]) <= tol * std::max(1.0, MaxAbs(want[i])));
+    }
+  }
+}
+
+TEST_CASE("An unknown dtype_policy is an error naming the layer", "[layers][errors]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, {-1, 4});
+  CHECK_THROWS_WITH(layers::Dense(root, "fc", x, {.units = 2, .dtype_policy = "float16"}),
+                    Catch::Contains("fc: unknown dtype_policy 'float16': use float32, "
+                                    "mixed_float16 or mixed_bfloat16"));
+}
+
+}  // namespace
+}  // namespace pf::layers_test
