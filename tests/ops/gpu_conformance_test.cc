@@ -299,6 +299,8 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"BatchNormMovingStatsCheck",
          "CPU only: batch norm's warning on unmoved statistics (train/batch_norm_check.cc)"},
         {"_FusedMatMul", kCpuFusion},
+        {"_FusedBatchNormEx", kCpuFusion},
+        {"_FusedBatchNormGradEx", kCpuFusion},
         {"_FusedApplyGradientDescent", kCpuFusion},
         {"_FusedApplyMomentum", kCpuFusion},
         {"_FusedApplyAdam", kCpuFusion},
