@@ -15,25 +15,8 @@ using testing::CaptureStdout;
 using testing::MaxAbsDiff;
 using testing::RandomDoubleTensor;
 using testing::RandomTensor;
-
-SessionOptions Remapping(bool on) {
-  SessionOptions o;
-  o.rewrite_options.remapping = on;
-  return o;
-}
-
-// node name -> op, of every node one traced step ran.
-std::map<std::string, std::string> TracedOps(Session& sess, const FeedDict& feeds,
-                                             const std::vector<Output>& fetches,
-                                             const std::vector<Operation>& targets = {}) {
-  RunOptions ro;
-  ro.trace = true;
-  RunMetadata md;
-  sess.Run(ro, feeds, fetches, targets, &md);
-  std::map<std::string, std::string> ops;
-  for (const NodeExecStats& s : md.step_stats) ops[s.node] = s.op;
-  return ops;
-}
+using testing::Remapping;
+using testing::TracedOps;
 
 struct Layer {
   Graph g;

@@ -14,23 +14,8 @@ namespace pf::batch_norm_fusion_test {
 namespace {
 
 using testing::RandomTensor;
-
-SessionOptions Remapping(bool on) {
-  SessionOptions o;
-  o.rewrite_options.remapping = on;
-  return o;
-}
-
-std::map<std::string, std::string> TracedOps(Session& sess, const FeedDict& feeds,
-                                             const std::vector<Output>& fetches) {
-  RunOptions ro;
-  ro.trace = true;
-  RunMetadata md;
-  sess.Run(ro, feeds, fetches, {}, &md);
-  std::map<std::string, std::string> ops;
-  for (const NodeExecStats& s : md.step_stats) ops[s.node] = s.op;
-  return ops;
-}
+using testing::Remapping;
+using testing::TracedOps;
 
 // PF_BATCHNORM_ONEDNN=1: the plain FusedBatchNorm runs oneDNN (the fused ops never do).
 bool OneDnnBatchNorm() {

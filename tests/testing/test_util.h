@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 
@@ -128,6 +129,26 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 };
+
+// Session options with the remapper on or off.
+inline SessionOptions Remapping(bool on) {
+  SessionOptions o;
+  o.rewrite_options.remapping = on;
+  return o;
+}
+
+// node name -> op, of every node one traced step ran.
+inline std::map<std::string, std::string> TracedOps(Session& sess, const FeedDict& feeds,
+                                                    const std::vector<Output>& fetches,
+                                                    const std::vector<Operation>& targets = {}) {
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  sess.Run(ro, feeds, fetches, targets, &md);
+  std::map<std::string, std::string> ops;
+  for (const NodeExecStats& s : md.step_stats) ops[s.node] = s.op;
+  return ops;
+}
 
 }  // namespace pf::testing
 
