@@ -298,14 +298,6 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
         {"BatchNormMovingStatsCheck",
          "CPU only: batch norm's warning on unmoved statistics (train/batch_norm_check.cc)"},
-        {"_FusedMatMul", kCpuFusion},
-        {"_FusedBatchNormEx", kCpuFusion},
-        {"_FusedBatchNormGradEx", kCpuFusion},
-        {"_FusedApplyGradientDescent", kCpuFusion},
-        {"_FusedApplyMomentum", kCpuFusion},
-        {"_FusedApplyAdam", kCpuFusion},
-        {"_FusedApplyRMSProp", kCpuFusion},
-        {"_FusedApplyAdagrad", kCpuFusion},
         // The input pipeline's ops: host-side iterator state (data/iterator_ops.h).
         {"MakeIterator", "CPU only: (re)starts a host-side input pipeline (data/iterator_ops.h)"},
         {"IteratorGetNext",
@@ -324,6 +316,10 @@ const std::map<std::string, std::string>& ExemptOps() {
         {"MergeSummary", "CPU only: joins DT_STRING Summary protos"},
     });
 #endif
+    for (const char* op : {"_FusedMatMul", "_FusedBatchNormEx", "_FusedBatchNormGradEx",
+                           "_FusedApplyGradientDescent", "_FusedApplyMomentum", "_FusedApplyAdam",
+                           "_FusedApplyRMSProp", "_FusedApplyAdagrad"})
+      (*m)[op] = kCpuFusion;
     // Shared queues and accumulators: host-side state of sync replicas on the ps tasks' CPUs
     // (docs/distributed.md); they have no GPU kernel.
     for (const char* op :
