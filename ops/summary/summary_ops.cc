@@ -98,21 +98,10 @@ double ValueAt(const Tensor& t, int64_t i) {
       return static_cast<double>(t.data<int64_t>()[i]);
     case DT_UINT8:
       return t.data<uint8_t>()[i];
-    case DT_HALF: {
-      const uint16_t h = static_cast<const uint16_t*>(t.raw_data())[i];
-      const int exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-      const double sign = (h & 0x8000) ? -1 : 1;
-      if (exp == 0) return sign * std::ldexp(mant, -24);
-      if (exp == 31) return mant ? NAN : sign * INFINITY;
-      return sign * std::ldexp(mant + 1024, exp - 25);
-    }
-    case DT_BFLOAT16: {
-      const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(t.raw_data())[i])
-                            << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
-    }
+    case DT_HALF:
+      return HalfToFloat(t.data<Half>()[i]);
+    case DT_BFLOAT16:
+      return BFloat16ToFloat(t.data<BFloat16>()[i]);
     default:
       return 0;
   }
