@@ -271,14 +271,13 @@ void FuseBatchNormActivations(Partitions::Part* part, const std::set<Output>& fe
     if (KernelRegistry::Global()->Find("_FusedBatchNormEx", device_type, spec.attrs) == nullptr)
       continue;  // e.g. a GPU
     spec.inputs = bn->inputs();
-    moved.insert(moved.end(), grads.begin(), grads.end());
-    // The fused node has the batch norm's outputs: ReplaceGroup takes them from the last node.
-    NodeSpec shaped = spec;
+    // The fused node has the batch norm's outputs, not the activation's (the last node's).
     for (int i = 0; i < bn->num_outputs(); ++i) {
-      shaped.output_dtypes.push_back(bn->output_dtype(i));
-      shaped.output_shapes.push_back(bn->output_shape(i));
+      spec.output_dtypes.push_back(bn->output_dtype(i));
+      spec.output_shapes.push_back(bn->output_shape(i));
     }
-    done->push_back(ReplaceGroup(part, {bn, act}, std::move(shaped), moved, {mode}, replaced_by));
+    moved.insert(moved.end(), grads.begin(), grads.end());
+    done->push_back(ReplaceGroup(part, {bn, act}, std::move(spec), moved, {mode}, replaced_by));
   }
 }
 

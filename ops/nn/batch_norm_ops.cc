@@ -147,16 +147,21 @@ void ChannelAffine(OpKernelContext* ctx, const BatchNormGeometry& g, const T* in
   });
 }
 
-// The fused ops' activation_mode (Identity for the plain ops); an activation needs NHWC.
+// The fused ops' activation_mode: a known one, and NHWC when it is not Identity.
+Status ParseActivation(const std::string& mode, const std::string& data_format, BnActivation* act) {
+  PF_RETURN_IF_ERROR(ParseBnActivation(mode, act));
+  if (*act != BnActivation::kIdentity && data_format != "NHWC") {
+    return errors::InvalidArgument("activation_mode \"", mode, "\" needs data_format \"NHWC\"");
+  }
+  return Status::OK();
+}
+
+// A kernel's activation: Identity for the plain ops, which have no activation_mode.
 Status ActivationOf(const Node& n, BnActivation* act) {
   *act = BnActivation::kIdentity;
   if (!n.HasAttr("activation_mode")) return Status::OK();
-  PF_RETURN_IF_ERROR(ParseBnActivation(n.attr<std::string>("activation_mode"), act));
-  if (*act != BnActivation::kIdentity && n.attr<std::string>("data_format") != "NHWC") {
-    return errors::InvalidArgument("activation_mode \"", n.attr<std::string>("activation_mode"),
-                                   "\" needs data_format \"NHWC\"");
-  }
-  return Status::OK();
+  return ParseActivation(n.attr<std::string>("activation_mode"), n.attr<std::string>("data_format"),
+                         act);
 }
 
 template <typename T>
@@ -415,15 +420,10 @@ Status FusedBatchNormGradShape(ShapeContext& c) {
   return Status::OK();
 }
 
-// The fused ops' activation_mode: a known one, and NHWC when it is not Identity.
 Status CheckActivation(ShapeContext& c) {
   BnActivation act;
-  PF_RETURN_IF_ERROR(ParseBnActivation(c.attr<std::string>("activation_mode"), &act));
-  if (act != BnActivation::kIdentity && c.attr<std::string>("data_format") != "NHWC") {
-    return errors::InvalidArgument("activation_mode \"", c.attr<std::string>("activation_mode"),
-                                   "\" needs data_format \"NHWC\"");
-  }
-  return Status::OK();
+  return ParseActivation(c.attr<std::string>("activation_mode"), c.attr<std::string>("data_format"),
+                         &act);
 }
 
 // x, scale, offset, mean, variance -> y, batch_mean, batch_variance, reserve_space_1 and 2.
