@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "placeflow/core/allocator.h"
 #include "placeflow/data/idx.h"
 #include "placeflow/data/internal.h"
 
@@ -175,6 +176,17 @@ class MapNode : public UnaryNode {
     if (parallel_ <= 1) return std::make_unique<MapIt>(std::move(in), &fn_, &spec(), ctx.iteration);
     return MakeParallelMapIterator(std::move(in), &fn_, &spec(), parallel_, ctx.iteration);
   }
+  // A Batch after this map runs fused with it (MakeParallelMapBatchIterator) when the map has
+  // threads and its results' shapes are all known.
+  std::unique_ptr<Iterator> MakeBatchIterator(const IteratorContext& ctx, int64_t n,
+                                              bool drop) const {
+    const bool known = std::all_of(spec().begin(), spec().end(), [](const ComponentSpec& c) {
+      return c.shape.IsFullyDefined();
+    });
+    if (parallel_ <= 1 || !known) return nullptr;
+    return MakeParallelMapBatchIterator(input().node()->MakeIterator(ctx), &fn_, &spec(),
+                                        parallel_, ctx.iteration, n, drop);
+  }
   std::string DebugString() const override {
     return fmt::format("{} -> Map(num_parallel_calls={})", input().DebugString(), parallel_);
   }
@@ -230,6 +242,9 @@ class BatchNode : public UnaryNode {
     return spec;
   }
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override {
+    if (const auto* map = dynamic_cast<const MapNode*>(input().node().get())) {
+      if (auto fused = map->MakeBatchIterator(ctx, n_, drop_)) return fused;
+    }
     return std::make_unique<BatchIt>(input().node()->MakeIterator(ctx), n_, drop_, &what_);
   }
   std::string DebugString() const override {
@@ -276,7 +291,7 @@ StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& wha
     }
     Shape s = t0.shape();
     s.InsertDim(0, static_cast<int64_t>(rows.size()));
-    Tensor b(t0.dtype(), s);
+    PF_ASSIGN_OR_RETURN(Tensor b, Tensor::Allocate(CpuAllocator(), t0.dtype(), s));  // no zeroing
     if (!DTypeIsPod(t0.dtype())) {  // strings are objects: copied one by one
       std::string* dst = b.data<std::string>();
       const int64_t n = t0.num_elements();

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <random>
 
+#include "placeflow/core/allocator.h"
 #include "placeflow/core/logging.h"
 #include "placeflow/io/file_bytes.h"
 #include "placeflow/io/image_codec.h"
@@ -53,7 +54,7 @@ StatusOr<Tensor> LoadImage(const std::string& path, const ImageFolderOptions& o)
   const Tensor& img = *decoded;
   const int64_t h = img.dim(0), w = img.dim(1), c = img.dim(2);
   const int64_t oh = o.image_size[0], ow = o.image_size[1];
-  Tensor out(DT_FLOAT, {oh, ow, c});
+  PF_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(CpuAllocator(), DT_FLOAT, {oh, ow, c}));
   const image::ResizeMode half_pixel{.align_corners = false, .half_pixel_centers = true};
   if (o.interpolation == "bilinear") {
     image::ResizeBilinearImpl(img.data<uint8_t>(), 1, h, w, c, out.data<float>(), oh, ow,

@@ -41,6 +41,12 @@ StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& wha
 std::unique_ptr<Iterator> MakeParallelMapIterator(std::unique_ptr<Iterator> input, const MapFn* fn,
                                                   const ElementSpec* spec, int num_threads,
                                                   int64_t iteration);
+// Map(fn, num_threads).Batch(batch_size, drop_remainder) in one: each worker writes its result
+// into its row of the batch. For a spec whose shapes are all fully defined.
+std::unique_ptr<Iterator> MakeParallelMapBatchIterator(std::unique_ptr<Iterator> input,
+                                                       const MapFn* fn, const ElementSpec* spec,
+                                                       int num_threads, int64_t iteration,
+                                                       int64_t batch_size, bool drop_remainder);
 Dataset MakePrefetch(const Dataset& input, int64_t buffer_size);
 
 }  // namespace pf::data

@@ -4,12 +4,14 @@
 // the pipeline. Cancel joins the iterator's own threads before cancelling its input, so no
 // iterator is ever used by two threads at once.
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "placeflow/core/allocator.h"
 #include "placeflow/data/internal.h"
 #include "placeflow/graph/cancellation.h"
 
@@ -19,45 +21,19 @@ namespace {
 Status CancelledError() { return errors::Cancelled("The dataset iterator was cancelled"); }
 
 // Workers pull input elements in sequence order (under input_mu_), map them concurrently and
-// file the results by sequence number; the consumer takes them in order. So the output order
-// is the input order whatever the thread count and timing.
-class ParallelMapIt : public Iterator {
+// hand each result to File with its sequence number; the subclass keeps results in order for
+// its consumer. So the output order is the input order whatever the thread count and timing.
+// Workers run at most capacity_ elements past consumed_, the elements the consumer has taken.
+class ParallelMapBase : public Iterator {
  public:
-  ParallelMapIt(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec, int n,
-                int64_t iteration)
-      : input_(std::move(in)),
+  ParallelMapBase(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec, int n,
+                  int64_t capacity, int64_t iteration)
+      : spec_(spec),
+        input_(std::move(in)),
         fn_(fn),
-        spec_(spec),
         num_threads_(n),
-        capacity_(2 * n),
+        capacity_(capacity),
         iteration_(iteration) {}
-  ~ParallelMapIt() override { Cancel(); }
-
-  StatusOr<bool> GetNext(Element* out) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (failed_) return false;
-    if (!started_) Start();
-    cv_.wait(lock, [&] {
-      return cancelled_ || results_.count(next_) || (input_end_ && next_ >= end_seq_);
-    });
-    if (cancelled_) return CancelledError();
-    auto it = results_.find(next_);
-    if (it == results_.end()) return false;
-    StatusOr<Element> r = std::move(it->second);
-    results_.erase(it);
-    ++next_;
-    cv_.notify_all();
-    if (!r.ok()) {
-      // Sticky: later calls see the end (TensorFlow's iterators end after an error too).
-      failed_ = true;
-      input_end_ = true;
-      results_.clear();
-      cv_.notify_all();
-      return r.status();
-    }
-    *out = std::move(*r);
-    return true;
-  }
 
   void Cancel() override {
     {
@@ -71,17 +47,36 @@ class ParallelMapIt : public Iterator {
     input_->Cancel();
   }
 
- private:
-  void Start() {
+ protected:
+  // Files the result of element `seq` (called without mu_ held) and wakes the consumer.
+  virtual void File(int64_t seq, StatusOr<Element> r) = 0;
+
+  // Under mu_: starts the workers at the first call.
+  void StartOnce() {
+    if (started_) return;
     started_ = true;
     for (int i = 0; i < num_threads_; ++i) threads_.emplace_back([this] { Work(); });
   }
+  // Under mu_: a failure ends the iterator (TensorFlow's iterators end after an error too).
+  void Fail() {
+    failed_ = true;
+    input_end_ = true;
+    cv_.notify_all();
+  }
 
+  const ElementSpec* spec_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false, input_end_ = false, failed_ = false;
+  int64_t consumed_ = 0, end_seq_ = 0;
+
+ private:
   void Work() {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return cancelled_ || input_end_ || issued_ - next_ < capacity_; });
+        cv_.wait(lock,
+                 [&] { return cancelled_ || input_end_ || issued_ - consumed_ < capacity_; });
         if (cancelled_ || input_end_) return;
       }
       int64_t seq;
@@ -97,37 +92,177 @@ class ParallelMapIt : public Iterator {
         more = input_->GetNext(&e);
         if (!more.ok() || !*more) {
           // Still under input_mu_: no other worker reads the input past its end.
-          std::lock_guard<std::mutex> lock(mu_);
-          if (!more.ok()) {
-            results_.emplace(seq, more.status());
-            end_seq_ = seq + 1;
-          } else {
-            end_seq_ = seq;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            end_seq_ = more.ok() ? seq : seq + 1;
+            input_end_ = true;
+            cv_.notify_all();
           }
-          input_end_ = true;
-          cv_.notify_all();
+          if (!more.ok()) File(seq, more.status());
           return;
         }
       }
-      StatusOr<Element> r = RunMapFn(*fn_, std::move(e), MapContext{seq, iteration_}, *spec_);
-      std::lock_guard<std::mutex> lock(mu_);
-      results_.emplace(seq, std::move(r));
-      cv_.notify_all();
+      File(seq, RunMapFn(*fn_, std::move(e), MapContext{seq, iteration_}, *spec_));
     }
   }
 
   std::unique_ptr<Iterator> input_;
   const MapFn* fn_;
-  const ElementSpec* spec_;
   const int num_threads_;
   const int64_t capacity_, iteration_;
   std::mutex input_mu_;  // serialises input_->GetNext and the sequence numbers it goes with
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false, cancelled_ = false, input_end_ = false, failed_ = false;
-  int64_t issued_ = 0, next_ = 0, end_seq_ = 0;
-  std::map<int64_t, StatusOr<Element>> results_;
+  bool started_ = false;
+  int64_t issued_ = 0;
   std::vector<std::thread> threads_;
+};
+
+// Map(fn, n): up to 2n elements ahead, each result filed by sequence number.
+class ParallelMapIt : public ParallelMapBase {
+ public:
+  ParallelMapIt(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec, int n,
+                int64_t iteration)
+      : ParallelMapBase(std::move(in), fn, spec, n, 2 * n, iteration) {}
+  ~ParallelMapIt() override { Cancel(); }
+
+  StatusOr<bool> GetNext(Element* out) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (failed_) return false;
+    StartOnce();
+    cv_.wait(lock, [&] {
+      return cancelled_ || results_.count(consumed_) || (input_end_ && consumed_ >= end_seq_);
+    });
+    if (cancelled_) return CancelledError();
+    auto it = results_.find(consumed_);
+    if (it == results_.end()) return false;
+    StatusOr<Element> r = std::move(it->second);
+    results_.erase(it);
+    ++consumed_;
+    cv_.notify_all();
+    if (!r.ok()) {
+      Fail();
+      results_.clear();
+      return r.status();
+    }
+    *out = std::move(*r);
+    return true;
+  }
+
+ private:
+  void File(int64_t seq, StatusOr<Element> r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    results_.emplace(seq, std::move(r));
+    cv_.notify_all();
+  }
+
+  std::map<int64_t, StatusOr<Element>> results_;
+};
+
+// Map(fn, n) followed by Batch(batch), fused as tf.data's map_and_batch_fusion does it: each
+// worker copies its result into its row of the batch being filled while the result is still in
+// its cache, instead of the consumer stacking a whole batch alone afterwards. Only for results
+// whose spec has every shape fully defined (so no batch can be ragged).
+class ParallelMapBatchIt : public ParallelMapBase {
+ public:
+  ParallelMapBatchIt(std::unique_ptr<Iterator> in, const MapFn* fn, const ElementSpec* spec, int n,
+                     int64_t iteration, int64_t batch, bool drop_remainder)
+      : ParallelMapBase(std::move(in), fn, spec, n, batch + 2 * n, iteration),
+        batch_(batch),
+        drop_(drop_remainder) {}
+  ~ParallelMapBatchIt() override { Cancel(); }
+
+  StatusOr<bool> GetNext(Element* out) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (failed_) return false;
+    StartOnce();
+    const int64_t b = consumed_ / batch_;
+    cv_.wait(lock, [&] { return cancelled_ || Complete(b) || (input_end_ && consumed_ >= end_seq_); });
+    if (cancelled_) return CancelledError();
+    auto it = batches_.find(b);
+    if (it == batches_.end() || !Complete(b)) return false;
+    const int64_t rows = Rows(b);
+    Partial p = std::move(it->second);
+    batches_.erase(it);
+    consumed_ += rows;
+    cv_.notify_all();
+    if (!p.error.ok()) {
+      Fail();
+      return p.error;
+    }
+    if (rows < batch_) {
+      if (drop_) return false;
+      for (Tensor& t : p.rows) {  // the short last batch: its first rows, the same buffer
+        Shape s = t.shape();
+        s.set_dim(0, rows);
+        t = Tensor(t.dtype(), s, t.buffer());
+      }
+    }
+    *out = std::move(p.rows);
+    return true;
+  }
+
+ private:
+  struct Partial {
+    Element rows;  // [batch_, ...] per component, allocated by the first result to arrive
+    int64_t done = 0;
+    Status error;  // the error of the earliest failed element
+    int64_t error_seq = -1;
+  };
+
+  // Under mu_: batch b's rows (all but the last batch are full) and whether all have arrived.
+  int64_t Rows(int64_t b) const {
+    return input_end_ ? std::min(batch_, end_seq_ - b * batch_) : batch_;
+  }
+  bool Complete(int64_t b) const {
+    auto it = batches_.find(b);
+    return it != batches_.end() && it->second.done == Rows(b);
+  }
+
+  void File(int64_t seq, StatusOr<Element> r) override {
+    const int64_t b = seq / batch_, row = seq % batch_;
+    Element rows;  // handles on the batch's tensors: kept alive by this worker while it copies
+    Status error = r.status();
+    if (r.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Partial& p = batches_[b];
+      if (p.rows.empty()) error = Allocate(&p.rows);
+      rows = p.rows;
+    }
+    if (error.ok()) {
+      for (size_t c = 0; c < rows.size(); ++c) CopyRow((*r)[c], row, &rows[c]);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    Partial& p = batches_[b];
+    if (!error.ok() && (p.error_seq < 0 || seq < p.error_seq)) {
+      p.error = error;
+      p.error_seq = seq;
+    }
+    ++p.done;
+    cv_.notify_all();
+  }
+
+  Status Allocate(Element* rows) const {
+    for (const ComponentSpec& c : *spec_) {
+      Shape s = c.shape;
+      s.InsertDim(0, batch_);
+      PF_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), c.dtype, s));
+      rows->push_back(std::move(t));
+    }
+    return Status::OK();
+  }
+  static void CopyRow(const Tensor& from, int64_t row, Tensor* to) {
+    if (from.dtype() == DT_STRING) {
+      const int64_t n = from.num_elements();
+      std::copy(from.data<std::string>(), from.data<std::string>() + n,
+                to->data<std::string>() + row * n);
+    } else {
+      const size_t bytes = from.TotalBytes();
+      std::memcpy(static_cast<char*>(to->raw_data()) + row * bytes, from.raw_data(), bytes);
+    }
+  }
+
+  const int64_t batch_;
+  const bool drop_;
+  std::map<int64_t, Partial> batches_;
 };
 
 // A producer thread fills a bounded buffer; the consumer takes from it. GetNextAsync never
@@ -321,6 +456,14 @@ std::unique_ptr<Iterator> MakeParallelMapIterator(std::unique_ptr<Iterator> inpu
                                                   const ElementSpec* spec, int num_threads,
                                                   int64_t iteration) {
   return std::make_unique<ParallelMapIt>(std::move(input), fn, spec, num_threads, iteration);
+}
+
+std::unique_ptr<Iterator> MakeParallelMapBatchIterator(std::unique_ptr<Iterator> input,
+                                                       const MapFn* fn, const ElementSpec* spec,
+                                                       int num_threads, int64_t iteration,
+                                                       int64_t batch_size, bool drop_remainder) {
+  return std::make_unique<ParallelMapBatchIt>(std::move(input), fn, spec, num_threads, iteration,
+                                              batch_size, drop_remainder);
 }
 
 Dataset MakePrefetch(const Dataset& input, int64_t buffer_size) {

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "placeflow/core/allocator.h"
+
 #if defined(PF_WITH_IMAGES)
 #include <jpeglib.h>
 // jerror.h after jpeglib.h: ERREXIT, WARNMS and the message codes.
@@ -390,7 +392,13 @@ StatusOr<Tensor> DecodeJpeg(std::string_view bytes, const JpegOptions& o) {
   const bool cmyk = IsCmyk(d.cinfo);
   const int64_t h = d.cinfo.output_height, w = d.cinfo.output_width;
   const int64_t c = cmyk ? (o.channels == 1 ? 1 : 3) : d.cinfo.output_components;
-  Tensor out(DT_UINT8, Shape{h, w, c});
+  // Not zeroed: every line is written, or zeroed below when the data ends early.
+  StatusOr<Tensor> allocated = Tensor::Allocate(CpuAllocator(), DT_UINT8, Shape{h, w, c});
+  if (!allocated.ok()) {
+    jpeg_destroy_decompress(&d.cinfo);
+    return allocated.status();
+  }
+  Tensor out = std::move(*allocated);
   std::vector<uint8_t> cmyk_row(cmyk ? static_cast<size_t>(4 * w) : 0);
   JDIMENSION lines = 0;
   if (!JpegRead(&d, out.data<uint8_t>(), static_cast<size_t>(w * c),

@@ -46,14 +46,15 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:all
 # this build runs them once, at the CPU's widest) are the Release run's job; so is the
 # million-iteration while loop (20 s under ASan; its frames are the 10,000-iteration loops').
 asan_exclude='^(A 1,000,000-node chain|A loop of a million iterations|1,000 sessions|10,000 Run calls|lenet learns|mobilenet_v2_small trains|cnn_seed004|mnist_mlp learns|Async ps/worker mnist_mlp|simd_cap_|example seed004_mirrored)'
-# The TSan subset: everything threaded in one process, less GPU cases and the deep chains (time).
+# The TSan subset: everything threaded in one process (the input pipelines' threads too), less GPU
+# cases and the deep chains (time).
 # Catch2: a comma is "or", adjacent terms are "and".
 # Left out: its one step reads a variable (Mul) and updates it (AssignAdd) with no order between
 # them, TensorFlow 1's ref-variable semantics; TSan rightly calls that a race (docs/fuzzing.md).
 tsan_exclude="Run takes TensorFlow's mixed list of operations and tensors"
 tsan_spec=''
 for tag in executor session partition towers collectives rendezvous threads control_flow \
-  device_threads device_memory auto_session; do
+  device_threads device_memory auto_session data; do
   tsan_spec+="${tsan_spec:+,}[$tag]~[gpu]~[deep]~\"$tsan_exclude\""
 done
 
@@ -98,7 +99,7 @@ configure_tsan() {
   mkdir -p "$tsan_dir"
   # The subset needs no cluster runtime, and only the test files that hold its tags.
   cmake -S . -B "$tsan_dir" "${common[@]}" -DPF_SANITIZE=thread -DPF_WITH_GRPC=OFF \
-    "-DPF_TEST_GLOBS=executor/*_test.cc;placer/*_test.cc;train/towers_test.cc;train/layers_test.cc;train/rnn_test.cc" >"$tsan_dir/configure.log" 2>&1 ||
+    "-DPF_TEST_GLOBS=executor/*_test.cc;placer/*_test.cc;train/towers_test.cc;train/layers_test.cc;train/rnn_test.cc;data/dataset_test.cc" >"$tsan_dir/configure.log" 2>&1 ||
     { cat "$tsan_dir/configure.log"; return 1; }
   cmake --build "$tsan_dir" -j "$jobs" --target pf_tests
 }

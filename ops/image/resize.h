@@ -8,7 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <vector>
+
+#include "placeflow/ops/simd/vec_kernels.h"
 
 namespace pf::image {
 
@@ -57,7 +61,8 @@ inline std::vector<int64_t> NearestIndices(int64_t in, int64_t out, ResizeMode m
   return idx;
 }
 
-// Input row `src` ([w, c]) interpolated across to the output's width ([ow, c], float).
+// Input row `src` ([w, c]) interpolated across to the output's width ([ow, c], float): the
+// scalar loop, for rows too long for LerpGather's int32 offsets.
 template <typename T>
 void LerpRow(const T* src, const std::vector<Lerp>& xs, int64_t c, float* dst) {
   for (size_t x = 0; x < xs.size(); ++x) {
@@ -71,37 +76,79 @@ void LerpRow(const T* src, const std::vector<Lerp>& xs, int64_t c, float* dst) {
   }
 }
 
+// The step across a row per output element (x * c + k): the offsets of its two input values in
+// the input row and the weight on the second, for simd::LerpGather.
+struct RowLerps {
+  std::vector<int32_t> lower, upper;
+  std::vector<float> frac;
+};
+inline RowLerps ElementLerps(const std::vector<Lerp>& xs, int64_t c) {
+  RowLerps r;
+  const size_t n = xs.size() * static_cast<size_t>(c);
+  r.lower.resize(n);
+  r.upper.resize(n);
+  r.frac.resize(n);
+  for (size_t x = 0; x < xs.size(); ++x) {
+    for (int64_t k = 0; k < c; ++k) {
+      const size_t i = x * static_cast<size_t>(c) + static_cast<size_t>(k);
+      r.lower[i] = static_cast<int32_t>(xs[x].lower * c + k);
+      r.upper[i] = static_cast<int32_t>(xs[x].upper * c + k);
+      r.frac[i] = xs[x].frac;
+    }
+  }
+  return r;
+}
+
 // out[b, y, x, c] from in[b, h, w, c]: bilinear, computed in float with TensorFlow's operations
 // in TensorFlow's order (across each of the two input rows, then between them). An input row
-// is interpolated across once however many output rows use it, and the step between the rows
-// runs over whole rows (vectorised).
+// is converted to float and interpolated across once however many output rows use it (gathers,
+// vec_kernels.h), and the step between the rows runs over whole rows; both are Highway kernels,
+// so every CPU target gives the same bits.
 template <typename T, typename U>
 void ResizeBilinearImpl(const T* in, int64_t batch, int64_t h, int64_t w, int64_t c, U* out,
                         int64_t oh, int64_t ow, ResizeMode m) {
   const std::vector<Lerp> ys = BilinearLerps(h, oh, m), xs = BilinearLerps(w, ow, m);
   const int64_t n = ow * c;
+  const bool gather = w * c <= std::numeric_limits<int32_t>::max();
+  const RowLerps across = gather ? ElementLerps(xs, c) : RowLerps{};
   std::vector<float> rows(static_cast<size_t>(2 * n));  // two input rows, across
+  std::vector<float> in_row(std::is_same_v<T, float> || !gather ? 0 : static_cast<size_t>(w * c));
+  auto lerp_row = [&](const T* src, float* dst) {
+    if (!gather) return LerpRow(src, xs, c, dst);
+    const float* s;
+    if constexpr (std::is_same_v<T, float>) {
+      s = src;
+    } else {
+      std::transform(src, src + w * c, in_row.begin(), [](T v) { return static_cast<float>(v); });
+      s = in_row.data();
+    }
+    simd::LerpGather(s, across.lower.data(), across.upper.data(), across.frac.data(), dst, n);
+  };
   for (int64_t b = 0; b < batch; ++b) {
     const T* img = in + b * h * w * c;
     int64_t cached[2] = {-1, -1};
     for (int64_t y = 0; y < oh; ++y) {
-      float* across[2];
+      float* across_rows[2];
       for (int s = 0; s < 2; ++s) {
         const int64_t src = s == 0 ? ys[y].lower : ys[y].upper;
         int slot = cached[0] == src ? 0 : cached[1] == src ? 1 : -1;
         if (slot < 0) {  // the slot the other row does not use
           const int64_t other = s == 0 ? ys[y].upper : ys[y].lower;
           slot = cached[0] == other ? 1 : 0;
-          LerpRow(img + src * w * c, xs, c, rows.data() + slot * n);
+          lerp_row(img + src * w * c, rows.data() + slot * n);
           cached[slot] = src;
         }
-        across[s] = rows.data() + slot * n;
+        across_rows[s] = rows.data() + slot * n;
       }
       const float fy = ys[y].frac;
-      const float* t = across[0];
-      const float* bo = across[1];
+      const float* t = across_rows[0];
+      const float* bo = across_rows[1];
       U* row = out + ((b * oh + y) * ow) * c;
-      for (int64_t i = 0; i < n; ++i) row[i] = static_cast<U>(t[i] + (bo[i] - t[i]) * fy);
+      if constexpr (std::is_same_v<U, float>) {
+        simd::Lerp(t, bo, fy, row, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i) row[i] = static_cast<U>(t[i] + (bo[i] - t[i]) * fy);
+      }
     }
   }
 }

@@ -110,6 +110,30 @@ struct AxpyAt {
   }
 };
 
+struct LerpAt {
+  const float* a;
+  const float* b;
+  float t;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    const hn::Vec<D> va = hn::LoadU(d, a + i);
+    return hn::Add(va, hn::Mul(hn::Sub(hn::LoadU(d, b + i), va), hn::Set(d, t)));
+  }
+};
+struct LerpGatherAt {
+  const float* s;
+  const int32_t* lower;
+  const int32_t* upper;
+  const float* t;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    const hn::RebindToSigned<D> di;
+    const hn::Vec<D> va = hn::GatherIndex(d, s, hn::LoadU(di, lower + i));
+    const hn::Vec<D> vb = hn::GatherIndex(d, s, hn::LoadU(di, upper + i));
+    return hn::Add(va, hn::Mul(hn::Sub(vb, va), hn::LoadU(d, t + i)));
+  }
+};
+
 void UnaryImpl(UnaryFn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
 #define PF_CASE(e, Op) \
@@ -159,6 +183,13 @@ void BinaryScalarAImpl(BinaryFn fn, float a, const float* b, float* y, int64_t n
   MapBinary<ScalarAAt>(fn, n, y, a, b);
 }
 void AxpyImpl(float s, const float* x, float* y, int64_t n) { Map(n, y, AxpyAt{s, x, y}); }
+void LerpImpl(const float* a, const float* b, float t, float* y, int64_t n) {
+  Map(n, y, LerpAt{a, b, t});
+}
+void LerpGatherImpl(const float* s, const int32_t* lower, const int32_t* upper, const float* t,
+                    float* y, int64_t n) {
+  Map(n, y, LerpGatherAt{s, lower, upper, t});
+}
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -173,6 +204,8 @@ HWY_EXPORT(BinaryImpl);
 HWY_EXPORT(BinaryScalarBImpl);
 HWY_EXPORT(BinaryScalarAImpl);
 HWY_EXPORT(AxpyImpl);
+HWY_EXPORT(LerpImpl);
+HWY_EXPORT(LerpGatherImpl);
 HWY_EXPORT(TargetNameImpl);
 
 // ActiveCpuIsa() first: it hands PF_MAX_CPU_ISA to Highway before the first dispatch.
@@ -195,6 +228,15 @@ void BinaryScalarA(BinaryFn fn, float a, const float* b, float* y, int64_t n) {
 void Axpy(float s, const float* x, float* y, int64_t n) {
   ActiveCpuIsa();
   HWY_DYNAMIC_DISPATCH(AxpyImpl)(s, x, y, n);
+}
+void Lerp(const float* a, const float* b, float t, float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(LerpImpl)(a, b, t, y, n);
+}
+void LerpGather(const float* s, const int32_t* lower, const int32_t* upper, const float* t,
+                float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(LerpGatherImpl)(s, lower, upper, t, y, n);
 }
 const char* DispatchedTargetName() {
   ActiveCpuIsa();

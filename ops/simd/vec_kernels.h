@@ -47,6 +47,14 @@ void BinaryScalarA(BinaryFn fn, float a, const float* b, float* y, int64_t n);
 // y += s x (AddN's sums, AssignAdd/AssignSub with s = +-1, BiasAdd's rows).
 void Axpy(float s, const float* x, float* y, int64_t n);
 
+// y[i] = a[i] + (b[i] - a[i]) t: linear interpolation between two rows, TensorFlow's order of
+// operations (the resize's step between two input rows).
+void Lerp(const float* a, const float* b, float t, float* y, int64_t n);
+// y[i] = s[lo] + (s[hi] - s[lo]) t[i] with lo = lower[i], hi = upper[i]: the same with both
+// operands gathered from one row (the resize's step across a row).
+void LerpGather(const float* s, const int32_t* lower, const int32_t* upper, const float* t,
+                float* y, int64_t n);
+
 // The Highway target of this call's dispatch ("AVX3", "AVX2", "SSE4", "EMU128", ...).
 const char* DispatchedTargetName();
 

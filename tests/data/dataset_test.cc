@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "placeflow/data/idx.h"
 #include "placeflow/data/image.h"
@@ -102,6 +103,74 @@ TEST_CASE("A ragged batch is an error naming the component and the shapes", "[da
   CHECK_THAT(r.status().message(),
              Catch::Contains("Cannot batch tensors with different shapes in component 1") &&
                  Catch::Contains("First element had shape [1] and element 2 had shape [2]"));
+}
+
+TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batches",
+          "[data]") {
+  // Three components of known shapes: a vector, a string and a scalar; uneven work per element.
+  const ElementSpec spec = {{DT_FLOAT, Shape{3}}, {DT_STRING, Shape{}}, {DT_INT64, Shape{}}};
+  MapFn fn = [](Element e, const MapContext& ctx) -> StatusOr<Element> {
+    const int64_t i = e[0].scalar<int64_t>();
+    std::this_thread::sleep_for(std::chrono::microseconds((i * 37) % 150));
+    if (i == 13) return errors::InvalidArgument("thirteen is bad");
+    const float v = static_cast<float>(i);
+    return Element{Tensor::FromVector<float>({v, -v, v * 0.5f}, {3}),
+                   Tensor::Scalar<std::string>("e" + std::to_string(i)),
+                   Tensor::Scalar<int64_t>(ctx.index)};
+  };
+  // Every batch, printed: shapes and values of each component.
+  auto batches = [&](int threads, int64_t n, int64_t batch, bool drop) {
+    std::vector<std::string> out;
+    auto it = Range(n).Map(fn, threads, spec).Batch(batch, drop).MakeIterator();
+    for (;;) {
+      Element e;
+      StatusOr<bool> r = it->GetNext(&e);
+      if (!r.ok()) {
+        out.push_back("error: " + r.status().message());
+        continue;  // the iterator ends after its error
+      }
+      if (!*r) break;
+      REQUIRE(e.size() == 3);
+      std::string text = e[0].shape().ToString() + e[1].shape().ToString();
+      for (float v : e[0].ToVector<float>()) text += " " + std::to_string(v);
+      for (int64_t k = 0; k < e[1].num_elements(); ++k) text += " " + e[1].data<std::string>()[k];
+      for (int64_t v : e[2].ToVector<int64_t>()) text += " " + std::to_string(v);
+      out.push_back(text);
+    }
+    return out;
+  };
+  for (auto [n, batch, drop] : {std::tuple{10, 4, false}, {10, 4, true}, {12, 4, false},
+                                {3, 8, false}, {3, 8, true}, {13, 1, false}}) {
+    CAPTURE(n, batch, drop);
+    const std::vector<std::string> unfused = batches(1, n, batch, drop);
+    CHECK(unfused.size() == static_cast<size_t>(drop ? n / batch : (n + batch - 1) / batch));
+    CHECK(batches(2, n, batch, drop) == unfused);
+    CHECK(batches(5, n, batch, drop) == unfused);
+  }
+  // Element 13 fails: the batch holding it is the error, as unfused, and then the iterator ends
+  // (as a parallel map does; the sequential one goes on with element 14).
+  const std::vector<std::string> failing = batches(3, 30, 4, false);
+  REQUIRE(failing.size() == 4);
+  CHECK_THAT(failing[3], Catch::Contains("Map function failed on element 13: thirteen is bad"));
+  const std::vector<std::string> sequential = batches(1, 30, 4, false);
+  REQUIRE(sequential.size() > 4);
+  CHECK(std::equal(failing.begin(), failing.end(), sequential.begin()));
+  // A map whose results' shapes are not all known batches unfused: a ragged batch is still the
+  // ragged-batch error.
+  auto ragged = Range(4).Map(PlainMapFn([](Element e) -> StatusOr<Element> {
+                               return Element{Tensor(DT_FLOAT, {1 + e[0].scalar<int64_t>()})};
+                             }),
+                             2, {{DT_FLOAT, Shape{-1}}});
+  Element e;
+  CHECK_THAT(ragged.Batch(2).MakeIterator()->GetNext(&e).status().message(),
+             Catch::Contains("Cannot batch tensors with different shapes in component 0"));
+  // Destroyed mid-batch, with workers still copying rows: every thread stops.
+  const int64_t before = Threads();
+  for (int i = 0; i < 20; ++i) {
+    auto it = Range(1000).Map(fn, 4, spec).Batch(5).MakeIterator();
+    for (int k = 0; k < i % 3; ++k) REQUIRE(it->GetNext(&e).ValueOrThrow());
+  }
+  CHECK(Threads() == before);
 }
 
 // TensorFlow's buffer algorithm, written out independently: fill, draw an index, refill.

@@ -4,9 +4,13 @@
 #include "placeflow/ops/image_ops.h"
 
 #include <fstream>
+#include <random>
 #include <sstream>
+#include <tuple>
 
 #include "placeflow/io/image_codec.h"
+#include "placeflow/ops/image/resize.h"
+#include "placeflow/ops/simd/cpu_isa.h"
 #include "tests/testing/test_util.h"
 
 namespace pf::image_ops_test {
@@ -281,6 +285,74 @@ TEST_CASE("ResizeBilinear and ResizeNearestNeighbor give TensorFlow's values in 
       CHECK(testing::MaxAbsDiff(r[3], ReadArray("resize_nearest_grad_" + tail)) < 1e-5);
     }
   }
+}
+
+// TensorFlow's bilinear resize per output value, written out: the input coordinate, its two
+// neighbours, across each row and then between the rows.
+template <typename T>
+std::vector<float> NaiveBilinear(const std::vector<T>& in, int64_t b, int64_t h, int64_t w,
+                                 int64_t c, int64_t oh, int64_t ow, bool align, bool half) {
+  auto coord = [&](int64_t i, int64_t n, int64_t on, int64_t* lo, int64_t* hi) {
+    const float scale = align && on > 1 ? static_cast<float>(n - 1) / static_cast<float>(on - 1)
+                                        : static_cast<float>(n) / static_cast<float>(on);
+    const float src = half ? (static_cast<float>(i) + 0.5f) * scale - 0.5f
+                           : static_cast<float>(i) * scale;
+    *lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(src)), 0, n - 1);
+    *hi = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(src)), 0, n - 1);
+    return src - std::floor(src);
+  };
+  std::vector<float> out(static_cast<size_t>(b * oh * ow * c));
+  for (int64_t n = 0; n < b; ++n) {
+    for (int64_t y = 0; y < oh; ++y) {
+      int64_t y0, y1, x0, x1;
+      const float fy = coord(y, h, oh, &y0, &y1);
+      for (int64_t x = 0; x < ow; ++x) {
+        const float fx = coord(x, w, ow, &x0, &x1);
+        for (int64_t k = 0; k < c; ++k) {
+          auto at = [&](int64_t yy, int64_t xx) {
+            return static_cast<float>(in[static_cast<size_t>(((n * h + yy) * w + xx) * c + k)]);
+          };
+          const float top = at(y0, x0) + (at(y0, x1) - at(y0, x0)) * fx;
+          const float bottom = at(y1, x0) + (at(y1, x1) - at(y1, x0)) * fx;
+          out[static_cast<size_t>(((n * oh + y) * ow + x) * c + k)] = top + (bottom - top) * fy;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST_CASE("The bilinear resize gives the naive loop's bits under every ISA cap",
+          "[image][resize][simd]") {
+  const simd::CpuIsa saved = simd::MaxCpuIsa();
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (simd::CpuIsa cap : {simd::CpuIsa::kSse4, simd::CpuIsa::kAvx2, simd::CpuIsa::kAvx512}) {
+    if (cap > simd::HostCpuIsa()) continue;
+    simd::SetMaxCpuIsa(cap);
+    for (auto [h, w, oh, ow] : {std::tuple{256, 256, 224, 224}, {5, 7, 9, 11}, {9, 13, 5, 6},
+                                {1, 1, 3, 17}, {4, 30, 2, 1}}) {
+      for (int64_t c : {1, 2, 3, 4, 5}) {
+        for (int mode = 0; mode < 3; ++mode) {
+          CAPTURE(simd::CpuIsaName(cap), h, w, oh, ow, c, mode);
+          const int64_t n = 2 * h * w * c;
+          std::vector<uint8_t> bytes(static_cast<size_t>(n));
+          std::vector<float> floats(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i) {
+            bytes[i] = static_cast<uint8_t>(byte(rng));
+            floats[i] = static_cast<float>(byte(rng)) / 7.f - 11.f;
+          }
+          const image::ResizeMode m{.align_corners = mode == 1, .half_pixel_centers = mode == 2};
+          std::vector<float> got(static_cast<size_t>(2 * oh * ow * c));
+          image::ResizeBilinearImpl(bytes.data(), 2, h, w, c, got.data(), oh, ow, m);
+          CHECK(got == NaiveBilinear(bytes, 2, h, w, c, oh, ow, mode == 1, mode == 2));
+          image::ResizeBilinearImpl(floats.data(), 2, h, w, c, got.data(), oh, ow, m);
+          CHECK(got == NaiveBilinear(floats, 2, h, w, c, oh, ow, mode == 1, mode == 2));
+        }
+      }
+    }
+  }
+  simd::SetMaxCpuIsa(saved);
 }
 
 TEST_CASE("tf.image.resize (TF 2) in bilinear and nearest, and uint8 input", "[image][resize]") {
