@@ -180,12 +180,11 @@ class MapNode : public UnaryNode {
   // threads and its results' shapes are all known.
   std::unique_ptr<Iterator> MakeBatchIterator(const IteratorContext& ctx, int64_t n,
                                               bool drop) const {
-    const bool known = std::all_of(spec().begin(), spec().end(), [](const ComponentSpec& c) {
-      return c.shape.IsFullyDefined();
-    });
+    const bool known = std::all_of(spec().begin(), spec().end(),
+                                   [](const ComponentSpec& c) { return c.shape.IsFullyDefined(); });
     if (parallel_ <= 1 || !known) return nullptr;
-    return MakeParallelMapBatchIterator(input().node()->MakeIterator(ctx), &fn_, &spec(),
-                                        parallel_, ctx.iteration, n, drop);
+    return MakeParallelMapBatchIterator(input().node()->MakeIterator(ctx), &fn_, &spec(), parallel_,
+                                        ctx.iteration, n, drop);
   }
   std::string DebugString() const override {
     return fmt::format("{} -> Map(num_parallel_calls={})", input().DebugString(), parallel_);

@@ -75,8 +75,7 @@ class ParallelMapBase : public Iterator {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock,
-                 [&] { return cancelled_ || input_end_ || issued_ - consumed_ < capacity_; });
+        cv_.wait(lock, [&] { return cancelled_ || input_end_ || issued_ - consumed_ < capacity_; });
         if (cancelled_ || input_end_) return;
       }
       int64_t seq;
@@ -175,7 +174,8 @@ class ParallelMapBatchIt : public ParallelMapBase {
     if (failed_) return false;
     StartOnce();
     const int64_t b = consumed_ / batch_;
-    cv_.wait(lock, [&] { return cancelled_ || Complete(b) || (input_end_ && consumed_ >= end_seq_); });
+    cv_.wait(lock,
+             [&] { return cancelled_ || Complete(b) || (input_end_ && consumed_ >= end_seq_); });
     if (cancelled_) return CancelledError();
     auto it = batches_.find(b);
     if (it == batches_.end() || !Complete(b)) return false;

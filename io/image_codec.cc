@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "placeflow/core/allocator.h"
+#include "placeflow/io/png_zlib.h"
 
 #if defined(PF_WITH_IMAGES)
 #include <jpeglib.h>
@@ -42,10 +43,6 @@ const char* FormatName(Format f) {
   }
 }
 
-#if defined(PF_WITH_IMAGES)
-
-bool Available() { return true; }
-
 namespace {
 
 Status CheckImage(const Tensor& image, const char* what, int max_channels) {
@@ -62,6 +59,14 @@ Status CheckImage(const Tensor& image, const char* what, int max_channels) {
   }
   return Status::OK();
 }
+
+}  // namespace
+
+#if defined(PF_WITH_IMAGES)
+
+bool Available() { return true; }
+
+namespace {
 
 // ---- JPEG (libjpeg API) ----
 // libjpeg reports errors by calling error_exit, which must not return: it longjmps back to the
@@ -549,7 +554,14 @@ Status NotBuilt(const char* what) {
 StatusOr<Tensor> DecodeJpeg(std::string_view, const JpegOptions&) { return NotBuilt("DecodeJpeg"); }
 StatusOr<Tensor> DecodePng(std::string_view, int, DType) { return NotBuilt("DecodePng"); }
 StatusOr<Tensor> DecodeImage(std::string_view, int, DType) { return NotBuilt("DecodeImage"); }
-StatusOr<std::string> EncodePng(const Tensor&, int) { return NotBuilt("EncodePng"); }
+// Without libpng a PNG all the same (image summaries need one in every build): zlib only.
+StatusOr<std::string> EncodePng(const Tensor& image, int compression) {
+  PF_RETURN_IF_ERROR(CheckImage(image, "EncodePng", 4));
+  if (compression < -1 || compression > 9)
+    return errors::InvalidArgument("EncodePng: compression must be -1 to 9, got ", compression);
+  return EncodePngUnfiltered(static_cast<const uint8_t*>(image.raw_data()), image.shape().dim(0),
+                             image.shape().dim(1), image.shape().dim(2), compression);
+}
 StatusOr<std::string> EncodeJpeg(const Tensor&, int) { return NotBuilt("EncodeJpeg"); }
 
 #endif

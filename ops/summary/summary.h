@@ -48,8 +48,5 @@ Output MergeAll(const Scope& scope, const std::string& name_scope_prefix = "");
 // TensorFlow's default histogram bucket limits: -DBL_MAX, -1e20.., -1e-12, 0, 1e-12, ... x1.1 ...
 // up to 1e20, then DBL_MAX.
 const std::vector<double>& DefaultBucketLimits();
-// A PNG file (8-bit, colour type gray / gray+alpha / RGB / RGBA for 1-4 channels, zlib deflate,
-// no filtering) of `pixels` rows of width*channels bytes.
-std::string EncodePng(const uint8_t* pixels, int height, int width, int channels);
 
 }  // namespace pf::summary

@@ -1,7 +1,6 @@
 // ScalarSummary, HistogramSummary, ImageSummary and MergeSummary: TensorFlow's v1 summary ops.
-// Each outputs a serialized tensorflow.Summary (io/proto/summary.proto) as a string scalar.
-#include <zlib.h>
-
+// Each outputs a serialized tensorflow.Summary (io/proto/summary.proto) as a string scalar;
+// ImageSummary's PNGs come from image::EncodePng (io/image_codec.h).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -10,6 +9,7 @@
 
 #include "placeflow/devices/device.h"
 #include "placeflow/graph/kernel.h"
+#include "placeflow/io/image_codec.h"
 #include "placeflow/io/proto/summary.pb.h"
 #include "placeflow/ops/ops.h"
 #include "placeflow/ops/summary/summary.h"
@@ -29,53 +29,6 @@ const std::vector<double>& DefaultBucketLimits() {
     return all;
   }();
   return kLimits;
-}
-
-namespace {
-
-void PutU32(std::string* s, uint32_t v) {
-  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                     static_cast<char>(v >> 8), static_cast<char>(v)};
-  s->append(b, 4);
-}
-
-void PutChunk(std::string* png, const char type[4], const std::string& data) {
-  PutU32(png, static_cast<uint32_t>(data.size()));
-  std::string body(type, 4);
-  body += data;
-  png->append(body);
-  PutU32(png, static_cast<uint32_t>(
-                  crc32(0L, reinterpret_cast<const Bytef*>(body.data()), body.size())));
-}
-
-}  // namespace
-
-std::string EncodePng(const uint8_t* pixels, int height, int width, int channels) {
-  static const int kColourType[] = {0, 0, 4, 2, 6};  // by channels: gray, gray+alpha, RGB, RGBA
-  std::string png("\x89PNG\r\n\x1a\n", 8);
-  std::string ihdr;
-  PutU32(&ihdr, static_cast<uint32_t>(width));
-  PutU32(&ihdr, static_cast<uint32_t>(height));
-  ihdr += static_cast<char>(8);  // bit depth
-  ihdr += static_cast<char>(kColourType[channels]);
-  ihdr += std::string(3, '\0');  // deflate, adaptive filtering (unused: filter 0), no interlace
-  PutChunk(&png, "IHDR", ihdr);
-  // Each row: filter type 0 (none), then its bytes.
-  const size_t row = static_cast<size_t>(width) * channels;
-  std::string raw;
-  raw.reserve((row + 1) * height);
-  for (int y = 0; y < height; ++y) {
-    raw += '\0';
-    raw.append(reinterpret_cast<const char*>(pixels + y * row), row);
-  }
-  uLongf size = compressBound(raw.size());
-  std::string idat(size, '\0');
-  compress2(reinterpret_cast<Bytef*>(idat.data()), &size,
-            reinterpret_cast<const Bytef*>(raw.data()), raw.size(), Z_DEFAULT_COMPRESSION);
-  idat.resize(size);
-  PutChunk(&png, "IDAT", idat);
-  PutChunk(&png, "IEND", "");
-  return png;
 }
 
 }  // namespace summary
@@ -257,11 +210,12 @@ class ImageSummaryOp : public OpKernel {
     const int64_t per_image = h * w * c;
     const std::string& base = tag.flat<std::string>()[0];
     tensorflow::Summary s;
-    std::vector<uint8_t> pixels(per_image);
+    Tensor frame(DT_UINT8, {h, w, c});  // one image's pixels, PNG-encoded below
+    uint8_t* pixels = frame.data<uint8_t>();
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t offset = b * per_image;
       if (images.dtype() == DT_UINT8) {
-        std::memcpy(pixels.data(), images.data<uint8_t>() + offset, per_image);
+        std::memcpy(pixels, images.data<uint8_t>() + offset, per_image);
       } else {
         // TF's scaling: all values >= 0: scale so the largest is 255; otherwise shift 0 to 127
         // and scale so the smallest is 0 or the largest 255.
@@ -293,8 +247,8 @@ class ImageSummaryOp : public OpKernel {
       img->set_height(static_cast<int>(h));
       img->set_width(static_cast<int>(w));
       img->set_colorspace(static_cast<int>(c));
-      img->set_encoded_image_string(summary::EncodePng(pixels.data(), static_cast<int>(h),
-                                                       static_cast<int>(w), static_cast<int>(c)));
+      PF_ASSIGN_OR_RETURN(std::string png, image::EncodePng(frame));
+      img->set_encoded_image_string(std::move(png));
     }
     return SetSummaryOutput(ctx, s);
   }

@@ -105,8 +105,7 @@ TEST_CASE("A ragged batch is an error naming the component and the shapes", "[da
                  Catch::Contains("First element had shape [1] and element 2 had shape [2]"));
 }
 
-TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batches",
-          "[data]") {
+TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batches", "[data]") {
   // Three components of known shapes: a vector, a string and a scalar; uneven work per element.
   const ElementSpec spec = {{DT_FLOAT, Shape{3}}, {DT_STRING, Shape{}}, {DT_INT64, Shape{}}};
   MapFn fn = [](Element e, const MapContext& ctx) -> StatusOr<Element> {
@@ -139,8 +138,12 @@ TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batc
     }
     return out;
   };
-  for (auto [n, batch, drop] : {std::tuple{10, 4, false}, {10, 4, true}, {12, 4, false},
-                                {3, 8, false}, {3, 8, true}, {13, 1, false}}) {
+  for (auto [n, batch, drop] : {std::tuple{10, 4, false},
+                                {10, 4, true},
+                                {12, 4, false},
+                                {3, 8, false},
+                                {3, 8, true},
+                                {13, 1, false}}) {
     CAPTURE(n, batch, drop);
     const std::vector<std::string> unfused = batches(1, n, batch, drop);
     CHECK(unfused.size() == static_cast<size_t>(drop ? n / batch : (n + batch - 1) / batch));

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "placeflow/io/image_codec.h"
+#include "placeflow/io/png_zlib.h"
 #include "placeflow/ops/image/resize.h"
 #include "placeflow/ops/simd/cpu_isa.h"
 #include "tests/testing/test_util.h"
@@ -235,6 +236,19 @@ TEST_CASE("Bad image files are InvalidArgument with the decoder's reason; nothin
   CHECK_THAT(image::DecodeJpeg(jpg.substr(0, 40)).status().message(), Contains("header"));
 }
 
+TEST_CASE("The zlib-only PNG writer (builds without libpng) decodes to its pixels", "[image]") {
+  SKIP_WITHOUT_CODECS();
+  for (int64_t c : {1, 2, 3, 4}) {
+    Tensor img(DT_UINT8, {5, 7, c});
+    for (int64_t i = 0; i < img.num_elements(); ++i)
+      img.data<uint8_t>()[i] = static_cast<uint8_t>(i * 37);
+    StatusOr<std::string> png =
+        image::EncodePngUnfiltered(img.data<uint8_t>(), 5, 7, c, /*compression=*/-1);
+    REQUIRE(png.ok());
+    CheckSameImage(image::DecodePng(*png, 0).ValueOrThrow(), img);
+  }
+}
+
 TEST_CASE("The decode ops in a graph: ReadFile, DecodeImage, EncodePng", "[image]") {
   SKIP_WITHOUT_CODECS();
   Graph g;
@@ -295,8 +309,8 @@ std::vector<float> NaiveBilinear(const std::vector<T>& in, int64_t b, int64_t h,
   auto coord = [&](int64_t i, int64_t n, int64_t on, int64_t* lo, int64_t* hi) {
     const float scale = align && on > 1 ? static_cast<float>(n - 1) / static_cast<float>(on - 1)
                                         : static_cast<float>(n) / static_cast<float>(on);
-    const float src = half ? (static_cast<float>(i) + 0.5f) * scale - 0.5f
-                           : static_cast<float>(i) * scale;
+    const float src =
+        half ? (static_cast<float>(i) + 0.5f) * scale - 0.5f : static_cast<float>(i) * scale;
     *lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(src)), 0, n - 1);
     *hi = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(src)), 0, n - 1);
     return src - std::floor(src);
@@ -330,8 +344,11 @@ TEST_CASE("The bilinear resize gives the naive loop's bits under every ISA cap",
   for (simd::CpuIsa cap : {simd::CpuIsa::kSse4, simd::CpuIsa::kAvx2, simd::CpuIsa::kAvx512}) {
     if (cap > simd::HostCpuIsa()) continue;
     simd::SetMaxCpuIsa(cap);
-    for (auto [h, w, oh, ow] : {std::tuple{256, 256, 224, 224}, {5, 7, 9, 11}, {9, 13, 5, 6},
-                                {1, 1, 3, 17}, {4, 30, 2, 1}}) {
+    for (auto [h, w, oh, ow] : {std::tuple{256, 256, 224, 224},
+                                {5, 7, 9, 11},
+                                {9, 13, 5, 6},
+                                {1, 1, 3, 17},
+                                {4, 30, 2, 1}}) {
       for (int64_t c : {1, 2, 3, 4, 5}) {
         for (int mode = 0; mode < 3; ++mode) {
           CAPTURE(simd::CpuIsaName(cap), h, w, oh, ow, c, mode);

@@ -116,7 +116,9 @@ TEST_CASE("HistogramSummary of NaN is TensorFlow's error", "[summary]") {
   CHECK_THAT(s.message(), Contains("Nan in summary histogram for: bad"));
 }
 
-// Inflates a PNG's IDAT chunks (independently of the encoder: chunk walk + zlib) into rows.
+// A PNG's pixels, read independently of the encoder: the chunks walked (CRCs checked), the IDAT
+// data inflated with zlib, and each row's filter (none, sub, up, average, Paeth: the PNG
+// specification's section 9) undone.
 std::string PngPixels(const std::string& png, int* w, int* h, int* colour_type) {
   REQUIRE(png.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
   auto be32 = [&](size_t at) {
@@ -144,7 +146,27 @@ std::string PngPixels(const std::string& png, int* w, int* h, int* colour_type) 
   REQUIRE(uncompress(reinterpret_cast<Bytef*>(raw.data()), &n,
                      reinterpret_cast<const Bytef*>(idat.data()), idat.size()) == Z_OK);
   raw.resize(n);
-  return raw;
+  const int bpp = *colour_type == 0 ? 1 : *colour_type == 4 ? 2 : *colour_type == 2 ? 3 : 4;
+  const size_t stride = static_cast<size_t>(*w) * bpp;
+  REQUIRE(raw.size() == (stride + 1) * static_cast<size_t>(*h));
+  std::string pixels(stride * static_cast<size_t>(*h), '\0');
+  auto at = [&](size_t row, size_t i) -> int {  // a decoded byte; 0 outside the image
+    return static_cast<uint8_t>(pixels[row * stride + i]);
+  };
+  for (size_t y = 0; y < static_cast<size_t>(*h); ++y) {
+    const int filter = static_cast<uint8_t>(raw[y * (stride + 1)]);
+    for (size_t i = 0; i < stride; ++i) {
+      const int a = i >= static_cast<size_t>(bpp) ? at(y, i - bpp) : 0;
+      const int b = y > 0 ? at(y - 1, i) : 0;
+      const int c = y > 0 && i >= static_cast<size_t>(bpp) ? at(y - 1, i - bpp) : 0;
+      const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+      const int predictor[] = {0, a, b, (a + b) / 2, pa <= pb && pa <= pc ? a : pb <= pc ? b : c};
+      REQUIRE(filter <= 4);
+      pixels[y * stride + i] = static_cast<char>(
+          static_cast<uint8_t>(raw[y * (stride + 1) + 1 + i]) + predictor[filter]);
+    }
+  }
+  return pixels;
 }
 
 TEST_CASE("ImageSummary encodes PNGs: uint8 as is, floats scaled as TensorFlow does", "[summary]") {
@@ -170,13 +192,25 @@ TEST_CASE("ImageSummary encodes PNGs: uint8 as is, floats scaled as TensorFlow d
   CHECK(sa.value(0).image().colorspace() == 1);
   std::string raw = PngPixels(sa.value(0).image().encoded_image_string(), &w, &h, &ct);
   CHECK((w == 3 && h == 2 && ct == 0));
-  CHECK(raw == std::string("\0\x00\x0a\x14\0\x1e\x28\xfa", 8));  // filter 0, then each row
+  CHECK(raw == std::string("\x00\x0a\x14\x1e\x28\xfa", 6));
   std::string rgb = PngPixels(Parse(out[1]).value(0).image().encoded_image_string(), &w, &h, &ct);
   CHECK(ct == 2);
-  CHECK(rgb == std::string("\0\x00\x80\xff", 4));  // 0, 127.5 -> 128, 255
+  CHECK(rgb == std::string("\x00\x80\xff", 3));  // 0, 127.5 -> 128, 255
   std::string sg = PngPixels(Parse(out[2]).value(0).image().encoded_image_string(), &w, &h, &ct);
   // scale = min(127 / 1, 128 / 0.5) = 127: -1 -> 0, 0 -> 127, 0.5 -> 190.5 -> 191.
-  CHECK(sg == std::string("\0\x00\x7f\xbf", 4));
+  CHECK(sg == std::string("\x00\x7f\xbf", 3));
+  // A larger RGB image, where libpng filters rows: the pixels come back as they went in.
+  Tensor big(DT_UINT8, {1, 16, 24, 3});
+  for (int64_t i = 0; i < big.num_elements(); ++i)
+    big.data<uint8_t>()[i] = static_cast<uint8_t>(i * 7 + (i / 72) * (i % 5));
+  Graph g2;
+  Scope r2 = Scope::Root(&g2);
+  Output d = summary::Image(r2, "big", ops::Const(r2, big));
+  Session s2(g2);
+  std::string decoded =
+      PngPixels(Parse(s2.Run({d})[0]).value(0).image().encoded_image_string(), &w, &h, &ct);
+  CHECK((w == 24 && h == 16 && ct == 2));
+  CHECK(decoded == std::string(static_cast<const char*>(big.raw_data()), big.TotalBytes()));
 }
 
 TEST_CASE("MergeSummary joins values; a duplicate tag is an error", "[summary]") {
