@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 #include "placeflow/ops/ops.h"
 #include "placeflow/train/variables.h"
@@ -67,8 +68,28 @@ Output Activation(const Scope& s, Output x, const std::string& activation) {
                                      "': use relu, relu6, leaky_relu, sigmoid, tanh or softplus"));
 }
 
+namespace {
+std::mutex global_policy_mu;
+std::string& GlobalPolicyRef() {
+  static std::string policy = "float32";
+  return policy;
+}
+}  // namespace
+
+void SetGlobalPolicy(const std::string& policy) {
+  PolicyComputeDType("SetGlobalPolicy", policy.empty() ? "float32" : policy);  // throws if unknown
+  std::lock_guard<std::mutex> lock(global_policy_mu);
+  GlobalPolicyRef() = policy.empty() ? "float32" : policy;
+}
+
+std::string GlobalPolicy() {
+  std::lock_guard<std::mutex> lock(global_policy_mu);
+  return GlobalPolicyRef();
+}
+
 DType PolicyComputeDType(const std::string& layer, const std::string& policy) {
-  if (policy.empty() || policy == "float32") return DT_FLOAT;
+  if (policy.empty()) return PolicyComputeDType(layer, GlobalPolicy());
+  if (policy == "float32") return DT_FLOAT;
   if (policy == "mixed_float16") return DT_HALF;
   if (policy == "mixed_bfloat16") return DT_BFLOAT16;
   ThrowError(errors::InvalidArgument(layer, ": unknown dtype_policy '", policy,

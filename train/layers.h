@@ -9,9 +9,10 @@
 //   10});
 //   // Train with the "update_ops" collection (the moving averages) as control dependencies.
 //
-// dtype_policy (Keras's mixed precision policies): "" or "float32"; "mixed_float16" or
-// "mixed_bfloat16": the layer's variables stay float32 and it computes in float16 (bfloat16):
-// floating inputs and the variables' values are cast to that type, and the output has it
+// dtype_policy (Keras's mixed precision policies): "" (the global policy, SetGlobalPolicy),
+// "float32", "mixed_float16" or "mixed_bfloat16": the layer's variables stay float32 and it
+// computes in float16 (bfloat16): floating inputs and the variables' values are cast to that
+// type, and the output has it
 // (batch norm keeps its statistics and its scale and offset in float32, as Keras's fused layer
 // does). Give the last layer "float32" (Keras's advice for the logits) or cast its output, and
 // pair mixed_float16 with train::LossScaleOptimizer. Anything else is a pf::Error.
@@ -35,9 +36,15 @@ namespace pf::layers {
 // "softplus"; anything else is a pf::Error.
 Output Activation(const Scope& s, Output x, const std::string& activation);
 
-// The compute dtype of a dtype_policy: DT_FLOAT, DT_HALF or DT_BFLOAT16. `layer` names the
-// layer in the error for an unknown policy.
+// The compute dtype of a dtype_policy ("": the global policy's): DT_FLOAT, DT_HALF or
+// DT_BFLOAT16. `layer` names the layer in the error for an unknown policy.
 DType PolicyComputeDType(const std::string& layer, const std::string& policy);
+
+// Keras's tf.keras.mixed_precision.set_global_policy / global_policy: the policy of every layer
+// built afterwards whose dtype_policy is "" (process-wide; "float32" at start, and "" sets it
+// back). An unknown name is a pf::Error and leaves the policy as it was.
+void SetGlobalPolicy(const std::string& policy);
+std::string GlobalPolicy();
 
 struct Conv2DOptions {
   int64_t filters = 0;

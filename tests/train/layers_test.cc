@@ -237,6 +237,34 @@ TEST_CASE("Layers under a mixed dtype_policy compute in 16 bits, keep float32 va
   }
 }
 
+TEST_CASE("The global policy applies to layers without a dtype_policy of their own",
+          "[layers][mixed_precision]") {
+  struct Restore {
+    std::string saved = layers::GlobalPolicy();
+    ~Restore() { layers::SetGlobalPolicy(saved); }
+  } restore;
+  CHECK(layers::GlobalPolicy() == "float32");
+  layers::SetGlobalPolicy("mixed_bfloat16");
+  CHECK(layers::GlobalPolicy() == "mixed_bfloat16");
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, {-1, 4});
+  Output h = layers::Dense(root, "fc1", x, {.units = 3});
+  Output own = layers::Dense(root, "fc2", x, {.units = 3, .dtype_policy = "mixed_float16"});
+  Output logits = layers::Dense(root, "logits", h, {.units = 2, .dtype_policy = "float32"});
+  CHECK(h.dtype() == DT_BFLOAT16);
+  CHECK(own.dtype() == DT_HALF);
+  CHECK(logits.dtype() == DT_FLOAT);
+  for (const Variable& v : TrainableVariables(&g)) CHECK(v.value().dtype() == DT_FLOAT);
+  // An unknown name changes nothing; "" goes back to float32.
+  CHECK_THROWS_WITH(layers::SetGlobalPolicy("half"),
+                    Catch::Contains("unknown dtype_policy 'half'"));
+  CHECK(layers::GlobalPolicy() == "mixed_bfloat16");
+  layers::SetGlobalPolicy("");
+  CHECK(layers::GlobalPolicy() == "float32");
+  CHECK(layers::Dense(root, "fc3", x, {.units = 3}).dtype() == DT_FLOAT);
+}
+
 TEST_CASE("An unknown dtype_policy is an error naming the layer", "[layers][errors]") {
   Graph g;
   Scope root = Scope::Root(&g);
