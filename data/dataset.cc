@@ -177,12 +177,18 @@ class MapNode : public UnaryNode {
     return MakeParallelMapIterator(std::move(in), &fn_, &spec(), parallel_, ctx.iteration);
   }
   // A Batch after this map runs fused with it (MakeParallelMapBatchIterator) when the map has
-  // threads and its results' shapes are all known.
+  // threads and its results' shapes are all known, and the batch, allocated whole up front, is
+  // at most 1 GiB: Batch(1 << 30) collecting a whole dataset stays unfused.
   std::unique_ptr<Iterator> MakeBatchIterator(const IteratorContext& ctx, int64_t n,
                                               bool drop) const {
-    const bool known = std::all_of(spec().begin(), spec().end(),
-                                   [](const ComponentSpec& c) { return c.shape.IsFullyDefined(); });
-    if (parallel_ <= 1 || !known) return nullptr;
+    constexpr double kMaxFusedBytes = double{1 << 30};
+    double row_bytes = 0;
+    for (const ComponentSpec& c : spec()) {
+      if (!c.shape.IsFullyDefined()) return nullptr;
+      row_bytes +=
+          static_cast<double>(c.shape.num_elements()) * static_cast<double>(DTypeSize(c.dtype));
+    }
+    if (parallel_ <= 1 || static_cast<double>(n) * row_bytes > kMaxFusedBytes) return nullptr;
     return MakeParallelMapBatchIterator(input().node()->MakeIterator(ctx), &fn_, &spec(), parallel_,
                                         ctx.iteration, n, drop);
   }

@@ -49,9 +49,16 @@ Status CheckOptions(const ImageFolderOptions& o) {
 // One file: decoded, resized to float [h, w, c] (values 0..255, as Keras gives them).
 StatusOr<Tensor> LoadImage(const std::string& path, const ImageFolderOptions& o) {
   PF_ASSIGN_OR_RETURN(std::string bytes, io::ReadFileBytes(path));
-  StatusOr<Tensor> decoded = image::DecodeImage(bytes, o.channels);
-  if (!decoded.ok()) return decoded.status().WithSuffix(" (file '" + path + "')");
-  const Tensor& img = *decoded;
+  StatusOr<Tensor> image = DecodeAndResize(bytes, o);
+  if (!image.ok()) return image.status().WithSuffix(" (file '" + path + "')");
+  return image;
+}
+
+}  // namespace
+
+StatusOr<Tensor> DecodeAndResize(std::string_view bytes, const ImageFolderOptions& o) {
+  PF_RETURN_IF_ERROR(CheckOptions(o));
+  PF_ASSIGN_OR_RETURN(Tensor img, image::DecodeImage(bytes, o.channels));
   const int64_t h = img.dim(0), w = img.dim(1), c = img.dim(2);
   const int64_t oh = o.image_size[0], ow = o.image_size[1];
   PF_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(CpuAllocator(), DT_FLOAT, {oh, ow, c}));
@@ -68,8 +75,6 @@ StatusOr<Tensor> LoadImage(const std::string& path, const ImageFolderOptions& o)
   }
   return out;
 }
-
-}  // namespace
 
 StatusOr<ImageFolder> FromImageFolder(const std::string& dir, const ImageFolderOptions& o) {
   PF_RETURN_IF_ERROR(CheckOptions(o));

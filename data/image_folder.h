@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "placeflow/data/dataset.h"
@@ -50,5 +51,11 @@ struct ImageFolder {
 // bad options (image size, channels, split without a subset, or a subset without a split).
 StatusOr<ImageFolder> FromImageFolder(const std::string& dir,
                                       const ImageFolderOptions& options = {});
+
+// One encoded image (JPEG or PNG bytes: a file's, or a TFRecord's image/encoded) as
+// FromImageFolder's elements have it: decoded to o.channels, resized to o.image_size by
+// o.interpolation, float [height, width, channels] in 0..255. The decoder's errors as
+// io/image_codec.h gives them.
+StatusOr<Tensor> DecodeAndResize(std::string_view bytes, const ImageFolderOptions& o);
 
 }  // namespace pf::data

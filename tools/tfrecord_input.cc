@@ -5,6 +5,7 @@
 
 // tf.Example parsing comes with the records part of issue 17 (io/example.h) and needs protobuf.
 #if defined(PF_WITH_PROTOBUF) && __has_include("placeflow/io/example.h")
+#include "placeflow/data/image_folder.h"
 #include "placeflow/io/example.h"
 #define PF_TFRECORD_INPUT 1
 #else
@@ -80,6 +81,113 @@ StatusOr<data::MnistArrays> LoadMnistArrays(const std::vector<std::string>& file
   if (!any) return errors::InvalidArgument("No records in ", files.front());
   PF_ASSIGN_OR_RETURN(data::Element parsed, ParseMnistBatch(all[0]));
   return data::MnistArrays{parsed[0], parsed[1]};
+}
+
+StatusOr<bool> HoldsEncodedImages(const std::string& file) {
+  auto it = data::Dataset::FromTFRecord({file}).MakeIterator();
+  data::Element first;
+  PF_ASSIGN_OR_RETURN(bool any, it->GetNext(&first));
+  if (!any) return errors::InvalidArgument("No records in ", file);
+#if PF_TFRECORD_INPUT
+  io::ExampleSpec spec;
+  spec.var_len.push_back({"image/encoded", DT_STRING});
+  PF_ASSIGN_OR_RETURN(io::ParsedExamples p,
+                      io::ParseExamples({first[0].data<std::string>(), 1}, spec));
+  return p.sparse[0].values.num_elements() > 0;
+#else
+  return false;
+#endif
+}
+
+#if PF_TFRECORD_INPUT
+namespace {
+
+// The features of an image record: bytes, label, class name ("" when absent).
+io::ExampleSpec ImageSpec(bool with_image) {
+  io::ExampleSpec spec;
+  spec.fixed.push_back({"image/class/label", DT_INT64, Shape{}, Tensor()});
+  spec.fixed.push_back({"image/class/text", DT_STRING, Shape{}, Tensor::Scalar<std::string>("")});
+  if (with_image) spec.fixed.push_back({"image/encoded", DT_STRING, Shape{}, Tensor()});
+  return spec;
+}
+
+StatusOr<int32_t> Label(const io::ParsedExamples& p) {
+  const int64_t label = p.dense[0].data<int64_t>()[0];
+  if (label < 0 || label >= (int64_t{1} << 20))
+    return errors::InvalidArgument("image/class/label ", label, " is not a class index");
+  return static_cast<int32_t>(label);
+}
+
+// One record: (float [size * size * 3] in [0, 1], int32 label).
+StatusOr<data::Element> DecodeRecord(const std::string& record, int64_t size) {
+  PF_ASSIGN_OR_RETURN(io::ParsedExamples p, io::ParseExamples({&record, 1}, ImageSpec(true)));
+  PF_ASSIGN_OR_RETURN(int32_t label, Label(p));
+  data::ImageFolderOptions o;
+  o.image_size = {size, size};
+  PF_ASSIGN_OR_RETURN(Tensor image, data::DecodeAndResize(p.dense[2].data<std::string>()[0], o));
+  Tensor flat(DT_FLOAT, {image.num_elements()});
+  for (int64_t i = 0; i < image.num_elements(); ++i)
+    flat.data<float>()[i] = image.data<float>()[i] / 255.f;
+  return data::Element{std::move(flat), Tensor::Scalar<int32_t>(label)};
+}
+
+// The class names by label, from every record's label and class text.
+StatusOr<std::vector<std::string>> ClassNames(const std::vector<std::string>& files) {
+  std::vector<std::string> names;
+  auto it = data::Dataset::FromTFRecord(files).MakeIterator();
+  data::Element e;
+  for (;;) {
+    PF_ASSIGN_OR_RETURN(bool more, it->GetNext(&e));
+    if (!more) break;
+    PF_ASSIGN_OR_RETURN(io::ParsedExamples p,
+                        io::ParseExamples({e[0].data<std::string>(), 1}, ImageSpec(false)));
+    PF_ASSIGN_OR_RETURN(int32_t label, Label(p));
+    if (static_cast<size_t>(label) >= names.size()) names.resize(label + 1);
+    const std::string& text = p.dense[1].data<std::string>()[0];
+    if (!text.empty()) names[label] = text;
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i].empty()) names[i] = "class_" + std::to_string(i);
+  return names;
+}
+
+}  // namespace
+#endif
+
+StatusOr<ImageRecords> LoadImageRecords(const std::vector<std::string>& train_files,
+                                        const std::vector<std::string>& test_files, int64_t size,
+                                        int64_t train_limit, int64_t test_limit) {
+#if PF_TFRECORD_INPUT
+  ImageRecords r;
+  PF_ASSIGN_OR_RETURN(r.class_names, ClassNames(train_files));
+  const data::ElementSpec spec = {{DT_FLOAT, Shape{size * size * 3}}, {DT_INT32, Shape{}}};
+  auto decode = [size](data::Element e, const data::MapContext&) {
+    return DecodeRecord(e[0].data<std::string>()[0], size);
+  };
+  const data::Dataset records = data::Dataset::FromTFRecord(train_files);
+  r.train = records.Take(train_limit > 0 ? train_limit : -1).Map(decode, 2, spec);
+  auto count = records.Take(train_limit > 0 ? train_limit : -1).Batch(4096).MakeIterator();
+  for (data::Element e;;) {
+    PF_ASSIGN_OR_RETURN(bool more, count->GetNext(&e));
+    if (!more) break;
+    r.train_examples += e[0].dim(0);
+  }
+  // The test records, decoded and stacked in one batch.
+  auto test = data::Dataset::FromTFRecord(test_files)
+                  .Take(test_limit > 0 ? test_limit : -1)
+                  .Map(decode, 2, spec)
+                  .Batch(1 << 30)
+                  .MakeIterator();
+  data::Element all;
+  PF_ASSIGN_OR_RETURN(bool any, test->GetNext(&all));
+  if (!any) return errors::InvalidArgument("No records in ", test_files.front());
+  r.test = data::MnistArrays{all[0], all[1]};
+  return r;
+#else
+  (void)train_files, (void)test_files, (void)size, (void)train_limit, (void)test_limit;
+  return errors::Unimplemented(
+      "Parsing tf.Example needs a placeflow built with protobuf (PF_WITH_PROTOBUF)");
+#endif
 }
 
 }  // namespace pf::tfrecord_input

@@ -28,4 +28,22 @@ StatusOr<data::Element> ParseMnistBatch(const Tensor& serialized);
 // All examples of `files` as arrays (the test set, fed to the accuracy).
 StatusOr<data::MnistArrays> LoadMnistArrays(const std::vector<std::string>& files);
 
+// TFRecord files of encoded images (pf-data convert --images, TensorFlow's image layout:
+// image/encoded, image/class/label, image/class/text).
+// Whether the first record of `file` holds an image/encoded feature.
+StatusOr<bool> HoldsEncodedImages(const std::string& file);
+struct ImageRecords {
+  data::Dataset train;  // per record: float [size * size * 3] in [0, 1] and its int32 label
+  int64_t train_examples = 0;
+  data::MnistArrays test;                // the test records, decoded once
+  std::vector<std::string> class_names;  // by label: image/class/text ("class_<label>" if none)
+};
+// Each image decoded and resized to size x size RGB (bilinear, half-pixel centres: what
+// FromImageFolder and tf.image.resize do) on 2 threads; limits of 0 take every record. A record
+// that does not parse or decode fails with the parser's or the decoder's reason, naming the
+// record's index.
+StatusOr<ImageRecords> LoadImageRecords(const std::vector<std::string>& train_files,
+                                        const std::vector<std::string>& test_files, int64_t size,
+                                        int64_t train_limit, int64_t test_limit);
+
 }  // namespace pf::tfrecord_input

@@ -52,7 +52,19 @@ int64_t CountElements(const data::Dataset& d) {
   return n;
 }
 
-// TFRecord files of tf.Example: the training part as a dataset, the test part as arrays.
+// "classes: 2 (cats, dogs), images resized to 224x224"; a classifier needs two classes.
+void PrintClasses(const TrainArgs& a, const TrainingData& d) {
+  if (d.class_names.size() < 2)
+    throw UsageError("--data " + a.data + ": a classifier needs at least two classes");
+  std::string classes;
+  for (const std::string& c : d.class_names) classes += (classes.empty() ? "" : ", ") + c;
+  std::printf("classes: %zu (%s), images resized to %lldx%lld\n", d.class_names.size(),
+              classes.c_str(), static_cast<long long>(a.image_size),
+              static_cast<long long>(a.image_size));
+}
+
+// TFRecord files of tf.Example, MNIST's (image_raw, label) or encoded images' (pf-data convert
+// --images): the training part as a dataset, the test part as arrays.
 void LoadTFRecords(const TrainArgs& a, const std::string& dir, TrainingData* d) {
   using data::Split;
   if (!tfrecord_input::Available())
@@ -64,6 +76,18 @@ void LoadTFRecords(const TrainArgs& a, const std::string& dir, TrainingData* d) 
                                               : std::filesystem::path(dir).parent_path().string(),
                                           Split::kTest)
                         .ValueOrThrow();
+  if (tfrecord_input::HoldsEncodedImages(train_files.front()).ValueOrThrow()) {
+    tfrecord_input::ImageRecords r =
+        tfrecord_input::LoadImageRecords(train_files, test_files, a.image_size, a.train_limit,
+                                         a.test_limit)
+            .ValueOrThrow();
+    d->class_names = std::move(r.class_names);
+    d->image_shape = {a.image_size, a.image_size, 3};
+    d->train_ds = r.train;
+    d->train_examples = r.train_examples;
+    d->test = std::move(r.test);
+    return PrintClasses(a, *d);
+  }
   d->test = data::Take(tfrecord_input::LoadMnistArrays(test_files).ValueOrThrow(), a.test_limit);
   d->train_ds =
       data::Dataset::FromTFRecord(train_files).Take(a.train_limit > 0 ? a.train_limit : -1);
@@ -130,11 +154,7 @@ void LoadImages(const TrainArgs& a, const std::string& dir, TrainingData* d) {
     std::copy_n(e[0].data<float>(), features, d->test.images.data<float>() + i * features);
     d->test.labels.data<int32_t>()[i] = e[1].scalar<int32_t>();
   }
-  std::string classes;
-  for (const std::string& c : d->class_names) classes += (classes.empty() ? "" : ", ") + c;
-  std::printf("classes: %zu (%s), images resized to %lldx%lld\n", d->class_names.size(),
-              classes.c_str(), static_cast<long long>(a.image_size),
-              static_cast<long long>(a.image_size));
+  PrintClasses(a, *d);
 }
 
 std::string DefaultData() {
@@ -187,7 +207,7 @@ models::ModelOptions ModelOptionsFor(const TrainArgs& a, const Role& role, int64
 data::GraphIterator TrainIterator(const TrainArgs& a, const Scope& root, const TrainingData& d) {
   const int64_t batch = trainer::EffectiveBatch(a.batch, d.train_examples).ValueOrThrow();
   data::MapFn parse;
-  if (a.data_format == "tfrecord") {
+  if (a.data_format == "tfrecord" && d.image_shape.empty()) {  // MNIST's records
     parse = [](data::Element e, const data::MapContext&) {
       return tfrecord_input::ParseMnistBatch(e[0]);
     };

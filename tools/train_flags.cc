@@ -92,12 +92,15 @@ void AddDataFlags(FlagSet& f, TrainArgs& a) {
       .Default("/usr/share/datasets/fashion-mnist when present");
   f.String("--data-format", &a.data_format,
            "idx: --data is a directory of IDX files; tfrecord: --data is a TFRecord file of "
-           "tf.Example records (pf-data convert) or a directory of them (train*.tfrecord, "
-           "test*.tfrecord); images: --data is a folder of class subfolders of JPEG/PNG files",
+           "tf.Example records (pf-data convert: MNIST's pixels, or encoded images with "
+           "--images) or a directory of them (train*.tfrecord, test*.tfrecord); images: --data "
+           "is a folder of class subfolders of JPEG/PNG files",
            {"idx", "tfrecord", "images"})
       .Default("idx");
   f.Int("--image-size", &a.image_size,
-        "--data-format images: the side (pixels) the images are resized to", 8, 4096);
+        "--data-format images, or TFRecords of encoded images: the side (pixels) the images are "
+        "resized to",
+        8, 4096);
   f.Double("--validation-split", &a.validation_split,
            "--data-format images: the fraction of the files kept to evaluate on, not trained on",
            Positive());
