@@ -59,6 +59,8 @@ class Planner {
       group_persistent_[group] += g.persistent_bytes[i];
       group_largest_[group] = std::max(group_largest_[group], g.output_bytes[i]);
     }
+    committed_us_.assign(static_cast<size_t>(cost.num_devices()), 0.0);
+    if (o.algorithm == PlacementAlgorithm::kSct) FindAnchors();
   }
 
   int GroupDevice(int node) const { return group_device_[p_.group_of[node]]; }
@@ -87,8 +89,7 @@ class Planner {
     if (GroupDevice(node) >= 0) return GroupDevice(node);
     const int group = p_.group_of[node];
     if (p_.candidates[group].size() == 1) {  // nowhere else to go: the simulation checks it
-      group_device_[group] = p_.candidates[group][0];
-      sched_->Hold(group_device_[group], group_persistent_[group]);
+      Place(group, p_.candidates[group][0]);
       return group_device_[group];
     }
     const std::vector<int> open = Open(node);
@@ -97,8 +98,7 @@ class Planner {
       return p_.candidates[p_.group_of[node]].at(0);
     }
     const int d = std::find(open.begin(), open.end(), want) != open.end() ? want : open[0];
-    group_device_[group] = d;
-    sched_->Hold(d, group_persistent_[group]);
+    Place(group, d);
     return d;
   }
   Status NoRoom(int node) const {
@@ -136,6 +136,31 @@ class Planner {
     return std::find(open.begin(), open.end(), device) != open.end() ? device : -1;
   }
 
+  // m-sct: the device of the node's anchor, when placed and open to the node; else -1.
+  int AnchorDevice(int node) const {
+    const int a = Anchor(p_.group_of[node]);
+    if (a < 0 || group_device_[a] < 0) return -1;
+    const std::vector<int> open = Open(node);
+    return std::find(open.begin(), open.end(), group_device_[a]) != open.end() ? group_device_[a]
+                                                                               : -1;
+  }
+  // m-sct's balance of parameters: for a node whose anchor (FindAnchors) is not placed yet, the
+  // open device where the work already anchored there plus this anchor's would end first (least
+  // committed work, in each device's own time); -1 when there is no such anchor. Without it each
+  // layer of a deep network goes to whichever device finishes its first step first, and two layers
+  // can share a device while another idles.
+  int LeastCommitted(int node) const {
+    const int a = Anchor(p_.group_of[node]);
+    if (a < 0 || group_device_[a] >= 0) return -1;
+    int best = -1;
+    double best_us = std::numeric_limits<double>::infinity();
+    for (int d : Open(node)) {
+      const double us = committed_us_[d] + follow_us_[a][d];
+      if (us < best_us) best_us = us, best = d;
+    }
+    return best;
+  }
+
   // Unplaced, cheap, and reading nothing placed: it can wait for its first consumer.
   bool MayDefer(int node) const {
     if (GroupDevice(node) >= 0) return false;
@@ -146,6 +171,73 @@ class Planner {
   }
 
  private:
+  void Place(int group, int device) {
+    group_device_[group] = device;
+    sched_->Hold(device, group_persistent_[group]);
+    if (!follow_us_.empty() && !follow_us_[group].empty())
+      committed_us_[device] += follow_us_[group][device];
+  }
+  // A variable group is its own anchor; another group's is anchor_[group] (or -1).
+  int Anchor(int group) const {
+    if (follow_us_.empty()) return -1;
+    return group_persistent_[group] > 0 && !follow_us_[group].empty() ? group : anchor_[group];
+  }
+  // Each group's anchor, and per variable group and device the time of every node anchored to
+  // it (its own included). A node's anchor is its largest input's: the variable group itself
+  // when that input is a variable's, else the anchor of the node it comes from; where inputs of
+  // the largest size disagree (a layer's input joined to its state), the anchor of the consumer
+  // of its largest output. So a layer's ops (and, in their groups, their gradients) belong to
+  // the layer's weights.
+  void FindAnchors() {
+    std::vector<int> node_anchor(g_.nodes.size(), -1);
+    auto anchor_of = [&](int src) {
+      const int from = p_.group_of[src];
+      return group_persistent_[from] > 0 ? from : node_anchor[src];
+    };
+    for (int i : g_.topo) {                                 // producers first
+      if (group_persistent_[p_.group_of[i]] > 0) continue;  // a variable group anchors itself
+      int64_t most = -1;
+      bool tie = false;  // two largest inputs with different anchors
+      for (int e : g_.in_edges[i]) {
+        const CostGraph::Edge& edge = g_.edges[e];
+        if (edge.output < 0 || IsLoopBackEdge(g_, edge) || edge.bytes < most) continue;
+        const int a = anchor_of(edge.src);
+        if (edge.bytes > most) {
+          most = edge.bytes, node_anchor[i] = a, tie = false;
+        } else if (a >= 0 && node_anchor[i] < 0) {
+          node_anchor[i] = a;  // an input without an anchor (a constant) says nothing
+        } else if (a >= 0 && a != node_anchor[i]) {
+          tie = true;
+        }
+      }
+      if (tie) node_anchor[i] = -1;
+    }
+    for (auto it = g_.topo.rbegin(); it != g_.topo.rend(); ++it) {  // consumers first
+      if (node_anchor[*it] >= 0 || group_persistent_[p_.group_of[*it]] > 0) continue;
+      int64_t most = -1;
+      for (int e : g_.out_edges[*it]) {
+        const CostGraph::Edge& edge = g_.edges[e];
+        if (edge.output < 0 || IsLoopBackEdge(g_, edge) || edge.bytes <= most) continue;
+        most = edge.bytes;
+        node_anchor[*it] = node_anchor[edge.dst];
+      }
+    }
+    anchor_.assign(p_.candidates.size(), -1);
+    for (int i : g_.topo) {
+      int& a = anchor_[p_.group_of[i]];
+      if (a < 0) a = node_anchor[i];
+    }
+    follow_us_.assign(p_.candidates.size(), {});
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const int group = p_.group_of[i];
+      const int a = group_persistent_[group] > 0 ? group : anchor_[group];
+      if (a < 0) continue;
+      std::vector<double>& f = follow_us_[a];
+      if (f.empty()) f.assign(committed_us_.size(), 0.0);
+      for (size_t d = 0; d < f.size(); ++d) f[d] += sched_->ComputeUs(static_cast<int>(i), d);
+    }
+  }
+
   const CostGraph& g_;
   const CostModel& cost_;
   const PlacementProblem& p_;
@@ -153,6 +245,9 @@ class Planner {
   ListScheduler* sched_;
   std::vector<int64_t> budget_, group_persistent_, group_largest_;  // budget_: per device
   std::vector<int> group_device_;
+  std::vector<int> anchor_;                     // m-sct: per group
+  std::vector<std::vector<double>> follow_us_;  // m-sct: per variable group, per device
+  std::vector<double> committed_us_;            // per device: its placed anchors' follow_us_
   Status error_;
 };
 
@@ -234,6 +329,8 @@ StatusOr<AutoPlan> PlanWithin(const CostGraph& graph, const CostModel& cost,
     if (planner.MayDefer(i)) return ListScheduler::kDefer;
     if (!favourite.empty()) {
       if (const int d = planner.ParameterDevice(i); d >= 0) return planner.Take(i, d);
+      if (const int d = planner.AnchorDevice(i); d >= 0) return planner.Take(i, d);
+      if (const int d = planner.LeastCommitted(i); d >= 0) return planner.Take(i, d);
     }
     if (!favourite.empty() && favourite[i] >= 0) {
       const int d = sched.device_of(favourite[i]);

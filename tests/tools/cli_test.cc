@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "placeflow/devices/gpu_probe.h"
@@ -522,5 +524,45 @@ TEST_CASE("pf-place plans a model for a simulated machine and flags what does no
   CHECK(bad.status != 0);
   CHECK_THAT(bad.err, Contains("unknown device type 'tpu'"));
 }
+// The step pf-place predicts on the row of `plan` ("experts", "m-sct", ...), in ms.
+double PredictedMs(const std::string& out, const std::string& plan) {
+  const size_t row = out.find("\n" + plan + " ");
+  REQUIRE(row != std::string::npos);
+  const size_t step = out.find("step", row);
+  return std::stod(out.substr(step + 4));
+}
+
+TEST_CASE("pf-place: m-sct gives each LSTM layer a GPU, as fast as the experts' split",
+          "[cli][auto]") {
+  // Seed 003's model, small: 4 layers of 512 units over 8 steps on 4 GPUs.
+  ToolRun r = RunTool(PF_PLACE_BINARY,
+                      "--model lstm_lm --devices 'gpu:4x16GB,nvlink=450GB/s' --algorithm m-sct "
+                      "--layers 4 --steps 8 --hidden 512 --vocab 2000 --batch 64 --print-plan");
+  REQUIRE(r.status == 0);
+  CHECK(PredictedMs(r.out, "m-sct") <= 1.10 * PredictedMs(r.out, "experts"));
+  // Per layer (its ops and their gradients), the nodes on each GPU in m-sct's plan.
+  std::map<std::string, std::map<std::string, int>> count;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  m-sct ", 0) != 0) continue;
+    std::string name = line.substr(8, line.find(' ', 8) - 8);
+    if (name.rfind("gradients/", 0) == 0) name = name.substr(10);
+    if (name.rfind("lstm_", 0) != 0) continue;
+    count[name.substr(0, name.find('/'))][line.substr(line.rfind(':') - 3)]++;
+  }
+  REQUIRE(count.size() == 4);
+  std::set<std::string> homes;
+  for (const auto& [layer, on] : count) {
+    auto home = std::max_element(on.begin(), on.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    int total = 0;
+    for (const auto& [device, n] : on) total += n;
+    CAPTURE(layer, home->first, home->second, total);
+    CHECK(home->second >= 0.95 * total);  // the layer's ops stay together
+    homes.insert(home->first);
+  }
+  CHECK(homes.size() == 4);  // and no two layers share a GPU
+}
+
 }  // namespace
 }  // namespace pf::cli_test
