@@ -134,6 +134,24 @@ struct LerpGatherAt {
   }
 };
 
+struct LerpGatherU8At {
+  const uint8_t* s;
+  const int32_t* lower;
+  const int32_t* upper;
+  const float* t;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    const hn::RebindToSigned<D> di;
+    const auto* words = reinterpret_cast<const int32_t*>(s);
+    const hn::Vec<decltype(di)> byte = hn::Set(di, 0xFF);  // the low byte of each 4 read
+    const hn::Vec<D> va = hn::ConvertTo(
+        d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, lower + i)), byte));
+    const hn::Vec<D> vb = hn::ConvertTo(
+        d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, upper + i)), byte));
+    return hn::Add(va, hn::Mul(hn::Sub(vb, va), hn::LoadU(d, t + i)));
+  }
+};
+
 void UnaryImpl(UnaryFn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
 #define PF_CASE(e, Op) \
@@ -190,6 +208,10 @@ void LerpGatherImpl(const float* s, const int32_t* lower, const int32_t* upper, 
                     float* y, int64_t n) {
   Map(n, y, LerpGatherAt{s, lower, upper, t});
 }
+void LerpGatherU8Impl(const uint8_t* s, const int32_t* lower, const int32_t* upper,
+                      const float* t, float* y, int64_t n) {
+  Map(n, y, LerpGatherU8At{s, lower, upper, t});
+}
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -206,6 +228,7 @@ HWY_EXPORT(BinaryScalarAImpl);
 HWY_EXPORT(AxpyImpl);
 HWY_EXPORT(LerpImpl);
 HWY_EXPORT(LerpGatherImpl);
+HWY_EXPORT(LerpGatherU8Impl);
 HWY_EXPORT(TargetNameImpl);
 
 // ActiveCpuIsa() first: it hands PF_MAX_CPU_ISA to Highway before the first dispatch.
@@ -237,6 +260,11 @@ void LerpGather(const float* s, const int32_t* lower, const int32_t* upper, cons
                 float* y, int64_t n) {
   ActiveCpuIsa();
   HWY_DYNAMIC_DISPATCH(LerpGatherImpl)(s, lower, upper, t, y, n);
+}
+void LerpGatherU8(const uint8_t* s, const int32_t* lower, const int32_t* upper, const float* t,
+                  float* y, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(LerpGatherU8Impl)(s, lower, upper, t, y, n);
 }
 const char* DispatchedTargetName() {
   ActiveCpuIsa();

@@ -54,6 +54,10 @@ void Lerp(const float* a, const float* b, float t, float* y, int64_t n);
 // operands gathered from one row (the resize's step across a row).
 void LerpGather(const float* s, const int32_t* lower, const int32_t* upper, const float* t,
                 float* y, int64_t n);
+// The same from a row of bytes (values 0..255 converted to float on the way). Reads 4 bytes at
+// each offset: s must be readable up to the largest offset + 3.
+void LerpGatherU8(const uint8_t* s, const int32_t* lower, const int32_t* upper, const float* t,
+                  float* y, int64_t n);
 
 // The Highway target of this call's dispatch ("AVX3", "AVX2", "SSE4", "EMU128", ...).
 const char* DispatchedTargetName();
