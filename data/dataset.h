@@ -75,6 +75,10 @@ struct MapContext {
   int64_t iteration = 0;
   // A seed for this element, from `seed` (the same at every thread count).
   uint64_t Seed(uint64_t seed) const;
+  // Map and batch fused (docs/data.md): this element's row of the batch, one tensor per
+  // component of the map's output spec. A map function may write its result into them and
+  // return them, which saves copying the result into the batch. Null otherwise.
+  const Element* rows = nullptr;
 };
 using MapFn = std::function<StatusOr<Element>(Element, const MapContext&)>;
 // A simpler map function, without the context.

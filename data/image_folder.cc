@@ -47,21 +47,33 @@ Status CheckOptions(const ImageFolderOptions& o) {
 }
 
 // One file: decoded, resized to float [h, w, c] (values 0..255, as Keras gives them).
-StatusOr<Tensor> LoadImage(const std::string& path, const ImageFolderOptions& o) {
+StatusOr<Tensor> LoadImage(const std::string& path, const ImageFolderOptions& o,
+                           const Tensor* into) {
   PF_ASSIGN_OR_RETURN(std::string bytes, io::ReadFileBytes(path));
-  StatusOr<Tensor> image = DecodeAndResize(bytes, o);
+  StatusOr<Tensor> image = DecodeAndResize(bytes, o, into);
   if (!image.ok()) return image.status().WithSuffix(" (file '" + path + "')");
   return image;
 }
 
 }  // namespace
 
-StatusOr<Tensor> DecodeAndResize(std::string_view bytes, const ImageFolderOptions& o) {
+StatusOr<Tensor> DecodeAndResize(std::string_view bytes, const ImageFolderOptions& o,
+                                 const Tensor* into) {
   PF_RETURN_IF_ERROR(CheckOptions(o));
   PF_ASSIGN_OR_RETURN(Tensor img, image::DecodeImage(bytes, o.channels));
   const int64_t h = img.dim(0), w = img.dim(1), c = img.dim(2);
   const int64_t oh = o.image_size[0], ow = o.image_size[1];
-  PF_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(CpuAllocator(), DT_FLOAT, {oh, ow, c}));
+  if (into != nullptr && (into->dtype() != DT_FLOAT || into->shape() != Shape{oh, ow, c})) {
+    return errors::InvalidArgument("DecodeAndResize: the output must be float ",
+                                   Shape{oh, ow, c}.ToString(), ", got ", DTypeName(into->dtype()),
+                                   " ", into->shape().ToString());
+  }
+  Tensor out;
+  if (into != nullptr) {
+    out = *into;
+  } else {
+    PF_ASSIGN_OR_RETURN(out, Tensor::Allocate(CpuAllocator(), DT_FLOAT, {oh, ow, c}));
+  }
   const image::ResizeMode half_pixel{.align_corners = false, .half_pixel_centers = true};
   if (o.interpolation == "bilinear") {
     image::ResizeBilinearImpl(img.data<uint8_t>(), 1, h, w, c, out.data<float>(), oh, ow,
@@ -132,8 +144,10 @@ StatusOr<ImageFolder> FromImageFolder(const std::string& dir, const ImageFolderO
   result.dataset =
       Dataset::FromTensorSlices({paths, labels})
           .Map(
-              [o](Element e) -> StatusOr<Element> {
-                PF_ASSIGN_OR_RETURN(Tensor img, LoadImage(e[0].data<std::string>()[0], o));
+              [o](Element e, const MapContext& ctx) -> StatusOr<Element> {
+                // Batched after this map: straight into the batch's row (MapContext::rows).
+                const Tensor* into = ctx.rows != nullptr ? &(*ctx.rows)[0] : nullptr;
+                PF_ASSIGN_OR_RETURN(Tensor img, LoadImage(e[0].data<std::string>()[0], o, into));
                 return Element{std::move(img), std::move(e[1])};
               },
               std::max(o.num_parallel_calls, 1), spec);

@@ -55,7 +55,9 @@ StatusOr<ImageFolder> FromImageFolder(const std::string& dir,
 // One encoded image (JPEG or PNG bytes: a file's, or a TFRecord's image/encoded) as
 // FromImageFolder's elements have it: decoded to o.channels, resized to o.image_size by
 // o.interpolation, float [height, width, channels] in 0..255. The decoder's errors as
-// io/image_codec.h gives them.
-StatusOr<Tensor> DecodeAndResize(std::string_view bytes, const ImageFolderOptions& o);
+// io/image_codec.h gives them. `into`: a float tensor of that shape to write the image into (and
+// return), instead of a new one.
+StatusOr<Tensor> DecodeAndResize(std::string_view bytes, const ImageFolderOptions& o,
+                                 const Tensor* into = nullptr);
 
 }  // namespace pf::data

@@ -50,6 +50,8 @@ class ParallelMapBase : public Iterator {
  protected:
   // Files the result of element `seq` (called without mu_ held) and wakes the consumer.
   virtual void File(int64_t seq, StatusOr<Element> r) = 0;
+  // Where element `seq`'s result may be written (MapContext::rows), if anywhere.
+  virtual bool RowsFor(int64_t /*seq*/, Element* /*rows*/) { return false; }
 
   // Under mu_: starts the workers at the first call.
   void StartOnce() {
@@ -101,7 +103,10 @@ class ParallelMapBase : public Iterator {
           return;
         }
       }
-      File(seq, RunMapFn(*fn_, std::move(e), MapContext{seq, iteration_}, *spec_));
+      MapContext ctx{.index = seq, .iteration = iteration_};
+      Element rows;
+      if (RowsFor(seq, &rows)) ctx.rows = &rows;
+      File(seq, RunMapFn(*fn_, std::move(e), ctx, *spec_));
     }
   }
 
@@ -217,6 +222,27 @@ class ParallelMapBatchIt : public ParallelMapBase {
     return it != batches_.end() && it->second.done == Rows(b);
   }
 
+  // Views of the batch's row `seq`: each holds the batch's buffer while it lives.
+  bool RowsFor(int64_t seq, Element* rows) override {
+    Element batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Partial& p = batches_[seq / batch_];
+      if (p.rows.empty() && !Allocate(&p.rows).ok()) return false;  // File says why
+      batch = p.rows;
+    }
+    for (const Tensor& t : batch) {
+      Shape s = t.shape();
+      s.RemoveDim(0);
+      const size_t bytes = t.TotalBytes() / static_cast<size_t>(batch_);
+      char* at = static_cast<char*>(t.raw_data()) + static_cast<size_t>(seq % batch_) * bytes;
+      auto view = std::shared_ptr<Buffer>(new Buffer(at, bytes, /*on_host=*/true),
+                                          [keep = t.buffer()](Buffer* b) { delete b; });
+      rows->push_back(Tensor(t.dtype(), s, std::move(view)));
+    }
+    return true;
+  }
+
   void File(int64_t seq, StatusOr<Element> r) override {
     const int64_t b = seq / batch_, row = seq % batch_;
     Element rows;  // handles on the batch's tensors: kept alive by this worker while it copies
@@ -250,13 +276,15 @@ class ParallelMapBatchIt : public ParallelMapBase {
     return Status::OK();
   }
   static void CopyRow(const Tensor& from, int64_t row, Tensor* to) {
+    const size_t bytes = from.TotalBytes();
+    char* dst = static_cast<char*>(to->raw_data()) + static_cast<size_t>(row) * bytes;
+    if (from.raw_data() == dst) return;  // written in place (MapContext::rows)
     if (from.dtype() == DT_STRING) {
       const int64_t n = from.num_elements();
       std::copy(from.data<std::string>(), from.data<std::string>() + n,
                 to->data<std::string>() + row * n);
     } else {
-      const size_t bytes = from.TotalBytes();
-      std::memcpy(static_cast<char*>(to->raw_data()) + row * bytes, from.raw_data(), bytes);
+      std::memcpy(dst, from.raw_data(), bytes);
     }
   }
 

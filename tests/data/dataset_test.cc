@@ -3,7 +3,9 @@
 // documented example), parallel map determinism, prefetch, cancellation without leaks.
 #include "placeflow/data/dataset.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -167,6 +169,31 @@ TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batc
   Element e;
   CHECK_THAT(ragged.Batch(2).MakeIterator()->GetNext(&e).status().message(),
              Catch::Contains("Cannot batch tensors with different shapes in component 0"));
+  // A map function may write into the batch's row (MapContext::rows), offered only when fused.
+  std::atomic<int> offered{0};
+  MapFn in_place = [&](Element e, const MapContext& ctx) -> StatusOr<Element> {
+    if (ctx.rows == nullptr) return fn(std::move(e), ctx);
+    ++offered;
+    PF_ASSIGN_OR_RETURN(Element r, fn(std::move(e), ctx));
+    Element rows = *ctx.rows;
+    for (size_t c = 0; c < r.size(); ++c) {
+      if (r[c].dtype() == DT_STRING) {
+        rows[c].data<std::string>()[0] = r[c].data<std::string>()[0];
+      } else {
+        std::memcpy(rows[c].raw_data(), r[c].raw_data(), r[c].TotalBytes());
+      }
+    }
+    return rows;
+  };
+  for (int threads : {1, 3}) {
+    offered = 0;
+    auto it = Range(10).Map(in_place, threads, spec).Batch(4).MakeIterator();
+    std::vector<std::string> got;
+    for (Element b; it->GetNext(&b).ValueOrThrow();)
+      got.push_back(b[1].data<std::string>()[0] + b[0].shape().ToString());
+    CHECK(got == std::vector<std::string>{"e0[4,3]", "e4[4,3]", "e8[2,3]"});
+    CHECK(offered == (threads > 1 ? 10 : 0));
+  }
   // Batch(1 << 30), the idiom that collects a whole dataset, allocates only what it holds.
   REQUIRE(
       Range(7).Map(fn, 3, spec).Batch(int64_t{1} << 30).MakeIterator()->GetNext(&e).ValueOrThrow());
