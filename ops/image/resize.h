@@ -123,8 +123,8 @@ void ResizeBilinearImpl(const T* in, int64_t batch, int64_t h, int64_t w, int64_
         std::copy(src, end, reinterpret_cast<uint8_t*>(in_row.data()));
         src = reinterpret_cast<const uint8_t*>(in_row.data());
       }
-      return simd::LerpGatherU8(src, across.lower.data(), across.upper.data(),
-                                across.frac.data(), dst, n);
+      return simd::LerpGatherU8(src, across.lower.data(), across.upper.data(), across.frac.data(),
+                                dst, n);
     }
     const float* s;
     if constexpr (std::is_same_v<T, float>) {

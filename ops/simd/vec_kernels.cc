@@ -144,10 +144,10 @@ struct LerpGatherU8At {
     const hn::RebindToSigned<D> di;
     const auto* words = reinterpret_cast<const int32_t*>(s);
     const hn::Vec<decltype(di)> byte = hn::Set(di, 0xFF);  // the low byte of each 4 read
-    const hn::Vec<D> va = hn::ConvertTo(
-        d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, lower + i)), byte));
-    const hn::Vec<D> vb = hn::ConvertTo(
-        d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, upper + i)), byte));
+    const hn::Vec<D> va =
+        hn::ConvertTo(d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, lower + i)), byte));
+    const hn::Vec<D> vb =
+        hn::ConvertTo(d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, upper + i)), byte));
     return hn::Add(va, hn::Mul(hn::Sub(vb, va), hn::LoadU(d, t + i)));
   }
 };
@@ -208,8 +208,8 @@ void LerpGatherImpl(const float* s, const int32_t* lower, const int32_t* upper, 
                     float* y, int64_t n) {
   Map(n, y, LerpGatherAt{s, lower, upper, t});
 }
-void LerpGatherU8Impl(const uint8_t* s, const int32_t* lower, const int32_t* upper,
-                      const float* t, float* y, int64_t n) {
+void LerpGatherU8Impl(const uint8_t* s, const int32_t* lower, const int32_t* upper, const float* t,
+                      float* y, int64_t n) {
   Map(n, y, LerpGatherU8At{s, lower, upper, t});
 }
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }

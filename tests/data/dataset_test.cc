@@ -107,18 +107,22 @@ TEST_CASE("A ragged batch is an error naming the component and the shapes", "[da
                  Catch::Contains("First element had shape [1] and element 2 had shape [2]"));
 }
 
+// Three components of known shapes from element i: a vector, a string and a scalar, after an
+// uneven amount of work; element 13 fails.
+const ElementSpec kThreeSpec = {{DT_FLOAT, Shape{3}}, {DT_STRING, Shape{}}, {DT_INT64, Shape{}}};
+StatusOr<Element> ThreeComponents(Element e, const MapContext& ctx) {
+  const int64_t i = e[0].scalar<int64_t>();
+  std::this_thread::sleep_for(std::chrono::microseconds((i * 37) % 150));
+  if (i == 13) return errors::InvalidArgument("thirteen is bad");
+  const float v = static_cast<float>(i);
+  return Element{Tensor::FromVector<float>({v, -v, v * 0.5f}, {3}),
+                 Tensor::Scalar<std::string>("e" + std::to_string(i)),
+                 Tensor::Scalar<int64_t>(ctx.index)};
+}
+
 TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batches", "[data]") {
-  // Three components of known shapes: a vector, a string and a scalar; uneven work per element.
-  const ElementSpec spec = {{DT_FLOAT, Shape{3}}, {DT_STRING, Shape{}}, {DT_INT64, Shape{}}};
-  MapFn fn = [](Element e, const MapContext& ctx) -> StatusOr<Element> {
-    const int64_t i = e[0].scalar<int64_t>();
-    std::this_thread::sleep_for(std::chrono::microseconds((i * 37) % 150));
-    if (i == 13) return errors::InvalidArgument("thirteen is bad");
-    const float v = static_cast<float>(i);
-    return Element{Tensor::FromVector<float>({v, -v, v * 0.5f}, {3}),
-                   Tensor::Scalar<std::string>("e" + std::to_string(i)),
-                   Tensor::Scalar<int64_t>(ctx.index)};
-  };
+  const ElementSpec& spec = kThreeSpec;
+  const MapFn fn = ThreeComponents;
   // Every batch, printed: shapes and values of each component.
   auto batches = [&](int threads, int64_t n, int64_t batch, bool drop) {
     std::vector<std::string> out;
@@ -169,12 +173,26 @@ TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batc
   Element e;
   CHECK_THAT(ragged.Batch(2).MakeIterator()->GetNext(&e).status().message(),
              Catch::Contains("Cannot batch tensors with different shapes in component 0"));
-  // A map function may write into the batch's row (MapContext::rows), offered only when fused.
+  // Batch(1 << 30), the idiom that collects a whole dataset, allocates only what it holds.
+  REQUIRE(
+      Range(7).Map(fn, 3, spec).Batch(int64_t{1} << 30).MakeIterator()->GetNext(&e).ValueOrThrow());
+  CHECK(e[0].shape() == Shape{7, 3});  // (the iterator and its threads are gone by now)
+  // Destroyed mid-batch, with workers still copying rows: every thread stops.
+  const int64_t before = Threads();
+  for (int i = 0; i < 20; ++i) {
+    auto it = Range(1000).Map(fn, 4, spec).Batch(5).MakeIterator();
+    for (int k = 0; k < i % 3; ++k) REQUIRE(it->GetNext(&e).ValueOrThrow());
+  }
+  CHECK(Threads() == before);
+}
+
+TEST_CASE("A fused map may write its results into the batch's rows (MapContext::rows)", "[data]") {
+  // Offered only when the map runs fused with its batch (threads, known shapes).
   std::atomic<int> offered{0};
   MapFn in_place = [&](Element e, const MapContext& ctx) -> StatusOr<Element> {
-    if (ctx.rows == nullptr) return fn(std::move(e), ctx);
+    if (ctx.rows == nullptr) return ThreeComponents(std::move(e), ctx);
     ++offered;
-    PF_ASSIGN_OR_RETURN(Element r, fn(std::move(e), ctx));
+    PF_ASSIGN_OR_RETURN(Element r, ThreeComponents(std::move(e), ctx));
     Element rows = *ctx.rows;
     for (size_t c = 0; c < r.size(); ++c) {
       if (r[c].dtype() == DT_STRING) {
@@ -187,24 +205,13 @@ TEST_CASE("Map with threads then Batch (fused) gives the unfused pipeline's batc
   };
   for (int threads : {1, 3}) {
     offered = 0;
-    auto it = Range(10).Map(in_place, threads, spec).Batch(4).MakeIterator();
+    auto it = Range(10).Map(in_place, threads, kThreeSpec).Batch(4).MakeIterator();
     std::vector<std::string> got;
     for (Element b; it->GetNext(&b).ValueOrThrow();)
       got.push_back(b[1].data<std::string>()[0] + b[0].shape().ToString());
     CHECK(got == std::vector<std::string>{"e0[4,3]", "e4[4,3]", "e8[2,3]"});
     CHECK(offered == (threads > 1 ? 10 : 0));
   }
-  // Batch(1 << 30), the idiom that collects a whole dataset, allocates only what it holds.
-  REQUIRE(
-      Range(7).Map(fn, 3, spec).Batch(int64_t{1} << 30).MakeIterator()->GetNext(&e).ValueOrThrow());
-  CHECK(e[0].shape() == Shape{7, 3});  // (the iterator and its threads are gone by now)
-  // Destroyed mid-batch, with workers still copying rows: every thread stops.
-  const int64_t before = Threads();
-  for (int i = 0; i < 20; ++i) {
-    auto it = Range(1000).Map(fn, 4, spec).Batch(5).MakeIterator();
-    for (int k = 0; k < i % 3; ++k) REQUIRE(it->GetNext(&e).ValueOrThrow());
-  }
-  CHECK(Threads() == before);
 }
 
 // TensorFlow's buffer algorithm, written out independently: fill, draw an index, refill.
