@@ -120,35 +120,29 @@ struct LerpAt {
     return hn::Add(va, hn::Mul(hn::Sub(hn::LoadU(d, b + i), va), hn::Set(d, t)));
   }
 };
+// y = a + (b - a) t, a and b gathered from the row s at each lane's lower and upper position:
+// floats by index, or (kBytes) 4 bytes read at each byte offset, the low one converted.
+template <bool kBytes>
 struct LerpGatherAt {
-  const float* s;
+  const void* s;
   const int32_t* lower;
   const int32_t* upper;
   const float* t;
   template <class D>
-  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+  HWY_INLINE hn::Vec<D> Gather(D d, const int32_t* at) const {
     const hn::RebindToSigned<D> di;
-    const hn::Vec<D> va = hn::GatherIndex(d, s, hn::LoadU(di, lower + i));
-    const hn::Vec<D> vb = hn::GatherIndex(d, s, hn::LoadU(di, upper + i));
-    return hn::Add(va, hn::Mul(hn::Sub(vb, va), hn::LoadU(d, t + i)));
+    if constexpr (kBytes) {
+      const auto* words = static_cast<const int32_t*>(s);
+      return hn::ConvertTo(
+          d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, at)), hn::Set(di, 0xFF)));
+    } else {
+      return hn::GatherIndex(d, static_cast<const float*>(s), hn::LoadU(di, at));
+    }
   }
-};
-
-struct LerpGatherU8At {
-  const uint8_t* s;
-  const int32_t* lower;
-  const int32_t* upper;
-  const float* t;
   template <class D>
   HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
-    const hn::RebindToSigned<D> di;
-    const auto* words = reinterpret_cast<const int32_t*>(s);
-    const hn::Vec<decltype(di)> byte = hn::Set(di, 0xFF);  // the low byte of each 4 read
-    const hn::Vec<D> va =
-        hn::ConvertTo(d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, lower + i)), byte));
-    const hn::Vec<D> vb =
-        hn::ConvertTo(d, hn::And(hn::GatherOffset(di, words, hn::LoadU(di, upper + i)), byte));
-    return hn::Add(va, hn::Mul(hn::Sub(vb, va), hn::LoadU(d, t + i)));
+    const hn::Vec<D> va = Gather(d, lower + i);
+    return hn::Add(va, hn::Mul(hn::Sub(Gather(d, upper + i), va), hn::LoadU(d, t + i)));
   }
 };
 
@@ -206,11 +200,11 @@ void LerpImpl(const float* a, const float* b, float t, float* y, int64_t n) {
 }
 void LerpGatherImpl(const float* s, const int32_t* lower, const int32_t* upper, const float* t,
                     float* y, int64_t n) {
-  Map(n, y, LerpGatherAt{s, lower, upper, t});
+  Map(n, y, LerpGatherAt<false>{s, lower, upper, t});
 }
 void LerpGatherU8Impl(const uint8_t* s, const int32_t* lower, const int32_t* upper, const float* t,
                       float* y, int64_t n) {
-  Map(n, y, LerpGatherU8At{s, lower, upper, t});
+  Map(n, y, LerpGatherAt<true>{s, lower, upper, t});
 }
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
