@@ -220,6 +220,12 @@ std::vector<ConvCase> DepthwiseCases() {
       {2, 7, 7, 3, 3, 3, 2, 2, 2, 1, 1, "SAME", {}, true, true},
       {1, 9, 8, 2, 3, 3, 1, 1, 1, 2, 2, "VALID", {}, true, true},
       {5, 28, 28, 8, 3, 3, 2, 1, 1, 1, 1, "SAME", {}, false, true},
+      // Multiplier 1, stride 1, centred padding: the input gradient runs as a forward
+      // convolution with the filter turned by 180 degrees (ops/nn/conv_onednn.cc).
+      {3, 9, 7, 6, 3, 3, 1, 1, 1, 1, 1, "SAME", {}, false, true},
+      {2, 8, 9, 5, 5, 3, 1, 1, 1, 1, 1, "SAME", {}, true, true},
+      {2, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, "EXPLICIT", {1, 1, 1, 1}, false, true},
+      {2, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, "EXPLICIT", {2, 0, 1, 1}, false, true},  // not centred
   };
 }
 
