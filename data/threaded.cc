@@ -266,13 +266,16 @@ class ParallelMapBatchIt : public ParallelMapBase {
     cv_.notify_all();
   }
 
+  // Every component's [batch_, ...] tensor into *rows, or none of them (ResourceExhausted).
   Status Allocate(Element* rows) const {
+    Element all;
     for (const ComponentSpec& c : *spec_) {
       Shape s = c.shape;
       s.InsertDim(0, batch_);
       PF_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), c.dtype, s));
-      rows->push_back(std::move(t));
+      all.push_back(std::move(t));
     }
+    *rows = std::move(all);
     return Status::OK();
   }
   static void CopyRow(const Tensor& from, int64_t row, Tensor* to) {
