@@ -297,22 +297,23 @@ StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& wha
     Shape s = t0.shape();
     s.InsertDim(0, static_cast<int64_t>(rows.size()));
     PF_ASSIGN_OR_RETURN(Tensor b, Tensor::Allocate(CpuAllocator(), t0.dtype(), s));  // no zeroing
-    if (!DTypeIsPod(t0.dtype())) {  // strings are objects: copied one by one
-      std::string* dst = b.data<std::string>();
-      const int64_t n = t0.num_elements();
-      for (size_t r = 0; r < rows.size(); ++r) {
-        const std::string* src = rows[r][c].data<std::string>();
-        std::copy(src, src + n, dst + r * n);
-      }
-    } else {
-      const size_t bytes = t0.TotalBytes();
-      char* dst = static_cast<char*>(b.raw_data());
-      for (size_t r = 0; r < rows.size(); ++r)
-        std::memcpy(dst + r * bytes, rows[r][c].raw_data(), bytes);
-    }
+    for (size_t r = 0; r < rows.size(); ++r) CopyRow(rows[r][c], static_cast<int64_t>(r), &b);
     out.push_back(std::move(b));
   }
   return out;
+}
+
+void CopyRow(const Tensor& from, int64_t row, Tensor* batch) {
+  const size_t bytes = from.TotalBytes();
+  char* dst = static_cast<char*>(batch->raw_data()) + static_cast<size_t>(row) * bytes;
+  if (from.raw_data() == dst) return;  // written in place (MapContext::rows)
+  if (!DTypeIsPod(from.dtype())) {     // strings are objects: copied one by one
+    const int64_t n = from.num_elements();
+    std::copy(from.data<std::string>(), from.data<std::string>() + n,
+              batch->data<std::string>() + row * n);
+  } else {
+    std::memcpy(dst, from.raw_data(), bytes);
+  }
 }
 
 // --- builders ---

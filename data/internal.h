@@ -36,6 +36,9 @@ StatusOr<Element> RunMapFn(const MapFn& fn, Element e, const MapContext& ctx,
 void CheckPositive(int64_t v, const char* what, const char* op);
 // Stacks rows (all with equal shapes, else the ragged-batch error naming `what`).
 StatusOr<Element> Stack(const std::vector<Element>& rows, const std::string& what);
+// `from` into row `row` of `batch` (a tensor of [rows] + from's shape and dtype); nothing when
+// `from` already is that row (a map function wrote it in place).
+void CopyRow(const Tensor& from, int64_t row, Tensor* batch);
 
 // data/threaded.cc
 std::unique_ptr<Iterator> MakeParallelMapIterator(std::unique_ptr<Iterator> input, const MapFn* fn,

@@ -4,7 +4,6 @@
 // the pipeline. Cancel joins the iterator's own threads before cancelling its input, so no
 // iterator is ever used by two threads at once.
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <list>
 #include <map>
@@ -196,9 +195,7 @@ class ParallelMapBatchIt : public ParallelMapBase {
     if (rows < batch_) {
       if (drop_) return false;
       for (Tensor& t : p.rows) {  // the short last batch: its first rows, the same buffer
-        Shape s = t.shape();
-        s.set_dim(0, rows);
-        t = Tensor(t.dtype(), s, t.buffer());
+        PF_ASSIGN_OR_RETURN(t, t.SliceRows(0, rows));
       }
     }
     *out = std::move(p.rows);
@@ -222,39 +219,39 @@ class ParallelMapBatchIt : public ParallelMapBase {
     return it != batches_.end() && it->second.done == Rows(b);
   }
 
+  // Handles on batch b's tensors, allocated by the first caller.
+  StatusOr<Element> BatchTensors(int64_t b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Partial& p = batches_[b];
+    if (p.rows.empty()) PF_RETURN_IF_ERROR(Allocate(&p.rows));
+    return p.rows;
+  }
+
   // Views of the batch's row `seq`: each holds the batch's buffer while it lives.
   bool RowsFor(int64_t seq, Element* rows) override {
-    Element batch;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      Partial& p = batches_[seq / batch_];
-      if (p.rows.empty() && !Allocate(&p.rows).ok()) return false;  // File says why
-      batch = p.rows;
-    }
-    for (const Tensor& t : batch) {
+    StatusOr<Element> batch = BatchTensors(seq / batch_);
+    if (!batch.ok()) return false;  // File says why
+    const int64_t row = seq % batch_;
+    for (const Tensor& t : *batch) {
       Shape s = t.shape();
       s.RemoveDim(0);
-      const size_t bytes = t.TotalBytes() / static_cast<size_t>(batch_);
-      char* at = static_cast<char*>(t.raw_data()) + static_cast<size_t>(seq % batch_) * bytes;
-      auto view = std::shared_ptr<Buffer>(new Buffer(at, bytes, /*on_host=*/true),
-                                          [keep = t.buffer()](Buffer* b) { delete b; });
-      rows->push_back(Tensor(t.dtype(), s, std::move(view)));
+      StatusOr<Tensor> view = t.SliceRows(row, row + 1);  // shares (and holds) the batch's buffer
+      if (view.ok()) view = view->Reshaped(s);
+      if (!view.ok()) return false;
+      rows->push_back(*std::move(view));
     }
     return true;
   }
 
   void File(int64_t seq, StatusOr<Element> r) override {
-    const int64_t b = seq / batch_, row = seq % batch_;
-    Element rows;  // handles on the batch's tensors: kept alive by this worker while it copies
+    const int64_t b = seq / batch_;
     Status error = r.status();
     if (r.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      Partial& p = batches_[b];
-      if (p.rows.empty()) error = Allocate(&p.rows);
-      rows = p.rows;
-    }
-    if (error.ok()) {
-      for (size_t c = 0; c < rows.size(); ++c) CopyRow((*r)[c], row, &rows[c]);
+      // Handles on the batch's tensors: kept alive by this worker while it copies.
+      StatusOr<Element> rows = BatchTensors(b);
+      error = rows.status();
+      for (size_t c = 0; error.ok() && c < rows->size(); ++c)
+        CopyRow((*r)[c], seq % batch_, &(*rows)[c]);
     }
     std::lock_guard<std::mutex> lock(mu_);
     Partial& p = batches_[b];
@@ -278,19 +275,6 @@ class ParallelMapBatchIt : public ParallelMapBase {
     *rows = std::move(all);
     return Status::OK();
   }
-  static void CopyRow(const Tensor& from, int64_t row, Tensor* to) {
-    const size_t bytes = from.TotalBytes();
-    char* dst = static_cast<char*>(to->raw_data()) + static_cast<size_t>(row) * bytes;
-    if (from.raw_data() == dst) return;  // written in place (MapContext::rows)
-    if (from.dtype() == DT_STRING) {
-      const int64_t n = from.num_elements();
-      std::copy(from.data<std::string>(), from.data<std::string>() + n,
-                to->data<std::string>() + row * n);
-    } else {
-      std::memcpy(dst, from.raw_data(), bytes);
-    }
-  }
-
   const int64_t batch_;
   const bool drop_;
   std::map<int64_t, Partial> batches_;

@@ -60,6 +60,14 @@ Status CheckImage(const Tensor& image, const char* what, int max_channels) {
   return Status::OK();
 }
 
+// EncodePng's arguments, whichever encoder runs.
+Status CheckEncodePng(const Tensor& image, int compression) {
+  PF_RETURN_IF_ERROR(CheckImage(image, "EncodePng", 4));
+  if (compression < -1 || compression > 9)
+    return errors::InvalidArgument("EncodePng: compression must be -1 to 9, got ", compression);
+  return Status::OK();
+}
+
 }  // namespace
 
 #if defined(PF_WITH_IMAGES)
@@ -494,9 +502,7 @@ StatusOr<Tensor> DecodeImage(std::string_view bytes, int channels, DType dtype) 
 }
 
 StatusOr<std::string> EncodePng(const Tensor& image, int compression) {
-  PF_RETURN_IF_ERROR(CheckImage(image, "EncodePng", 4));
-  if (compression < -1 || compression > 9)
-    return errors::InvalidArgument("EncodePng: compression must be -1 to 9, got ", compression);
+  PF_RETURN_IF_ERROR(CheckEncodePng(image, compression));
   PngWriter writer;
   png_structp png =
       png_create_write_struct(PNG_LIBPNG_VER_STRING, &writer, PngWriteError, PngWarningFn);
@@ -556,9 +562,7 @@ StatusOr<Tensor> DecodePng(std::string_view, int, DType) { return NotBuilt("Deco
 StatusOr<Tensor> DecodeImage(std::string_view, int, DType) { return NotBuilt("DecodeImage"); }
 // Without libpng a PNG all the same (image summaries need one in every build): zlib only.
 StatusOr<std::string> EncodePng(const Tensor& image, int compression) {
-  PF_RETURN_IF_ERROR(CheckImage(image, "EncodePng", 4));
-  if (compression < -1 || compression > 9)
-    return errors::InvalidArgument("EncodePng: compression must be -1 to 9, got ", compression);
+  PF_RETURN_IF_ERROR(CheckEncodePng(image, compression));
   return EncodePngUnfiltered(static_cast<const uint8_t*>(image.raw_data()), image.shape().dim(0),
                              image.shape().dim(1), image.shape().dim(2), compression);
 }

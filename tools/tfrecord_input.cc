@@ -125,18 +125,20 @@ StatusOr<data::Element> DecodeRecord(const std::string& record, int64_t size) {
   data::ImageFolderOptions o;
   o.image_size = {size, size};
   PF_ASSIGN_OR_RETURN(Tensor image, data::DecodeAndResize(p.dense[2].data<std::string>()[0], o));
-  Tensor flat(DT_FLOAT, {image.num_elements()});
-  for (int64_t i = 0; i < image.num_elements(); ++i)
-    flat.data<float>()[i] = image.data<float>()[i] / 255.f;
+  float* v = image.data<float>();  // a tensor of its own: scaled where it is
+  for (int64_t i = 0; i < image.num_elements(); ++i) v[i] /= 255.f;
+  PF_ASSIGN_OR_RETURN(Tensor flat, image.Reshaped(Shape{image.num_elements()}));
   return data::Element{std::move(flat), Tensor::Scalar<int32_t>(label)};
 }
 
-// The class names by label, from every record's label and class text.
-StatusOr<std::vector<std::string>> ClassNames(const std::vector<std::string>& files) {
+// The class names by label, from every record's label and class text, and the records' count:
+// one pass over the files.
+StatusOr<std::vector<std::string>> ClassNames(const std::vector<std::string>& files,
+                                              int64_t* records) {
   std::vector<std::string> names;
   auto it = data::Dataset::FromTFRecord(files).MakeIterator();
   data::Element e;
-  for (;;) {
+  for (*records = 0;; ++*records) {
     PF_ASSIGN_OR_RETURN(bool more, it->GetNext(&e));
     if (!more) break;
     PF_ASSIGN_OR_RETURN(io::ParsedExamples p,
@@ -159,19 +161,16 @@ StatusOr<ImageRecords> LoadImageRecords(const std::vector<std::string>& train_fi
                                         int64_t train_limit, int64_t test_limit) {
 #if PF_TFRECORD_INPUT
   ImageRecords r;
-  PF_ASSIGN_OR_RETURN(r.class_names, ClassNames(train_files));
+  int64_t records = 0;
+  PF_ASSIGN_OR_RETURN(r.class_names, ClassNames(train_files, &records));
+  r.train_examples = train_limit > 0 ? std::min(train_limit, records) : records;
   const data::ElementSpec spec = {{DT_FLOAT, Shape{size * size * 3}}, {DT_INT32, Shape{}}};
   auto decode = [size](data::Element e, const data::MapContext&) {
     return DecodeRecord(e[0].data<std::string>()[0], size);
   };
-  const data::Dataset records = data::Dataset::FromTFRecord(train_files);
-  r.train = records.Take(train_limit > 0 ? train_limit : -1).Map(decode, 2, spec);
-  auto count = records.Take(train_limit > 0 ? train_limit : -1).Batch(4096).MakeIterator();
-  for (data::Element e;;) {
-    PF_ASSIGN_OR_RETURN(bool more, count->GetNext(&e));
-    if (!more) break;
-    r.train_examples += e[0].dim(0);
-  }
+  r.train = data::Dataset::FromTFRecord(train_files)
+                .Take(train_limit > 0 ? train_limit : -1)
+                .Map(decode, 2, spec);
   // The test records, decoded and stacked in one batch.
   auto test = data::Dataset::FromTFRecord(test_files)
                   .Take(test_limit > 0 ? test_limit : -1)

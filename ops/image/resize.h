@@ -112,16 +112,19 @@ void ResizeBilinearImpl(const T* in, int64_t batch, int64_t h, int64_t w, int64_
   const bool gather = w * c <= std::numeric_limits<int32_t>::max();
   const RowLerps across = gather ? ElementLerps(xs, c) : RowLerps{};
   std::vector<float> rows(static_cast<size_t>(2 * n));  // two input rows, across
-  std::vector<float> in_row(std::is_same_v<T, float> || !gather ? 0 : static_cast<size_t>(w * c));
+  // Other types' rows converted to float; bytes are gathered as they are.
+  constexpr bool kConvert = !std::is_same_v<T, float> && !std::is_same_v<T, uint8_t>;
+  std::vector<float> in_row(kConvert && gather ? static_cast<size_t>(w * c) : 0);
   const T* const end = in + batch * h * w * c;
+  std::vector<uint8_t> padded;  // bytes: the input's last row, with 3 readable bytes after it
   auto lerp_row = [&](const T* src, float* dst) {
     if (!gather) return LerpRow(src, xs, c, dst);
     if constexpr (std::is_same_v<T, uint8_t>) {
-      // Bytes gathered 4 at a time: the input's last row goes through a copy with room after it.
+      // Bytes are gathered 4 at a time: the last row goes through a copy with room after it.
       if (src + w * c + 3 > end) {
-        in_row.resize(static_cast<size_t>(w * c) + 1);  // w * c + 4 bytes
-        std::copy(src, end, reinterpret_cast<uint8_t*>(in_row.data()));
-        src = reinterpret_cast<const uint8_t*>(in_row.data());
+        padded.assign(src, end);
+        padded.resize(static_cast<size_t>(w * c) + 3);
+        src = padded.data();
       }
       return simd::LerpGatherU8(src, across.lower.data(), across.upper.data(), across.frac.data(),
                                 dst, n);
