@@ -102,6 +102,24 @@ Output Sigmoid(const Scope& s, Output x);
 Output Tanh(const Scope& s, Output x);
 Output Softmax(const Scope& s, Output logits);
 Output LogSoftmax(const Scope& s, Output logits);
+// TensorFlow's BlockLSTM (tf.raw_ops.BlockLSTM, LSTMBlockFusedCell's op): an LSTM over all
+// steps of x [T, B, D] in one kernel, from the state (cs_prev, h_prev) [B, H], weights w
+// [D + H, 4H] (gates i, ci, f, o as LSTMCell's), peepholes wci, wcf, wco [H] (read only with
+// use_peephole) and bias b [4H]. seq_len_max: int64 scalar; steps from it on are zeros. Every
+// output is [T, B, H]: gates i, f, o, ci (the candidate), cs (the cell state), co = tanh(cs) and
+// h (the output). Only cs and h carry gradients. CPU kernels, float and double
+// (ops/nn/lstm_ops.cc).
+struct BlockLstmAttrs {
+  float forget_bias = 1.f;
+  float cell_clip = -1.f;  // > 0: cs is clipped to [-cell_clip, cell_clip]
+  bool use_peephole = false;
+};
+struct BlockLstmOutputs {
+  Output i, cs, f, o, ci, co, h;
+};
+BlockLstmOutputs BlockLSTM(const Scope& s, Output seq_len_max, Output x, Output cs_prev,
+                           Output h_prev, Output w, Output wci, Output wcf, Output wco, Output b,
+                           const BlockLstmAttrs& attrs = {});
 // Losses: fused and stable. The softmax ones return (per-example loss, d loss / d logits).
 std::pair<Output, Output> SoftmaxCrossEntropyWithLogits(const Scope& s, Output logits,
                                                         Output labels);

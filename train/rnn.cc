@@ -49,6 +49,22 @@ std::vector<Output> LSTMCell::Step(const Scope& s, Output x, const std::vector<O
   return {new_c, new_h};
 }
 
+std::optional<FusedSequenceOutputs> LSTMCell::FusedSequence(const Scope& s, Output x,
+                                                            Output seq_len_max,
+                                                            const std::vector<Output>& state) {
+  CheckBuilt(name_, kernel_.has_value());
+  if (s.device().has_type && s.device().type != "CPU") return std::nullopt;  // CPU kernels only
+  const Scope cs = s.NewSubScope(name_);
+  // No peepholes: BlockLSTM's wci, wcf and wco are unread.
+  Output no_peephole = ops::Const(cs, Tensor(x.dtype(), {units_}));
+  ops::BlockLstmAttrs a;
+  a.forget_bias = forget_bias_;
+  ops::BlockLstmOutputs r =
+      ops::BlockLSTM(cs, seq_len_max, x, state[0], state[1], kernel_->value(), no_peephole,
+                     no_peephole, no_peephole, bias_->value(), a);
+  return FusedSequenceOutputs{r.h, {r.cs, r.h}};
+}
+
 void DeviceWrapper::Build(const Scope& s, int64_t depth, DType dtype) {
   cell_->Build(s.WithDevice(device_), depth, dtype);
 }
@@ -56,6 +72,12 @@ void DeviceWrapper::Build(const Scope& s, int64_t depth, DType dtype) {
 std::vector<Output> DeviceWrapper::Step(const Scope& s, Output x, const std::vector<Output>& state,
                                         Output* output) {
   return cell_->Step(s.WithDevice(device_), x, state, output);
+}
+
+std::optional<FusedSequenceOutputs> DeviceWrapper::FusedSequence(const Scope& s, Output x,
+                                                                 Output seq_len_max,
+                                                                 const std::vector<Output>& state) {
+  return cell_->FusedSequence(s.WithDevice(device_), x, seq_len_max, state);
 }
 
 MultiRnnCell::MultiRnnCell(std::vector<RnnCell*> cells) : cells_(std::move(cells)) {
@@ -129,12 +151,78 @@ std::vector<Output> GRUCell::Step(const Scope& s, Output x, const std::vector<Ou
 
 namespace {
 
-// A zero tensor [dims...] where a negative dim is the batch (run-time `batch`, int32 scalar).
-Output Zeros(const Scope& s, Output batch, const std::vector<int32_t>& dims, DType dtype) {
+// A zero tensor [leading..., trailing...]: leading dims at run time (int32 scalars), trailing
+// ones static.
+Output Zeros(const Scope& s, const std::vector<Output>& leading,
+             const std::vector<int32_t>& trailing, DType dtype) {
   std::vector<Output> parts;
-  for (int32_t d : dims)
-    parts.push_back(d < 0 ? ops::Reshape(s, batch, {1}) : ops::ConstInt(s, std::vector{d}));
+  for (const Output& d : leading) parts.push_back(ops::Reshape(s, d, {1}));
+  parts.push_back(ops::ConstInt(s, trailing));
   return ops::Fill(s, ops::Concat(s, parts, 0), ops::Cast(s, ops::Const(s, 0.f), dtype));
+}
+
+// The loop of tf.nn.dynamic_rnn over time-major x [T, B, D] from `state`: every step's output
+// and the final state.
+RnnOutputs LoopRnn(const Scope& rs, RnnCell& cell, Output x, std::vector<Output> state,
+                   Output steps, Output batch, const std::optional<Output>& lengths,
+                   int parallel_iterations) {
+  const DType dtype = x.dtype();
+  const int64_t static_batch = x.shape().dim(1);
+  const int32_t units = static_cast<int32_t>(cell.output_size());
+  std::vector<Output> vars = {ops::ConstInt(rs, 0)};
+  ops::WhileOptions wo;
+  wo.parallel_iterations = parallel_iterations;
+  wo.shape_invariants = {pf::Shape{}};
+  for (size_t k = 0; k < state.size(); ++k) {
+    vars.push_back(state[k]);
+    wo.shape_invariants.push_back(pf::Shape{static_batch, cell.state_sizes()[k]});
+  }
+  // Every step's output, [T, B, H], filled row by row in place (ops::InplaceUpdate).
+  vars.push_back(Zeros(rs, {steps, batch}, {units}, dtype));
+  wo.shape_invariants.push_back(pf::Shape{x.shape().dim(0), static_batch, units});
+  const size_t n_state = state.size();
+  std::vector<Output> out = ops::WhileLoop(
+      rs, [&](const Scope& c, const std::vector<Output>& v) { return ops::Less(c, v[0], steps); },
+      [&](const Scope& b, const std::vector<Output>& v) {
+        const std::vector<Output> now(v.begin() + 1, v.begin() + 1 + n_state);
+        Output y;
+        std::vector<Output> next = cell.Step(b, ops::Gather(b, x, v[0]), now, &y);
+        if (lengths) {  // past its length an entry keeps its state, outputs 0
+          Output live = ops::Less(b, v[0], *lengths);
+          for (size_t k = 0; k < n_state; ++k) next[k] = ops::Select(b, live, next[k], now[k]);
+          y = ops::Select(b, live, y, ops::ZerosLike(b, y));
+        }
+        next.insert(next.begin(), ops::Add(b, v[0], ops::ConstInt(b, 1)));
+        next.push_back(ops::InplaceUpdate(b, v.back(), v[0], y));
+        return next;
+      },
+      vars, wo);
+  return {out.back(), std::vector<Output>(out.begin() + 1, out.begin() + 1 + n_state)};
+}
+
+// The same through the cell's fused sequence op, or std::nullopt where it has none. Past an
+// entry's length the op runs on (nothing before depends on it): its outputs there are zeroed
+// and its final state is taken at its last step, as TensorFlow's LSTMBlockFusedCell does.
+std::optional<RnnOutputs> FusedRnn(const Scope& rs, RnnCell& cell, Output x,
+                                   const std::vector<Output>& state, Output steps, Output batch,
+                                   const std::optional<Output>& lengths) {
+  const DType dtype = x.dtype();
+  Output len = lengths ? ops::Minimum(rs, *lengths, steps)
+                       : ops::Fill(rs, ops::Reshape(rs, batch, {1}), steps);
+  Output max_len = ops::Cast(rs, lengths ? ops::Max(rs, len) : steps, DT_INT64);
+  std::optional<FusedSequenceOutputs> f = cell.FusedSequence(rs, x, max_len, state);
+  if (!f) return std::nullopt;
+  // [T, 1] step numbers against [1, B] lengths: [T, B, 1] masks of the live steps and the last.
+  Output t =
+      ops::Reshape(rs, ops::Range(rs, ops::ConstInt(rs, 0), steps, ops::ConstInt(rs, 1)), {-1, 1});
+  Output per_entry = ops::Reshape(rs, len, {1, -1});
+  auto mask = [&](Output b) { return ops::ExpandDims(rs, ops::Cast(rs, b, dtype), 2); };
+  Output last = mask(ops::Equal(rs, t, ops::Sub(rs, per_entry, ops::ConstInt(rs, 1))));
+  RnnOutputs r;
+  r.outputs = lengths ? ops::Mul(rs, f->outputs, mask(ops::Less(rs, t, per_entry))) : f->outputs;
+  for (const Output& all : f->states)
+    r.final_state.push_back(ops::Sum(rs, ops::Mul(rs, all, last), {0}));
+  return r;
 }
 
 }  // namespace
@@ -166,49 +254,17 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
   const DType dtype = inputs.dtype();
   cell.Build(s, in.dim(2), dtype);
   Output x = options.time_major ? inputs : ops::Transpose(rs, inputs, {1, 0, 2});  // [T, B, D]
-  const int64_t static_batch = x.shape().dim(1);
   Output shape = ops::Shape(rs, x);
   Output steps = ops::Gather(rs, shape, ops::ConstInt(rs, 0));
   Output batch = ops::Gather(rs, shape, ops::ConstInt(rs, 1));
-  const int32_t units = static_cast<int32_t>(cell.output_size());
-  std::vector<Output> vars = {ops::ConstInt(rs, 0)};
-  ops::WhileOptions wo;
-  wo.parallel_iterations = options.parallel_iterations;
-  wo.shape_invariants = {pf::Shape{}};
-  for (int64_t width : cell.state_sizes()) {
-    vars.push_back(Zeros(rs, batch, {-1, static_cast<int32_t>(width)}, dtype));
-    wo.shape_invariants.push_back(pf::Shape{static_batch, width});
-  }
-  // Every step's output, [T, B, H], filled row by row in place (ops::InplaceUpdate).
-  Output all = ops::Fill(rs,
-                         ops::Concat(rs,
-                                     {ops::Reshape(rs, steps, {1}), ops::Reshape(rs, batch, {1}),
-                                      ops::ConstInt(rs, std::vector{units})},
-                                     0),
-                         ops::Cast(rs, ops::Const(rs, 0.f), dtype));
-  vars.push_back(all);
-  wo.shape_invariants.push_back(pf::Shape{x.shape().dim(0), static_batch, units});
-  const size_t n_state = cell.state_sizes().size();
-  std::vector<Output> out = ops::WhileLoop(
-      rs, [&](const Scope& c, const std::vector<Output>& v) { return ops::Less(c, v[0], steps); },
-      [&](const Scope& b, const std::vector<Output>& v) {
-        const std::vector<Output> state(v.begin() + 1, v.begin() + 1 + n_state);
-        Output y;
-        std::vector<Output> next = cell.Step(b, ops::Gather(b, x, v[0]), state, &y);
-        if (lengths) {  // past its length an entry keeps its state, outputs 0
-          Output live = ops::Less(b, v[0], *lengths);
-          for (size_t k = 0; k < n_state; ++k) next[k] = ops::Select(b, live, next[k], state[k]);
-          y = ops::Select(b, live, y, ops::ZerosLike(b, y));
-        }
-        next.insert(next.begin(), ops::Add(b, v[0], ops::ConstInt(b, 1)));
-        next.push_back(ops::InplaceUpdate(b, v.back(), v[0], y));
-        return next;
-      },
-      vars, wo);
-  RnnOutputs r;
-  r.outputs = options.time_major ? out.back() : ops::Transpose(rs, out.back(), {1, 0, 2});
-  r.final_state.assign(out.begin() + 1, out.begin() + 1 + n_state);
-  return r;
+  std::vector<Output> state;
+  for (int64_t width : cell.state_sizes())
+    state.push_back(Zeros(rs, {batch}, {static_cast<int32_t>(width)}, dtype));
+  std::optional<RnnOutputs> r;
+  if (options.fused) r = FusedRnn(rs, cell, x, state, steps, batch, lengths);
+  if (!r) r = LoopRnn(rs, cell, x, state, steps, batch, lengths, options.parallel_iterations);
+  if (!options.time_major) r->outputs = ops::Transpose(rs, r->outputs, {1, 0, 2});
+  return *r;
 }
 
 }  // namespace pf::layers

@@ -19,6 +19,13 @@
 
 namespace pf::layers {
 
+// A cell's whole sequence run as one op (RnnCell::FusedSequence): every step's output and, per
+// state tensor, every step's value, each [time, batch, width]; steps from seq_len_max on are 0.
+struct FusedSequenceOutputs {
+  Output outputs;
+  std::vector<Output> states;
+};
+
 class RnnCell {
  public:
   virtual ~RnnCell() = default;
@@ -30,11 +37,20 @@ class RnnCell {
   // One step: the output and the new state, from x [batch, depth] and the state.
   virtual std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
                                    Output* output) = 0;
+  // All steps of time-major x [time, batch, depth] from `state` in one op, where the cell has
+  // such an op (LSTMCell: BlockLSTM) and can run it on the scope's device; std::nullopt
+  // otherwise (DynamicRnn then runs Step in a while loop). seq_len_max: int64 scalar.
+  virtual std::optional<FusedSequenceOutputs> FusedSequence(const Scope& s, Output x,
+                                                            Output seq_len_max,
+                                                            const std::vector<Output>& state) {
+    return std::nullopt;
+  }
 };
 
 // tf.nn.rnn_cell.LSTMCell without peepholes or projection: gates i, j, f, o from
 // [x, h] W + b; c' = c sigmoid(f + forget_bias) + sigmoid(i) tanh(j); h' = tanh(c') sigmoid(o).
-// State: {c, h}; output: h'.
+// State: {c, h}; output: h'. Its fused sequence is TensorFlow's BlockLSTM op (ops::BlockLSTM,
+// CPU kernels; none on a GPU scope), with the same variables and results up to rounding.
 class LSTMCell : public RnnCell {
  public:
   LSTMCell(std::string name, int64_t units, float forget_bias = 1.f, int64_t seed = 0);
@@ -43,6 +59,8 @@ class LSTMCell : public RnnCell {
   void Build(const Scope& s, int64_t depth, DType dtype) override;
   std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
                            Output* output) override;
+  std::optional<FusedSequenceOutputs> FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                                    const std::vector<Output>& state) override;
 
  private:
   std::string name_;
@@ -80,6 +98,8 @@ class DeviceWrapper : public RnnCell {
   void Build(const Scope& s, int64_t depth, DType dtype) override;
   std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
                            Output* output) override;
+  std::optional<FusedSequenceOutputs> FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                                    const std::vector<Output>& state) override;
 
  private:
   RnnCell* cell_;
@@ -89,7 +109,8 @@ class DeviceWrapper : public RnnCell {
 // tf.nn.rnn_cell.MultiRNNCell: cells stacked, each one's output the next one's input within a
 // step; the state is every cell's state in order. With cells on different devices (DeviceWrapper)
 // and DynamicRnn's loop spanning them, layer k runs step t while layer k-1 runs step t+1 (the
-// pipelining of seed article 003's LSTM on several GPUs). The cells must outlive this one.
+// pipelining of seed article 003's LSTM on several GPUs), so it has no fused sequence: it always
+// runs as a loop. The cells must outlive this one.
 class MultiRnnCell : public RnnCell {
  public:
   explicit MultiRnnCell(std::vector<RnnCell*> cells);
@@ -110,13 +131,18 @@ struct DynamicRnnOptions {
   std::optional<Output> sequence_length;
   int parallel_iterations = 32;  // TensorFlow's default for dynamic_rnn
   std::string name = "rnn";      // the name scope
+  // Run the cell's fused sequence op where it has one (RnnCell::FusedSequence: an LSTMCell's
+  // BlockLSTM), as Keras's LSTM layer picks its fused kernel: the same results up to rounding,
+  // without a loop. false: always the while loop of Step.
+  bool fused = true;
 };
 struct RnnOutputs {
   Output outputs;                   // every step's output, [batch, time, units] (or time-major)
   std::vector<Output> final_state;  // the cell's state after the last step
 };
 // tf.nn.dynamic_rnn: runs `cell` over the time axis of `inputs` (depth known statically) in a
-// while loop, from a zero state. pf::Error for inputs that are not rank 3 or a non-float dtype.
+// while loop, or as its fused sequence op (options.fused), from a zero state. pf::Error for inputs
+// that are not rank 3 or a non-float dtype.
 RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
                       const DynamicRnnOptions& options = {});
 

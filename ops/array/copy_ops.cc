@@ -119,6 +119,10 @@ class TransposeOp : public OpKernel {
           rem /= out_dims[d];
         }
         char* o = dst + r * inner * es;
+        if (inner_stride == 1) {  // the last dim stays last: its rows are contiguous both sides
+          std::memcpy(o, src + off * es, inner * es);
+          continue;
+        }
         for (int64_t i = 0; i < inner; ++i)
           std::memcpy(o + i * es, src + (off + i * inner_stride) * es, es);
       }

@@ -31,6 +31,31 @@ Status ValidateMatMul(const Shape& a, const Shape& b, bool ta, bool tb) {
   return Status::OK();
 }
 
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  // oneDNN parallelises with OpenMP; this thread's share is already one shard of the pool.
+  thread_local bool single = (omp_set_num_threads(1), true);
+  (void)single;
+  dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
+}
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    double* ci = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) ci[j] = beta == 0 ? 0.0 : beta * ci[j];
+    for (int64_t p = 0; p < k; ++p) {
+      const double av = ta ? a[p * lda + i] : a[i * lda + p];
+      if (tb) {
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * b[j * ldb + p];
+      } else {
+        const double* bp = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * bp[j];
+      }
+    }
+  }
+}
+
 namespace {
 
 Status MatMulShape(ShapeContext& c) {
@@ -42,31 +67,6 @@ Status MatMulShape(ShapeContext& c) {
   const int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
   c.set_output(0, Shape{m, n});
   return Status::OK();
-}
-
-// C[m,n] = op(A) op(B), row-major, with leading dimensions.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float* c, int64_t ldc) {
-  // oneDNN parallelises with OpenMP; this thread's share is already one shard of the pool.
-  thread_local bool single = (omp_set_num_threads(1), true);
-  (void)single;
-  dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
-}
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i) {
-    double* ci = c + i * ldc;
-    std::fill(ci, ci + n, 0.0);
-    for (int64_t p = 0; p < k; ++p) {
-      const double av = ta ? a[p * lda + i] : a[i * lda + p];
-      if (tb) {
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * b[j * ldb + p];
-      } else {
-        const double* bp = b + p * ldb;
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * bp[j];
-      }
-    }
-  }
 }
 
 template <typename T>
@@ -95,12 +95,12 @@ class MatMulOp : public OpKernel {
     if (m >= n) {
       ParallelFor(ctx, m, cost_per_row, [&](int64_t r0, int64_t r1) {
         const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
-        Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, c + r0 * n, n);
+        Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, T(0), c + r0 * n, n);
       });
     } else {
       ParallelFor(ctx, n, 2 * m * k, [&](int64_t c0, int64_t c1) {
         const T* b0 = tb_ ? pb + c0 * ldb : pb + c0;
-        Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, c + c0, n);
+        Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, T(0), c + c0, n);
       });
     }
     return Status::OK();

@@ -10,4 +10,12 @@ namespace pf {
 // op(a) op(b): two matrices whose inner dimensions agree.
 Status ValidateMatMul(const Shape& a, const Shape& b, bool transpose_a, bool transpose_b);
 
+// C[m,n] = op(A) op(B) + beta C, row-major with leading dimensions, on this thread alone (callers
+// split the work over the intra-op pool): float on oneDNN's sgemm, double on a plain loop.
+// beta 0 ignores C's old contents (NaNs too). k = 0 scales C by beta.
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
 }  // namespace pf

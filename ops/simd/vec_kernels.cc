@@ -206,6 +206,84 @@ void LerpGatherU8Impl(const uint8_t* s, const int32_t* lower, const int32_t* upp
                       float* y, int64_t n) {
   Map(n, y, LerpGatherAt<true>{s, lower, upper, t});
 }
+// LstmCell's and LstmCellGrad's lanes at element k (whole vectors, then one lane at a time).
+template <class D>
+HWY_INLINE void LstmCellAt(D d, int64_t k, const LstmCellArgs& a, int64_t n) {
+  using V = hn::Vec<D>;
+  V zi = hn::LoadU(d, a.z + k),
+    zf = hn::Add(hn::LoadU(d, a.z + 2 * n + k), hn::Set(d, a.forget_bias)),
+    zo = hn::LoadU(d, a.z + 3 * n + k);
+  if (a.wci != nullptr) {
+    const V cs_prev = hn::LoadU(d, a.cs_prev + k);
+    zi = hn::Add(zi, hn::Mul(cs_prev, hn::LoadU(d, a.wci + k)));
+    zf = hn::Add(zf, hn::Mul(cs_prev, hn::LoadU(d, a.wcf + k)));
+  }
+  const V i = Sigmoid(d, zi), ci = Tanh(d, hn::LoadU(d, a.z + n + k)), f = Sigmoid(d, zf);
+  V cs = hn::Add(hn::Mul(i, ci), hn::Mul(f, hn::LoadU(d, a.cs_prev + k)));
+  if (a.cell_clip > 0) {
+    const V c = hn::Set(d, a.cell_clip);
+    cs = hn::IfThenElse(hn::Gt(cs, c), c, hn::IfThenElse(hn::Lt(cs, hn::Neg(c)), hn::Neg(c), cs));
+  }
+  if (a.wco != nullptr) zo = hn::Add(zo, hn::Mul(cs, hn::LoadU(d, a.wco + k)));
+  const V o = Sigmoid(d, zo), co = Tanh(d, cs);
+  hn::StoreU(i, d, a.i + k);
+  hn::StoreU(ci, d, a.ci + k);
+  hn::StoreU(f, d, a.f + k);
+  hn::StoreU(cs, d, a.cs + k);
+  hn::StoreU(o, d, a.o + k);
+  hn::StoreU(co, d, a.co + k);
+  hn::StoreU(hn::Mul(co, o), d, a.h + k);
+}
+
+template <class D>
+HWY_INLINE void LstmCellGradAt(D d, int64_t k, const LstmCellGradArgs& a, int64_t n) {
+  using V = hn::Vec<D>;
+  const V one = hn::Set(d, 1.f);
+  const V i = hn::LoadU(d, a.i + k), f = hn::LoadU(d, a.f + k), o = hn::LoadU(d, a.o + k),
+          ci = hn::LoadU(d, a.ci + k), co = hn::LoadU(d, a.co + k),
+          dh = hn::Add(hn::LoadU(d, a.h_grad + k), hn::LoadU(d, a.dh_next + k));
+  const V d_o = hn::Mul(hn::Mul(hn::Mul(dh, co), o), hn::Sub(one, o));
+  V dcs = hn::Add(hn::Add(hn::LoadU(d, a.cs_grad + k), hn::LoadU(d, a.dcs + k)),
+                  hn::Mul(hn::Mul(dh, o), hn::Sub(one, hn::Mul(co, co))));
+  if (a.wco != nullptr) dcs = hn::Add(dcs, hn::Mul(d_o, hn::LoadU(d, a.wco + k)));
+  if (a.cell_clip > 0) {
+    const V clip = hn::Set(d, a.cell_clip);
+    dcs = hn::IfThenZeroElse(hn::Ge(hn::Abs(hn::LoadU(d, a.cs + k)), clip), dcs);
+  }
+  const V cs_prev = hn::LoadU(d, a.cs_prev + k);
+  const V dci = hn::Mul(hn::Mul(dcs, i), hn::Sub(one, hn::Mul(ci, ci)));
+  const V df = hn::Mul(hn::Mul(hn::Mul(dcs, cs_prev), f), hn::Sub(one, f));
+  const V di = hn::Mul(hn::Mul(hn::Mul(dcs, ci), i), hn::Sub(one, i));
+  V dcs_prev = hn::Mul(dcs, f);
+  if (a.wci != nullptr)
+    dcs_prev = hn::Add(hn::Add(dcs_prev, hn::Mul(di, hn::LoadU(d, a.wci + k))),
+                       hn::Mul(df, hn::LoadU(d, a.wcf + k)));
+  hn::StoreU(di, d, a.dz + k);
+  hn::StoreU(dci, d, a.dz + n + k);
+  hn::StoreU(df, d, a.dz + 2 * n + k);
+  hn::StoreU(d_o, d, a.dz + 3 * n + k);
+  hn::StoreU(dcs_prev, d, a.dcs + k);
+}
+
+// Whole vectors, then the remainder one lane at a time through the same code.
+template <class Args, void (*kAt)(hn::ScalableTag<float>, int64_t, const Args&, int64_t),
+          void (*kAt1)(hn::CappedTag<float, 1>, int64_t, const Args&, int64_t)>
+HWY_INLINE void ForLanes(const Args& a, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t k = 0;
+  for (; k + lanes <= n; k += lanes) kAt(d, k, a, n);
+  for (; k < n; ++k) kAt1(hn::CappedTag<float, 1>(), k, a, n);
+}
+
+void LstmCellImpl(const LstmCellArgs& a, int64_t n) {
+  ForLanes<LstmCellArgs, LstmCellAt<hn::ScalableTag<float>>, LstmCellAt<hn::CappedTag<float, 1>>>(
+      a, n);
+}
+void LstmCellGradImpl(const LstmCellGradArgs& a, int64_t n) {
+  ForLanes<LstmCellGradArgs, LstmCellGradAt<hn::ScalableTag<float>>,
+           LstmCellGradAt<hn::CappedTag<float, 1>>>(a, n);
+}
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -223,6 +301,8 @@ HWY_EXPORT(AxpyImpl);
 HWY_EXPORT(LerpImpl);
 HWY_EXPORT(LerpGatherImpl);
 HWY_EXPORT(LerpGatherU8Impl);
+HWY_EXPORT(LstmCellImpl);
+HWY_EXPORT(LstmCellGradImpl);
 HWY_EXPORT(TargetNameImpl);
 
 // ActiveCpuIsa() first: it hands PF_MAX_CPU_ISA to Highway before the first dispatch.
@@ -259,6 +339,14 @@ void LerpGatherU8(const uint8_t* s, const int32_t* lower, const int32_t* upper, 
                   float* y, int64_t n) {
   ActiveCpuIsa();
   HWY_DYNAMIC_DISPATCH(LerpGatherU8Impl)(s, lower, upper, t, y, n);
+}
+void LstmCell(const LstmCellArgs& a, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(LstmCellImpl)(a, n);
+}
+void LstmCellGrad(const LstmCellGradArgs& a, int64_t n) {
+  ActiveCpuIsa();
+  HWY_DYNAMIC_DISPATCH(LstmCellGradImpl)(a, n);
 }
 const char* DispatchedTargetName() {
   ActiveCpuIsa();

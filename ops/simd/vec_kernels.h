@@ -59,6 +59,39 @@ void LerpGather(const float* s, const int32_t* lower, const int32_t* upper, cons
 void LerpGatherU8(const uint8_t* s, const int32_t* lower, const int32_t* upper, const float* t,
                   float* y, int64_t n);
 
+// One LSTM step of one batch entry's n units (ops/nn/lstm_ops.cc's BlockLSTM, TensorFlow's
+// LSTMBlockCell math and order of operations, with the Sigmoid and Tanh of Unary):
+//   i = sigmoid(zi + cs_prev wci), ci = tanh(zc), f = sigmoid(zf + forget_bias + cs_prev wcf),
+//   cs = clip(i ci + f cs_prev), o = sigmoid(zo + cs wco), co = tanh(cs), h = co o.
+// Peephole terms only where wci, wcf and wco are set; the clip only for cell_clip > 0.
+// (Templates, so that the double loops of the ops take the same arguments.)
+template <typename T>
+struct LstmCellArgsOf {
+  const T* z;  // [4n]: the gate sums zi, zc, zf, zo ([x, h] w + b)
+  const T* cs_prev;
+  const T *wci = nullptr, *wcf = nullptr, *wco = nullptr;
+  float forget_bias = 1.f, cell_clip = -1.f;
+  T *i, *cs, *f, *o, *ci, *co, *h;
+};
+using LstmCellArgs = LstmCellArgsOf<float>;
+void LstmCell(const LstmCellArgs& a, int64_t n);
+// The same step backwards, from the forward step's values (i .. co, cs_prev), h's gradient
+// (h_grad, the output's, plus dh_next, the next step's) and cs's (cs_grad, the output's, plus
+// dcs, the next step's): dz [4n] gets the gates' gradients di, dci, df, do (before their
+// activations) and dcs is overwritten with cs_prev's gradient. Where the forward clip held cs, no
+// gradient passes.
+template <typename T>
+struct LstmCellGradArgsOf {
+  const T *i, *cs, *f, *o, *ci, *co, *cs_prev;
+  const T *wci = nullptr, *wcf = nullptr, *wco = nullptr;
+  float cell_clip = -1.f;
+  const T *h_grad, *dh_next, *cs_grad;
+  T* dcs;
+  T* dz;
+};
+using LstmCellGradArgs = LstmCellGradArgsOf<float>;
+void LstmCellGrad(const LstmCellGradArgs& a, int64_t n);
+
 // The Highway target of this call's dispatch ("AVX3", "AVX2", "SSE4", "EMU128", ...).
 const char* DispatchedTargetName();
 

@@ -41,12 +41,17 @@ std::vector<double> ReferenceLstm(const Tensor& x, const Tensor& w, const Tensor
 }
 
 TEST_CASE("DynamicRnn with an LSTMCell matches a plain LSTM loop", "[control_flow][rnn]") {
+  const bool fused = GENERATE(true, false);
+  CAPTURE(fused);
   Graph g;
   Scope root = Scope::Root(&g);
   const Tensor xv = testing::RandomDoubleTensor({2, 5, 3}, 11);
   Output x = ops::Const(root, xv);
   layers::LSTMCell cell("lstm", 4, 1.f, /*seed=*/3);
-  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x);
+  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x, {.fused = fused});
+  // The fused sequence is one BlockLSTM op and no loop; the loop has no BlockLSTM.
+  CHECK((g.FindNode("rnn/lstm/BlockLSTM") != nullptr) == fused);
+  CHECK((g.FindNode("rnn/while/LoopCond") != nullptr) == !fused);
   CHECK(r.outputs.shape() == Shape{2, 5, 4});
   Session sess(g);
   sess.Run({}, {}, {GlobalVariablesInitializer(root)});
@@ -105,8 +110,9 @@ double GradientError(Session& sess, Output loss, Output t, const Tensor& value, 
 }
 
 TEST_CASE("DynamicRnn's gradient matches finite differences", "[control_flow][rnn][gradients]") {
+  const bool fused = GENERATE(true, false);
   for (bool lstm : {true, false}) {
-    CAPTURE(lstm);
+    CAPTURE(lstm, fused);
     Graph g;
     Scope root = Scope::Root(&g);
     Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {2, 3, 2});
@@ -116,7 +122,7 @@ TEST_CASE("DynamicRnn's gradient matches finite differences", "[control_flow][rn
     } else {
       cell = std::make_unique<layers::GRUCell>("cell", 3, 5);
     }
-    layers::RnnOutputs r = layers::DynamicRnn(root, *cell, x);
+    layers::RnnOutputs r = layers::DynamicRnn(root, *cell, x, {.fused = fused});
     Output loss = ops::Sum(root, ops::Square(root, r.outputs));
     // The kernel's read: fed, it stands for the variable (a perturbed copy of its value).
     Output kernel(g.FindNode(lstm ? "cell/kernel/read" : "cell/gates/kernel/read"), 0);
@@ -132,13 +138,16 @@ TEST_CASE("DynamicRnn's gradient matches finite differences", "[control_flow][rn
 }
 
 TEST_CASE("DynamicRnn keeps the state past each sequence's length", "[control_flow][rnn]") {
+  const bool fused = GENERATE(true, false);
+  CAPTURE(fused);
   Graph g;
   Scope root = Scope::Root(&g);
   const Tensor xv = testing::RandomTensor({2, 4, 3}, 13);
   Output x = ops::Const(root, xv);
   layers::LSTMCell cell("lstm", 2, 1.f, 6);
-  layers::RnnOutputs full = layers::DynamicRnn(root, cell, x);
+  layers::RnnOutputs full = layers::DynamicRnn(root, cell, x, {.fused = fused});
   layers::DynamicRnnOptions o;
+  o.fused = fused;
   // int64, as TensorFlow takes it too.
   o.sequence_length = ops::Const(root, std::vector<int64_t>{2, 4}, {2});
   o.name = "masked";
@@ -158,14 +167,17 @@ TEST_CASE("DynamicRnn keeps the state past each sequence's length", "[control_fl
   }
 }
 
-TEST_CASE("An LSTM learns a sequence task through the loop's gradient", "[control_flow][rnn]") {
+TEST_CASE("An LSTM learns a sequence task through the loop's gradient and the fused one's",
+          "[control_flow][rnn]") {
   // Is the sum of a sequence of 8 values in [-1, 1) positive? Batch 64, 16 units, Adam.
+  const bool fused = GENERATE(true, false);
+  CAPTURE(fused);
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {64, 8, 1});
   Output y = ops::Placeholder(root.WithOpName("y"), DT_FLOAT, {64, 1});
   layers::LSTMCell cell("lstm", 16, 1.f, 7);
-  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x);
+  layers::RnnOutputs r = layers::DynamicRnn(root, cell, x, {.fused = fused});
   Output logits = layers::Dense(root, "out", r.final_state[1], {.units = 1, .seed = 8});
   Output loss = ops::Mean(root, ops::SigmoidCrossEntropyWithLogits(root, logits, y));
   train::Adam adam(0.02);
@@ -196,7 +208,8 @@ TEST_CASE("An LSTM learns a sequence task through the loop's gradient", "[contro
 // Two LSTM layers and a dense layer, trained 10 Adam steps on fixed batches; `split`: the
 // second layer (its loop and, by name, its gradient) on /cpu:1. `stacked`: both layers in one
 // loop (MultiRnnCell), the second through DeviceWrapper when split: one loop on two devices.
-std::vector<float> TwoLayerLosses(bool split, bool stacked = false) {
+// `fused`: unstacked layers run as BlockLSTM ops (their gradients BlockLSTMGrad), not loops.
+std::vector<float> TwoLayerLosses(bool split, bool stacked = false, bool fused = false) {
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {16, 6, 3});
@@ -212,7 +225,7 @@ std::vector<float> TwoLayerLosses(bool split, bool stacked = false) {
     const std::string name = "lstm_" + std::to_string(layer);
     const Scope s = split && layer == 1 ? root.WithDevice("/cpu:1") : root;
     layers::LSTMCell cell(name, 8, 1.f, 20 + layer);
-    h = layers::DynamicRnn(s, cell, h, {.name = name}).outputs;
+    h = layers::DynamicRnn(s, cell, h, {.name = name, .fused = fused}).outputs;
   }
   Output last = ops::Reshape(root, ops::Slice(root, h, {0, 5, 0}, {-1, 1, 8}), {16, 8});
   Output out = layers::Dense(root, "out", last, {.units = 1, .seed = 30});
@@ -234,12 +247,15 @@ std::vector<float> TwoLayerLosses(bool split, bool stacked = false) {
   // its step's MatMul and its gradient's.
   const char* want = split ? "CPU:1" : "CPU:0";
   int checked = 0;
+  const std::string forward = stacked ? "rnn/while/lstm_1/MatMul"
+                              : fused ? "lstm_1/lstm_1/BlockLSTM"
+                                      : "lstm_1/while/LoopCond";
+  const std::string grad =
+      stacked ? "gradients/rnn/while_grad/while/gradients/rnn/while/lstm_1/MatMul_grad/MatMul"
+      : fused ? "gradients/lstm_1/lstm_1/BlockLSTM_grad/BlockLSTMGrad"
+              : "gradients/lstm_1/while_grad/while/LoopCond";
   for (const auto& [node, device] : sess.DevicePlacement()) {
-    if (node.rfind(stacked ? "rnn/while/lstm_1/MatMul" : "lstm_1/while/LoopCond", 0) == 0 ||
-        node.rfind(
-            stacked ? "gradients/rnn/while_grad/while/gradients/rnn/while/lstm_1/MatMul_grad/MatMul"
-                    : "gradients/lstm_1/while_grad/while/LoopCond",
-            0) == 0) {
+    if (node.rfind(forward, 0) == 0 || node.rfind(grad, 0) == 0) {
       ++checked;
       CHECK(device.find(want) != std::string::npos);
     }
@@ -254,6 +270,13 @@ TEST_CASE("The same RNN on one device and split over two gives equal losses for 
   // Equal up to float rounding: the split graph sums some gradients in another order.
   REQUIRE(one.size() == two.size());
   for (size_t i = 0; i < one.size(); ++i) CHECK(two[i] == Approx(one[i]).epsilon(1e-5));
+  // The layers as BlockLSTM ops, on one device and on two: the loops' losses up to rounding.
+  const std::vector<float> fused_one = TwoLayerLosses(false, false, /*fused=*/true),
+                           fused_two = TwoLayerLosses(true, false, /*fused=*/true);
+  for (size_t i = 0; i < one.size(); ++i) {
+    CHECK(fused_one[i] == Approx(one[i]).epsilon(1e-4));
+    CHECK(fused_two[i] == Approx(fused_one[i]).epsilon(1e-5));
+  }
   // Both layers in one loop (MultiRnnCell), on one device and with its body spanning two: the
   // same losses. (The same model as two loops, so the same first loss; Adam's first steps
   // magnify the rounding of gradients summed in another order, so later losses differ from the
