@@ -159,6 +159,19 @@ StatusOr<Tensor> Temp(OpKernelContext* ctx, int64_t rows, int64_t cols) {
   return Tensor::Allocate(ctx->params().allocator, DataTypeOf<T>(), Shape{rows, cols});
 }
 
+// Runs fn(r0, r1) over [0, n) in one contiguous block per intra-op thread (blocks of at least 8):
+// an LSTM's batch entries are independent, so a block of entries runs every step alone, with no
+// synchronisation between steps, and its GEMMs stay as tall as they can (ParallelFor's shards,
+// up to 4 per thread, would give GEMMs of 8 rows).
+template <typename Fn>
+void ForBlocks(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, Fn&& fn) {
+  const int64_t threads = std::max<int64_t>(1, IntraOpPool(ctx)->num_threads());
+  const int64_t blocks = std::clamp<int64_t>(n / 8, 1, threads);
+  const int64_t per = (n + blocks - 1) / blocks;
+  ParallelFor(ctx, blocks, cost_per_unit * per,
+              [&](int64_t b0, int64_t b1) { fn(b0 * per, std::min(n, b1 * per)); });
+}
+
 // --- the forward pass ---
 
 LstmAttrs ReadAttrs(const Node& n) {
@@ -187,17 +200,17 @@ class BlockLstmOp : public OpKernel {
     // Every live step's gates from x at once: z = x w_x + b, [live B, 4H].
     PF_ASSIGN_OR_RETURN(Tensor zt, Temp<T>(ctx, d.live * B, G));
     T* z = zt.data<T>();
-    ParallelFor(ctx, d.live * B, 2 * D * G, [&](int64_t r0, int64_t r1) {
+    ForBlocks(ctx, d.live * B, 2 * D * G, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) std::copy(b, b + G, z + r * G);
       Gemm(false, false, r1 - r0, G, D, x + r0 * D, D, w, G, T(1), z + r0 * G, G);
     });
     const T* wh = w + D * G;
-    for (int64_t t = 0; t < d.live; ++t) {
-      const int64_t at = t * B * H;
-      const T* h_prev = t == 0 ? In<T>(ctx, 3) : out[6] + at - B * H;
-      const T* cs_prev = t == 0 ? In<T>(ctx, 2) : out[1] + at - B * H;
-      T* zs = z + t * B * G;
-      ParallelFor(ctx, B, 2 * H * G + 20 * H, [&](int64_t r0, int64_t r1) {
+    ForBlocks(ctx, B, d.live * (2 * H * G + 20 * H), [&](int64_t r0, int64_t r1) {
+      for (int64_t t = 0; t < d.live; ++t) {
+        const int64_t at = t * B * H;
+        const T* h_prev = t == 0 ? In<T>(ctx, 3) : out[6] + at - B * H;
+        const T* cs_prev = t == 0 ? In<T>(ctx, 2) : out[1] + at - B * H;
+        T* zs = z + t * B * G;
         Gemm(false, false, r1 - r0, G, H, h_prev + r0 * H, H, wh, G, T(1), zs + r0 * G, G);
         for (int64_t r = r0; r < r1; ++r) {
           const int64_t e = at + r * H;
@@ -213,8 +226,8 @@ class BlockLstmOp : public OpKernel {
           c.ci = out[4] + e, c.co = out[5] + e, c.h = out[6] + e;
           Cell(c, H);
         }
-      });
-    }
+      }
+    });
     return Status::OK();
   }
 
@@ -254,10 +267,10 @@ class BlockLstmGradOp : public OpKernel {
     T* dz = dzt.data<T>();
     T *dcs = out[1], *dh_next = out[2];
     const T* wh = In<T>(ctx, 4) + D * G;
-    for (int64_t t = d.live - 1; t >= 0; --t) {
-      const int64_t at = t * B * H;
-      const T* cs_prev = t == 0 ? In<T>(ctx, 2) : In<T>(ctx, 10) + at - B * H;
-      ParallelFor(ctx, B, 2 * H * G + 30 * H, [&](int64_t r0, int64_t r1) {
+    ForBlocks(ctx, B, d.live * (2 * H * G + 30 * H), [&](int64_t r0, int64_t r1) {
+      for (int64_t t = d.live - 1; t >= 0; --t) {
+        const int64_t at = t * B * H;
+        const T* cs_prev = t == 0 ? In<T>(ctx, 2) : In<T>(ctx, 10) + at - B * H;
         for (int64_t r = r0; r < r1; ++r) {
           const int64_t e = at + r * H;
           simd::LstmCellGradArgsOf<T> c{In<T>(ctx, 9) + e,  In<T>(ctx, 10) + e, In<T>(ctx, 11) + e,
@@ -279,8 +292,8 @@ class BlockLstmGradOp : public OpKernel {
         // h_prev's gradient: dz wh^T.
         Gemm(false, true, r1 - r0, H, G, dz + (t * B + r0) * G, G, wh, G, T(0), dh_next + r0 * H,
              H);
-      });
-    }
+      }
+    });
     WeightGrads(ctx, d, dz, out);
     return Status::OK();
   }
@@ -291,12 +304,12 @@ class BlockLstmGradOp : public OpKernel {
   void WeightGrads(OpKernelContext* ctx, const LstmDims& d, const T* dz, T* const* out) const {
     const int64_t B = d.batch, D = d.depth, H = d.units, G = 4 * H, rows = d.live * B;
     const T *x = In<T>(ctx, 1), *w = In<T>(ctx, 4), *h = In<T>(ctx, 15);
-    ParallelFor(ctx, rows, 2 * D * G, [&](int64_t r0, int64_t r1) {
+    ForBlocks(ctx, rows, 2 * D * G, [&](int64_t r0, int64_t r1) {
       Gemm(false, true, r1 - r0, D, G, dz + r0 * G, G, w, G, T(0), out[0] + r0 * D, D);
     });
     // w's gradient [D + H, 4H] = [x, h_prev]^T dz, and b's, split by columns of dz.
     T* wg = out[3];
-    ParallelFor(ctx, G, 2 * (D + H) * rows, [&](int64_t c0, int64_t c1) {
+    ForBlocks(ctx, G, 2 * (D + H) * rows, [&](int64_t c0, int64_t c1) {
       const int64_t n = c1 - c0;
       Gemm(true, false, D, n, rows, x, D, dz + c0, G, T(0), wg + c0, G);
       Gemm(true, false, H, n, B, In<T>(ctx, 3), H, dz + c0, G, T(0), wg + D * G + c0, G);

@@ -167,6 +167,42 @@ TEST_CASE("DynamicRnn keeps the state past each sequence's length", "[control_fl
   }
 }
 
+TEST_CASE("DynamicRnn's fused LSTM gives the loop's outputs, states and gradients",
+          "[control_flow][rnn][gradients]") {
+  // Batch 24: the fused kernels split the entries over the intra-op threads. Lengths 0 (the
+  // zero state), past the steps (all of them) and in between.
+  constexpr int kBatch = 24, kSteps = 5;
+  std::vector<int32_t> len(kBatch);
+  for (int n = 0; n < kBatch; ++n) len[n] = n % 7;  // 0 .. 6, kSteps = 5
+  std::vector<Tensor> got[2];
+  for (bool fused : {false, true}) {
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Const(root, testing::RandomTensor({kBatch, kSteps, 3}, 15));
+    layers::LSTMCell cell("lstm", 6, 1.f, 9);
+    layers::DynamicRnnOptions o;
+    o.fused = fused;
+    o.sequence_length = ops::Const(root, len, {kBatch});
+    layers::RnnOutputs r = layers::DynamicRnn(root, cell, x, o);
+    Output loss = ops::Add(root, ops::Sum(root, ops::Square(root, r.outputs)),
+                           ops::Sum(root, ops::Mul(root, r.final_state[0], r.final_state[1])));
+    std::vector<Output> fetch = {r.outputs, r.final_state[0], r.final_state[1]};
+    for (const Variable& v : GlobalVariables(&g)) fetch.push_back(v.value());
+    const std::vector<Output> grads = Gradients(root, {loss}, {fetch[3], fetch[4], x});
+    fetch.insert(fetch.end(), grads.begin(), grads.end());
+    Session sess(g);
+    sess.Run({}, {}, {GlobalVariablesInitializer(root)});
+    got[fused] = sess.Run(fetch);
+  }
+  for (size_t k = 0; k < got[0].size(); ++k) {
+    CAPTURE(k);
+    CHECK(testing::MaxAbsDiff(got[0][k], got[1][k]) < 2e-6);
+  }
+  // A zero length leaves the zero state; outputs past a length are zeros.
+  for (int u = 0; u < 6; ++u) CHECK(got[1][2].data<float>()[u] == 0.f);
+  CHECK(got[1][0].data<float>()[((1 * kSteps) + 1) * 6] == 0.f);
+}
+
 TEST_CASE("An LSTM learns a sequence task through the loop's gradient and the fused one's",
           "[control_flow][rnn]") {
   // Is the sum of a sequence of 8 values in [-1, 1) positive? Batch 64, 16 units, Adam.

@@ -40,7 +40,7 @@ FIGURES = {
     "peak_rss": {},
     "input_pipeline": {"examples_per_s": "input_pipeline"},
     "while_loop": {"us_per_iteration": "while_loop"},
-    "lstm_step": {"ms": "lstm_step"},
+    "lstm_step": {"ms": "lstm_step", "ms_loop": "lstm_step_loop"},
     "image_folder": {"images_per_s": "image_folder"},
     "mobilenet_v2_step": {"ms": "mobilenet_v2_step", "peak_rss_mb": "mobilenet_v2_rss"},
 }
@@ -60,6 +60,8 @@ ROWS = {
     "peak_rss": ("peak RSS, 50 mlp_seed000 steps", "MiB", False),
     "while_loop": ("while_loop, i + 1 for 100,000 iterations", "µs/iteration", False),
     "lstm_step": ("lstm_step, LSTM 128, batch 64, 28 steps, fwd+bwd", "ms/step", False),
+    "lstm_step_loop": ("lstm_step as a while loop (placeflow's fused=false; TF's is one)",
+                       "ms/step", False),
     "input_pipeline": ("input_pipeline, MNIST TFRecord: shuffle, batch 100, parse, prefetch",
                        "examples/s", True),
     "image_folder": ("image_folder, 2,000 JPEGs 256x256 -> 224x224, batch 64", "images/s", True),
@@ -139,6 +141,8 @@ def peer_figures(python, side, figures, setting, env):
         if figure == "executor_wide":
             one = setting == (1, 1) if side == "tf" else setting[0] == 1
             rows = ["executor_wide_1" if one else "executor_wide_2"]
+        elif figure == "lstm_step":  # TF's dynamic_rnn is a while loop: the twin of both rows
+            rows = ["lstm_step", "lstm_step_loop"] if side == "tf" else ["lstm_step"]
         elif figure == "peak_rss":
             rows, value = ["peak_rss"], rss
         elif figure in SOLO:
