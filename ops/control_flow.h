@@ -197,6 +197,13 @@ const std::deque<WhileLoopInfo>& WhileLoops(Graph* g);
 // `enter(x)`: x through a constant Enter into the loop being built.
 using CaptureFn = std::function<std::optional<Output>(
     const Output& outside, Node* pivot, const std::function<Output(const Output&)>& enter)>;
+// Nodes a loop's gradient adds to the forward graph while an enclosing loop's backward body is
+// being built (a nested loop's iteration counter and stacks): the builders' contexts leave them
+// alone (they are not the backward body's), and they count as in `loop`'s frame (the nested
+// loop's parent) when the enclosing gradient brings them into its backward loop.
+void MarkForwardNodes(Graph* g, int first_id, int last_id, const WhileLoopInfo* loop);
+// Whether `n` was marked, and then the loop it was marked with (`loop`, may be null).
+bool IsMarkedForward(Graph* g, const Node* n, const WhileLoopInfo** loop = nullptr);
 // WhileLoop with a CaptureFn for the body's outside values.
 std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const LoopBodyFn& body,
                               const std::vector<Output>& loop_vars, const WhileOptions& options,

@@ -19,20 +19,29 @@ std::vector<const ops::internal::CondInfo*> CondsIn(Graph* g, const WhileLoopInf
   return conds;
 }
 
-// Gradients go through the loop's own control nodes and the conds in its body: a loop inside
-// the body would need its own backward construction (not done yet).
+// The loop's control nodes: its LoopCond, Enters, Merges, Switches, Exits and NextIterations.
+void AddControlNodes(const WhileLoopInfo& loop, std::set<const Node*>* own) {
+  own->insert(loop.loop_cond.node);
+  for (size_t i = 0; i < loop.enters.size(); ++i) {
+    own->insert({loop.enters[i].node, loop.merges[i], loop.exits[i].node,
+                 loop.exits[i].node->input(0).node, loop.next_iterations[i]});
+  }
+  for (const Output& inv : loop.invariants) own->insert(inv.node);
+}
+
+// Gradients go through the loop's own control nodes, the conds in its body (ops::Cond's) and
+// the loops in its body (ops::WhileLoop's, each with a backward loop of its own inside this
+// one's).
 Status CheckSupported(Graph* g, const WhileLoopInfo& loop,
                       const std::vector<const ops::internal::CondInfo*>& conds) {
-  std::set<const Node*> own = {loop.loop_cond.node};
+  std::set<const Node*> own;
+  AddControlNodes(loop, &own);
   for (const ops::internal::CondInfo* c : conds) {
     own.insert(c->switches.begin(), c->switches.end());
     own.insert(c->merges.begin(), c->merges.end());
   }
-  for (size_t i = 0; i < loop.enters.size(); ++i) {
-    own.insert({loop.enters[i].node, loop.merges[i], loop.exits[i].node,
-                loop.exits[i].node->input(0).node, loop.next_iterations[i]});
-  }
-  for (const Output& inv : loop.invariants) own.insert(inv.node);
+  for (const WhileLoopInfo& inner : ops::internal::WhileLoops(g))
+    if (&inner != &loop && loop.Contains(inner.loop_cond.node)) AddControlNodes(inner, &own);
   for (const Node* n : g->nodes()) {
     if (!loop.Contains(n) || own.count(n)) continue;
     const ControlFlowKind k = n->op_def().control_flow();
@@ -45,10 +54,49 @@ Status CheckSupported(Graph* g, const WhileLoopInfo& loop,
     if (k != ControlFlowKind::kNone && k != ControlFlowKind::kSend && k != ControlFlowKind::kRecv) {
       return errors::Unimplemented("Gradients of while loop '", loop.frame, "': its body holds '",
                                    n->name(), "' (", n->op(),
-                                   "); a loop inside a loop's body has no gradient yet");
+                                   ") of a loop that ops::WhileLoop did not build (built by hand, "
+                                   "or imported): only ops::WhileLoop's loops have gradients in "
+                                   "a loop");
     }
   }
   return Status::OK();
+}
+
+// The loop whose body holds `loop` (the innermost), or null.
+const WhileLoopInfo* ParentLoop(Graph* g, const WhileLoopInfo& loop) {
+  const WhileLoopInfo* parent = nullptr;
+  for (const WhileLoopInfo& l : ops::internal::WhileLoops(g)) {
+    if (&l != &loop && l.Contains(loop.loop_cond.node) &&
+        (parent == nullptr || l.first_id > parent->first_id))
+      parent = &l;
+  }
+  return parent;
+}
+
+// The forward nodes made between construction and Done: marked (ops::internal::
+// MarkForwardNodes) as in the frame of the loop's parent, so that the backward body of an
+// enclosing loop, built around this loop's gradient, leaves them alone and brings them in
+// through its own stacks.
+class ForwardNodes {
+ public:
+  ForwardNodes(Graph* g, const WhileLoopInfo* parent)
+      : g_(g), parent_(parent), first_(static_cast<int>(g->nodes().back()->id()) + 1) {}
+  void Done() {
+    const int last = g_->nodes().back()->id();
+    if (last >= first_) ops::internal::MarkForwardNodes(g_, first_, last, parent_);
+  }
+
+ private:
+  Graph* g_;
+  const WhileLoopInfo* parent_;
+  int first_;
+};
+
+// A scope whose nodes run in the loop's parent frame, once per iteration of the parent (a
+// control input from the node that feeds the loop's first Enter), or the root frame's scope.
+Scope InParentFrame(const Scope& s, const WhileLoopInfo& loop, const WhileLoopInfo* parent) {
+  if (parent == nullptr) return s;
+  return s.WithControlDependencies({Operation(loop.enters[0].node->input(0).node)});
 }
 
 // An iteration counter added to the forward loop: its Exit gives the number of iterations.
@@ -60,16 +108,17 @@ struct Counter {
   Node* value;
   Node* next;
 };
-Counter AddForwardCounter(Graph* g, const WhileLoopInfo& loop) {
+Counter AddForwardCounter(Graph* g, const WhileLoopInfo& loop, const WhileLoopInfo* parent) {
   const Scope s = Scope::Root(g)
                       .WithExactNameScope(g->UniqueName(loop.frame + "/grad_counter"))
                       .ColocateWith(Operation(loop.loop_cond.node));
   const int p = loop.parallel_iterations;
-  Output enter = ops::Enter(s, ops::ConstInt(s, 0), loop.frame, /*is_constant=*/false, p);
+  Output enter = ops::Enter(s, ops::ConstInt(InParentFrame(s, loop, parent), 0), loop.frame,
+                            /*is_constant=*/false, p);
   Node* merge = ops::Merge(s, {enter, enter}).output.node;
   ops::SwitchOutputs sw = ops::Switch(s, Output(merge, 0), loop.loop_cond);
   Output count = ops::Exit(s, sw.output_false);
-  Output one = ops::Enter(s, ops::ConstInt(s, 1), loop.frame, /*is_constant=*/true, p);
+  Output one = ops::Enter(s, ops::ConstInt(InParentFrame(s, loop, parent), 1), loop.frame, true, p);
   Output value = ops::Identity(s, sw.output_true);
   Output next = ops::NextIteration(s, ops::Add(s, value, one));
   g->UpdateEdge(next, merge, 1);
@@ -130,10 +179,11 @@ class BranchGates {
 // A value inside a cond's branch is pushed and popped in that branch only (BranchGates).
 class Stacks {
  public:
-  Stacks(Graph* g, const WhileLoopInfo& loop, const Counter& counter, BranchGates* gates,
-         const Scope& backward)
+  Stacks(Graph* g, const WhileLoopInfo& loop, const WhileLoopInfo* parent, const Counter& counter,
+         BranchGates* gates, const Scope& backward)
       : g_(g),
         loop_(loop),
+        parent_(parent),
         counter_(counter),
         gates_(gates),
         bs_(backward),
@@ -142,11 +192,14 @@ class Stacks {
   // The backward loop's CaptureFn (ops::internal::CaptureFn).
   std::optional<Output> Capture(const Output& x, Node* pivot,
                                 const std::function<Output(const Output&)>& enter) {
-    if (!loop_.Contains(x.node)) return std::nullopt;
+    if (!InForwardLoop(x.node)) return std::nullopt;
     for (const Output& inv : loop_.invariants)
       if (inv == x) return enter(x.node->input(0));
+    // Nested in another loop, the stack is made in each of its iterations (the enclosing
+    // gradient stacks the handles): iterations that overlap push onto stacks of their own.
+    ForwardNodes forward(g_, parent_);
     const Scope at_x = fs_.ColocateWith(Operation(x.node));
-    Output handle = ops::StackV2(at_x, x.dtype());
+    Output handle = ops::StackV2(InParentFrame(at_x, loop_, parent_), x.dtype());
     Output into_loop = ops::Enter(at_x, handle, loop_.frame, true, loop_.parallel_iterations);
     Node* push =
         ops::StackPush(at_x.WithControlDependencies({Operation(counter_.value)}), into_loop, x)
@@ -155,6 +208,7 @@ class Stacks {
     StatusOr<Node*> pushed = gates_->Trigger(at_x, push, branch, /*backward=*/false);
     Keep(pushed.status());
     g_->AddControlEdge(pushed.ok() ? *pushed : push, counter_.next);
+    forward.Done();
     Node* gate = pivot;
     if (branch.cond != nullptr) {
       StatusOr<Output> taken = gates_->Pivot(branch, /*backward=*/true);
@@ -179,11 +233,19 @@ class Stacks {
   }
 
  private:
+  // x is of the forward loop: made by its builder, or a nested loop's counter or stack that a
+  // nested gradient added to its frame.
+  bool InForwardLoop(const Node* x) const {
+    const WhileLoopInfo* marked = nullptr;
+    return loop_.Contains(x) ||
+           (ops::internal::IsMarkedForward(g_, x, &marked) && marked == &loop_);
+  }
   void Keep(const Status& s) {
     if (!s.ok() && status_.ok()) status_ = s;
   }
   Graph* g_;
   const WhileLoopInfo& loop_;
+  const WhileLoopInfo* parent_;
   const Counter& counter_;
   BranchGates* gates_;
   const Scope bs_, fs_;
@@ -241,7 +303,10 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
   Graph* g = scope.graph();
   BranchGates gates(g, CondsIn(g, loop));
   PF_RETURN_IF_ERROR(CheckSupported(g, loop, gates.conds()));
-  const Counter counter = AddForwardCounter(g, loop);
+  const WhileLoopInfo* parent = ParentLoop(g, loop);
+  ForwardNodes forward(g, parent);
+  const Counter counter = AddForwardCounter(g, loop, parent);
+  forward.Done();
   std::vector<int> vars, invariants;  // the float ones
   for (size_t i = 0; i < loop.exits.size(); ++i)
     if (IsReal(loop.exits[i].dtype())) vars.push_back(static_cast<int>(i));
@@ -266,7 +331,7 @@ StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope, const WhileL
     init.push_back(ops::ZerosLike(bs, outside));
     wo.shape_invariants.push_back(outside.shape());
   }
-  Stacks stacks(g, loop, counter, &gates, bs);
+  Stacks stacks(g, loop, parent, counter, &gates, bs);
   auto capture = [&stacks](const Output& x, Node* pivot,
                            const std::function<Output(const Output&)>& enter) {
     return stacks.Capture(x, pivot, enter);

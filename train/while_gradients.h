@@ -21,8 +21,9 @@ struct LoopInputGradients {
 };
 
 // Builds the backward loop of `loop` from the gradients of its Exits (`exit_grads`, null where
-// none came). Conds in the body are supported; Unimplemented for a loop whose body holds
-// another loop.
+// none came). Conds and loops in the body are supported (a loop's backward loop is built inside
+// the enclosing backward body, its stacks made once per iteration of the enclosing loop);
+// Unimplemented for control-flow nodes that ops::Cond and ops::WhileLoop did not build.
 StatusOr<LoopInputGradients> WhileLoopGradients(const Scope& scope,
                                                 const ops::internal::WhileLoopInfo& loop,
                                                 const std::vector<Output>& exit_grads,

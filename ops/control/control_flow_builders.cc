@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "placeflow/ops/control/cond_contexts.h"
 #include "placeflow/ops/control/control_util.h"
@@ -57,12 +58,17 @@ class Context {
         bring_in_(std::move(bring_in)),
         refs_enter_(refs_enter) {}
 
-  bool Inside(const Node* n) const { return n->id() >= first_id_; }
+  // Forward nodes a nested loop's gradient added while this context's function ran are not
+  // inside (internal::MarkForwardNodes).
+  bool Inside(const Node* n) const {
+    return n->id() >= first_id_ && !internal::IsMarkedForward(g_, n);
+  }
 
   // Treats the nodes made since the graph had `num_nodes` nodes.
   void Adopt(size_t num_nodes) {
     const std::vector<Node*> added(g_->nodes().begin() + num_nodes, g_->nodes().end());
     for (Node* n : added) {
+      if (internal::IsMarkedForward(g_, n)) continue;
       bool from_inside = false;
       for (int k = 0; k < n->num_inputs(); ++k) {
         const Output in = n->input(k);
@@ -221,6 +227,8 @@ namespace {
 
 struct WhileLoopRegistry {
   std::deque<internal::WhileLoopInfo> loops;
+  // internal::MarkForwardNodes: node id -> the loop whose frame it is in (null: none).
+  std::unordered_map<int, const internal::WhileLoopInfo*> forward_nodes;
 };
 
 // WhileLoop's steps: the loop variables' Enter and Merge, the condition, the Switches and
@@ -370,6 +378,19 @@ std::vector<Output> WhileLoop(const Scope& s, const LoopCondFn& cond, const Loop
 
 const std::deque<WhileLoopInfo>& WhileLoops(Graph* g) {
   return g->GetOrCreateExtension<WhileLoopRegistry>()->loops;
+}
+
+void MarkForwardNodes(Graph* g, int first_id, int last_id, const WhileLoopInfo* loop) {
+  auto& marked = g->GetOrCreateExtension<WhileLoopRegistry>()->forward_nodes;
+  for (int id = first_id; id <= last_id; ++id) marked[id] = loop;
+}
+
+bool IsMarkedForward(Graph* g, const Node* n, const WhileLoopInfo** loop) {
+  const auto& marked = g->GetOrCreateExtension<WhileLoopRegistry>()->forward_nodes;
+  auto it = marked.find(n->id());
+  if (it == marked.end()) return false;
+  if (loop != nullptr) *loop = it->second;
+  return true;
 }
 
 namespace {

@@ -517,29 +517,5 @@ TEST_CASE("Gradients of a loop whose body holds conds match finite differences",
   }
 }
 
-TEST_CASE("Gradients of a loop whose body holds a loop are Unimplemented, naming the loop",
-          "[control_flow][gradients][errors]") {
-  Graph g;
-  Scope root = Scope::Root(&g);
-  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {});
-  auto less3 = [](const Scope& s, const Vars& v) {
-    return ops::Less(s, v[0], ops::ConstInt(s, 3));
-  };
-  Vars out =
-      ops::WhileLoop(root, less3,
-                     [&](const Scope& s, const Vars& v) {
-                       Vars inner = ops::WhileLoop(
-                           s, less3,
-                           [](const Scope& b, const Vars& w) {
-                             return Vars{ops::Add(b, w[0], ops::ConstInt(b, 1)), ops::Neg(b, w[1])};
-                           },
-                           {ops::ConstInt(s, 0), v[1]});
-                       return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), inner[1]};
-                     },
-                     {ops::ConstInt(root, 0), x});
-  CHECK_THROWS_WITH(Gradients(root, {out[1]}, {x}),
-                    Contains("Gradients of while loop 'while'") && Contains("no gradient yet"));
-}
-
 }  // namespace
 }  // namespace pf::control_flow_test

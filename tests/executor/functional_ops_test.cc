@@ -234,8 +234,13 @@ TEST_CASE("Nested: a MapFn whose fn maps and folds each row", "[control_flow]") 
       want += double(xv.data<float>()[i * 3 + k]) * xv.data<float>()[i * 3 + k];
     CHECK(r.data<float>()[i] == Approx(want).margin(1e-6));
   }
-  // A loop inside a loop's body has no gradient yet (train/while_gradients.h).
-  CHECK_THROWS_WITH(Gradients(root, {y}, {x}), Contains("no gradient yet"));
+  // Its gradient goes through both loops (a loop's gradient inside the other's): d/dx of the
+  // rows' sums of squares is 2x.
+  Output dx = Gradients(root, {y}, {x})[0];
+  const Tensor d = testing::RunOne(g, dx, {{x, xv}});
+  REQUIRE(d.shape() == Shape{4, 3});
+  for (int k = 0; k < 12; ++k)
+    CHECK(d.data<float>()[k] == Approx(2 * xv.data<float>()[k]).margin(1e-6));
 }
 
 // The O(n^2) stacking, measured: pf_tests "[map_fn-bench]" (not run by default).

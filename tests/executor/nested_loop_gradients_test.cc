@@ -1,0 +1,111 @@
+// Gradients of while loops whose bodies hold while loops (train/while_gradients.cc): against
+// finite differences, with inner loops of a different length in every outer iteration,
+// overlapping iterations (parallel_iterations 10) and a cond inside the inner body.
+#include "tests/testing/test_util.h"
+
+namespace pf::nested_loop_gradients_test {
+namespace {
+
+using Vars = std::vector<Output>;
+
+// v <- inner(v) for i < outer; inner(v) runs i + 1 times: u <- tanh(u * x + v * 0.5) from u = v
+// (`with_cond`: on odd j, u <- u * x instead). x: a value both loops bring in.
+Output NestedLoop(const Scope& root, Output x, int outer, int parallel, bool with_cond) {
+  ops::WhileOptions o;
+  o.parallel_iterations = parallel;
+  return ops::WhileLoop(
+      root,
+      [outer](const Scope& s, const Vars& v) {
+        return ops::Less(s, v[0], ops::ConstInt(s, outer));
+      },
+      [&](const Scope& s, const Vars& v) {
+        Output limit = ops::Add(s, v[0], ops::ConstInt(s, 1));
+        Output half = ops::Mul(s, v[1], ops::Const(s, Tensor::Scalar(0.5)));
+        Vars inner = ops::WhileLoop(
+            s, [&](const Scope& c, const Vars& w) { return ops::Less(c, w[0], limit); },
+            [&](const Scope& b, const Vars& w) {
+              Output step = ops::Tanh(b, ops::Add(b, ops::Mul(b, w[1], x), half));
+              if (with_cond) {
+                Output odd = ops::Equal(b,
+                                        ops::Sub(b, w[0],
+                                                 ops::Mul(b, ops::Div(b, w[0], ops::ConstInt(b, 2)),
+                                                          ops::ConstInt(b, 2))),
+                                        ops::ConstInt(b, 1));
+                step = ops::Cond(
+                    b, odd, [&](const Scope& t) { return Vars{ops::Mul(t, w[1], x)}; },
+                    [&](const Scope&) { return Vars{step}; })[0];
+              }
+              return Vars{ops::Add(b, w[0], ops::ConstInt(b, 1)), step};
+            },
+            {ops::ConstInt(s, 0), v[1]}, o);
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), inner[1]};
+      },
+      {ops::ConstInt(root, 0), x}, o)[1];
+}
+
+TEST_CASE("Gradients of a loop whose body holds a loop match finite differences",
+          "[control_flow][gradients]") {
+  for (bool with_cond : {false, true}) {
+    for (int outer : {0, 1, 3}) {
+      for (int parallel : {1, 10}) {
+        CAPTURE(with_cond, outer, parallel);
+        Graph g;
+        Scope root = Scope::Root(&g);
+        Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {3});
+        Output y = NestedLoop(root, x, outer, parallel, with_cond);
+        CHECK(ComputeGradientError(root, x, {3}, y, {3}) < 1e-8);
+      }
+    }
+  }
+}
+
+TEST_CASE("Gradients through three nested loops match finite differences",
+          "[control_flow][gradients]") {
+  // v <- (u <- (w <- tanh(w) * x, twice), i + 1 times) for 3 outer iterations.
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {2});
+  auto counted = [](const Scope& s, Output limit, Output start,
+                    const std::function<Output(const Scope&, Output)>& step) {
+    return ops::WhileLoop(
+        s, [&](const Scope& c, const Vars& v) { return ops::Less(c, v[0], limit); },
+        [&](const Scope& b, const Vars& v) {
+          return Vars{ops::Add(b, v[0], ops::ConstInt(b, 1)), step(b, v[1])};
+        },
+        {ops::ConstInt(s, 0), start})[1];
+  };
+  Output y = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
+      [&](const Scope& s, const Vars& v) {
+        Output mid =
+            counted(s, ops::Add(s, v[0], ops::ConstInt(s, 1)), v[1], [&](const Scope& m, Output u) {
+              return counted(m, ops::ConstInt(m, 2), u, [&](const Scope& i, Output w) {
+                return ops::Mul(i, ops::Tanh(i, w), x);
+              });
+            });
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), mid};
+      },
+      {ops::ConstInt(root, 0), ops::Add(root, x, ops::Const(root, Tensor::Scalar(0.7)))})[1];
+  CHECK(ComputeGradientError(root, x, {2}, y, {2}) < 1e-8);
+}
+
+TEST_CASE("A MapFn inside a loop trains: its gradient matches finite differences",
+          "[control_flow][gradients]") {
+  // v <- MapFn(row -> tanh(row * x), v) for 3 iterations; v [4, 2].
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {2});
+  Output v0 = ops::Const(root, testing::RandomDoubleTensor({4, 2}, 21));
+  Output y = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
+      [&](const Scope& s, const Vars& v) {
+        Output mapped = ops::MapFn(
+            s, [&](const Scope& m, Output row) { return ops::Tanh(m, ops::Mul(m, row, x)); }, v[1]);
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), mapped};
+      },
+      {ops::ConstInt(root, 0), v0})[1];
+  CHECK(ComputeGradientError(root, x, {2}, y, {4, 2}) < 1e-8);
+}
+
+}  // namespace
+}  // namespace pf::nested_loop_gradients_test
