@@ -435,6 +435,7 @@ PF_REGISTER_OP(PF_LSTM_INPUTS(OpDef("BlockLSTMGrad"))
                    .Attr("use_peephole", false)
                    .Attr("cell_clip", -1.f)
                    .TypeAttr("T", {DT_FLOAT, DT_DOUBLE})
+                   .SetNoGradient()  // a second derivative fails instead of being zero
                    .SetShapeFn(BlockLstmGradShape));
 #undef PF_LSTM_INPUTS
 

@@ -295,6 +295,8 @@ const std::map<std::string, std::string>& ExemptOps() {
         // Debugging ops read their tensors on the host; soft placement runs them on the CPU.
         {"CheckNumerics", "CPU only: a debugging check (ops/debug/debug_ops.cc, docs/api.md)"},
         {"Prod", "CPU only for now: no GPU reduction kernel multiplies yet (soft placement)"},
+        {"BlockLSTM", "CPU only for now: DynamicRnn keeps the loop on a GPU scope (train/rnn.h)"},
+        {"BlockLSTMGrad", "CPU only for now: BlockLSTM's gradient"},
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
         {"BatchNormMovingStatsCheck",
          "CPU only: batch norm's warning on unmoved statistics (train/batch_norm_check.cc)"},
