@@ -167,6 +167,9 @@ Output StackPop(const Scope& s, Output handle, DType elem_type, const pf::Shape&
 // is written into x's own buffer when nothing else holds it (a loop variable filled row by row
 // then costs O(rows), not the O(rows^2) of appending with Concat); otherwise into a copy.
 Output InplaceUpdate(const Scope& s, Output x, Output i, Output v);
+// TensorFlow's InplaceAdd for one row: x with v added to row i, in place the same way (float and
+// double, CPU). A loop's gradient sums a Gather's row gradients with it (train/while_gradients.cc).
+Output InplaceAdd(const Scope& s, Output x, Output i, Output v);
 
 namespace internal {
 // What the gradient of a while loop knows of it (train/gradients.cc); WhileLoop records one

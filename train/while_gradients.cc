@@ -1,5 +1,6 @@
 #include "placeflow/train/while_gradients.h"
 
+#include <algorithm>
 #include <set>
 
 #include "placeflow/ops/control/cond_contexts.h"
@@ -281,14 +282,32 @@ class BackwardBody {
       out.push_back(g[k].node ? g[k] : ops::ZerosLike(s, v[1 + k]));
     for (size_t m = 0; m < invariants_.size(); ++m) {
       const Output& sum = v[1 + vars_.size() + m];
-      const Output& d = g[vars_.size() + m];
-      out.push_back(d.node ? ops::Add(s, sum, d) : sum);
+      out.push_back(Accumulate(s, sum, g[vars_.size() + m]));
     }
     return out;
   }
   Status status;
 
  private:
+  // sum + d. A Gather's gradient of one row (GatherGrad with a scalar index: zeros with that
+  // row set, as big as the value read) is added to its row of the sum instead, in place
+  // (InplaceAdd), and so is each of an AddN of them: reading rows of a value in each iteration
+  // (MapFn, Scan, DynamicRnn's loop) then costs O(row) per iteration, not O(value).
+  static Output Accumulate(const Scope& s, const Output& sum, const Output& d) {
+    if (d.node == nullptr) return sum;
+    std::vector<Output> terms = {d};
+    if (d.node->op() == "AddN") terms = d.node->inputs();
+    auto one_row = [](const Output& t) {
+      const Node* n = t.node;
+      return n->op() == "GatherGrad" && IsReal(t.dtype()) && n->input(1).dtype() == DT_INT32 &&
+             !n->input(1).shape().unknown_rank() && n->input(1).shape().rank() == 0;
+    };
+    if (!std::all_of(terms.begin(), terms.end(), one_row)) return ops::Add(s, sum, d);
+    Output out = sum;
+    for (const Output& t : terms) out = ops::InplaceAdd(s, out, t.node->input(1), t.node->input(0));
+    return out;
+  }
+
   const WhileLoopInfo& loop_;
   const std::vector<int>& vars_;
   const std::vector<int>& invariants_;

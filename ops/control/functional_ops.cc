@@ -1,11 +1,14 @@
 // ops::Case, ops::MapFn, ops::Scan, ops::Foldl and ops::Foldr (ops/control_flow.h): TensorFlow
 // 1.x's tf.case, tf.map_fn, tf.scan, tf.foldl and tf.foldr, built on Cond and WhileLoop.
 //
-// The loops run an index i over the elements, each iteration reading Gather(elems, i). Without
-// a TensorArray, MapFn and Scan stack their results in a flat loop variable: each iteration
-// appends its result's values (Concat), and after the loop a Reshape gives [n] + the element
-// shape. A flat accumulator needs no element shape before the loop (fn's is known only once fn
-// is built inside it), and an empty result keeps its rank.
+// The loops run an index i over the elements, each iteration reading Gather(elems, i). MapFn
+// and Scan stack their results in a loop variable. Where the result's shape is fully known
+// (fn's static shape, the accumulator's), that variable is the [n] + shape result itself, made
+// before the loop, and iteration i writes its row i (InplaceUpdate: in place, so O(n) copies,
+// and a gradient that keeps no copy of it per iteration). Otherwise each iteration appends its
+// result's values to a flat variable (Concat: O(n^2) copies, without a TensorArray), and after
+// the loop a Reshape gives [n] + the element shape: a flat accumulator needs no element shape
+// before the loop, and an empty result keeps its rank.
 #include <fmt/format.h>
 
 #include "placeflow/ops/control/control_util.h"
@@ -199,6 +202,19 @@ struct Loop {
   }
 };
 
+// Whether a loop's results of this shape and dtype go into rows written in place: a fully
+// defined shape, and not strings (InplaceUpdate copies bytes).
+bool InRows(const pf::Shape& elem, DType dtype) {
+  return elem.IsFullyDefined() && dtype != DT_STRING;
+}
+
+// Zeros [n] + `elem` (fully defined) of `dtype`: the rows a loop writes in place.
+Output RowsFor(const Loop& l, const pf::Shape& elem, DType dtype) {
+  const Scope& ls = l.scope;
+  Output dims = Concat(ls, {Reshape(ls, l.n, {1}), ConstInt(ls, Dims32(elem, 0))}, 0);
+  return Fill(ls.WithOpName("rows"), dims, Cast(ls, Const(ls, 0.f), dtype));
+}
+
 // An empty flat accumulator of `dtype`.
 Output EmptyFlat(const Scope& s, DType dtype) {
   return Const(s.WithOpName("empty"), Tensor(dtype, pf::Shape{0}));
@@ -235,6 +251,10 @@ Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions
                                       : " (MapFnOptions::dtype)"));
     }
     y_static = y.shape();
+    // Rows written in place (the loop variable gets its [n] + shape zeros after the loop is
+    // built, when fn's shape is known).
+    if (InRows(y_static, dtype))
+      return Vars{l.Next(b, v[0], false), v[1], InplaceUpdate(b, v[2], v[0], y)};
     Output shape = Shape(b, y);
     std::vector<Operation> checks;
     if (!y_static.unknown_rank() && !y_static.IsFullyDefined())
@@ -246,9 +266,13 @@ Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions
   const Scope& ls = l.scope;
   Vars out = l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], false); }, body,
                    {ConstInt(ls, 0), ConstInt(ls, std::vector<int32_t>{}), EmptyFlat(ls, dtype)},
-                   {pf::Shape{}, pf::Shape{-1}, pf::Shape{-1}});
+                   {pf::Shape{}, pf::Shape{-1}, pf::Shape::Unknown()});
   Output elem_shape = out[1];
-  if (y_static.IsFullyDefined()) {
+  if (InRows(y_static, dtype)) {
+    const Output enter = internal::WhileLoops(ls.graph()).back().enters[2];
+    Output rows = RowsFor(l, y_static, dtype);
+    ls.graph()->UpdateEdge(rows, enter.node, 0);
+    ls.graph()->SetOutputShape(enter.node, 0, rows.shape());
     elem_shape = ConstInt(ls, Dims32(y_static, 0));
   } else if (!y_static.unknown_rank()) {
     // No iteration ran: the static dims, the unknown ones 0 (the result is empty either way).
@@ -267,21 +291,28 @@ Output ScanLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
   Output i0 = l.First(reverse), a0, flat0;
   if (initializer) {
     a0 = *initializer;
-    flat0 = EmptyFlat(ls, a0.dtype());
   } else {
     a0 = Gather(ls.WithOpName("first"), l.elems, i0);
-    i0 = l.Next(ls, i0, reverse);
-    flat0 = Reshape(ls, a0, {-1});
   }
+  // The accumulator's shape known: its rows written in place (row i for element i).
+  const bool rows = InRows(a0.shape(), a0.dtype());
+  if (rows) {
+    flat0 = RowsFor(l, a0.shape(), a0.dtype());
+    if (!initializer) flat0 = InplaceUpdate(ls, flat0, i0, a0);
+  } else {
+    flat0 = initializer ? EmptyFlat(ls, a0.dtype()) : Reshape(ls, a0, {-1});
+  }
+  if (!initializer) i0 = l.Next(ls, i0, reverse);
   auto body = [&](const Scope& b, const Vars& v) {
     Output a = fn(b, v[1], l.Element(b, v[0]));
     l.CheckAccumulator(a0, a);
+    if (rows) return Vars{l.Next(b, v[0], reverse), a, InplaceUpdate(b, v[2], v[0], a)};
     Output flat = Reshape(b, a, {-1});
     return Vars{l.Next(b, v[0], reverse), a,
                 reverse ? Concat(b, {flat, v[2]}, 0) : Concat(b, {v[2], flat}, 0)};
   };
   Vars out = l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], reverse); }, body,
-                   {i0, a0, flat0}, {pf::Shape{}, a0.shape(), pf::Shape{-1}});
+                   {i0, a0, flat0}, {pf::Shape{}, a0.shape(), flat0.shape()});
   Output elem_shape =
       a0.shape().IsFullyDefined() ? ConstInt(ls, Dims32(a0.shape(), 0)) : Shape(ls, a0);
   return l.Stack(out[2], elem_shape, a0.shape());

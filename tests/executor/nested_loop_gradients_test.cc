@@ -1,6 +1,7 @@
 // Gradients of while loops whose bodies hold while loops (train/while_gradients.cc): against
 // finite differences, with inner loops of a different length in every outer iteration,
-// overlapping iterations (parallel_iterations 10) and a cond inside the inner body.
+// overlapping iterations (parallel_iterations 10) and a cond inside the inner body; and the
+// in-place sums (InplaceAdd) of the rows a loop gathers.
 #include "tests/testing/test_util.h"
 
 namespace pf::nested_loop_gradients_test {
@@ -105,6 +106,51 @@ TEST_CASE("A MapFn inside a loop trains: its gradient matches finite differences
       },
       {ops::ConstInt(root, 0), v0})[1];
   CHECK(ComputeGradientError(root, x, {2}, y, {4, 2}) < 1e-8);
+}
+
+TEST_CASE("InplaceAdd adds to one row, in a copy when someone else sees the buffer",
+          "[control_flow][gradients]") {
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Const(root, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  Output y = ops::InplaceAdd(root, x, ops::ConstInt(root, 2), ops::Const(root, {9.f, 8.f}, {2}));
+  CHECK(testing::RunOne(g, y).DebugString() == "Tensor<float [3,2]> [[1, 2], [3, 4], [14, 14]]");
+  CHECK(testing::RunOne(g, x).DebugString() == "Tensor<float [3,2]> [[1, 2], [3, 4], [5, 6]]");
+  CHECK_THROWS_WITH(
+      testing::RunOne(
+          g, ops::InplaceAdd(root, x, ops::ConstInt(root, -1), ops::Const(root, {9.f, 8.f}, {2}))),
+      Catch::Matchers::Contains("InplaceAdd") && Catch::Matchers::Contains("row -1 of 3 rows"));
+  Output xp = ops::Placeholder(root.WithOpName("xp"), DT_DOUBLE, {3, 2});
+  Output vp = ops::Placeholder(root.WithOpName("vp"), DT_DOUBLE, {2});
+  Output one = ops::ConstInt(root, 1);
+  Output vc = ops::Const(root, Tensor::FromVector<double>({0.5, -1}, {2}));
+  Output xc = ops::Const(root, testing::RandomDoubleTensor({3, 2}, 9));
+  CHECK(ComputeGradientError(root, xp, {3, 2},
+                             ops::Square(root, ops::InplaceAdd(root, xp, one, vc)), {3, 2}) < 1e-8);
+  CHECK(ComputeGradientError(root, vp, {2}, ops::Square(root, ops::InplaceAdd(root, xc, one, vp)),
+                             {3, 2}) < 1e-8);
+}
+
+TEST_CASE("A loop's gradient sums the rows it gathered in place", "[control_flow][gradients]") {
+  // y = sum over i of tanh(x[i] * w) (w brought in): x's gradient through InplaceAdd, each row
+  // once; and a row read twice (i and n - 1 - i) gets both gradients.
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {5, 2});
+  Output w = ops::Const(root, Tensor::FromVector<double>({0.3, -0.7}, {2}));
+  Vars out = ops::WhileLoop(
+      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 5)); },
+      [&](const Scope& s, const Vars& v) {
+        Output mirrored = ops::Sub(s, ops::ConstInt(s, 4), v[0]);
+        Output t = ops::Add(s, ops::Tanh(s, ops::Mul(s, ops::Gather(s, x, v[0]), w)),
+                            ops::Square(s, ops::Gather(s, x, mirrored)));
+        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), ops::Add(s, v[1], t)};
+      },
+      {ops::ConstInt(root, 0), ops::Const(root, Tensor(DT_DOUBLE, {2}))});
+  CHECK(ComputeGradientError(root, x, {5, 2}, out[1], {2}) < 1e-8);
+  int adds = 0;
+  for (const Node* n : g.nodes()) adds += n->op() == "InplaceAdd";
+  CHECK(adds == 2);
 }
 
 }  // namespace

@@ -295,8 +295,6 @@ const std::map<std::string, std::string>& ExemptOps() {
         // Debugging ops read their tensors on the host; soft placement runs them on the CPU.
         {"CheckNumerics", "CPU only: a debugging check (ops/debug/debug_ops.cc, docs/api.md)"},
         {"Prod", "CPU only for now: no GPU reduction kernel multiplies yet (soft placement)"},
-        {"BlockLSTM", "CPU only for now: DynamicRnn keeps the loop on a GPU scope (train/rnn.h)"},
-        {"BlockLSTMGrad", "CPU only for now: BlockLSTM's gradient"},
         {"Print", "CPU only: writes to stderr (ops/debug/debug_ops.cc, docs/api.md)"},
         {"BatchNormMovingStatsCheck",
          "CPU only: batch norm's warning on unmoved statistics (train/batch_norm_check.cc)"},
@@ -348,6 +346,8 @@ const std::map<std::string, std::string>& ExemptOps() {
                            "StackV2", "StackPushV2", "StackPopV2", "InplaceUpdate"}) {
       (*m)[op] = "control flow: tested in loops and conds (tests/executor/control_flow_test.cc)";
     }
+    for (const char* op : {"BlockLSTM", "BlockLSTMGrad", "InplaceAdd"})
+      (*m)[op] = "CPU only for now: the fused LSTM and loop gradients' sums (docs/control_flow.md)";
     (*m)["Assert"] =
         "no output to compare: checks of Case and MapFn, its GPU kernel reads host "
         "memory (tests/executor/functional_ops_test.cc)";
