@@ -159,6 +159,14 @@ StatusOr<Tensor> Temp(OpKernelContext* ctx, int64_t rows, int64_t cols) {
   return Tensor::Allocate(ctx->params().allocator, DataTypeOf<T>(), Shape{rows, cols});
 }
 
+// A cell step's peephole weights: inputs 5, 6 and 7 (wci, wcf, wco) of both ops.
+template <typename T, typename Args>
+void SetPeepholes(OpKernelContext* ctx, Args* c) {
+  c->wci = In<T>(ctx, 5);
+  c->wcf = In<T>(ctx, 6);
+  c->wco = In<T>(ctx, 7);
+}
+
 // Runs fn(r0, r1) over [0, n) in one contiguous block per intra-op thread (blocks of at least 8):
 // an LSTM's batch entries are independent, so a block of entries runs every step alone, with no
 // synchronisation between steps, and its GEMMs stay as tall as they can (ParallelFor's shards,
@@ -215,11 +223,7 @@ class BlockLstmOp : public OpKernel {
         for (int64_t r = r0; r < r1; ++r) {
           const int64_t e = at + r * H;
           simd::LstmCellArgsOf<T> c{zs + r * G, cs_prev + r * H};
-          if (attrs_.peephole) {
-            c.wci = In<T>(ctx, 5);
-            c.wcf = In<T>(ctx, 6);
-            c.wco = In<T>(ctx, 7);
-          }
+          if (attrs_.peephole) SetPeepholes<T>(ctx, &c);
           c.forget_bias = attrs_.forget_bias;
           c.cell_clip = attrs_.cell_clip;
           c.i = out[0] + e, c.cs = out[1] + e, c.f = out[2] + e, c.o = out[3] + e;
@@ -276,11 +280,7 @@ class BlockLstmGradOp : public OpKernel {
           simd::LstmCellGradArgsOf<T> c{In<T>(ctx, 9) + e,  In<T>(ctx, 10) + e, In<T>(ctx, 11) + e,
                                         In<T>(ctx, 12) + e, In<T>(ctx, 13) + e, In<T>(ctx, 14) + e,
                                         cs_prev + r * H};
-          if (attrs_.peephole) {
-            c.wci = In<T>(ctx, 5);
-            c.wcf = In<T>(ctx, 6);
-            c.wco = In<T>(ctx, 7);
-          }
+          if (attrs_.peephole) SetPeepholes<T>(ctx, &c);
           c.cell_clip = attrs_.cell_clip;
           c.h_grad = In<T>(ctx, 17) + e;
           c.dh_next = dh_next + r * H;
