@@ -207,11 +207,16 @@ std::optional<RnnOutputs> FusedRnn(const Scope& rs, RnnCell& cell, Output x,
                                    const std::vector<Output>& state, Output steps, Output batch,
                                    const std::optional<Output>& lengths) {
   const DType dtype = x.dtype();
+  Graph* g = rs.graph();
+  const size_t before = g->nodes().size();
   Output len = lengths ? ops::Minimum(rs, *lengths, steps)
                        : ops::Fill(rs, ops::Reshape(rs, batch, {1}), steps);
   Output max_len = ops::Cast(rs, lengths ? ops::Max(rs, len) : steps, DT_INT64);
   std::optional<FusedSequenceOutputs> f = cell.FusedSequence(rs, x, max_len, state);
-  if (!f) return std::nullopt;
+  if (!f) {  // the nodes just made serve nothing (nobody else has them yet)
+    while (g->nodes().size() > before) g->RemoveNode(g->nodes().back());
+    return std::nullopt;
+  }
   // [T, 1] step numbers against [1, B] lengths: [T, B, 1] masks of the live steps and the last.
   Output t =
       ops::Reshape(rs, ops::Range(rs, ops::ConstInt(rs, 0), steps, ops::ConstInt(rs, 1)), {-1, 1});

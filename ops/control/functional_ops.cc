@@ -264,8 +264,9 @@ Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions
                 Concat(b.WithControlDependencies(checks), {v[2], flat}, 0)};
   };
   const Scope& ls = l.scope;
+  Output empty = EmptyFlat(ls, dtype);
   Vars out = l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], false); }, body,
-                   {ConstInt(ls, 0), ConstInt(ls, std::vector<int32_t>{}), EmptyFlat(ls, dtype)},
+                   {ConstInt(ls, 0), ConstInt(ls, std::vector<int32_t>{}), empty},
                    {pf::Shape{}, pf::Shape{-1}, pf::Shape::Unknown()});
   Output elem_shape = out[1];
   if (InRows(y_static, dtype)) {
@@ -273,6 +274,7 @@ Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions
     Output rows = RowsFor(l, y_static, dtype);
     ls.graph()->UpdateEdge(rows, enter.node, 0);
     ls.graph()->SetOutputShape(enter.node, 0, rows.shape());
+    ls.graph()->RemoveNode(empty.node);  // made here, used by nothing now
     elem_shape = ConstInt(ls, Dims32(y_static, 0));
   } else if (!y_static.unknown_rank()) {
     // No iteration ran: the static dims, the unknown ones 0 (the result is empty either way).
