@@ -292,9 +292,12 @@ class BackwardBody {
   // sum + d. A Gather's gradient of one row (GatherGrad with a scalar index: zeros with that
   // row set, as big as the value read) is added to its row of the sum instead, in place
   // (InplaceAdd), and so is each of an AddN of them: reading rows of a value in each iteration
-  // (MapFn, Scan, DynamicRnn's loop) then costs O(row) per iteration, not O(value).
+  // (MapFn, Scan, DynamicRnn's loop) then costs O(row) per iteration, not O(value). A loop
+  // placed on a GPU without a device request gets the InplaceAdd on the CPU.
   static Output Accumulate(const Scope& s, const Output& sum, const Output& d) {
     if (d.node == nullptr) return sum;
+    // InplaceAdd has CPU kernels only: a backward loop asked onto another device adds densely.
+    if (s.device().has_type && s.device().type != "CPU") return ops::Add(s, sum, d);
     std::vector<Output> terms = {d};
     if (d.node->op() == "AddN") terms = d.node->inputs();
     auto one_row = [](const Output& t) {
