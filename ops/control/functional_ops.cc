@@ -313,8 +313,9 @@ Output ScanLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
     return Vars{l.Next(b, v[0], reverse), a,
                 reverse ? Concat(b, {flat, v[2]}, 0) : Concat(b, {v[2], flat}, 0)};
   };
-  Vars out = l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], reverse); }, body,
-                   {i0, a0, flat0}, {pf::Shape{}, a0.shape(), flat0.shape()});
+  Vars out =
+      l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], reverse); }, body,
+            {i0, a0, flat0}, {pf::Shape{}, a0.shape(), rows ? flat0.shape() : pf::Shape{-1}});
   Output elem_shape =
       a0.shape().IsFullyDefined() ? ConstInt(ls, Dims32(a0.shape(), 0)) : Shape(ls, a0);
   return l.Stack(out[2], elem_shape, a0.shape());

@@ -173,6 +173,17 @@ TEST_CASE("Scan: a vector accumulator over rows, an int32 counter, empty elems",
   auto e = sess.Run({{x, Tensor(DT_FLOAT, {0, 2})}}, {running, counts});
   CHECK(e[0].shape() == Shape{0, 2});
   CHECK(e[1].shape() == Shape{0});
+  // An accumulator whose shape is known only at run time: its results stack flat (Concat).
+  Graph g2;
+  Scope r2 = Scope::Root(&g2);
+  Output y = ops::Placeholder(r2.WithOpName("y"), DT_FLOAT, {3, -1});
+  Output start = ops::Placeholder(r2.WithOpName("start"), DT_FLOAT, {-1});
+  Output sums = ops::Scan(r2, AddFn, y, start);
+  Session s2(g2);
+  const Tensor got = s2.Run({{y, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2})},
+                             {start, Tensor::FromVector<float>({0, 10}, {2})}},
+                            {sums})[0];
+  CHECK(got.DebugString() == "Tensor<float [3,2]> [[1, 12], [4, 16], [9, 22]]");
 }
 
 TEST_CASE("Foldl and Foldr: sums, products and an order that shows", "[control_flow]") {
