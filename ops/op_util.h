@@ -71,6 +71,13 @@ void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, Fn&& fn
   IntraOpPool(ctx)->ParallelFor(n, cost_per_unit, fn);
 }
 
+// y[k] += x[k]: the Highway kernel for float (simd::Axpy), a loop for double (row sums of the
+// LSTM's and the loop gradients' kernels).
+inline void AddRow(const float* x, float* y, int64_t n) { simd::Axpy(1.f, x, y, n); }
+inline void AddRow(const double* x, double* y, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) y[k] += x[k];
+}
+
 // True when F on float has a Highway kernel (ops/simd/functor_map.h).
 template <typename T, typename F>
 inline constexpr bool kHasSimdUnary = std::is_same_v<T, float>&& simd::kUnaryFnOf<F>.has_value();

@@ -4,14 +4,12 @@
 // written in place, so a loop that fills a [T, ...] tensor row by row copies O(T) instead of the
 // O(T^2) of appending with Concat (DynamicRnn's outputs, train/rnn.cc).
 #include <atomic>
-#include <type_traits>
 
 #include "placeflow/ops/control/control_util.h"
 #include "placeflow/ops/control_flow.h"
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/ops.h"
-#include "placeflow/ops/simd/vec_kernels.h"
 
 namespace pf {
 namespace {
@@ -66,13 +64,7 @@ class InplaceAddOp : public OpKernel {
     PF_ASSIGN_OR_RETURN(const int64_t i, OutputOverX(ctx, "InplaceAdd", name()));
     const Tensor& v = ctx->input(2);
     const int64_t n = v.num_elements();
-    T* row = ctx->mutable_output(0)->data<T>() + i * n;
-    const T* add = v.data<T>();
-    if constexpr (std::is_same_v<T, float>) {
-      simd::Axpy(1.f, add, row, n);
-    } else {
-      for (int64_t k = 0; k < n; ++k) row[k] += add[k];
-    }
+    AddRow(v.data<T>(), ctx->mutable_output(0)->data<T>() + i * n, n);
     return Status::OK();
   }
   bool IsExpensive() const override { return false; }
@@ -87,8 +79,8 @@ Status InplaceUpdateShape(ShapeContext& c) {
     Shape row = x;
     row.RemoveDim(0);
     if (!row.IsCompatibleWith(v) || row.rank() != v.rank()) {
-      return errors::InvalidArgument("InplaceUpdate: a row of ", x.ToString(), " is ",
-                                     row.ToString(), ", the value is ", v.ToString());
+      return errors::InvalidArgument("a row of ", x.ToString(), " is ", row.ToString(),
+                                     ", the value is ", v.ToString());
     }
   }
   c.set_output(0, x);

@@ -70,12 +70,6 @@ void CellGrad(const CellGradArgs& a, int64_t n) {
   }
 }
 
-// Adds row x to y (b's gradient).
-void AddRow(const float* x, float* y, int64_t n) { simd::Axpy(1.f, x, y, n); }
-void AddRow(const double* x, double* y, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) y[k] += x[k];
-}
-
 // --- arguments ---
 
 struct LstmAttrs {
