@@ -161,9 +161,10 @@ class Graph {
   int num_nodes() const { return static_cast<int>(node_ptrs_.size()); }
   // UpdateEdge points input `dst_input` of `dst` at `new_src` (TensorFlow's Graph::UpdateEdge;
   // the while-loop builder closes a loop's back edge with it). RemoveNode is for graph rewrites
-  // on a runtime's own copy of a graph (never a user's graph: Output and Operation handles
-  // would dangle): it drops `n` with its edges, and its name can be used again. Node ids stay
-  // unique: a removed node's id is never handed out again.
+  // on a runtime's own copy of a graph, and for a builder's own node that no handle outside it
+  // reaches (MapFn's unused accumulator); never for a user's node, whose Output and Operation
+  // handles would dangle: it drops `n` with its edges, and its name can be used again. Node ids
+  // stay unique: a removed node's id is never handed out again.
   void UpdateEdge(Output new_src, Node* dst, int dst_input);
   void RemoveNode(Node* n);
   // Sets the static shape of output `index` of `n` (a while loop's Merge takes its loop

@@ -49,11 +49,19 @@ std::vector<Output> LSTMCell::Step(const Scope& s, Output x, const std::vector<O
   return {new_c, new_h};
 }
 
-std::optional<FusedSequenceOutputs> LSTMCell::FusedSequence(const Scope& s, Output x,
-                                                            Output seq_len_max,
-                                                            const std::vector<Output>& state) {
+FusedSequenceOutputs RnnCell::FusedSequence(const Scope&, Output, Output,
+                                            const std::vector<Output>&) {
+  ThrowError(errors::Unimplemented("This RNN cell has no fused sequence (HasFusedSequence)"));
+}
+
+// BlockLSTM has CPU kernels only.
+bool LSTMCell::HasFusedSequence(const Scope& s) const {
+  return !s.device().has_type || s.device().type == "CPU";
+}
+
+FusedSequenceOutputs LSTMCell::FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                             const std::vector<Output>& state) {
   CheckBuilt(name_, kernel_.has_value());
-  if (s.device().has_type && s.device().type != "CPU") return std::nullopt;  // CPU kernels only
   const Scope cs = s.NewSubScope(name_);
   // No peepholes: BlockLSTM's wci, wcf and wco are unread.
   Output no_peephole = ops::Const(cs, Tensor(x.dtype(), {units_}));
@@ -74,9 +82,12 @@ std::vector<Output> DeviceWrapper::Step(const Scope& s, Output x, const std::vec
   return cell_->Step(s.WithDevice(device_), x, state, output);
 }
 
-std::optional<FusedSequenceOutputs> DeviceWrapper::FusedSequence(const Scope& s, Output x,
-                                                                 Output seq_len_max,
-                                                                 const std::vector<Output>& state) {
+bool DeviceWrapper::HasFusedSequence(const Scope& s) const {
+  return cell_->HasFusedSequence(s.WithDevice(device_));
+}
+
+FusedSequenceOutputs DeviceWrapper::FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                                  const std::vector<Output>& state) {
   return cell_->FusedSequence(s.WithDevice(device_), x, seq_len_max, state);
 }
 
@@ -200,23 +211,16 @@ RnnOutputs LoopRnn(const Scope& rs, RnnCell& cell, Output x, std::vector<Output>
   return {out.back(), std::vector<Output>(out.begin() + 1, out.begin() + 1 + n_state)};
 }
 
-// The same through the cell's fused sequence op, or std::nullopt where it has none. Past an
-// entry's length the op runs on (nothing before depends on it): its outputs there are zeroed
-// and its final state is taken at its last step, as TensorFlow's LSTMBlockFusedCell does.
-std::optional<RnnOutputs> FusedRnn(const Scope& rs, RnnCell& cell, Output x,
-                                   const std::vector<Output>& state, Output steps, Output batch,
-                                   const std::optional<Output>& lengths) {
+// The same through the cell's fused sequence op. Past an entry's length the op runs on
+// (nothing before depends on it): its outputs there are zeroed and its final state is taken at
+// its last step, as TensorFlow's LSTMBlockFusedCell does.
+RnnOutputs FusedRnn(const Scope& rs, RnnCell& cell, Output x, const std::vector<Output>& state,
+                    Output steps, Output batch, const std::optional<Output>& lengths) {
   const DType dtype = x.dtype();
-  Graph* g = rs.graph();
-  const size_t before = g->nodes().size();
   Output len = lengths ? ops::Minimum(rs, *lengths, steps)
                        : ops::Fill(rs, ops::Reshape(rs, batch, {1}), steps);
   Output max_len = ops::Cast(rs, lengths ? ops::Max(rs, len) : steps, DT_INT64);
-  std::optional<FusedSequenceOutputs> f = cell.FusedSequence(rs, x, max_len, state);
-  if (!f) {  // the nodes just made serve nothing (nobody else has them yet)
-    while (g->nodes().size() > before) g->RemoveNode(g->nodes().back());
-    return std::nullopt;
-  }
+  const FusedSequenceOutputs f = cell.FusedSequence(rs, x, max_len, state);
   // [T, 1] step numbers against [1, B] lengths: [T, B, 1] masks of the live steps and the last.
   Output t =
       ops::Reshape(rs, ops::Range(rs, ops::ConstInt(rs, 0), steps, ops::ConstInt(rs, 1)), {-1, 1});
@@ -224,8 +228,8 @@ std::optional<RnnOutputs> FusedRnn(const Scope& rs, RnnCell& cell, Output x,
   auto mask = [&](Output b) { return ops::ExpandDims(rs, ops::Cast(rs, b, dtype), 2); };
   Output last = mask(ops::Equal(rs, t, ops::Sub(rs, per_entry, ops::ConstInt(rs, 1))));
   RnnOutputs r;
-  r.outputs = lengths ? ops::Mul(rs, f->outputs, mask(ops::Less(rs, t, per_entry))) : f->outputs;
-  for (const Output& all : f->states)
+  r.outputs = lengths ? ops::Mul(rs, f.outputs, mask(ops::Less(rs, t, per_entry))) : f.outputs;
+  for (const Output& all : f.states)
     r.final_state.push_back(ops::Sum(rs, ops::Mul(rs, all, last), {0}));
   return r;
 }
@@ -265,11 +269,12 @@ RnnOutputs DynamicRnn(const Scope& s, RnnCell& cell, Output inputs,
   std::vector<Output> state;
   for (int64_t width : cell.state_sizes())
     state.push_back(Zeros(rs, {batch}, {static_cast<int32_t>(width)}, dtype));
-  std::optional<RnnOutputs> r;
-  if (options.fused) r = FusedRnn(rs, cell, x, state, steps, batch, lengths);
-  if (!r) r = LoopRnn(rs, cell, x, state, steps, batch, lengths, options.parallel_iterations);
-  if (!options.time_major) r->outputs = ops::Transpose(rs, r->outputs, {1, 0, 2});
-  return *r;
+  RnnOutputs r =
+      options.fused && cell.HasFusedSequence(rs)
+          ? FusedRnn(rs, cell, x, state, steps, batch, lengths)
+          : LoopRnn(rs, cell, x, state, steps, batch, lengths, options.parallel_iterations);
+  if (!options.time_major) r.outputs = ops::Transpose(rs, r.outputs, {1, 0, 2});
+  return r;
 }
 
 }  // namespace pf::layers

@@ -37,14 +37,13 @@ class RnnCell {
   // One step: the output and the new state, from x [batch, depth] and the state.
   virtual std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
                                    Output* output) = 0;
-  // All steps of time-major x [time, batch, depth] from `state` in one op, where the cell has
-  // such an op (LSTMCell: BlockLSTM) and can run it on the scope's device; std::nullopt
-  // otherwise (DynamicRnn then runs Step in a while loop). seq_len_max: int64 scalar.
-  virtual std::optional<FusedSequenceOutputs> FusedSequence(const Scope& s, Output x,
-                                                            Output seq_len_max,
-                                                            const std::vector<Output>& state) {
-    return std::nullopt;
-  }
+  // Whether the cell has an op for a whole sequence (LSTMCell: BlockLSTM) and can run it on the
+  // scope's device; DynamicRnn otherwise runs Step in a while loop.
+  virtual bool HasFusedSequence(const Scope& s) const { return false; }
+  // All steps of time-major x [time, batch, depth] from `state` in that op (only where
+  // HasFusedSequence). seq_len_max: int64 scalar.
+  virtual FusedSequenceOutputs FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                             const std::vector<Output>& state);
 };
 
 // tf.nn.rnn_cell.LSTMCell without peepholes or projection: gates i, j, f, o from
@@ -59,8 +58,9 @@ class LSTMCell : public RnnCell {
   void Build(const Scope& s, int64_t depth, DType dtype) override;
   std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
                            Output* output) override;
-  std::optional<FusedSequenceOutputs> FusedSequence(const Scope& s, Output x, Output seq_len_max,
-                                                    const std::vector<Output>& state) override;
+  bool HasFusedSequence(const Scope& s) const override;
+  FusedSequenceOutputs FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                     const std::vector<Output>& state) override;
 
  private:
   std::string name_;
@@ -98,8 +98,9 @@ class DeviceWrapper : public RnnCell {
   void Build(const Scope& s, int64_t depth, DType dtype) override;
   std::vector<Output> Step(const Scope& s, Output x, const std::vector<Output>& state,
                            Output* output) override;
-  std::optional<FusedSequenceOutputs> FusedSequence(const Scope& s, Output x, Output seq_len_max,
-                                                    const std::vector<Output>& state) override;
+  bool HasFusedSequence(const Scope& s) const override;
+  FusedSequenceOutputs FusedSequence(const Scope& s, Output x, Output seq_len_max,
+                                     const std::vector<Output>& state) override;
 
  private:
   RnnCell* cell_;
