@@ -60,33 +60,32 @@ TEST_CASE("Gradients of a loop whose body holds a loop match finite differences"
   }
 }
 
+// A loop of `limit` iterations over v from `start`: v <- step(i, v) at iteration i.
+using StepFn = std::function<Output(const Scope&, Output i, Output v)>;
+Output Counted(const Scope& s, Output limit, Output start, const StepFn& step) {
+  return ops::WhileLoop(
+      s, [&](const Scope& c, const Vars& v) { return ops::Less(c, v[0], limit); },
+      [&](const Scope& b, const Vars& v) {
+        return Vars{ops::Add(b, v[0], ops::ConstInt(b, 1)), step(b, v[0], v[1])};
+      },
+      {ops::ConstInt(s, 0), start})[1];
+}
+
 TEST_CASE("Gradients through three nested loops match finite differences",
           "[control_flow][gradients]") {
   // v <- (u <- (w <- tanh(w) * x, twice), i + 1 times) for 3 outer iterations.
   Graph g;
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {2});
-  auto counted = [](const Scope& s, Output limit, Output start,
-                    const std::function<Output(const Scope&, Output)>& step) {
-    return ops::WhileLoop(
-        s, [&](const Scope& c, const Vars& v) { return ops::Less(c, v[0], limit); },
-        [&](const Scope& b, const Vars& v) {
-          return Vars{ops::Add(b, v[0], ops::ConstInt(b, 1)), step(b, v[1])};
-        },
-        {ops::ConstInt(s, 0), start})[1];
-  };
-  Output y = ops::WhileLoop(
-      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
-      [&](const Scope& s, const Vars& v) {
-        Output mid =
-            counted(s, ops::Add(s, v[0], ops::ConstInt(s, 1)), v[1], [&](const Scope& m, Output u) {
-              return counted(m, ops::ConstInt(m, 2), u, [&](const Scope& i, Output w) {
-                return ops::Mul(i, ops::Tanh(i, w), x);
-              });
-            });
-        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), mid};
-      },
-      {ops::ConstInt(root, 0), ops::Add(root, x, ops::Const(root, Tensor::Scalar(0.7)))})[1];
+  Output start = ops::Add(root, x, ops::Const(root, Tensor::Scalar(0.7)));
+  Output y = Counted(root, ops::ConstInt(root, 3), start, [&](const Scope& s, Output i, Output v) {
+    return Counted(
+        s, ops::Add(s, i, ops::ConstInt(s, 1)), v, [&](const Scope& m, Output, Output u) {
+          return Counted(m, ops::ConstInt(m, 2), u, [&](const Scope& k, Output, Output w) {
+            return ops::Mul(k, ops::Tanh(k, w), x);
+          });
+        });
+  });
   CHECK(ComputeGradientError(root, x, {2}, y, {2}) < 1e-8);
 }
 
@@ -97,14 +96,10 @@ TEST_CASE("A MapFn inside a loop trains: its gradient matches finite differences
   Scope root = Scope::Root(&g);
   Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, {2});
   Output v0 = ops::Const(root, testing::RandomDoubleTensor({4, 2}, 21));
-  Output y = ops::WhileLoop(
-      root, [](const Scope& s, const Vars& v) { return ops::Less(s, v[0], ops::ConstInt(s, 3)); },
-      [&](const Scope& s, const Vars& v) {
-        Output mapped = ops::MapFn(
-            s, [&](const Scope& m, Output row) { return ops::Tanh(m, ops::Mul(m, row, x)); }, v[1]);
-        return Vars{ops::Add(s, v[0], ops::ConstInt(s, 1)), mapped};
-      },
-      {ops::ConstInt(root, 0), v0})[1];
+  Output y = Counted(root, ops::ConstInt(root, 3), v0, [&](const Scope& s, Output, Output v) {
+    return ops::MapFn(
+        s, [&](const Scope& m, Output row) { return ops::Tanh(m, ops::Mul(m, row, x)); }, v);
+  });
   CHECK(ComputeGradientError(root, x, {2}, y, {4, 2}) < 1e-8);
 }
 
