@@ -2,13 +2,14 @@
 // 1.x's tf.case, tf.map_fn, tf.scan, tf.foldl and tf.foldr, built on Cond and WhileLoop.
 //
 // The loops run an index i over the elements, each iteration reading Gather(elems, i). MapFn
-// and Scan stack their results in a loop variable. Where the result's shape is fully known
-// (fn's static shape, the accumulator's), that variable is the [n] + shape result itself, made
-// before the loop, and iteration i writes its row i (InplaceUpdate: in place, so O(n) copies,
-// and a gradient that keeps no copy of it per iteration). Otherwise each iteration appends its
-// result's values to a flat variable (Concat: O(n^2) copies, without a TensorArray), and after
-// the loop a Reshape gives [n] + the element shape: a flat accumulator needs no element shape
-// before the loop, and an empty result keeps its rank.
+// and Scan stack their results in a loop variable, iteration i writing its row i in place
+// (InplaceUpdate: O(n) copies, and a gradient that keeps no copy of it per iteration). Where the
+// result's shape is fully known (fn's static shape, the accumulator's), that variable is the
+// [n] + shape result itself, made before the loop. Where it is known only at run time, the
+// variable is [n, the result's size], made by the first iteration (MapFn: a Cond in the body) or
+// from the initial accumulator (Scan), and after the loop a Reshape gives [n] + the element
+// shape (so an empty result keeps its rank). Strings, which InplaceUpdate cannot copy, are
+// appended to a flat variable with Concat (O(n^2) copies, as there is no TensorArray).
 #include <fmt/format.h>
 
 #include "placeflow/ops/control/control_util.h"
@@ -208,11 +209,26 @@ bool InRows(const pf::Shape& elem, DType dtype) {
   return elem.IsFullyDefined() && dtype != DT_STRING;
 }
 
+// Zeros [n] + `row` (an int32 vector) of `dtype`, made in scope `s`.
+Output Rows(const Loop& l, const Scope& s, Output row, DType dtype) {
+  Output dims = Concat(s, {Reshape(s, l.n, {1}), row}, 0);
+  return Fill(s.WithOpName("rows"), dims, Cast(s, Const(s, 0.f), dtype));
+}
+
 // Zeros [n] + `elem` (fully defined) of `dtype`: the rows a loop writes in place.
 Output RowsFor(const Loop& l, const pf::Shape& elem, DType dtype) {
-  const Scope& ls = l.scope;
-  Output dims = Concat(ls, {Reshape(ls, l.n, {1}), ConstInt(ls, Dims32(elem, 0))}, 0);
-  return Fill(ls.WithOpName("rows"), dims, Cast(ls, Const(ls, 0.f), dtype));
+  return Rows(l, l.scope, ConstInt(l.scope, Dims32(elem, 0)), dtype);
+}
+
+// A result whose shape is known only at run time goes in flat rows, [n, its size], made when the
+// first iteration (index `i` == `first`) knows the size (`flat`: the result as a vector), and
+// handed on to the next iterations (`acc`).
+Output FlatRowsIn(const Loop& l, const Scope& b, Output i, Output first, Output flat, Output acc) {
+  Output make = Equal(b, i, first);
+  return Cond(
+      b.WithOpName("first_rows"), make,
+      [&](const Scope& t) { return Vars{Rows(l, t, Shape(t, flat), flat.dtype())}; },
+      [&](const Scope& f) { return Vars{Identity(f, acc)}; })[0];
 }
 
 // An empty flat accumulator of `dtype`.
@@ -260,8 +276,13 @@ Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions
     if (!y_static.unknown_rank() && !y_static.IsFullyDefined())
       checks.push_back(SameShapeCheck(l, b, v[1], shape, y_static.rank()));
     Output flat = Reshape(b, y, {-1});
+    if (dtype == DT_STRING) {
+      return Vars{l.Next(b, v[0], false), shape,
+                  Concat(b.WithControlDependencies(checks), {v[2], flat}, 0)};
+    }
+    Output rows = FlatRowsIn(l, b, v[0], ConstInt(b, 0), flat, v[2]);
     return Vars{l.Next(b, v[0], false), shape,
-                Concat(b.WithControlDependencies(checks), {v[2], flat}, 0)};
+                InplaceUpdate(b.WithControlDependencies(checks), rows, v[0], flat)};
   };
   const Scope& ls = l.scope;
   Output empty = EmptyFlat(ls, dtype);
@@ -296,11 +317,16 @@ Output ScanLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
   } else {
     a0 = Gather(ls.WithOpName("first"), l.elems, i0);
   }
-  // The accumulator's shape known: its rows written in place (row i for element i).
+  // The accumulators written in place, row i for element i: rows of their shape where it is
+  // known, else flat rows of their size (the initial accumulator's, at run time; a later one of
+  // another size is an error, as in TensorFlow's TensorArray), strings appended (Concat).
   const bool rows = InRows(a0.shape(), a0.dtype());
-  if (rows) {
-    flat0 = RowsFor(l, a0.shape(), a0.dtype());
-    if (!initializer) flat0 = InplaceUpdate(ls, flat0, i0, a0);
+  const bool flat_rows = !rows && a0.dtype() != DT_STRING;
+  auto row_of = [&](const Scope& s, Output a) { return rows ? a : Reshape(s, a, {-1}); };
+  if (rows || flat_rows) {
+    flat0 = rows ? RowsFor(l, a0.shape(), a0.dtype())
+                 : Rows(l, ls, Shape(ls, row_of(ls, a0)), a0.dtype());
+    if (!initializer) flat0 = InplaceUpdate(ls, flat0, i0, row_of(ls, a0));
   } else {
     flat0 = initializer ? EmptyFlat(ls, a0.dtype()) : Reshape(ls, a0, {-1});
   }
@@ -308,14 +334,15 @@ Output ScanLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
   auto body = [&](const Scope& b, const Vars& v) {
     Output a = fn(b, v[1], l.Element(b, v[0]));
     l.CheckAccumulator(a0, a);
-    if (rows) return Vars{l.Next(b, v[0], reverse), a, InplaceUpdate(b, v[2], v[0], a)};
+    if (rows || flat_rows)
+      return Vars{l.Next(b, v[0], reverse), a, InplaceUpdate(b, v[2], v[0], row_of(b, a))};
     Output flat = Reshape(b, a, {-1});
     return Vars{l.Next(b, v[0], reverse), a,
                 reverse ? Concat(b, {flat, v[2]}, 0) : Concat(b, {v[2], flat}, 0)};
   };
-  Vars out =
-      l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], reverse); }, body,
-            {i0, a0, flat0}, {pf::Shape{}, a0.shape(), rows ? flat0.shape() : pf::Shape{-1}});
+  const pf::Shape acc_shape = rows ? flat0.shape() : flat_rows ? pf::Shape{-1, -1} : pf::Shape{-1};
+  Vars out = l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], reverse); }, body,
+                   {i0, a0, flat0}, {pf::Shape{}, a0.shape(), acc_shape});
   Output elem_shape =
       a0.shape().IsFullyDefined() ? ConstInt(ls, Dims32(a0.shape(), 0)) : Shape(ls, a0);
   return l.Stack(out[2], elem_shape, a0.shape());

@@ -396,6 +396,16 @@ TEST_CASE("InplaceUpdate replaces one row, never a buffer someone else sees",
   CHECK_THROWS_WITH(testing::RunOne(g, ops::InplaceUpdate(root, x, ops::ConstInt(root, 3),
                                                           ops::Const(root, {9.f, 8.f}, {2}))),
                     Contains("row 3 of 3 rows"));
+  // A value whose shape is known only at run time, and is not a row's: an error, no write
+  // (the executor checks run-time shapes with the shape function).
+  Output vq = ops::Placeholder(root.WithOpName("vq"), DT_FLOAT, pf::Shape::Unknown());
+  Output bad = ops::InplaceUpdate(root.WithOpName("bad_row"), x, ops::ConstInt(root, 0), vq);
+  Session session(g);
+  std::vector<Tensor> none;
+  const Status st =
+      session.TryRun({{vq, Tensor::FromVector<float>({1, 2, 3}, {3})}}, {bad}, {}, &none);
+  CHECK_THAT(st.ToString(), Contains("a row of [3,2] is [2], the value is [3]") &&
+                                Contains("{{node bad_row}} = InplaceUpdate"));
   // Gradients with respect to both: the rest of x, and the row v.
   Output xp = ops::Placeholder(root.WithOpName("xp"), DT_DOUBLE, {3, 2});
   Output vp = ops::Placeholder(root.WithOpName("vp"), DT_DOUBLE, {2});

@@ -173,7 +173,7 @@ TEST_CASE("Scan: a vector accumulator over rows, an int32 counter, empty elems",
   auto e = sess.Run({{x, Tensor(DT_FLOAT, {0, 2})}}, {running, counts});
   CHECK(e[0].shape() == Shape{0, 2});
   CHECK(e[1].shape() == Shape{0});
-  // An accumulator whose shape is known only at run time: its results stack flat (Concat).
+  // An accumulator whose shape is known only at run time: its results go in flat rows.
   Graph g2;
   Scope r2 = Scope::Root(&g2);
   Output y = ops::Placeholder(r2.WithOpName("y"), DT_FLOAT, {3, -1});
@@ -184,6 +184,28 @@ TEST_CASE("Scan: a vector accumulator over rows, an int32 counter, empty elems",
                              {start, Tensor::FromVector<float>({0, 10}, {2})}},
                             {sums})[0];
   CHECK(got.DebugString() == "Tensor<float [3,2]> [[1, 12], [4, 16], [9, 22]]");
+  ops::ScanOptions reversed;
+  reversed.reverse = true;
+  Output back = ops::Scan(r2, AddFn, y, start, reversed);
+  Output no_init = ops::Scan(r2, AddFn, y);  // the first row is the first accumulator
+  // fn makes the accumulator one longer each step: its row no longer fits (TensorFlow's
+  // TensorArray refuses it too).
+  Output grows = ops::Scan(
+      r2,
+      [](const Scope& s, Output a, Output) {
+        return ops::Concat(s, {a, a}, 0);
+      },
+      y, start);
+  Session s3(g2);
+  const FeedDict feeds = {{y, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2})},
+                          {start, Tensor::FromVector<float>({0, 10}, {2})}};
+  auto r3 = s3.Run(feeds, {back, no_init});
+  CHECK(r3[0].DebugString() == "Tensor<float [3,2]> [[9, 22], [8, 20], [5, 16]]");
+  CHECK(r3[1].DebugString() == "Tensor<float [3,2]> [[1, 2], [4, 6], [9, 12]]");
+  std::vector<Tensor> none;
+  const Status st = s3.TryRun(feeds, {grows}, {}, &none);
+  CHECK(st.code() == Code::kInvalidArgument);
+  CHECK_THAT(st.message(), Contains("a row of [3,2] is [2], the value is [4]"));
 }
 
 TEST_CASE("Foldl and Foldr: sums, products and an order that shows", "[control_flow]") {
@@ -254,12 +276,16 @@ TEST_CASE("Nested: a MapFn whose fn maps and folds each row", "[control_flow]") 
     CHECK(d.data<float>()[k] == Approx(2 * xv.data<float>()[k]).margin(1e-6));
 }
 
-// The O(n^2) stacking, measured: pf_tests "[map_fn-bench]" (not run by default).
+// The stacking's cost, measured: pf_tests "[map_fn-bench]" (not run by default).
 TEST_CASE("MapFn timings: forward and gradient over n rows of 100", "[.][map_fn-bench]") {
-  for (int n : {250, 500, 1000, 2000}) {
+  for (int n : {500, 501, 1000, 1001, 2000, 2001}) {
     Graph g;
     Scope root = Scope::Root(&g);
-    Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, {n, 100});
+    // Shapes known when the graph is built (rows made before the loop), or only at run time
+    // (flat rows made in the first iteration).
+    const bool known = n % 2 == 0;
+    Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT,
+                                known ? pf::Shape{n, 100} : pf::Shape::Unknown());
     Output y = ops::MapFn(
         root, [](const Scope& s, Output e) { return ops::Tanh(s, e); }, x);
     Output dx = Gradients(root, {ops::Sum(root, y)}, {x})[0];
@@ -278,7 +304,8 @@ TEST_CASE("MapFn timings: forward and gradient over n rows of 100", "[.][map_fn-
     }
     const double f = std::chrono::duration<double, std::milli>(t1 - t0).count();
     const double b = std::chrono::duration<double, std::milli>(t2 - t1).count();
-    std::printf("n=%d forward %.1f ms, forward+backward %.1f ms\n", n, f, b);
+    std::printf("n=%d (shape %s) forward %.1f ms, forward+backward %.1f ms\n", n,
+                known ? "known" : "run time", f, b);
   }
 }
 
@@ -424,6 +451,34 @@ TEST_CASE("Gradients through MapFn, Scan, Foldl and Foldr match finite differenc
       }
       CHECK(ComputeGradientError(root, x, {4, 3}, y, y_shape) < 1e-8);
     }
+  }
+}
+
+TEST_CASE("Gradients through MapFn and Scan whose shapes are known only at run time",
+          "[control_flow][gradients]") {
+  auto cell = [&](const Scope& s, Output a, Output e) {
+    return ops::Tanh(s,
+                     ops::Add(s, ops::Mul(s, a, ops::Cast(s, ops::Const(s, 0.7f), DT_DOUBLE)), e));
+  };
+  for (int which = 0; which < 3; ++which) {
+    CAPTURE(which);
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Output x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE, pf::Shape::Unknown());
+    // The initial accumulator's shape is unknown too: x's first row.
+    Output h0 = ops::Gather(root, x, ops::ConstInt(root, 0));
+    ops::ScanOptions o;
+    o.reverse = which == 2;
+    Output y =
+        which == 0
+            ? ops::MapFn(
+                  root, [](const Scope& s, Output e) { return ops::Mul(s, e, ops::Tanh(s, e)); }, x)
+            : ops::Scan(root, cell, x, h0, o);
+    REQUIRE_FALSE(y.shape().IsFullyDefined());
+    int updates = 0;
+    for (const Node* n : g.nodes()) updates += n->op() == "InplaceUpdate";
+    CHECK(updates >= 1);  // rows written in place, not appended
+    CHECK(ComputeGradientError(root, x, {4, 3}, y, {4, 3}) < 1e-8);
   }
 }
 
