@@ -499,6 +499,8 @@ const std::vector<Figure>& Figures() {
        pf::bench::SummariesOverhead},
       {"simd_targets", "ns per element of each CPU kernel family under each ISA cap",
        pf::bench::SimdTargets},
+      {"lstm_gemm", "an LSTM step's products: oneDNN sgemm against the packed GEMM, per ISA cap",
+       pf::bench::LstmGemm},
       {"crc32c", "GB/s of TFRecord's CRC32C: the library's (ISA-L) and the SSE4.2 fallback",
        pf::bench::Crc32cFigure}};
   return figures;

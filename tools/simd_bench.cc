@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "placeflow/ops/math/matmul.h"
 #include "placeflow/ops/math/reduce_impl.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/simd/cpu_isa.h"
+#include "placeflow/ops/simd/packed_gemm.h"
 #include "placeflow/ops/simd/vec_kernels.h"
 #include "placeflow/ops/train/apply_functors.cuh"
 #include "tools/bench_util.h"
@@ -108,6 +110,46 @@ void SimdTargets() {
     }
     std::printf("%s ns_per_element n=%lld repeats=%d\n", line.c_str(), static_cast<long long>(kN),
                 kRepeats);
+  }
+  simd::SetMaxCpuIsa(saved);
+}
+
+void LstmGemm() {
+  const simd::CpuIsa saved = simd::MaxCpuIsa();
+  // An LSTM step's products for one thread's 32 rows of a batch of 64, 128 units: forward
+  // [32, 128] x [128, 512] added to the gates, backward [32, 512] x [512, 128]^T.
+  struct Product {
+    const char* name;
+    int64_t m, n, k;
+    bool tb;
+    float beta;
+  };
+  const Product products[] = {{"fwd", 32, 512, 128, false, 1.f}, {"bwd", 32, 128, 512, true, 0.f}};
+  std::vector<float> a(32 * 512, 0.5f), b(512 * 512, 0.25f), c(32 * 512, 0.f);
+  for (simd::CpuIsa cap : {simd::CpuIsa::kSse4, simd::CpuIsa::kAvx2, simd::CpuIsa::kAvx512}) {
+    if (cap > simd::HostCpuIsa()) continue;
+    simd::SetMaxCpuIsa(cap);
+    std::string line = std::string("lstm_gemm cap=") + simd::CpuIsaName(cap) +
+                       " onednn=" + simd::CpuIsaName(simd::OneDnnCpuIsa());
+    for (const Product& p : products) {
+      const int64_t ldb = p.tb ? p.k : p.n;
+      const simd::PackedMatrix packed(b.data(), ldb, p.tb, p.k, p.n);
+      const double sgemm = TimeMedian([&] {
+        for (int r = 0; r < 50; ++r)
+          Gemm(false, p.tb, p.m, p.n, p.k, a.data(), p.k, b.data(), ldb, p.beta, c.data(), p.n);
+      });
+      const double mine = TimeMedian([&] {
+        for (int r = 0; r < 50; ++r)
+          simd::GemmPacked(p.m, a.data(), p.k, packed, p.beta, c.data(), p.n);
+      });
+      const double flop = 2.0 * p.m * p.n * p.k * 50;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " %s_sgemm_us=%.1f %s_packed_us=%.1f %s_gflops=%.0f/%.0f",
+                    p.name, sgemm / 50 * 1e6, p.name, mine / 50 * 1e6, p.name, flop / sgemm / 1e9,
+                    flop / mine / 1e9);
+      line += buf;
+    }
+    std::printf("%s repeats=%d\n", line.c_str(), kRepeats);
   }
   simd::SetMaxCpuIsa(saved);
 }

@@ -9,4 +9,9 @@ namespace pf::bench {
 // cap shows as a jump in its row.
 void SimdTargets();
 
+// lstm_gemm: an LSTM step's two recurrent products, oneDNN's sgemm (at oneDNN's ISA) against
+// simd::GemmPacked (B packed once) under each ISA cap the CPU allows: us per product and
+// GFLOP/s (sgemm/packed), one thread.
+void LstmGemm();
+
 }  // namespace pf::bench

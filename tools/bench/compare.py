@@ -122,6 +122,25 @@ def pf_peak_rss(pf_train):
     return rss
 
 
+# An ISA cap for placeflow (PF_MAX_CPU_ISA) caps the peers' libraries too, as an AVX2 or SSE4
+# machine would: oneDNN's JIT (TF and PyTorch), MKL (PyTorch's GEMMs) and ATen's own kernels.
+PEER_CAPS = {
+    "avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+             "ATEN_CPU_CAPABILITY": "avx2"},
+    "sse4": {"ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+             "ATEN_CPU_CAPABILITY": "default"},
+}
+
+
+def peer_env(environ):
+    """The peers' environment: TF's log quiet, and placeflow's ISA cap, if any, on their
+    libraries (a cap the caller set explicitly for a library wins)."""
+    env = dict(environ, TF_CPP_MIN_LOG_LEVEL="2")
+    for key, value in PEER_CAPS.get(environ.get("PF_MAX_CPU_ISA", "").lower(), {}).items():
+        env.setdefault(key, value)
+    return env
+
+
 def peer_figures(python, side, figures, setting, env):
     """{(row, variant): value} and the peer's version from one compare_peers.py process."""
     argv = [python, PEERS, side, ",".join(figures)]
@@ -245,7 +264,7 @@ def main():
     torch_settings = [(int(n), False) for n in a.torch_threads.split(",")]
     if a.torch_compile:
         torch_settings += [(n, True) for n, _ in torch_settings]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env = peer_env(os.environ)
     timing = [f for f in figures if f != "peak_rss"]
 
     # samples[row][side][label] -> one value per round
