@@ -29,8 +29,9 @@ double NsPerElement(const Kernel& k, const float* a, const float* b, float* y, i
     const int passes = 2000;
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < passes; ++i) k(a, b, y, n);
-    t.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
-                    .count() / passes / n);
+    t.push_back(
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+        passes / n);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -40,7 +41,8 @@ template <class F>
 void Xsimd(const float* a, float* y, int64_t n, F f) {
   using B = xsimd::batch<float>;
   int64_t i = 0;
-  for (; i + int64_t(B::size) <= n; i += B::size) f(B::load_unaligned(a + i)).store_unaligned(y + i);
+  for (; i + int64_t(B::size) <= n; i += B::size)
+    f(B::load_unaligned(a + i)).store_unaligned(y + i);
   for (; i < n; ++i) {
     alignas(64) float in[B::size] = {a[i]}, out[B::size];
     f(B::load_aligned(in)).store_aligned(out);
@@ -94,8 +96,7 @@ int main(int argc, char** argv) {
          Xsimd(a, y, n, [](auto x) { return xsimd::log(x); });
        },
        [](const float* a, const float*, float* y, int64_t n) { EOut(y, n) = EArr(a, n).log(); }},
-      {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -30, 30,
-       hwy(UnaryFn::kSigmoid),
+      {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -30, 30, hwy(UnaryFn::kSigmoid),
        [](const float* a, const float*, float* y, int64_t n) {
          Xsimd(a, y, n, [](auto x) { return 1.f / (1.f + xsimd::exp(-x)); });
        },
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < m; ++i) {
       const double t = double(i) / m;
       xs[i] = std::string(f.name) == "log" ? float(std::exp(-69.0 + 138.0 * t))
-                                            : float(f.lo + (f.hi - f.lo) * t);
+                                           : float(f.lo + (f.hi - f.lo) * t);
     }
     const std::pair<const char*, const Kernel*> libs[] = {
         {"highway", &f.hwy}, {"xsimd", &f.xs}, {"eigen", &f.eigen}};
@@ -128,10 +129,11 @@ int main(int argc, char** argv) {
         std::memcpy(&bits, &out[i], 4);
         hash = (hash ^ bits) * 1099511628211ull;
       }
-      std::printf("simd_libraries target=%s fn=%s lib=%s ns_per_element=%.3f max_ulp=%llu "
-                  "bits=%016llx\n",
-                  target.c_str(), f.name, lib, NsPerElement(*k, a.data(), b.data(), y.data(), kN),
-                  static_cast<unsigned long long>(worst), static_cast<unsigned long long>(hash));
+      std::printf(
+          "simd_libraries target=%s fn=%s lib=%s ns_per_element=%.3f max_ulp=%llu "
+          "bits=%016llx\n",
+          target.c_str(), f.name, lib, NsPerElement(*k, a.data(), b.data(), y.data(), kN),
+          static_cast<unsigned long long>(worst), static_cast<unsigned long long>(hash));
     }
   }
 }
