@@ -55,7 +55,7 @@ struct Executor::Layout {
     int frame = 0;  // static frame (0: the outermost)
     int local = 0;  // index in its frame's per-iteration arrays
     ControlFlowKind kind = ControlFlowKind::kNone;
-    bool runs_dead = false;  // runs with missing (dead) inputs: Merge, _Send
+    bool runs_dead = false;  // runs with missing (dead) inputs: Merge, _Send, ControlTrigger
     int child_frame = -1;    // Enter: the frame it enters
     bool constant_enter = false;
     int exit_index = -1;  // Exit: its index in its frame's exits

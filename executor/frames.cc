@@ -249,9 +249,12 @@ Status BuildFrames(const ExecutorSpec& spec, const Layout::ItemIndex& item_of,
     f.items.push_back(static_cast<int>(i));
     // Transfers run even when dead, where tensors can be dead (a control-flow step): a _Send
     // sends a dead input on, and a _Recv (dead only through a loop's pivot) takes what was sent,
-    // so that every value sent is received (TensorFlow's executor does the same).
-    it.runs_dead =
-        it.kind == K::kMerge || ((it.kind == K::kSend || it.kind == K::kRecv) && l->control_flow);
+    // so that every value sent is received (TensorFlow's executor does the same). A
+    // ControlTrigger is never dead either, as in TensorFlow: TF-written loop gradients order
+    // their stack pops through one that may follow an untaken branch.
+    it.runs_dead = it.kind == K::kMerge ||
+                   ((it.kind == K::kSend || it.kind == K::kRecv) && l->control_flow) ||
+                   spec.nodes[i]->op() == "ControlTrigger";
     if (it.kind == K::kNextIteration) PF_RETURN_IF_ERROR(CheckNextIteration(spec, i, item_of, *l));
     if (it.kind != K::kMerge) continue;
     for (const Output& in : spec.nodes[i]->inputs()) {

@@ -223,6 +223,31 @@ Status DropVarIsInitialized(tfp::GraphDef* def) {
   return Status();
 }
 
+// A TF stack's handle is a resource; placeflow's StackV2 gives an int64. The nodes that carry a
+// StackV2's handle on (a loop gradient's Enter, and whatever forwards it with a "T" of
+// DT_RESOURCE) carry int64 here.
+void RetypeStackHandles(tfp::GraphDef* def) {
+  std::unordered_map<std::string, std::vector<tfp::NodeDef*>> consumers;
+  std::vector<const tfp::NodeDef*> todo;
+  for (tfp::NodeDef& nd : *def->mutable_node()) {
+    if (nd.op() == "StackV2") todo.push_back(&nd);
+    for (int i : DataInputPositions(nd)) {
+      auto name = ParseTensorName(nd.input(i));
+      if (name.ok()) consumers[name->node].push_back(&nd);
+    }
+  }
+  while (!todo.empty()) {
+    const tfp::NodeDef* from = todo.back();
+    todo.pop_back();
+    for (tfp::NodeDef* c : consumers[from->name()]) {
+      auto t = c->mutable_attr()->find("T");
+      if (t == c->mutable_attr()->end() || t->second.type() != tfp::DT_RESOURCE) continue;
+      t->second.set_type(tfp::DT_INT64);
+      todo.push_back(c);
+    }
+  }
+}
+
 }  // namespace
 
 Status RewriteTensorFlowNodes(tfp::GraphDef* def) {
@@ -237,6 +262,7 @@ Status RewriteTensorFlowNodes(tfp::GraphDef* def) {
       PF_RETURN_IF_ERROR(SplitIdentityN(taken, &nd, &added, &renames));
   }
   for (tfp::NodeDef& nd : added) *def->add_node() = std::move(nd);
+  RetypeStackHandles(def);
   ByName by_name;
   for (const tfp::NodeDef& nd : def->node()) by_name[nd.name()] = &nd;
   for (tfp::NodeDef& nd : *def->mutable_node()) {

@@ -72,6 +72,9 @@ Output Floor(const Scope& s, Output x);
 Output Equal(const Scope& s, Output a, Output b);
 Output Less(const Scope& s, Output a, Output b);
 Output Greater(const Scope& s, Output a, Output b);
+Output NotEqual(const Scope& s, Output a, Output b);
+Output LessEqual(const Scope& s, Output a, Output b);
+Output GreaterEqual(const Scope& s, Output a, Output b);
 Output MatMul(const Scope& s, Output a, Output b, bool transpose_a = false,
               bool transpose_b = false);
 Output AddN(const Scope& s, const std::vector<Output>& inputs);

@@ -90,11 +90,16 @@ class NoOpKernel : public OpKernel {
 };
 PF_REGISTER_OP(OpDef("NoOp").SetNotDifferentiable().SetShapeFn(NoOutputsShape));
 PF_REGISTER_KERNEL(KernelDef("NoOp", kDeviceCpu), NoOpKernel);
+// TensorFlow's no-op of its loop gradients (a control edge's meeting point); imported graphs use
+// it.
+PF_REGISTER_OP(OpDef("ControlTrigger").SetNotDifferentiable().SetShapeFn(NoOutputsShape));
+PF_REGISTER_KERNEL(KernelDef("ControlTrigger", kDeviceCpu), NoOpKernel);
 PF_REGISTER_KERNEL_WITH_BACKEND(
     KernelDef("Identity", kDeviceGpu).TypeConstraint("T", kNonStringTypes), IdentityOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(
     KernelDef("StopGradient", kDeviceGpu).TypeConstraint("T", kNonStringTypes), IdentityOp);
 PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("NoOp", kDeviceGpu), NoOpKernel);
+PF_REGISTER_KERNEL_WITH_BACKEND(KernelDef("ControlTrigger", kDeviceGpu), NoOpKernel);
 PF_REGISTER_KERNEL_WITH_BACKEND(
     KernelDef("Placeholder", kDeviceGpu).TypeConstraint("dtype", kNonStringTypes), PlaceholderOp);
 

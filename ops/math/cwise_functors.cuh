@@ -78,6 +78,24 @@ struct GreaterF {
     return a > b;
   }
 };
+struct NotEqualF {
+  template <typename T>
+  PF_HOST_DEVICE bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct LessEqualF {
+  template <typename T>
+  PF_HOST_DEVICE bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct GreaterEqualF {
+  template <typename T>
+  PF_HOST_DEVICE bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
 
 // ---- unary: T(T) ----
 struct NegF {

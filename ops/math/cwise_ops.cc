@@ -211,6 +211,12 @@ PF_REGISTER_OP(CompareDef("Less"));
 PF_CWISE_ALL_KERNELS("Less", CompareOp, LessF);
 PF_REGISTER_OP(CompareDef("Greater"));
 PF_CWISE_ALL_KERNELS("Greater", CompareOp, GreaterF);
+PF_REGISTER_OP(CompareDef("NotEqual"));
+PF_CWISE_ALL_KERNELS("NotEqual", CompareOp, NotEqualF);
+PF_REGISTER_OP(CompareDef("LessEqual"));
+PF_CWISE_ALL_KERNELS("LessEqual", CompareOp, LessEqualF);
+PF_REGISTER_OP(CompareDef("GreaterEqual"));
+PF_CWISE_ALL_KERNELS("GreaterEqual", CompareOp, GreaterEqualF);
 
 // tf.logical_and, tf.logical_or (broadcasting) and tf.logical_not, on bool; CPU only.
 struct LogicalAndF {
@@ -287,6 +293,9 @@ Output Pow(const Scope& s, Output a, Output b) { return Binary(s, "Pow", a, b); 
 Output Equal(const Scope& s, Output a, Output b) { return Binary(s, "Equal", a, b); }
 Output Less(const Scope& s, Output a, Output b) { return Binary(s, "Less", a, b); }
 Output Greater(const Scope& s, Output a, Output b) { return Binary(s, "Greater", a, b); }
+Output NotEqual(const Scope& s, Output a, Output b) { return Binary(s, "NotEqual", a, b); }
+Output LessEqual(const Scope& s, Output a, Output b) { return Binary(s, "LessEqual", a, b); }
+Output GreaterEqual(const Scope& s, Output a, Output b) { return Binary(s, "GreaterEqual", a, b); }
 Output Neg(const Scope& s, Output x) { return UnaryNode(s, "Neg", x); }
 Output Square(const Scope& s, Output x) { return UnaryNode(s, "Square", x); }
 Output Sqrt(const Scope& s, Output x) { return UnaryNode(s, "Sqrt", x); }

@@ -53,6 +53,9 @@ void BroadcastScaled(const T* a, T scale, T* out, int64_t n, const BroadcastDims
   PF_GPU_COMPARE(EqualF, T)                                           \
   PF_GPU_COMPARE(LessF, T)                                            \
   PF_GPU_COMPARE(GreaterF, T)                                         \
+  PF_GPU_COMPARE(NotEqualF, T)                                        \
+  PF_GPU_COMPARE(LessEqualF, T)                                       \
+  PF_GPU_COMPARE(GreaterEqualF, T)                                    \
   PF_GPU_UNARY(NegF, T)                                               \
   PF_GPU_UNARY(SquareF, T)                                            \
   template void Scale<T>(const T*, T, const T*, T*, int64_t, Stream); \

@@ -39,16 +39,17 @@ struct ReluGradF {
     return y > T(0) ? g : T(0);
   }
 };
+// SigmoidGrad and TanhGrad take TensorFlow's order: (y, dy), the activation's output first.
 struct SigmoidGradF {
   template <typename T>
-  PF_HOST_DEVICE T operator()(T g, T y) const {
-    return g * y * (T(1) - y);
+  PF_HOST_DEVICE T operator()(T y, T dy) const {
+    return dy * y * (T(1) - y);
   }
 };
 struct TanhGradF {
   template <typename T>
-  PF_HOST_DEVICE T operator()(T g, T y) const {
-    return g * (T(1) - y * y);
+  PF_HOST_DEVICE T operator()(T y, T dy) const {
+    return dy * (T(1) - y * y);
   }
 };
 

@@ -33,10 +33,11 @@ Status ValidateBiasAdd(const Shape& value, const Shape& bias) {
   return Status::OK();
 }
 
-Status ValidateActivationGrad(std::string_view op, const Shape& gradients, const Shape& outputs) {
-  if (!gradients.IsCompatibleWith(outputs)) {
-    return errors::InvalidArgument(op, ": gradients and outputs must have the same shape, got ",
-                                   gradients.ToString(), " and ", outputs.ToString());
+Status ValidateActivationGrad(std::string_view op, const Shape& in0, const Shape& in1) {
+  if (!in0.IsCompatibleWith(in1)) {
+    return errors::InvalidArgument(op, op == "ReluGrad" ? ": gradients and outputs" : ": y and dy",
+                                   " must have the same shape, got ", in0.ToString(), " and ",
+                                   in1.ToString());
   }
   return Status::OK();
 }
@@ -144,10 +145,15 @@ class ActivationOp : public OpKernel {
   Status Compute(OpKernelContext* ctx) override { return UnaryElementwise<T, T>(ctx, F(), kCost); }
 };
 
-// Activation gradients from the forward output: ReluGrad, SigmoidGrad, TanhGrad(g, y).
+// Activation gradients from the forward output, in TensorFlow's input order: ReluGrad(g, y),
+// SigmoidGrad(y, g), TanhGrad(y, g).
 template <const char* kGradOp>
 Status ActivationGrad(const Scope& s, const Node& n, const Grads& g, Grads* dx) {
-  *dx = {NodeBuilder(s, kGradOp).Input(g[0]).Input(Out(n)).Finalize()};
+  const bool y_first = std::string_view(kGradOp) != "ReluGrad";
+  *dx = {NodeBuilder(s, kGradOp)
+             .Input(y_first ? Out(n) : g[0])
+             .Input(y_first ? g[0] : Out(n))
+             .Finalize()};
   return Status::OK();
 }
 constexpr char kReluGrad[] = "ReluGrad";
@@ -184,11 +190,11 @@ class ActivationGradOp : public OpKernel {
   }
 };
 
-#define PF_ACTIVATION_GRAD(op, F)                                                              \
+#define PF_ACTIVATION_GRAD(op, F, in0, in1)                                                    \
   PF_REGISTER_OP(OpDef(op)                                                                     \
                      .SetNoGradient()                                                          \
-                     .Input("gradients", "T")                                                  \
-                     .Input("outputs", "T")                                                    \
+                     .Input(in0, "T")                                                          \
+                     .Input(in1, "T")                                                          \
                      .Output("backprops", "T")                                                 \
                      .TypeAttr("T", kFloatingTypes)                                            \
                      .SetShapeFn([](ShapeContext& c) {                                         \
@@ -200,13 +206,13 @@ class ActivationGradOp : public OpKernel {
                      ActivationGradOp<float, F>);                                              \
   PF_REGISTER_KERNEL(KernelDef(op, kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),               \
                      ActivationGradOp<double, F>)
-PF_ACTIVATION_GRAD("ReluGrad", ReluGradF);
+PF_ACTIVATION_GRAD("ReluGrad", ReluGradF, "gradients", "outputs");
 PF_REGISTER_KERNEL(KernelDef("ReluGrad", kDeviceCpu).TypeConstraint("T", {DT_HALF}),
                    ActivationGradOp<Half, ViaFloat<Half, ReluGradF>>);
 PF_REGISTER_KERNEL(KernelDef("ReluGrad", kDeviceCpu).TypeConstraint("T", {DT_BFLOAT16}),
                    ActivationGradOp<BFloat16, ViaFloat<BFloat16, ReluGradF>>);
-PF_ACTIVATION_GRAD("SigmoidGrad", SigmoidGradF);
-PF_ACTIVATION_GRAD("TanhGrad", TanhGradF);
+PF_ACTIVATION_GRAD("SigmoidGrad", SigmoidGradF, "y", "dy");
+PF_ACTIVATION_GRAD("TanhGrad", TanhGradF, "y", "dy");
 
 // Softmax over the last axis, max-subtracted for stability.
 template <typename T, bool kLog>

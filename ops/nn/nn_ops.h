@@ -12,7 +12,7 @@ namespace pf {
 
 // BiasAdd(value, bias): value at least 2-D, bias 1-D with as many entries as value's last dim.
 Status ValidateBiasAdd(const Shape& value, const Shape& bias);
-// ReluGrad, SigmoidGrad, TanhGrad(gradients, outputs): one shape.
-Status ValidateActivationGrad(std::string_view op, const Shape& gradients, const Shape& outputs);
+// ReluGrad(gradients, outputs), SigmoidGrad and TanhGrad(y, dy) (TensorFlow's orders): one shape.
+Status ValidateActivationGrad(std::string_view op, const Shape& in0, const Shape& in1);
 
 }  // namespace pf

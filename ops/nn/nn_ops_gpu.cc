@@ -41,7 +41,7 @@ class BiasAddGradGpuOp : public GpuOpKernel {
   }
 };
 
-// ReluGrad, SigmoidGrad, TanhGrad(gradients, outputs).
+// ReluGrad(gradients, outputs), SigmoidGrad and TanhGrad(y, dy): F takes the inputs in order.
 template <typename T, typename F>
 class ActivationGradGpuOp : public GpuOpKernel {
  public:

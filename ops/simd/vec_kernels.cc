@@ -48,8 +48,8 @@ PF_BINARY_OP(DivOp, hn::Div(a, b))
 PF_BINARY_OP(MaxOp, hn::IfThenElse(hn::Gt(a, b), a, b))
 PF_BINARY_OP(MinOp, hn::IfThenElse(hn::Lt(a, b), a, b))
 PF_BINARY_OP(ReluGradOp, hn::IfThenElseZero(hn::Gt(b, hn::Zero(d)), a))
-PF_BINARY_OP(TanhGradOp, hn::Mul(a, hn::Sub(hn::Set(d, 1.f), hn::Mul(b, b))))
-PF_BINARY_OP(SigmoidGradOp, hn::Mul(hn::Mul(a, b), hn::Sub(hn::Set(d, 1.f), b)))
+PF_BINARY_OP(TanhGradOp, hn::Mul(b, hn::Sub(hn::Set(d, 1.f), hn::Mul(a, a))))  // (y, dy)
+PF_BINARY_OP(SigmoidGradOp, hn::Mul(hn::Mul(b, a), hn::Sub(hn::Set(d, 1.f), a)))
 PF_BINARY_OP(SquaredDiffOp, hn::Mul(hn::Sub(a, b), hn::Sub(a, b)))
 #undef PF_BINARY_OP
 

@@ -35,8 +35,8 @@ enum class BinaryFn {
   kMax,          // a > b ? a : b
   kMin,          // a < b ? a : b
   kReluGrad,     // (g, y): y > 0 ? g : 0
-  kTanhGrad,     // (g, y): g (1 - y y)
-  kSigmoidGrad,  // (g, y): g y (1 - y)
+  kTanhGrad,     // (y, g), TensorFlow's order: g (1 - y y)
+  kSigmoidGrad,  // (y, g): g y (1 - y)
   kSquaredDiff,  // (a - b)^2
 };
 void Binary(BinaryFn fn, const float* a, const float* b, float* y, int64_t n);

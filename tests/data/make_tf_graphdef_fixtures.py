@@ -17,6 +17,9 @@ Writes, into the folder:
                    i * x over i < n, a cond on a placeholder, nested while loops with a cond
                    in the outer body, a while_loop with maximum_iterations, and a loop whose
                    vector grows under a shape invariant (ConcatV2)
+  control_flow_grad.pb  tf.gradients of control flow v1: a loop of tanh (the forward values on
+                   StackV2 stacks, TanhGrad and SigmoidGrad in TF's (y, dy) order,
+                   ControlTrigger), a loop whose body holds a cond, and a cond
   control_flow_ref.pb  control flow on a reference variable: a cond whose branch updates it
                    (RefSwitch) and a loop that updates another one per iteration (RefEnter,
                    parallel_iterations=1)
@@ -176,6 +179,43 @@ def control_flow():
     return g, feeds, fetches
 
 
+def control_flow_grad():
+    """tf.gradients through TF 1.x control flow: the forward values a loop's gradient needs are
+    pushed on stacks (StackV2, StackPushV2, StackPopV2) and popped by the backward loop, with
+    TanhGrad/SigmoidGrad in TF's (y, dy) order and a ControlTrigger."""
+    g = tf1.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        x = tf1.placeholder(tf.float32, [3], name="x")
+        w = tf1.placeholder(tf.float32, [3], name="w")
+        p = tf1.placeholder(tf.bool, [], name="p")
+        # h <- tanh(h * w + x * i) for i < n, then sigmoid; loss sum(h^2)
+        _, h = tf1.while_loop(
+            lambda i, h: i < n,
+            lambda i, h: (i + 1, tf.tanh(h * w + x * tf.cast(i, tf.float32))),
+            [tf.constant(0), tf.ones([3])], name="rnn")
+        loss = tf.reduce_sum(tf.square(tf.sigmoid(h)), name="rnn_loss")
+        gx, gw = tf1.gradients(loss, [x, w])
+        tf.identity(gx, name="rnn_grad_x")
+        tf.identity(gw, name="rnn_grad_w")
+        # a cond inside the loop: s <- i < 2 ? s * w : s + x
+        _, s = tf1.while_loop(
+            lambda i, s: i < n,
+            lambda i, s: (i + 1, tf1.cond(tf.less(i, 2), lambda: s * w, lambda: s + x)),
+            [tf.constant(0), tf.ones([3])], name="alternate")
+        gx, gw = tf1.gradients(tf.reduce_sum(s * s, name="alternate_loss"), [x, w])
+        tf.identity(gx, name="alternate_grad_x")
+        tf.identity(gw, name="alternate_grad_w")
+        # a cond outside any loop
+        c = tf1.cond(p, lambda: tf.sigmoid(x * w), lambda: x * x, name="branch")
+        tf.identity(tf1.gradients(tf.reduce_sum(c, name="cond_loss"), x)[0], name="cond_grad_x")
+    feeds = {"n:0": np.array(4, np.int32), "x:0": np.array([1.0, -2.0, 0.5], np.float32),
+             "w:0": np.array([0.3, 0.7, -0.4], np.float32), "p:0": np.array(True)}
+    fetches = ["rnn_grad_x:0", "rnn_grad_w:0", "alternate_grad_x:0", "alternate_grad_w:0",
+               "cond_grad_x:0"]
+    return g, feeds, fetches
+
+
 def control_flow_ref():
     g = tf1.Graph()
     with g.as_default():
@@ -220,7 +260,7 @@ def main(out):
     expected = {"tensorflow_version": tf.__version__}
     cases = {"mlp_resource": mlp(True), "mlp_ref": mlp(False), "convnet": convnet(),
              "consts": consts(SUPPORTED), "control_flow": control_flow(),
-             "control_flow_ref": control_flow_ref()}
+             "control_flow_ref": control_flow_ref(), "control_flow_grad": control_flow_grad()}
     for name, (g, feeds, fetches) in cases.items():
         with open(os.path.join(out, name + ".pb"), "wb") as f:
             f.write(g.as_graph_def().SerializeToString())

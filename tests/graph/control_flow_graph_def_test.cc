@@ -12,8 +12,8 @@
 #include "placeflow/executor/prepared_step.h"
 #include "placeflow/graph/graph_def.h"
 #include "placeflow/io/proto/graph.pb.h"
-#include "tests/testing/json.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/tf_fixture.h"
 
 namespace pf::control_flow_graph_def_test {
 namespace {
@@ -249,80 +249,11 @@ TEST_CASE("Conds and nested while loops round-trip through GraphDef and compute 
   CHECK(got[3].ToVector<int32_t>() == std::vector<int32_t>{7, 0, 1, 2, 3, 4});
 }
 
-std::string FixturePath(const std::string& name) {
-  return std::string(PF_SOURCE_DIR) + "/tests/data/tf_graphdefs/" + name;
-}
-
-const testing::Json& Expected() {
-  static const testing::Json* j = [] {
-    std::ifstream f(FixturePath("expected.json"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return new testing::Json(testing::JsonParser(ss.str()).Parse());
-  }();
-  return *j;
-}
-
-Shape ShapeOf(const testing::Json& j) {
-  std::vector<int64_t> dims;
-  for (const testing::Json& d : j["shape"].array())
-    dims.push_back(static_cast<int64_t>(d.number()));
-  return Shape::FromDims(dims).value();
-}
-
-Tensor FeedOf(const testing::Json& j) {
-  const std::string& dtype = j["dtype"].str();
-  const auto& values = j["values"].array();
-  Tensor t(dtype == "int32" ? DT_INT32 : dtype == "bool" ? DT_BOOL : DT_FLOAT, ShapeOf(j));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (t.dtype() == DT_INT32)
-      t.flat<int32_t>()[i] = std::stoi(values[i].str());
-    else if (t.dtype() == DT_BOOL)
-      t.flat<bool>()[i] = values[i].number() != 0;
-    else
-      t.flat<float>()[i] = static_cast<float>(values[i].number());
-  }
-  return t;
-}
-
-// Our value against TF's: floats within 1e-5 absolute + 1e-5 relative, int32 exactly.
-void CheckEqualsTf(const std::string& fetch, const Tensor& got, const testing::Json& want) {
-  INFO("fetch " << fetch << " got " << got.DebugString());
-  REQUIRE(got.shape() == ShapeOf(want));
-  const auto& values = want["values"].array();
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (got.dtype() == DT_INT32)
-      CHECK(got.flat<int32_t>()[i] == std::stoll(values[i].str()));
-    else
-      CHECK(got.flat<float>()[i] == Approx(values[i].number()).margin(1e-5).epsilon(1e-5));
-  }
-}
-
-// Imports `name`.pb into `g`, runs its "init" and its fetches with TF's feeds in `sess`, checks
-// TF's values; returns the ops TF's graph had.
-std::set<std::string> CheckAgainstTf(const std::string& name, Graph* g,
-                                     std::unique_ptr<Session>* sess) {
-  const testing::Json& e = Expected()[name];
-  ImportGraphDef(FixturePath(name + ".pb"), g);
-  *sess = std::make_unique<Session>(*g);
-  if (!e["init"].str().empty()) (*sess)->RunNamed({}, {}, {e["init"].str()});
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (const auto& [feed, value] : e["feeds"].object()) feeds.emplace_back(feed, FeedOf(value));
-  std::vector<std::string> fetches;
-  for (const auto& [fetch, value] : e["fetches"].object()) fetches.push_back(fetch);
-  std::vector<Tensor> got = (*sess)->RunNamed(feeds, fetches);
-  size_t k = 0;
-  for (const auto& [fetch, value] : e["fetches"].object()) CheckEqualsTf(fetch, got[k++], value);
-  std::set<std::string> ops;
-  for (const testing::Json& node : e["nodes"].array()) ops.insert(node.array()[1].str());
-  return ops;
-}
-
 TEST_CASE("TensorFlow's cond and while_loop GraphDefs (control flow v1) give TF's outputs",
           "[graph_def][control_flow][tf_fixture]") {
   Graph g;
   std::unique_ptr<Session> sess;
-  std::set<std::string> ops = CheckAgainstTf("control_flow", &g, &sess);
+  std::set<std::string> ops = testing::CheckAgainstTf("control_flow", &g, &sess);
   for (const char* op : {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
     CHECK(ops.count(op));
   CHECK(g.FindNode("sum_loop/Enter")->attr<std::string>("frame_name") == "sum_loop/while_context");
@@ -365,7 +296,7 @@ TEST_CASE("TensorFlow's RefSwitch and RefEnter on reference variables import and
           "[graph_def][control_flow][tf_fixture]") {
   Graph g;
   std::unique_ptr<Session> sess;
-  std::set<std::string> ops = CheckAgainstTf("control_flow_ref", &g, &sess);
+  std::set<std::string> ops = testing::CheckAgainstTf("control_flow_ref", &g, &sess);
   CHECK(ops.count("RefSwitch"));
   CHECK(ops.count("RefEnter"));
   CHECK(g.FindNode("update/AssignAdd/Switch")->op() == "Switch");

@@ -9,8 +9,8 @@
 #include <variant>
 
 #include "placeflow/graph/graph_def.h"
-#include "tests/testing/json.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/tf_fixture.h"
 
 namespace pf::tf_graphdef_import_test {
 namespace {
@@ -20,100 +20,10 @@ using Catch::Matchers::Contains;
 using testing::Json;
 using testing::JsonParser;
 
-std::string FixturePath(const std::string& name) {
-  return std::string(PF_SOURCE_DIR) + "/tests/data/tf_graphdefs/" + name;
-}
-
-const Json& Expected() {
-  static const Json* j = [] {
-    std::ifstream f(FixturePath("expected.json"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return new Json(JsonParser(ss.str()).Parse());
-  }();
-  return *j;
-}
-
-std::string FromHex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2)
-    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
-}
-
-Shape ShapeOf(const Json& j) {
-  std::vector<int64_t> dims;
-  for (const Json& d : j["shape"].array()) dims.push_back(static_cast<int64_t>(d.number()));
-  return Shape::FromDims(dims).value();
-}
-
-Tensor FeedOf(const Json& j) {
-  const std::string& dtype = j["dtype"].str();
-  Tensor t(dtype == "int32" ? DT_INT32 : DT_FLOAT, ShapeOf(j));
-  const auto& values = j["values"].array();
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (t.dtype() == DT_INT32)
-      t.flat<int32_t>()[i] = std::stoi(values[i].str());
-    else
-      t.flat<float>()[i] = static_cast<float>(values[i].number());
-  }
-  return t;
-}
-
-// Half and bfloat16 bits to float (exact: every such value is a float).
-double WideValue(const Tensor& t, size_t i) {
-  const uint16_t bits = static_cast<const uint16_t*>(t.raw_data())[i];
-  if (t.dtype() == DT_BFLOAT16) {
-    uint32_t w = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &w, 4);
-    return f;
-  }
-  const int exp = (bits >> 10) & 0x1f, mant = bits & 0x3ff;
-  double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
-  return (bits & 0x8000) ? -v : v;
-}
-
-// Our value against TF's: floats within 1e-5 absolute + 1e-5 relative (float32 sums in another
-// order), everything else exactly.
-void CheckEqualsTf(const std::string& fetch, const Tensor& got, const Json& want) {
-  INFO("fetch " << fetch << " got " << got.DebugString());
-  REQUIRE(got.shape() == ShapeOf(want));
-  const auto& values = want["values"].array();
-  REQUIRE(static_cast<int64_t>(values.size()) == got.num_elements());
-  for (size_t i = 0; i < values.size(); ++i) {
-    INFO("element " << i);
-    switch (got.dtype()) {
-      case DT_FLOAT:
-        CHECK(got.flat<float>()[i] == Approx(values[i].number()).margin(1e-5).epsilon(1e-5));
-        break;
-      case DT_DOUBLE:
-        CHECK(got.flat<double>()[i] == values[i].number());
-        break;
-      case DT_HALF:
-      case DT_BFLOAT16:
-        CHECK(WideValue(got, i) == values[i].number());
-        break;
-      case DT_INT32:
-        CHECK(got.flat<int32_t>()[i] == std::stoll(values[i].str()));
-        break;
-      case DT_INT64:
-        CHECK(got.flat<int64_t>()[i] == std::stoll(values[i].str()));
-        break;
-      case DT_UINT8:
-        CHECK(got.flat<uint8_t>()[i] == std::stoll(values[i].str()));
-        break;
-      case DT_BOOL:
-        CHECK(got.flat<bool>()[i] == (values[i].number() != 0));
-        break;
-      case DT_STRING:
-        CHECK(got.flat<std::string>()[i] == FromHex(values[i].str()));
-        break;
-      default:
-        FAIL("unexpected dtype " << DTypeName(got.dtype()));
-    }
-  }
-}
+using testing::CheckEqualsTf;
+using testing::Expected;
+using testing::FeedOf;
+using testing::FixturePath;
 
 // The name our graph gives TF's tensor: an IdentityN's output i > 0 is "<name>/output_<i>".
 std::string OurName(const std::string& tf_name) {

@@ -156,6 +156,13 @@ TEST_CASE("Binary elementwise ops and comparisons on every documented dtype",
       {"Less", ops::Less, [](double a, double b) { return double(a < b); }, kAll, -8, 8, true},
       {"Greater", ops::Greater, [](double a, double b) { return double(a > b); }, kAll, -8, 8,
        true},
+      // A small range, so that equal pairs occur in the integer types.
+      {"NotEqual", ops::NotEqual, [](double a, double b) { return double(a != b); }, kAll, -2, 2,
+       true},
+      {"LessEqual", ops::LessEqual, [](double a, double b) { return double(a <= b); }, kAll, -2, 2,
+       true},
+      {"GreaterEqual", ops::GreaterEqual, [](double a, double b) { return double(a >= b); }, kAll,
+       -2, 2, true},
   };
   for (const BinaryCase& c : cases) {
     for (DType t : c.types) CheckBinary(c, t);

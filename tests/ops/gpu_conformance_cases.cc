@@ -42,12 +42,16 @@ void BinaryCases(std::vector<Case>* cases) {
     binary("Equal", ops::Equal, t, 0, 3);  // small range: equal pairs occur
     binary("Less", ops::Less, t, 0, 3);
     binary("Greater", ops::Greater, t, 0, 3);
+    binary("NotEqual", ops::NotEqual, t, 0, 3);
+    binary("LessEqual", ops::LessEqual, t, 0, 3);
+    binary("GreaterEqual", ops::GreaterEqual, t, 0, 3);
   }
   binary("Sub", ops::Sub, i64, -50, 50);
   binary("Minimum", ops::Minimum, i32, -50, 50);
   binary("Equal", ops::Equal, f, -1, 1);
   binary("Less", ops::Less, f, -1, 1);
   binary("Greater", ops::Greater, d, -1, 1);
+  binary("GreaterEqual", ops::GreaterEqual, f, -1, 1);
 }
 
 // Elementwise unary ops, Cast, BiasAdd and AddN.

@@ -155,8 +155,8 @@ TEST_CASE("SIMD: binary kernels and Axpy match the scalar formula bit for bit", 
       {BinaryFn::kMax, [](float p, float q) { return p > q ? p : q; }},
       {BinaryFn::kMin, [](float p, float q) { return p < q ? p : q; }},
       {BinaryFn::kReluGrad, [](float g, float y) { return y > 0.f ? g : 0.f; }},
-      {BinaryFn::kTanhGrad, [](float g, float y) { return g * (1.f - y * y); }},
-      {BinaryFn::kSigmoidGrad, [](float g, float y) { return g * y * (1.f - y); }},
+      {BinaryFn::kTanhGrad, [](float y, float g) { return g * (1.f - y * y); }},
+      {BinaryFn::kSigmoidGrad, [](float y, float g) { return g * y * (1.f - y); }},
       {BinaryFn::kSquaredDiff, [](float p, float q) { return (p - q) * (p - q); }},
   };
   for (CpuIsa cap : kCaps) {
