@@ -220,13 +220,12 @@ Output RowsFor(const Loop& l, const pf::Shape& elem, DType dtype) {
   return Rows(l, l.scope, ConstInt(l.scope, Dims32(elem, 0)), dtype);
 }
 
-// A result whose shape is known only at run time goes in flat rows, [n, its size], made when the
-// first iteration (index `i` == `first`) knows the size (`flat`: the result as a vector), and
+// A result whose shape is known only at run time goes in flat rows, [n, its size], made by the
+// first iteration (index `i` 0), which knows the size (`flat`: the result as a vector), and
 // handed on to the next iterations (`acc`).
-Output FlatRowsIn(const Loop& l, const Scope& b, Output i, Output first, Output flat, Output acc) {
-  Output make = Equal(b, i, first);
+Output FlatRowsIn(const Loop& l, const Scope& b, Output i, Output flat, Output acc) {
   return Cond(
-      b.WithOpName("first_rows"), make,
+      b.WithOpName("first_rows"), Equal(b, i, ConstInt(b, 0)),
       [&](const Scope& t) { return Vars{Rows(l, t, Shape(t, flat), flat.dtype())}; },
       [&](const Scope& f) { return Vars{Identity(f, acc)}; })[0];
 }
@@ -280,7 +279,7 @@ Output MapFn(const Scope& s, const MapFnFn& fn, Output elems, const MapFnOptions
       return Vars{l.Next(b, v[0], false), shape,
                   Concat(b.WithControlDependencies(checks), {v[2], flat}, 0)};
     }
-    Output rows = FlatRowsIn(l, b, v[0], ConstInt(b, 0), flat, v[2]);
+    Output rows = FlatRowsIn(l, b, v[0], flat, v[2]);
     return Vars{l.Next(b, v[0], false), shape,
                 InplaceUpdate(b.WithControlDependencies(checks), rows, v[0], flat)};
   };
@@ -320,10 +319,9 @@ Output ScanLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
   // The accumulators written in place, row i for element i: rows of their shape where it is
   // known, else flat rows of their size (the initial accumulator's, at run time; a later one of
   // another size is an error, as in TensorFlow's TensorArray), strings appended (Concat).
-  const bool rows = InRows(a0.shape(), a0.dtype());
-  const bool flat_rows = !rows && a0.dtype() != DT_STRING;
+  const bool rows = InRows(a0.shape(), a0.dtype()), in_place = a0.dtype() != DT_STRING;
   auto row_of = [&](const Scope& s, Output a) { return rows ? a : Reshape(s, a, {-1}); };
-  if (rows || flat_rows) {
+  if (in_place) {
     flat0 = rows ? RowsFor(l, a0.shape(), a0.dtype())
                  : Rows(l, ls, Shape(ls, row_of(ls, a0)), a0.dtype());
     if (!initializer) flat0 = InplaceUpdate(ls, flat0, i0, row_of(ls, a0));
@@ -334,13 +332,13 @@ Output ScanLoop(const Loop& l, const AccumulateFn& fn, std::optional<Output> ini
   auto body = [&](const Scope& b, const Vars& v) {
     Output a = fn(b, v[1], l.Element(b, v[0]));
     l.CheckAccumulator(a0, a);
-    if (rows || flat_rows)
+    if (in_place)
       return Vars{l.Next(b, v[0], reverse), a, InplaceUpdate(b, v[2], v[0], row_of(b, a))};
     Output flat = Reshape(b, a, {-1});
     return Vars{l.Next(b, v[0], reverse), a,
                 reverse ? Concat(b, {flat, v[2]}, 0) : Concat(b, {v[2], flat}, 0)};
   };
-  const pf::Shape acc_shape = rows ? flat0.shape() : flat_rows ? pf::Shape{-1, -1} : pf::Shape{-1};
+  const pf::Shape acc_shape = rows ? flat0.shape() : in_place ? pf::Shape{-1, -1} : pf::Shape{-1};
   Vars out = l.Run([&](const Scope& b, const Vars& v) { return l.More(b, v[0], reverse); }, body,
                    {i0, a0, flat0}, {pf::Shape{}, a0.shape(), acc_shape});
   Output elem_shape =

@@ -28,9 +28,8 @@ HWY_INLINE void Tile(int64_t k, const float* HWY_RESTRICT a, int64_t lda,
                      int64_t w) {
   const hn::ScalableTag<float> d;
   const int64_t L = hn::Lanes(d);
-  auto acc0 = [&] { return hn::Zero(d); };
-  decltype(hn::Zero(d)) lo[R], hi[R];
-  for (int r = 0; r < R; ++r) lo[r] = acc0(), hi[r] = acc0();
+  hn::Vec<decltype(d)> lo[R], hi[R];
+  for (int r = 0; r < R; ++r) lo[r] = hi[r] = hn::Zero(d);
   for (int64_t kk = 0; kk < k; ++kk) {
     const auto b0 = hn::Load(d, p + kk * 2 * L);
     const auto b1 = hn::Load(d, p + kk * 2 * L + L);

@@ -70,7 +70,11 @@ template <class D, class V>
 HWY_INLINE V Exp(D d, V x) {
   const hn::RebindToSigned<D> di;
   const V xc = Clamp(d, x, -104.f, 88.76f);
-  const V n = hn::Round(hn::Mul(xc, hn::Set(d, 1.44269504088896341f)));
+  // n = round(x log2 e) (to nearest, ties to even) and its int32 by adding 1.5 * 2^23: exact for
+  // |x log2 e| < 2^22, and cheaper than Round and ConvertTo (with its overflow fix-up).
+  const V magic = hn::Set(d, 12582912.f);
+  const V t = hn::Add(hn::Mul(xc, hn::Set(d, 1.44269504088896341f)), magic);
+  const V n = hn::Sub(t, magic);
   V r = hn::Sub(xc, hn::Mul(n, hn::Set(d, 0.693359375f)));
   r = hn::Sub(r, hn::Mul(n, hn::Set(d, -2.12194440e-4f)));
   V p = hn::Set(d, 1.9875691500e-4f);
@@ -80,7 +84,7 @@ HWY_INLINE V Exp(D d, V x) {
   p = MulAddRounded(d, p, r, 1.6666665459e-1f);
   p = MulAddRounded(d, p, r, 5.0000001201e-1f);
   p = hn::Add(hn::Add(hn::Mul(p, hn::Mul(r, r)), r), hn::Set(d, 1.f));
-  const auto ni = hn::ConvertTo(di, n);
+  const auto ni = hn::Sub(hn::BitCast(di, t), hn::BitCast(di, magic));
   const auto h = hn::ShiftRight<1>(ni);
   const auto bias = hn::Set(di, 127);
   const V s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(h, bias)));
@@ -130,8 +134,9 @@ HWY_INLINE V Log(D d, V x) {
 template <class D, class V>
 HWY_INLINE V Sigmoid(D d, V x) {
   const V e = Exp(d, hn::Neg(hn::Abs(x)));
-  const V den = hn::Add(hn::Set(d, 1.f), e);
-  return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Div(e, den), hn::Div(hn::Set(d, 1.f), den));
+  const V one = hn::Set(d, 1.f);
+  // One division: the numerator chosen first (the same quotients as dividing both ways).
+  return hn::Div(hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, one), hn::Add(one, e));
 }
 
 // erf(x) = x P(x^2) / Q(x^2), P and Q of degree 5 fitted by tools/math/fit_erf.py on [0, 4]
