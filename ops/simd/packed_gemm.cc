@@ -59,6 +59,14 @@ HWY_INLINE void Tile(int64_t k, const float* HWY_RESTRICT a, int64_t lda,
   }
 }
 
+// The last `rows` (< kRows) rows of a row block: Tile<rows>, found by counting down from R.
+template <int R>
+HWY_INLINE void TailTile(int64_t rows, int64_t k, const float* a, int64_t lda, const float* p,
+                         float beta, float* c, int64_t ldc, int64_t w) {
+  if (rows == R) return Tile<R>(k, a, lda, p, beta, c, ldc, w);
+  if constexpr (R > 1) TailTile<R - 1>(rows, k, a, lda, p, beta, c, ldc, w);
+}
+
 void GemmPackedImpl(int64_t m, const float* a, int64_t lda, const float* packed, int64_t k,
                     int64_t n, float beta, float* c, int64_t ldc) {
   const int64_t panel = PanelImpl();
@@ -69,25 +77,7 @@ void GemmPackedImpl(int64_t m, const float* a, int64_t lda, const float* packed,
     int64_t i = 0;
     for (; i + kRows <= m; i += kRows)
       Tile<kRows>(k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
-    switch (m - i) {
-      case 5:
-        Tile<5>(k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
-        break;
-      case 4:
-        Tile<4>(k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
-        break;
-      case 3:
-        Tile<3>(k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
-        break;
-      case 2:
-        Tile<2>(k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
-        break;
-      case 1:
-        Tile<1>(k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
-        break;
-      default:
-        break;
-    }
+    if (i < m) TailTile<kRows - 1>(m - i, k, a + i * lda, lda, p, beta, c + i * ldc + j, ldc, w);
   }
 }
 

@@ -2,10 +2,8 @@
 // TensorFlow: every compression frames the same records, byte for byte what TF serialized, and
 // (with protobuf) ParseExamples gives the values TF's own parse_example gave
 // (tests/data/tf_fixture_expected.json).
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <variant>
 
 #include "tests/testing/json.h"
@@ -29,12 +27,7 @@ std::string DataPath(const std::string& name) {
 }
 
 const Json& Expected() {
-  static const Json* j = [] {
-    std::ifstream f(DataPath("tf_fixture_expected.json"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return new Json(JsonParser(ss.str()).Parse());
-  }();
+  static const Json* j = new Json(testing::ParseJsonFile(DataPath("tf_fixture_expected.json")));
   return *j;
 }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cctype>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -68,5 +70,13 @@ class JsonParser {
   std::string s_;
   size_t i_ = 0;
 };
+
+// The JSON in the file at `path`.
+inline Json ParseJsonFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return JsonParser(ss.str()).Parse();
+}
 
 }  // namespace pf::testing

@@ -6,10 +6,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,12 +22,7 @@ inline std::string FixturePath(const std::string& name) {
 }
 
 inline const Json& Expected() {
-  static const Json* j = [] {
-    std::ifstream f(FixturePath("expected.json"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return new Json(JsonParser(ss.str()).Parse());
-  }();
+  static const Json* j = new Json(ParseJsonFile(FixturePath("expected.json")));
   return *j;
 }
 
