@@ -1,11 +1,15 @@
 // MatMul: float32 on oneDNN's sgemm (JIT-compiled for the CPU it finds), float64 on a plain
 // blocked loop (used by gradient checks, not for speed). oneDNN runs single-threaded inside
-// each call; the output's rows (or columns) are split across the intra-op pool instead, so
-// inter-op and intra-op parallelism share the same threads and never oversubscribe the cores.
+// each call; the output's rows, its columns or the sum over k are split across the intra-op pool
+// instead (ChooseGemmSplit), so inter-op and intra-op parallelism share the same threads and
+// never oversubscribe the cores.
 #include "placeflow/ops/math/matmul.h"
 
 #include <dnnl.h>
 #include <omp.h>
+
+#include <algorithm>
+#include <type_traits>
 
 #include "placeflow/ops/grad_util.h"
 #include "placeflow/ops/op_util.h"
@@ -58,6 +62,43 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, in
 
 namespace {
 
+// True when oneDNN runs its AVX2 (or older) kernels: on this CPU or under ONEDNN_MAX_CPU_ISA.
+bool OneDnnBelowAvx512() {
+  static const bool below =
+      (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+  return below;
+}
+
+}  // namespace
+
+GemmSplit ChooseGemmSplit(int64_t m, int64_t n, int64_t k, int threads, bool avx2_sgemm) {
+  // One contiguous shard per thread, no smaller than ~20k multiply-adds (about a wake-up's
+  // cost). Fewer, larger shards than the pool's usual four per thread: oneDNN's sgemm packs the
+  // other operand once per call, and an AVX2 sgemm call below ~260 rows or columns takes its
+  // no-copy kernel, 1.2-1.4x slower on 32-byte-aligned operands such as tensors (AMD EPYC,
+  // Zen 4; docs/benchmarks.md).
+  constexpr int64_t kMinShardMacs = 20'000;
+  GemmSplit split;
+  split.dim = m >= n ? GemmSplit::kRows : GemmSplit::kCols;
+  const int64_t along = std::max(m, n);
+  split.shards = std::clamp<int64_t>(m * n * k / kMinShardMacs, 1,
+                                     std::min<int64_t>(std::max(threads, 1), along));
+  if (split.shards == 1 || !avx2_sgemm) return split;
+  // oneDNN 2.6's AVX2 sgemm chooses no-copy when 1/m + 1/n >= 0.0038 (gemm_driver.cpp). Where
+  // each row or column shard would take it but the whole product would not, split the sum over
+  // k instead (each shard keeps m x n; a weight gradient's tall k): 7.1-7.6 -> 5.8-6.1 ms for
+  // mlp_seed000's 600x512x2000 on 2 threads.
+  auto no_copy = [](double rows, double cols) { return 1 / rows + 1 / cols >= 0.0038; };
+  const double shard = static_cast<double>(along) / split.shards;
+  const bool shard_no_copy = m >= n ? no_copy(shard, n) : no_copy(m, shard);
+  constexpr int64_t kMinDepthPerShard = 256;
+  if (shard_no_copy && !no_copy(m, n) && k >= split.shards * kMinDepthPerShard)
+    split.dim = GemmSplit::kDepth;
+  return split;
+}
+
+namespace {
+
 Status MatMulShape(ShapeContext& c) {
   const Shape& a = c.input(0);
   const Shape& b = c.input(1);
@@ -90,17 +131,45 @@ class MatMulOp : public OpKernel {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     const int64_t lda = a.dim(1), ldb = b.dim(1);
-    // Split the larger output dimension across the pool; each shard is one BLAS call.
-    const int64_t cost_per_row = 2 * n * k;
-    if (m >= n) {
-      ParallelFor(ctx, m, cost_per_row, [&](int64_t r0, int64_t r1) {
-        const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
-        Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, T(0), c + r0 * n, n);
+    const GemmSplit split = ChooseGemmSplit(m, n, k, IntraOpPool(ctx)->num_threads(),
+                                            std::is_same_v<T, float> && OneDnnBelowAvx512());
+    const int64_t shards = split.shards;
+    auto part = [&](int64_t size, int64_t s) { return size * s / shards; };  // shard s's start
+    // Each unit is a whole shard: a cost this high makes ParallelFor give each its own task.
+    constexpr int64_t kShardCost = int64_t{1} << 40;
+    if (split.dim == GemmSplit::kDepth) {
+      // Shard s multiplies its slice of k into C (s = 0) or its own partial product; the
+      // partials are added to C after.
+      Tensor partials(out->dtype(), Shape{shards - 1, m, n});
+      ParallelFor(ctx, shards, kShardCost, [&](int64_t s0, int64_t s1) {
+        for (int64_t s = s0; s < s1; ++s) {
+          const int64_t k0 = part(k, s), k1 = part(k, s + 1);
+          T* cs = s == 0 ? c : partials.data<T>() + (s - 1) * m * n;
+          Gemm(ta_, tb_, m, n, k1 - k0, ta_ ? pa + k0 * lda : pa + k0, lda,
+               tb_ ? pb + k0 : pb + k0 * ldb, ldb, T(0), cs, n);
+        }
+      });
+      ParallelFor(ctx, m * n, shards, [&](int64_t i0, int64_t i1) {
+        for (int64_t s = 0; s + 1 < shards; ++s) {
+          const T* ps = partials.data<T>() + s * m * n;
+          for (int64_t i = i0; i < i1; ++i) c[i] += ps[i];
+        }
+      });
+    } else if (split.dim == GemmSplit::kRows) {
+      ParallelFor(ctx, shards, kShardCost, [&](int64_t s0, int64_t s1) {
+        for (int64_t s = s0; s < s1; ++s) {
+          const int64_t r0 = part(m, s), r1 = part(m, s + 1);
+          const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
+          Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, T(0), c + r0 * n, n);
+        }
       });
     } else {
-      ParallelFor(ctx, n, 2 * m * k, [&](int64_t c0, int64_t c1) {
-        const T* b0 = tb_ ? pb + c0 * ldb : pb + c0;
-        Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, T(0), c + c0, n);
+      ParallelFor(ctx, shards, kShardCost, [&](int64_t s0, int64_t s1) {
+        for (int64_t s = s0; s < s1; ++s) {
+          const int64_t c0 = part(n, s), c1 = part(n, s + 1);
+          const T* b0 = tb_ ? pb + c0 * ldb : pb + c0;
+          Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, T(0), c + c0, n);
+        }
       });
     }
     return Status::OK();

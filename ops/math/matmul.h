@@ -2,6 +2,8 @@
 // (matmul_gpu.cc). Unknown ranks and dims (shape functions at build time) pass.
 #pragma once
 
+#include <cstdint>
+
 #include "placeflow/core/shape.h"
 #include "placeflow/core/status.h"
 
@@ -17,5 +19,14 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// How MatMul splits one product over `threads` intra-op threads: the output's rows, its
+// columns, or the sum over k (each shard a partial product, added after); `shards` contiguous
+// pieces of equal size. `avx2_sgemm`: oneDNN's sgemm runs below AVX-512.
+struct GemmSplit {
+  enum Dim { kRows, kCols, kDepth } dim = kRows;
+  int64_t shards = 1;
+};
+GemmSplit ChooseGemmSplit(int64_t m, int64_t n, int64_t k, int threads, bool avx2_sgemm);
 
 }  // namespace pf

@@ -113,9 +113,9 @@ void SetMaxCpuIsa(CpuIsa isa) {
 
 void ApplyCpuIsaCapToOneDnn() {
   static const bool applied = [] {
+    const std::optional<CpuIsa> cap = EnvCap();  // reports a bad value in every case
     if (std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr)
       return false;
-    const std::optional<CpuIsa> cap = EnvCap();
     if (!cap || *cap == CpuIsa::kAvx512) return false;
     try {
       dnnl::set_max_cpu_isa(*cap == CpuIsa::kAvx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::sse41);

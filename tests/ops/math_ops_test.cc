@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "placeflow/ops/math/matmul.h"
 #include "placeflow/train/gradient_checker.h"
 #include "tests/testing/test_util.h"
 
@@ -293,6 +294,40 @@ TEST_CASE("MatMul: all transpose cases, small and parallel sizes", "[ops][math]"
         CHECK(err <= 1e-4);
       }
     }
+  }
+}
+
+TEST_CASE("MatMul splits a product over rows, columns or the sum over k", "[ops][math]") {
+  using D = GemmSplit::Dim;
+  auto split = [](int64_t m, int64_t n, int64_t k, bool avx2) {
+    const GemmSplit s = ChooseGemmSplit(m, n, k, 2, avx2);
+    return std::pair{s.dim, s.shards};
+  };
+  CHECK(split(3, 5, 4, true).second == 1);  // too small to share
+  CHECK(split(2000, 512, 600, true) == std::pair{D::kRows, int64_t{2}});
+  CHECK(split(20, 300, 64, true) == std::pair{D::kCols, int64_t{2}});
+  // A weight gradient's shape: row halves of 300 would take oneDNN's AVX2 no-copy kernel, the
+  // whole product would not, so the sum over k is split; not on AVX-512, nor where k is short.
+  CHECK(split(600, 512, 2000, true) == std::pair{D::kDepth, int64_t{2}});
+  CHECK(split(600, 512, 2000, false) == std::pair{D::kRows, int64_t{2}});
+  CHECK(split(600, 512, 300, true) == std::pair{D::kRows, int64_t{2}});
+  CHECK(split(512, 128, 2000, true) == std::pair{D::kRows, int64_t{2}});  // no-copy anyway
+
+  // The same kernel on a shape that splits over k when oneDNN runs below AVX-512 (CI's avx2 cap
+  // run caps oneDNN through PF_MAX_CPU_ISA=avx2): against a product in double.
+  for (bool ta : {false, true}) {
+    INFO("ta=" << ta);
+    const int64_t m = 600, n = 600, k = 520;
+    Graph g;
+    Scope root = Scope::Root(&g);
+    Tensor a = RandomTensor(ta ? Shape{k, m} : Shape{m, k}, 21);
+    Tensor b = RandomTensor(Shape{k, n}, 22);
+    Tensor got = RunOne(g, ops::MatMul(root, ops::Const(root, a), ops::Const(root, b), ta, false));
+    Tensor want = NaiveMatMul(a, b, ta, false);
+    double err = 0;
+    for (int64_t i = 0; i < got.num_elements(); ++i)
+      err = std::max(err, std::abs(got.data<float>()[i] - want.data<double>()[i]));
+    CHECK(err <= 1e-3);  // sums of 520 products of values in [-1, 1]: float rounding ~1e-5
   }
 }
 
