@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "placeflow/executor/auto_placement.h"
 #include "placeflow/executor/subgraph.h"
@@ -67,11 +69,13 @@ SessionOptions TwoDevices() {
   o.device_count["CPU"] = 2;
   o.cpu_device_threads = 1;
   o.rewrite_options.remapping = false;  // the profile and the simulated graph name the same nodes
+  for (const char* d : {"cpu:0", "cpu:1"}) o.device_memory[d] = int64_t{1} << 40;  // counted
   return o;
 }
 
 struct Measured {
   double step_ms = 0, predicted_ms = 0, auto_predicted_ms = 0;
+  std::vector<int64_t> peak, predicted_peak;  // per device (/cpu:0, /cpu:1): bytes
 };
 
 // Runs `b` under `o`: the median step of 10 after 3 warm-up steps, and the simulator's step for
@@ -94,6 +98,10 @@ Measured Run(Built& b, const SessionOptions& o, const std::shared_ptr<Profile>& 
   }
   Measured m;
   m.step_ms = Median(t);
+  sess.ResetPeakMemory();  // one more step's peak: the variables and what the step holds at once
+  sess.Run(b.feeds, {}, b.targets);
+  for (const auto& [device, stats] : sess.DeviceMemoryStats())
+    m.peak.push_back(stats.peak_bytes_in_use);
   for (const PlacementPrediction& p : sess.PlacementPredictions())
     m.auto_predicted_ms = p.step_us / 1e3;  // the step's signature was placed last
   if (record) return m;
@@ -105,8 +113,17 @@ Measured Run(Built& b, const SessionOptions& o, const std::shared_ptr<Profile>& 
   const auto where = sess.DevicePlacement();
   std::vector<int> device_of;
   for (const Node* n : g.nodes) device_of.push_back(cost.machine().Find(where.at(n->name())));
-  m.predicted_ms = Simulate(g, cost, device_of).ValueOrThrow().step_us / 1e3;
+  const Schedule s = Simulate(g, cost, device_of).ValueOrThrow();
+  m.predicted_ms = s.step_us / 1e3;
+  m.predicted_peak = s.peak_bytes;
   return m;
+}
+
+// "cpu:0/cpu:1" in kB.
+std::string Kilobytes(const std::vector<int64_t>& bytes) {
+  std::string out;
+  for (int64_t b : bytes) out += (out.empty() ? "" : "/") + std::to_string(b / 1024);
+  return out;
 }
 
 }  // namespace
@@ -143,11 +160,14 @@ void AutoPlacementFigure() {
       }
       step[config] = Median(measured);
       const double p = Median(predicted);
+      const Measured& last = runs[config].back();  // peaks: the same in every round
       std::printf(
           "auto_placement model=%s placement=%s measured_ms=%.3f predicted_ms=%.3f "
-          "error_pct=%+.1f planner_predicted_ms=%.3f batch=%lld rounds=%d\n",
+          "error_pct=%+.1f planner_predicted_ms=%.3f peak_kb=%s predicted_peak_kb=%s batch=%lld "
+          "rounds=%d\n",
           c.model, config.c_str(), step[config], p, 100 * (p - step[config]) / step[config],
-          Median(auto_predicted), static_cast<long long>(c.batch), kRounds);
+          Median(auto_predicted), Kilobytes(last.peak).c_str(),
+          Kilobytes(last.predicted_peak).c_str(), static_cast<long long>(c.batch), kRounds);
     }
     const double best_rules = std::min(step["one"], step["expert"]);
     std::printf(
