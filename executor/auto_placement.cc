@@ -49,6 +49,7 @@ void RecordProfile(const RunMetadata& metadata, Profile* profile) {
     DeviceName d;
     if (!DeviceName::Parse(s.device, &d) || !d.has_type) continue;
     profile->Record(s.node, d.type, static_cast<double>(s.end_us - s.start_us));
+    profile->RecordOutputBytes(s.node, s.output_bytes);
   }
 }
 

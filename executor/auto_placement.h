@@ -28,7 +28,8 @@ StatusOr<std::unique_ptr<AutomaticPlacement>> MakeAutomaticPlacement(
 void PlanWholeGraph(const Graph& graph, const DeviceSet& devices, PlacerOptions options,
                     AutomaticPlacement* automatic);
 
-// Adds each traced node's time (RunOptions::trace) to `profile`, under its device's type.
+// Adds each traced node's time (RunOptions::trace) to `profile`, under its device's type, and the
+// bytes of its outputs.
 void RecordProfile(const RunMetadata& metadata, Profile* profile);
 
 }  // namespace pf

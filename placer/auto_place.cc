@@ -72,7 +72,9 @@ class Planner {
     for (int e : g_.in_edges[node]) {
       const CostGraph::Edge& edge = g_.edges[e];
       const int from = sched_->device_of(edge.src);
-      if (edge.output >= 0 && from >= 0 && from != device) copies += edge.bytes;
+      if (edge.output >= 0 && from >= 0 && from != device &&
+          !cost_.machine().SharesMemory(from, device))
+        copies += edge.bytes;
     }
     return sched_->InUse(device) + group_persistent_[group] + group_largest_[group] + copies <=
            budget_[device];

@@ -35,6 +35,12 @@ bool ForwardsInput(const Node& node) {
   return node.op() != "Cast" || node.attr<DType>("SrcT") == node.attr<DType>("DstT");
 }
 
+bool MachineModel::SharesMemory(int from, int to) const {
+  const DeviceModel& a = devices[from];
+  const DeviceModel& b = devices[to];
+  return a.task == b.task && a.type == kDeviceCpu && b.type == kDeviceCpu;
+}
+
 const LinkModel& MachineModel::Link(int from, int to) const {
   const DeviceModel& a = devices[from];
   const DeviceModel& b = devices[to];
@@ -70,6 +76,16 @@ void Profile::Record(const std::string& node, const std::string& device_type, do
   samples_[node][device_type].push_back(us);
 }
 
+void Profile::RecordOutputBytes(const std::string& node, int64_t bytes) {
+  int64_t& b = output_bytes_[node];
+  b = std::max(b, bytes);
+}
+
+int64_t Profile::OutputBytes(const std::string& node) const {
+  auto it = output_bytes_.find(node);
+  return it == output_bytes_.end() ? -1 : it->second;
+}
+
 double Profile::Us(const std::string& node, const std::string& device_type) const {
   auto n = samples_.find(node);
   if (n == samples_.end()) return -1;
@@ -91,10 +107,21 @@ int64_t CostModel::Elements(const Shape& shape) const {
   return static_cast<int64_t>(std::min(n, 1e15));
 }
 
-int64_t CostModel::OutputBytes(const Node& node, int i) const {
+int64_t CostModel::EstimatedOutputBytes(const Node& node, int i) const {
   const DType t = node.output_dtype(i);
   const int64_t size = t == DT_STRING ? 64 : static_cast<int64_t>(DTypeSize(t));
   return Elements(node.output_shape(i)) * size;
+}
+
+int64_t CostModel::OutputBytes(const Node& node, int i) const {
+  const int64_t estimate = EstimatedOutputBytes(node, i);
+  const int64_t measured = options_.profile ? options_.profile->OutputBytes(node.name()) : -1;
+  if (measured < 0) return estimate;
+  if (node.num_outputs() == 1) return measured;
+  double total = 0;
+  for (int k = 0; k < node.num_outputs(); ++k) total += EstimatedOutputBytes(node, k);
+  if (total <= 0) return measured / node.num_outputs();
+  return static_cast<int64_t>(static_cast<double>(measured) * estimate / total);
 }
 
 int64_t CostModel::InputBytes(const Node& node, int i) const {

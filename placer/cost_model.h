@@ -49,6 +49,9 @@ struct MachineModel {
   bool cpus_given = false;       // ParseMachine: a cpu item replaced the default host
 
   const LinkModel& Link(int from, int to) const;
+  // Two CPU devices of one task: a tensor crosses by reference (the copy registry hands the
+  // receiver the sender's buffer), so the receiver allocates nothing.
+  bool SharesMemory(int from, int to) const;
   int Find(const std::string& device_name) const;  // index, or -1
 };
 
@@ -90,22 +93,28 @@ Status SaveDeviceRates(const DeviceRates& rates, const std::string& path);
 StatusOr<MachineModel> LocalMachine(const DeviceSet& devices, const DeviceRates& rates,
                                     int cpu_threads, const std::map<std::string, int64_t>& memory);
 
-// Measured node times: node name -> device type -> µs (the median of what was recorded).
+// Measured node times: node name -> device type -> µs (the median of what was recorded), and
+// the bytes of each node's outputs together (the largest recorded: shapes the graph leaves
+// unknown, as a batch of `?`, are known in a trace).
 class Profile {
  public:
   void Record(const std::string& node, const std::string& device_type, double us);
+  void RecordOutputBytes(const std::string& node, int64_t bytes);
   // < 0 when the node was not measured on that type.
   double Us(const std::string& node, const std::string& device_type) const;
+  // < 0 when the node's outputs were not measured.
+  int64_t OutputBytes(const std::string& node) const;
   size_t size() const { return samples_.size(); }
 
  private:
   std::map<std::string, std::map<std::string, std::vector<double>>> samples_;
+  std::map<std::string, int64_t> output_bytes_;
 };
 
 struct CostModelOptions {
   // An unknown first dimension (a batch of `?`) counts as this many; other unknown ones as 32.
   int64_t unknown_dim = 32;
-  std::shared_ptr<const Profile> profile;  // measured times win over estimates
+  std::shared_ptr<const Profile> profile;  // measured times and sizes win over estimates
 };
 
 class CostModel {
@@ -119,7 +128,9 @@ class CostModel {
   double TransferUs(int64_t bytes, int from, int to) const;
   // 1 for a node that runs on one of the device's threads; all of them for one that splits.
   int Threads(const Node& node, int device) const;
-  // Output `i`'s bytes, unknown dimensions counted as options.unknown_dim (strings: 64 bytes).
+  // Output `i`'s bytes: the profile's where it measured the node (a node's outputs share its
+  // measured total in the proportions of their estimates), else estimated with unknown
+  // dimensions counted as options.unknown_dim (strings: 64 bytes).
   int64_t OutputBytes(const Node& node, int i) const;
   // Memory a node holds for the whole run: a variable's value.
   int64_t PersistentBytes(const Node& node) const;
@@ -131,6 +142,7 @@ class CostModel {
   Work Estimate(const Node& node) const;
 
  private:
+  int64_t EstimatedOutputBytes(const Node& node, int i) const;
   int64_t Elements(const Shape& shape) const;
   // The node's work on one thread of the device (no overhead); < 0 when measured instead.
   double OneThreadUs(const Node& node, int device) const;

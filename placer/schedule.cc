@@ -101,7 +101,9 @@ void ListScheduler::Commit(int node, int device) {
     t.start = std::max(src.end, link_free_[src.device][device]);
     t.end = t.start + cost_.TransferUs(edge.bytes, src.device, device);
     link_free_[src.device][device] = t.end;
-    if (edge.output >= 0) Allocate(edge.src, device, edge.bytes);
+    // A copy between devices sharing memory is the sender's buffer, held until its last reader.
+    if (edge.output >= 0 && !cost_.machine().SharesMemory(src.device, device))
+      Allocate(edge.src, device, edge.bytes);
     copies_[key] = static_cast<int>(schedule_.transfers.size());
     schedule_.transfers.push_back(t);
   }
@@ -207,7 +209,7 @@ Schedule ListScheduler::Finish() {
     if (e.output < 0) continue;
     const Schedule::NodeRun& src = schedule_.nodes[e.src];
     const Schedule::NodeRun& dst = schedule_.nodes[e.dst];
-    if (src.device == dst.device) {
+    if (src.device == dst.device || cost_.machine().SharesMemory(src.device, dst.device)) {
       free_at[e.src] = std::max(free_at[e.src], dst.end);
     } else {
       double& f = copy_free[{e.src, e.output, dst.device}];
@@ -223,7 +225,7 @@ Schedule ListScheduler::Finish() {
   for (auto it = g_.topo.rbegin(); it != g_.topo.rend(); ++it)
     for (int f : forwarders[*it]) free_at[*it] = std::max(free_at[*it], free_at[f]);
   for (const Schedule::Transfer& t : schedule_.transfers) {
-    if (t.output < 0) continue;
+    if (t.output < 0 || cost_.machine().SharesMemory(t.from, t.to)) continue;
     const double f = std::max(t.end, copy_free[{t.src, t.output, t.to}]);
     events[t.to].emplace_back(t.start, t.bytes);
     events[t.to].emplace_back(f, -t.bytes);

@@ -3,8 +3,10 @@
 // their device; a node large enough to split takes all of them), one transfer per tensor and
 // destination device (each directed link carries one at a time), and per device the peak memory
 // of the tensors alive (allocated when their producer starts or their copy arrives, freed when
-// the last reader ends) plus the variables. The simulator (Simulate) runs it on a given
-// placement; the planners (placer/auto_place.h) choose each node's device as it gets its turn.
+// the last reader ends; between CPU devices of one task the copy is the sender's buffer, held
+// until its last reader on either device) plus the variables. The simulator (Simulate) runs it on a
+// given placement; the planners (placer/auto_place.h) choose each node's device as it gets its
+// turn.
 //
 //   pf::CostGraph g = pf::BuildCostGraph(nodes, cost);
 //   PF_ASSIGN_OR_RETURN(pf::Schedule s, pf::Simulate(g, cost, device_of));

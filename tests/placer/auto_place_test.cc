@@ -85,6 +85,19 @@ TEST_CASE("Cost model: FLOPs, bytes and transfers against hand-computed values",
   profile->Record(m.node->name(), kDeviceCpu, 50);
   CostModel measured(Cpus(2), {.unknown_dim = 10, .profile = profile});
   CHECK(measured.ComputeUs(*m.node, 0) == 9);  // the median wins over the estimate
+  // Sizes: a traced step knows the batch the graph leaves as `?` (the largest recorded wins);
+  // a node's outputs share its measured total in their estimates' proportions.
+  profile->RecordOutputBytes(m.node->name(), 128 * 20 * 4);
+  profile->RecordOutputBytes(m.node->name(), 64 * 20 * 4);
+  Output sum = ops::Add(root, m, m);
+  Output labels = ops::Placeholder(root, DT_INT32, Shape({-1}));
+  // Outputs [?] and [?, 20] floats.
+  const Node* xent = ops::SparseSoftmaxCrossEntropyWithLogits(root, m, labels).first.node;
+  profile->RecordOutputBytes(xent->name(), 128 * (1 + 20) * 4);
+  CHECK(measured.OutputBytes(*m.node, 0) == 128 * 20 * 4);
+  CHECK(measured.OutputBytes(*sum.node, 0) == 10 * 20 * 4);  // not measured: estimated
+  CHECK(measured.OutputBytes(*xent, 0) == 128 * 4);
+  CHECK(measured.OutputBytes(*xent, 1) == 128 * 20 * 4);
 }
 
 TEST_CASE("Machine descriptions and memory sizes parse, bad ones name the item", "[placer][auto]") {
@@ -148,8 +161,17 @@ TEST_CASE("Simulator: a chain, two branches and the peak memory, worked out by h
   // Memory on CPU:0 for the one-device run: x lives until its last reader (c) ends, a until b
   // ends: at most x, a and b together: 12000 bytes.
   CHECK(one->peak_bytes[0] == 12000);
-  // Two devices: CPU:1 holds x's copy and c's output.
-  CHECK(two->peak_bytes[1] == 8000);
+  // Two CPU devices of one task share memory: CPU:1 holds only c's output; x stays CPU:0's
+  // until c ends (5 µs after a, which is read by b: x, a and b together on CPU:0).
+  CHECK(two->peak_bytes[1] == 4000);
+  CHECK(two->peak_bytes[0] == 12000);
+  // Devices of two tasks: x is copied, and CPU:1 holds the copy and c's output.
+  MachineModel tasks = Cpus(2);
+  tasks.devices[1].task = 1;
+  CostModel apart(tasks);
+  auto remote = Simulate(cg, apart, {0, 0, 0, 1});
+  REQUIRE(remote.ok());
+  CHECK(remote->peak_bytes[1] == 8000);
 }
 
 TEST_CASE("Each algorithm on graphs whose best placement is known", "[placer][auto]") {
