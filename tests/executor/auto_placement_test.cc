@@ -112,7 +112,7 @@ TEST_CASE("A model over one device's memory trains with auto and gives the same 
 // The simulator's memory (outputs from their producer's start to their last reader's end, no
 // copy between CPU devices of one task) against the devices' allocators over one step.
 TEST_CASE("An automatically placed step's measured peak memory is within 20% of the prediction",
-          "[auto_session]") {
+          "[auto_session][interleaving]") {
   Net net;
   SessionOptions o = TwoCpus();
   o.placement = "auto";
