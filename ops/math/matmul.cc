@@ -81,8 +81,10 @@ GemmSplit ChooseGemmSplit(int64_t m, int64_t n, int64_t k, int threads, bool avx
   GemmSplit split;
   split.dim = m >= n ? GemmSplit::kRows : GemmSplit::kCols;
   const int64_t along = std::max(m, n);
-  split.shards = std::clamp<int64_t>(m * n * k / kMinShardMacs, 1,
-                                     std::min<int64_t>(std::max(threads, 1), along));
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(threads, along));
+  split.shards = std::clamp<int64_t>(
+      static_cast<int64_t>(std::min(macs / kMinShardMacs, static_cast<double>(most))), 1, most);
   if (split.shards == 1 || !avx2_sgemm) return split;
   // oneDNN 2.6's AVX2 sgemm chooses no-copy when 1/m + 1/n >= 0.0038 (gemm_driver.cpp). Where
   // each row or column shard would take it but the whole product would not, split the sum over
