@@ -71,6 +71,17 @@ void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit, Fn&& fn
   IntraOpPool(ctx)->ParallelFor(n, cost_per_unit, fn);
 }
 
+// fn(s) for each of `shards` whole pieces of work, each its own task on the intra-op pool (the
+// caller runs one): for kernels that split their work themselves (a oneDNN call or a GEMM per
+// shard).
+template <typename Fn>
+void ForEachShard(OpKernelContext* ctx, int64_t shards, Fn&& fn) {
+  // A cost this high makes the pool give each unit its own task.
+  ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
+    for (int64_t s = b; s < e; ++s) fn(s);
+  });
+}
+
 // y[k] += x[k]: the Highway kernel for float (simd::Axpy), a loop for double (row sums of the
 // LSTM's and the loop gradients' kernels).
 inline void AddRow(const float* x, float* y, int64_t n) { simd::Axpy(1.f, x, y, n); }

@@ -137,41 +137,31 @@ class MatMulOp : public OpKernel {
                                             std::is_same_v<T, float> && OneDnnBelowAvx512());
     const int64_t shards = split.shards;
     auto part = [&](int64_t size, int64_t s) { return size * s / shards; };  // shard s's start
-    // Each unit is a whole shard: a cost this high makes ParallelFor give each its own task.
-    constexpr int64_t kShardCost = int64_t{1} << 40;
     if (split.dim == GemmSplit::kDepth) {
       // Shard s multiplies its slice of k into C (s = 0) or its own partial product; the
       // partials are added to C after.
       Tensor partials(out->dtype(), Shape{shards - 1, m, n});
-      ParallelFor(ctx, shards, kShardCost, [&](int64_t s0, int64_t s1) {
-        for (int64_t s = s0; s < s1; ++s) {
-          const int64_t k0 = part(k, s), k1 = part(k, s + 1);
-          T* cs = s == 0 ? c : partials.data<T>() + (s - 1) * m * n;
-          Gemm(ta_, tb_, m, n, k1 - k0, ta_ ? pa + k0 * lda : pa + k0, lda,
-               tb_ ? pb + k0 : pb + k0 * ldb, ldb, T(0), cs, n);
-        }
+      ForEachShard(ctx, shards, [&](int64_t s) {
+        const int64_t k0 = part(k, s), k1 = part(k, s + 1);
+        T* cs = s == 0 ? c : partials.data<T>() + (s - 1) * m * n;
+        Gemm(ta_, tb_, m, n, k1 - k0, ta_ ? pa + k0 * lda : pa + k0, lda,
+             tb_ ? pb + k0 : pb + k0 * ldb, ldb, T(0), cs, n);
       });
       ParallelFor(ctx, m * n, shards, [&](int64_t i0, int64_t i1) {
-        for (int64_t s = 0; s + 1 < shards; ++s) {
-          const T* ps = partials.data<T>() + s * m * n;
-          for (int64_t i = i0; i < i1; ++i) c[i] += ps[i];
-        }
+        for (int64_t s = 0; s + 1 < shards; ++s)
+          AddRow(partials.data<T>() + s * m * n + i0, c + i0, i1 - i0);
       });
     } else if (split.dim == GemmSplit::kRows) {
-      ParallelFor(ctx, shards, kShardCost, [&](int64_t s0, int64_t s1) {
-        for (int64_t s = s0; s < s1; ++s) {
-          const int64_t r0 = part(m, s), r1 = part(m, s + 1);
-          const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
-          Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, T(0), c + r0 * n, n);
-        }
+      ForEachShard(ctx, shards, [&](int64_t s) {
+        const int64_t r0 = part(m, s), r1 = part(m, s + 1);
+        const T* a0 = ta_ ? pa + r0 : pa + r0 * lda;
+        Gemm(ta_, tb_, r1 - r0, n, k, a0, lda, pb, ldb, T(0), c + r0 * n, n);
       });
     } else {
-      ParallelFor(ctx, shards, kShardCost, [&](int64_t s0, int64_t s1) {
-        for (int64_t s = s0; s < s1; ++s) {
-          const int64_t c0 = part(n, s), c1 = part(n, s + 1);
-          const T* b0 = tb_ ? pb + c0 * ldb : pb + c0;
-          Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, T(0), c + c0, n);
-        }
+      ForEachShard(ctx, shards, [&](int64_t s) {
+        const int64_t c0 = part(n, s), c1 = part(n, s + 1);
+        const T* b0 = tb_ ? pb + c0 * ldb : pb + c0;
+        Gemm(ta_, tb_, m, c1 - c0, k, pa, lda, b0, ldb, T(0), c + c0, n);
       });
     }
     return Status::OK();

@@ -250,10 +250,7 @@ struct ShardedConv {
       run_shard(0);
       omp_set_num_threads(1);
     } else {
-      // Each unit is a whole shard: a cost this high makes ParallelFor give each its own task.
-      ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s) run_shard(s);
-      });
+      ForEachShard(ctx, shards, run_shard);
     }
     return err;
   }

@@ -243,9 +243,9 @@ class DnnlMatMulOp : public FusedMatMulBase {
     } else {
       // oneDNN parallelises with OpenMP; each pool thread's share is already one shard.
       OneOmpThread();
-      ParallelFor(ctx, shards, int64_t{1} << 40, [&](int64_t b0, int64_t e0) {
+      ForEachShard(ctx, shards, [&](int64_t s) {
         OneOmpThread();
-        for (int64_t s = b0; s < e0; ++s) run_shard(s);
+        run_shard(s);
       });
     }
     return err;

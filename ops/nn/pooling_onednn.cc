@@ -293,10 +293,9 @@ Status RunShards(OpKernelContext* ctx, const ShardPlan& plan, int64_t threads, F
     run_shard(0);
     omp_set_num_threads(1);
   } else {
-    // Each unit is a whole shard: a cost this high gives each shard its own task.
-    ParallelFor(ctx, plan.shards, int64_t{1} << 40, [&](int64_t b, int64_t e) {
+    ForEachShard(ctx, plan.shards, [&](int64_t s) {
       OneOmpThread();
-      for (int64_t s = b; s < e; ++s) run_shard(s);
+      run_shard(s);
     });
   }
   return err;
