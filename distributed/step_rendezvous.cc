@@ -99,16 +99,7 @@ Status StepRendezvous::aborted() {
 
 void StepRendezvous::RecvLocal(const std::string& key, Device* src, Device* host,
                                DoneCallback done) {
-  auto self = shared_from_this();
-  local_.RecvAsync(
-      key, [self, key, src, host, done = std::move(done)](const Status& s, const Tensor& t) {
-        if (!s.ok() || !t.IsInitialized() || t.InHostMemory()) return done(s, t);
-        self->CopyToHost(key, t, src, host, done);
-      });
-}
-
-void StepRendezvous::CopyToHost(const std::string& key, const Tensor& t, Device* src, Device* host,
-                                DoneCallback done) {
+  // The local rendezvous hands a value out once; every chunk's call reads this task's copy.
   bool ready = false;
   Status status;
   Tensor value;
@@ -121,25 +112,30 @@ void StepRendezvous::CopyToHost(const std::string& key, const Tensor& t, Device*
       value = copy.value;
     } else {
       copy.waiters.push_back(std::move(done));
-      if (copy.waiters.size() > 1) return;  // the first waiter's copy is under way
+      if (copy.waiters.size() > 1) return;  // the first call's receive is under way
     }
   }
   if (ready) return done(status, value);
   auto self = shared_from_this();
-  CopyRegistry::Global()->CopyAsync(t, src, host, [self, key](StatusOr<Tensor> h) {
-    std::vector<DoneCallback> waiters;
-    Status status = h.status();
-    Tensor value = h.ok() ? *h : Tensor();
-    {
-      std::lock_guard<std::mutex> lock(self->mu_);
-      HostCopy& copy = self->host_copies_[key];
-      copy.ready = true;
-      copy.status = status;
-      copy.value = value;
-      waiters.swap(copy.waiters);
-    }
-    for (auto& w : waiters) w(status, value);
+  local_.RecvAsync(key, [self, key, src, host](const Status& s, const Tensor& t) {
+    if (!s.ok() || !t.IsInitialized() || t.InHostMemory()) return self->Finish(key, s, t);
+    CopyRegistry::Global()->CopyAsync(t, src, host, [self, key](StatusOr<Tensor> h) {
+      self->Finish(key, h.status(), h.ok() ? *h : Tensor());
+    });
   });
+}
+
+void StepRendezvous::Finish(const std::string& key, const Status& status, const Tensor& value) {
+  std::vector<DoneCallback> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HostCopy& copy = host_copies_[key];
+    copy.ready = true;
+    copy.status = status;
+    copy.value = value;
+    waiters.swap(copy.waiters);
+  }
+  for (auto& w : waiters) w(status, value);
 }
 
 void StepRendezvous::PullFromPeer(const DeviceName& src, const std::string& key,

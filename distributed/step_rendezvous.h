@@ -56,7 +56,8 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
   Status aborted();
 
   // For another task's RecvTensor: the value this task's _Send left under `key`, in host
-  // memory (a GPU tensor is copied once per step and key, however many chunks are pulled).
+  // memory (received and, from a GPU, copied once per step and key, however many chunks are
+  // pulled; held until the step ends).
   void RecvLocal(const std::string& key, Device* src, Device* host, DoneCallback done);
 
  private:
@@ -75,9 +76,8 @@ class StepRendezvous : public Rendezvous, public std::enable_shared_from_this<St
   // One RecvTensor call for the bytes of `key` from `offset` (a chunk) on connection `stream`.
   void Fetch(const DeviceName& src, const std::string& key, int64_t offset, int stream,
              FetchCallback callback);
-  // The device-to-host copy of a local value, made by the first RecvLocal of `key`.
-  void CopyToHost(const std::string& key, const Tensor& t, Device* src, Device* host,
-                  DoneCallback done);
+  // The first RecvLocal of `key` received its value (copied to host memory): every call's.
+  void Finish(const std::string& key, const Status& status, const Tensor& value);
 
   PeerChannels* peers_;
   std::string task_name_;

@@ -53,4 +53,23 @@ void RecordProfile(const RunMetadata& metadata, Profile* profile) {
   }
 }
 
+Schedule ScheduleFromTrace(const CostGraph& graph, const MachineModel& machine,
+                           const std::vector<int>& device_of, const RunMetadata& metadata) {
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    index[graph.nodes[i]->name()] = static_cast<int>(i);
+  Schedule s;
+  s.nodes.resize(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size() && i < device_of.size(); ++i)
+    s.nodes[i].device = device_of[i];
+  for (const NodeExecStats& st : metadata.step_stats) {
+    auto it = index.find(st.node);
+    if (it == index.end()) continue;
+    s.nodes[it->second].start = static_cast<double>(st.start_us);
+    s.nodes[it->second].end = static_cast<double>(st.end_us);
+  }
+  AccountMemory(graph, machine, &s);
+  return s;
+}
+
 }  // namespace pf

@@ -13,6 +13,7 @@
 
 #include "placeflow/executor/session.h"
 #include "placeflow/placer/placer.h"
+#include "placeflow/placer/schedule.h"
 
 namespace pf {
 
@@ -31,5 +32,13 @@ void PlanWholeGraph(const Graph& graph, const DeviceSet& devices, PlacerOptions 
 // Adds each traced node's time (RunOptions::trace) to `profile`, under its device's type, and the
 // bytes of its outputs.
 void RecordProfile(const RunMetadata& metadata, Profile* profile);
+
+// The schedule a traced step ran: each node of `graph` on `device_of`'s device (an index into
+// `machine`'s) at its measured start and end (0 for a node the trace lacks), with the step time
+// and the per-device peak memory that AccountMemory counts from those times. Set beside the
+// measured peak of the same step, it checks the simulator's memory accounting apart from its
+// scheduling (pf-bench auto_placement's replayed_peak_kb).
+Schedule ScheduleFromTrace(const CostGraph& graph, const MachineModel& machine,
+                           const std::vector<int>& device_of, const RunMetadata& metadata);
 
 }  // namespace pf

@@ -8,10 +8,15 @@ Status LocalRendezvous::Send(const std::string& key, const Tensor& value) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!aborted_.ok()) return aborted_;
     Item& item = items_[key];
-    if (item.has_value) return errors::Internal("Send of '", key, "' twice in one step");
-    item.has_value = true;
-    item.value = value;
+    if (item.sent) return errors::Internal("Send of '", key, "' twice in one step");
+    item.sent = true;
     waiters.swap(item.waiters);
+    // A Recv waiting takes the value now; else it is kept for the one that comes.
+    if (waiters.empty()) {
+      item.value = value;
+    } else {
+      item.received = true;
+    }
   }
   for (auto& w : waiters) w(Status::OK(), value);
   return Status::OK();
@@ -25,11 +30,15 @@ void LocalRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
     status = aborted_;
     if (status.ok()) {
       Item& item = items_[key];
-      if (!item.has_value) {
+      if (item.received || !item.waiters.empty()) {
+        status = errors::Internal("Recv of '", key, "' twice in one step");
+      } else if (!item.sent) {
         item.waiters.push_back(std::move(done));
         return;
+      } else {
+        value = std::move(item.value);  // the buffer lives as long as its readers, no longer
+        item.received = true;
       }
-      value = item.value;
     }
   }
   done(status, value);

@@ -1,5 +1,7 @@
 // LocalRendezvous: the in-process Rendezvous (graph/rendezvous.h) of one step. Keys are
-// matched in a map; a Recv that comes first leaves its callback, the Send runs it.
+// matched in a map; a Recv that comes first leaves its callback, the Send runs it. Each key is
+// sent once and received once a step, and the rendezvous lets go of the value when it is
+// received (a cross-device tensor is freed with its last reader, not at the step's end).
 //
 //   pf::LocalRendezvous r;
 //   r.RecvAsync(key, [](const pf::Status& s, const pf::Tensor& t) { ... });
@@ -23,8 +25,8 @@ class LocalRendezvous : public Rendezvous {
 
  private:
   struct Item {
-    bool has_value = false;
-    Tensor value;
+    bool sent = false, received = false;
+    Tensor value;  // sent and not yet received
     std::vector<DoneCallback> waiters;
   };
   std::mutex mu_;

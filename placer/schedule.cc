@@ -198,18 +198,23 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
 }
 
 Schedule ListScheduler::Finish() {
-  const int d = cost_.num_devices();
-  std::vector<double> free_at(g_.nodes.size(), 0);
+  AccountMemory(g_, cost_.machine(), &schedule_);
+  return std::move(schedule_);
+}
+
+void AccountMemory(const CostGraph& g, const MachineModel& machine, Schedule* schedule) {
+  const int d = static_cast<int>(machine.devices.size());
+  std::vector<double> free_at(g.nodes.size(), 0);
   std::map<std::tuple<int, int, int>, double> copy_free;
-  for (size_t i = 0; i < g_.nodes.size(); ++i) free_at[i] = schedule_.nodes[i].end;
-  std::vector<std::vector<int>> forwarders(g_.nodes.size());  // who forwards each node's output
-  for (size_t i = 0; i < g_.nodes.size(); ++i)
-    if (g_.forwards_from[i] >= 0) forwarders[g_.forwards_from[i]].push_back(static_cast<int>(i));
-  for (const CostGraph::Edge& e : g_.edges) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) free_at[i] = schedule->nodes[i].end;
+  std::vector<std::vector<int>> forwarders(g.nodes.size());  // who forwards each node's output
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.forwards_from[i] >= 0) forwarders[g.forwards_from[i]].push_back(static_cast<int>(i));
+  for (const CostGraph::Edge& e : g.edges) {
     if (e.output < 0) continue;
-    const Schedule::NodeRun& src = schedule_.nodes[e.src];
-    const Schedule::NodeRun& dst = schedule_.nodes[e.dst];
-    if (src.device == dst.device || cost_.machine().SharesMemory(src.device, dst.device)) {
+    const Schedule::NodeRun& src = schedule->nodes[e.src];
+    const Schedule::NodeRun& dst = schedule->nodes[e.dst];
+    if (src.device == dst.device || machine.SharesMemory(src.device, dst.device)) {
       free_at[e.src] = std::max(free_at[e.src], dst.end);
     } else {
       double& f = copy_free[{e.src, e.output, dst.device}];
@@ -217,39 +222,38 @@ Schedule ListScheduler::Finish() {
     }
   }
   std::vector<std::vector<std::pair<double, int64_t>>> events(d);
-  for (const Schedule::Transfer& t : schedule_.transfers) {
-    schedule_.step_us = std::max(schedule_.step_us, t.end);
+  for (const Schedule::Transfer& t : schedule->transfers) {
+    schedule->step_us = std::max(schedule->step_us, t.end);
     free_at[t.src] = std::max(free_at[t.src], t.end);
   }
   // A buffer read through forwarders lives as long as their readers: producers after them.
-  for (auto it = g_.topo.rbegin(); it != g_.topo.rend(); ++it)
+  for (auto it = g.topo.rbegin(); it != g.topo.rend(); ++it)
     for (int f : forwarders[*it]) free_at[*it] = std::max(free_at[*it], free_at[f]);
-  for (const Schedule::Transfer& t : schedule_.transfers) {
-    if (t.output < 0 || cost_.machine().SharesMemory(t.from, t.to)) continue;
+  for (const Schedule::Transfer& t : schedule->transfers) {
+    if (t.output < 0 || machine.SharesMemory(t.from, t.to)) continue;
     const double f = std::max(t.end, copy_free[{t.src, t.output, t.to}]);
     events[t.to].emplace_back(t.start, t.bytes);
     events[t.to].emplace_back(f, -t.bytes);
   }
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const Schedule::NodeRun& run = schedule_.nodes[i];
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Schedule::NodeRun& run = schedule->nodes[i];
     if (run.device < 0) continue;
-    schedule_.step_us = std::max(schedule_.step_us, run.end);
-    if (g_.persistent_bytes[i] > 0) events[run.device].emplace_back(0.0, g_.persistent_bytes[i]);
-    if (g_.output_bytes[i] > 0) {
-      events[run.device].emplace_back(run.start, g_.output_bytes[i]);
-      events[run.device].emplace_back(free_at[i], -g_.output_bytes[i]);
+    schedule->step_us = std::max(schedule->step_us, run.end);
+    if (g.persistent_bytes[i] > 0) events[run.device].emplace_back(0.0, g.persistent_bytes[i]);
+    if (g.output_bytes[i] > 0) {
+      events[run.device].emplace_back(run.start, g.output_bytes[i]);
+      events[run.device].emplace_back(free_at[i], -g.output_bytes[i]);
     }
   }
-  schedule_.peak_bytes.assign(d, 0);
+  schedule->peak_bytes.assign(d, 0);
   for (int k = 0; k < d; ++k) {
     std::sort(events[k].begin(), events[k].end());  // at one time, frees (negative) first
     int64_t now = 0;
     for (const auto& [t, delta] : events[k]) {
       now += delta;
-      schedule_.peak_bytes[k] = std::max(schedule_.peak_bytes[k], now);
+      schedule->peak_bytes[k] = std::max(schedule->peak_bytes[k], now);
     }
   }
-  return std::move(schedule_);
 }
 
 StatusOr<Schedule> Simulate(const CostGraph& graph, const CostModel& cost,

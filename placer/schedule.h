@@ -93,6 +93,10 @@ class ListScheduler {
 // counts as one iteration).
 bool IsLoopBackEdge(const CostGraph& graph, const CostGraph::Edge& edge);
 
+// Fills `schedule`'s step time and per-device peak memory from its nodes' and transfers' times
+// (what Finish does; also for a schedule read from a measured step's trace).
+void AccountMemory(const CostGraph& graph, const MachineModel& machine, Schedule* schedule);
+
 // The schedule of `device_of` (per CostGraph node, an index into the model's devices).
 StatusOr<Schedule> Simulate(const CostGraph& graph, const CostModel& cost,
                             const std::vector<int>& device_of);

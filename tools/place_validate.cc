@@ -76,6 +76,8 @@ SessionOptions TwoDevices() {
 struct Measured {
   double step_ms = 0, predicted_ms = 0, auto_predicted_ms = 0;
   std::vector<int64_t> peak, predicted_peak;  // per device (/cpu:0, /cpu:1): bytes
+  // One traced step's peak, and the simulator's count of it from its measured times.
+  std::vector<int64_t> step_peak, replayed_peak;
 };
 
 // Runs `b` under `o`: the median step of 10 after 3 warm-up steps, and the simulator's step for
@@ -107,6 +109,14 @@ Measured Run(Built& b, const SessionOptions& o, const std::shared_ptr<Profile>& 
   for (const PlacementPrediction& p : sess.PlacementPredictions())
     m.auto_predicted_ms = p.step_us / 1e3;  // the step's signature was placed last
   if (record) return m;
+  // One more step, traced: its own peak, and the peak the simulator counts from its times.
+  sess.ResetPeakMemory();
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  sess.Run(ro, b.feeds, {}, b.targets, &md);
+  for (const auto& [device, stats] : sess.DeviceMemoryStats())
+    m.step_peak.push_back(stats.peak_bytes_in_use);
   CostModel cost(
       LocalMachine(sess.devices(), LoadDeviceRates(DeviceRatesPath()), 1, {}).ValueOrThrow(),
       {.unknown_dim = 32, .profile = profile});
@@ -115,6 +125,7 @@ Measured Run(Built& b, const SessionOptions& o, const std::shared_ptr<Profile>& 
   const auto where = sess.DevicePlacement();
   std::vector<int> device_of;
   for (const Node* n : g.nodes) device_of.push_back(cost.machine().Find(where.at(n->name())));
+  m.replayed_peak = ScheduleFromTrace(g, cost.machine(), device_of, md).peak_bytes;
   const Schedule s = Simulate(g, cost, device_of).ValueOrThrow();
   m.predicted_ms = s.step_us / 1e3;
   m.predicted_peak = s.peak_bytes;
@@ -165,11 +176,13 @@ void AutoPlacementFigure() {
       const Measured& last = runs[config].back();  // peaks: the same in every round
       std::printf(
           "auto_placement model=%s placement=%s measured_ms=%.3f predicted_ms=%.3f "
-          "error_pct=%+.1f planner_predicted_ms=%.3f peak_kb=%s predicted_peak_kb=%s batch=%lld "
+          "error_pct=%+.1f planner_predicted_ms=%.3f peak_kb=%s predicted_peak_kb=%s "
+          "step_peak_kb=%s replayed_peak_kb=%s batch=%lld "
           "rounds=%d\n",
           c.model, config.c_str(), step[config], p, 100 * (p - step[config]) / step[config],
           Median(auto_predicted), Kilobytes(last.peak).c_str(),
-          Kilobytes(last.predicted_peak).c_str(), static_cast<long long>(c.batch), kRounds);
+          Kilobytes(last.predicted_peak).c_str(), Kilobytes(last.step_peak).c_str(),
+          Kilobytes(last.replayed_peak).c_str(), static_cast<long long>(c.batch), kRounds);
     }
     const double best_rules = std::min(step["one"], step["expert"]);
     std::printf(

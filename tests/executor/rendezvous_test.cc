@@ -1,5 +1,6 @@
 // LocalRendezvous through the Rendezvous interface _Send/_Recv kernels see: either order of
-// Send and Recv, duplicate sends, and aborts that wake every waiting Recv.
+// Send and Recv, duplicate sends and receives, the value let go once received, and aborts that
+// wake every waiting Recv.
 #include "placeflow/executor/rendezvous.h"
 
 #include <future>
@@ -48,11 +49,30 @@ TEST_CASE("Rendezvous: a Send before the Recv delivers at once", "[executor][ren
   CHECK(got.calls == 1);
   CHECK(got.status.ok());
   CHECK(got.value.SharesBufferWith(t));  // in process: no copy
-  // The value stays for a later Recv of the same key.
+  // The rendezvous let go of it: the buffer lives as long as its readers (t and got.value).
+  CHECK(t.buffer().use_count() == 2);
+  // A key is received once a step.
   Received again;
   r->RecvAsync("k", again.Callback());
   CHECK(again.calls == 1);
-  CHECK(again.value.SharesBufferWith(t));
+  CHECK(again.status.code() == Code::kInternal);
+  CHECK_THAT(again.status.message(), Contains("Recv of 'k' twice in one step"));
+  CHECK_FALSE(again.value.IsInitialized());
+}
+
+TEST_CASE("Rendezvous: a sent value waiting for its Recv is held by the rendezvous alone",
+          "[executor][rendezvous]") {
+  LocalRendezvous r;
+  {
+    Tensor t = Tensor::Scalar<float>(5);
+    REQUIRE(r.Send("k", t).ok());
+    CHECK(t.buffer().use_count() == 2);
+  }
+  Received got;
+  r.RecvAsync("k", got.Callback());
+  REQUIRE(got.status.ok());
+  CHECK(got.value.data<float>()[0] == 5.f);
+  CHECK(got.value.buffer().use_count() == 1);  // freed with its reader, not at the step's end
 }
 
 TEST_CASE("Rendezvous: a Recv before the Send waits and the Send completes it",
@@ -63,15 +83,17 @@ TEST_CASE("Rendezvous: a Recv before the Send waits and the Send completes it",
   r.RecvAsync("k", second.Callback());
   r.RecvAsync("other", other_key.Callback());
   CHECK(first.calls == 0);
-  CHECK(second.calls == 0);
+  // A second Recv of a key fails at once, even while the first waits.
+  CHECK(second.calls == 1);
+  CHECK_THAT(second.status.message(), Contains("Recv of 'k' twice in one step"));
   Tensor t = Tensor::Scalar<float>(3);
   REQUIRE(r.Send("k", t).ok());
-  // Both waiters ran, on the sending thread; a different key still waits.
+  // The waiter ran, on the sending thread; a different key still waits.
   CHECK(first.calls == 1);
   CHECK(second.calls == 1);
   CHECK(first.status.ok());
   CHECK(first.value.SharesBufferWith(t));
-  CHECK(second.value.SharesBufferWith(t));
+  CHECK(t.buffer().use_count() == 2);  // t and the waiter's copy: the rendezvous kept none
   CHECK(first.thread == std::this_thread::get_id());
   CHECK(other_key.calls == 0);
 }
