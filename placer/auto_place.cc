@@ -357,9 +357,6 @@ StatusOr<AutoPlan> PlanWithin(const CostGraph& graph, const CostModel& cost,
   return plan;
 }
 
-// The rules' own choice (each group on its first candidate) replaces the plan unless the plan is
-// predicted kMinGain faster, when it fits: a model too small to gain from more devices stays on
-// one.
 // The rules' own placement (each group on its first candidate) when its simulated step fits
 // every limit; else nullopt.
 std::optional<AutoPlan> RulesPlan(const CostGraph& graph, const CostModel& cost,
@@ -379,11 +376,22 @@ std::optional<AutoPlan> RulesPlan(const CostGraph& graph, const CostModel& cost,
   return plan;
 }
 
+// The rules' own choice (each group on its first candidate) replaces the plan unless the plan is
+// predicted kMinGain faster, when it fits: a model too small to gain from more devices stays on
+// one. With a profile, both are timed on the profiled step alone: the whole graph also holds
+// the initializers, which a plan could overlap with the training step and so look faster.
 void KeepRulesUnlessFaster(const CostGraph& graph, const CostModel& cost,
                            const PlacementProblem& problem, const std::vector<int64_t>& limit,
                            AutoPlan* plan) {
   std::optional<AutoPlan> rules = RulesPlan(graph, cost, problem, limit);
-  if (rules && rules->step_us * (1 - kMinGain) <= plan->step_us) *plan = std::move(*rules);
+  if (!rules) return;
+  CostModelOptions step_only = cost.options();
+  step_only.only_profiled_step = true;
+  const CostModel step_cost(cost.machine(), step_only);
+  StatusOr<Schedule> planned = Simulate(graph, step_cost, plan->device_of);
+  StatusOr<Schedule> kept = Simulate(graph, step_cost, rules->device_of);
+  if (!planned.ok() || !kept.ok()) return;
+  if (kept->step_us * (1 - kMinGain) <= planned->step_us) *plan = std::move(*rules);
 }
 
 }  // namespace

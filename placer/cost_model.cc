@@ -113,7 +113,13 @@ int64_t CostModel::EstimatedOutputBytes(const Node& node, int i) const {
   return Elements(node.output_shape(i)) * size;
 }
 
+bool CostModel::InProfiledStep(const Node& node) const {
+  return !options_.only_profiled_step || !options_.profile || options_.profile->size() == 0 ||
+         options_.profile->Has(node.name());
+}
+
 int64_t CostModel::OutputBytes(const Node& node, int i) const {
+  if (!InProfiledStep(node)) return 0;
   const int64_t estimate = EstimatedOutputBytes(node, i);
   const int64_t measured = options_.profile ? options_.profile->OutputBytes(node.name()) : -1;
   if (measured < 0) return estimate;
@@ -173,7 +179,7 @@ double CostModel::OneThreadUs(const Node& node, int device) const {
 
 int CostModel::Threads(const Node& node, int device) const {
   const DeviceModel& d = machine_.devices[device];
-  if (d.threads <= 1) return 1;
+  if (d.threads <= 1 || !InProfiledStep(node)) return 1;
   double alone = OneThreadUs(node, device);
   if (alone < 0) alone = options_.profile->Us(node.name(), d.type) - d.op_overhead_us;
   return alone > kLargeNodeUs ? d.threads : 1;
@@ -181,6 +187,7 @@ int CostModel::Threads(const Node& node, int device) const {
 
 double CostModel::ComputeUs(const Node& node, int device) const {
   const DeviceModel& d = machine_.devices[device];
+  if (!InProfiledStep(node)) return 0;
   const double alone = OneThreadUs(node, device);
   // A trace counts whole microseconds: a node never takes less than the device's overhead.
   if (alone < 0) return std::max(options_.profile->Us(node.name(), d.type), d.op_overhead_us);

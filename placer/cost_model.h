@@ -104,6 +104,10 @@ class Profile {
   double Us(const std::string& node, const std::string& device_type) const;
   // < 0 when the node's outputs were not measured.
   int64_t OutputBytes(const std::string& node) const;
+  // Whether any traced step ran the node (on any device type).
+  bool Has(const std::string& node) const {
+    return samples_.count(node) > 0 || output_bytes_.count(node) > 0;
+  }
   size_t size() const { return samples_.size(); }
 
  private:
@@ -115,6 +119,8 @@ struct CostModelOptions {
   // An unknown first dimension (a batch of `?`) counts as this many; other unknown ones as 32.
   int64_t unknown_dim = 32;
   std::shared_ptr<const Profile> profile;  // measured times and sizes win over estimates
+  // Count only the nodes a non-empty profile saw run (InProfiledStep): the step it measured.
+  bool only_profiled_step = false;
 };
 
 class CostModel {
@@ -123,6 +129,11 @@ class CostModel {
 
   const MachineModel& machine() const { return machine_; }
   int num_devices() const { return static_cast<int>(machine_.devices.size()); }
+  const CostModelOptions& options() const { return options_; }
+  // With options().only_profiled_step, false for a node a non-empty profile never saw run: it
+  // is outside the profiled step (a variable's initializer, an evaluation branch) and costs no
+  // time and no memory. True for every node otherwise.
+  bool InProfiledStep(const Node& node) const;
   // One run of `node` on device `device` (an index into machine().devices).
   double ComputeUs(const Node& node, int device) const;
   double TransferUs(int64_t bytes, int from, int to) const;

@@ -1,6 +1,7 @@
 #include "placeflow/placer/schedule.h"
 
 #include <algorithm>
+#include <deque>
 #include <queue>
 #include <tuple>
 
@@ -172,16 +173,44 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
     Commit(i, device);
     return Status::OK();
   };
-  while (!ready.empty()) {
-    const int i = std::get<2>(ready.top());
-    ready.pop();
+  std::deque<int> here;  // FollowExecutorThreads: what the thread that ran the last node runs next
+  auto enqueue = [&](int j) { ready.emplace(ready_at_[j], -priority_[j], j); };
+  while (!here.empty() || !ready.empty()) {
+    int i;
+    if (!here.empty()) {
+      i = here.front();
+      here.pop_front();
+    } else {
+      i = std::get<2>(ready.top());
+      ready.pop();
+    }
     PF_RETURN_IF_ERROR(place(i));
+    const int device = schedule_.nodes[i].device;
+    int keep = -1;  // the last expensive successor made ready on this device
     for (int e : g_.out_edges[i]) {
       const CostGraph::Edge& edge = g_.edges[e];
       if (IsLoopBackEdge(g_, edge)) continue;
-      ready_at_[edge.dst] = std::max(ready_at_[edge.dst], schedule_.nodes[i].end);
-      if (--pending[edge.dst] == 0)
-        ready.emplace(ready_at_[edge.dst], -priority_[edge.dst], edge.dst);
+      const int j = edge.dst;
+      ready_at_[j] = std::max(ready_at_[j], schedule_.nodes[i].end);
+      if (--pending[j] != 0) continue;
+      // Only a successor that can start as the node ends: one waiting for a transfer would make
+      // the thread idle, and the executor's thread would run queued work meanwhile.
+      if (fixed_device_.empty() || device < 0 || fixed_device_[j] != device ||
+          StartOn(j, device) > schedule_.nodes[i].end) {
+        enqueue(j);
+      } else if (ComputeUs(j, device) <= cost_.machine().devices[device].op_overhead_us + 1.0) {
+        here.push_back(j);
+      } else {
+        if (keep >= 0) enqueue(keep);
+        keep = j;
+      }
+    }
+    if (keep >= 0) {
+      if (here.empty()) {
+        here.push_back(keep);
+      } else {
+        enqueue(keep);
+      }
     }
   }
   for (int i : g_.topo)  // in a cycle no loop explains: in graph order
@@ -268,6 +297,7 @@ StatusOr<Schedule> Simulate(const CostGraph& graph, const CostModel& cost,
     }
   }
   ListScheduler s(graph, cost);
+  s.FollowExecutorThreads(device_of);
   PF_RETURN_IF_ERROR(s.Run([&](int i) -> StatusOr<int> { return device_of[i]; },
                            [&](int i, int) { return device_of[i]; }));
   return s.Finish();

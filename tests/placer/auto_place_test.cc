@@ -158,9 +158,12 @@ TEST_CASE("Simulator: a chain, two branches and the peak memory, worked out by h
   CHECK(two->nodes[3].start == Approx(1 + 5));
   CHECK(two->step_us == Approx(1 + 9 + 9));
   REQUIRE(two->transfers.size() == 1);
-  // Memory on CPU:0 for the one-device run: x lives until its last reader (c) ends, a until b
-  // ends: at most x, a and b together: 12000 bytes.
-  CHECK(one->peak_bytes[0] == 12000);
+  // On one device the executor's thread runs x's last expensive successor (c) next and queues
+  // a: x, c, a, b. Memory: x and c, then x and a (c has no reader), then a and b: 8000 bytes
+  // (12000, x, a and b together, in graph order).
+  CHECK(one->nodes[3].start == Approx(1));
+  CHECK(one->nodes[1].start == Approx(1 + 9));
+  CHECK(one->peak_bytes[0] == 8000);
   // Two CPU devices of one task share memory: CPU:1 holds only c's output; x stays CPU:0's
   // until c ends (5 µs after a, which is read by b: x, a and b together on CPU:0).
   CHECK(two->peak_bytes[1] == 4000);
