@@ -385,13 +385,18 @@ void KeepRulesUnlessFaster(const CostGraph& graph, const CostModel& cost,
                            AutoPlan* plan) {
   std::optional<AutoPlan> rules = RulesPlan(graph, cost, problem, limit);
   if (!rules) return;
-  CostModelOptions step_only = cost.options();
-  step_only.only_profiled_step = true;
-  const CostModel step_cost(cost.machine(), step_only);
-  StatusOr<Schedule> planned = Simulate(graph, step_cost, plan->device_of);
-  StatusOr<Schedule> kept = Simulate(graph, step_cost, rules->device_of);
-  if (!planned.ok() || !kept.ok()) return;
-  if (kept->step_us * (1 - kMinGain) <= planned->step_us) *plan = std::move(*rules);
+  double planned_us = plan->step_us, kept_us = rules->step_us;
+  if (cost.options().profile && cost.options().profile->size() > 0) {
+    CostModelOptions step_only = cost.options();
+    step_only.only_profiled_step = true;
+    const CostModel step_cost(cost.machine(), step_only);
+    StatusOr<Schedule> planned = Simulate(graph, step_cost, plan->device_of);
+    StatusOr<Schedule> kept = Simulate(graph, step_cost, rules->device_of);
+    if (!planned.ok() || !kept.ok()) return;
+    planned_us = planned->step_us;
+    kept_us = kept->step_us;
+  }
+  if (kept_us * (1 - kMinGain) <= planned_us) *plan = std::move(*rules);
 }
 
 }  // namespace
