@@ -35,8 +35,6 @@ const char* PlacementAlgorithmName(PlacementAlgorithm algorithm) {
 
 namespace {
 
-// A node that costs no more than this beyond the device's overhead may wait for its consumer.
-constexpr double kCheapUs = 1.0;
 // A plan must be predicted this much faster than the rules' own placement to replace it: less
 // is within the cost model's error.
 constexpr double kMinGain = 0.05;
@@ -169,7 +167,7 @@ class Planner {
     for (int e : g_.in_edges[node])
       if (!IsLoopBackEdge(g_, g_.edges[e]) && !sched_->deferred(g_.edges[e].src)) return false;
     const int d = p_.candidates[p_.group_of[node]].at(0);
-    return sched_->ComputeUs(node, d) <= cost_.machine().devices[d].op_overhead_us + kCheapUs;
+    return sched_->Cheap(node, d);
   }
 
  private:

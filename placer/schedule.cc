@@ -70,6 +70,10 @@ double ListScheduler::ComputeUs(int node, int device) const {
   return cost_.ComputeUs(*g_.nodes[node], device);
 }
 
+bool ListScheduler::Cheap(int node, int device) const {
+  return ComputeUs(node, device) <= cost_.machine().devices[device].op_overhead_us + 1.0;
+}
+
 double ListScheduler::Arrival(int edge, int device) const {
   const CostGraph::Edge& e = g_.edges[edge];
   const Schedule::NodeRun& src = schedule_.nodes[e.src];
@@ -198,7 +202,7 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
       if (fixed_device_.empty() || device < 0 || fixed_device_[j] != device ||
           StartOn(j, device) > schedule_.nodes[i].end) {
         enqueue(j);
-      } else if (ComputeUs(j, device) <= cost_.machine().devices[device].op_overhead_us + 1.0) {
+      } else if (Cheap(j, device)) {
         here.push_back(j);
       } else {
         if (keep >= 0) enqueue(keep);

@@ -54,15 +54,18 @@ class ListScheduler {
   using Resolve = std::function<int(int node, int consumer_device)>;
   Status Run(const Choose& choose, const Resolve& resolve);
   // With each node's device known in advance (Simulate): order nodes as the executor's threads
-  // do. A thread that finishes a node runs the successors it made ready on its device next: the
-  // cheap ones (no more than the device's overhead plus 1 µs), in order, and when there are none
-  // the last of the others; the rest wait in the ready queue. So a gradient's optimizer update
-  // runs before an older ready node, and frees the gradient sooner.
+  // do. A thread that finishes a node runs the successors it made ready on its device, that can
+  // start at once, next: the cheap ones (Cheap), in order, and when there are none the last of
+  // the others; the rest wait in the ready queue. So a gradient's optimizer update runs before an
+  // older ready node, and frees the gradient sooner.
   void FollowExecutorThreads(std::vector<int> device_of) { fixed_device_ = std::move(device_of); }
 
   // What the choices can ask: the earliest start of `node` on `device`, given all scheduled so far.
   double StartOn(int node, int device) const;
   double ComputeUs(int node, int device) const;
+  // No more than the device's overhead plus 1 µs: run inline by the executor's thread (and, in
+  // the planners, left to wait for its first consumer).
+  bool Cheap(int node, int device) const;
   int device_of(int node) const { return schedule_.nodes[node].device; }
   bool deferred(int node) const { return deferred_[node]; }
   // Memory as the scheduling goes: a node's output and its copies are held from when it is
