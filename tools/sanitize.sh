@@ -52,12 +52,10 @@ asan_exclude='^(A 1,000,000-node chain|A loop of a million iterations|1,000 sess
 # Left out: its one step reads a variable (Mul) and updates it (AssignAdd) with no order between
 # them, TensorFlow 1's ref-variable semantics; TSan rightly calls that a race (docs/fuzzing.md).
 tsan_exclude="Run takes TensorFlow's mixed list of operations and tensors"
-# [interleaving]: a bound that holds for how threads interleave at full speed (a step's peak
-# memory across two devices), not under TSan's slowdown; the same code runs in its neighbours.
 tsan_spec=''
 for tag in executor session partition towers collectives rendezvous threads control_flow \
   device_threads device_memory auto_session data; do
-  tsan_spec+="${tsan_spec:+,}[$tag]~[gpu]~[deep]~[interleaving]~\"$tsan_exclude\""
+  tsan_spec+="${tsan_spec:+,}[$tag]~[gpu]~[deep]~\"$tsan_exclude\""
 done
 
 summary=()
