@@ -97,6 +97,14 @@ void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::m
   // allows): the step's end is often microseconds away, and waking a sleeping caller costs
   // tens of them (executor_wide, issue 34).
   const bool poll = pool != nullptr && LeavesCoreForCaller(*pool);
+  // Waking to look at the queue is worth it only where the caller is one of the pool's workforce:
+  // a pool that leaves it a core, or a pool thread waiting on a nested step (whose help may be
+  // what the step needs when every worker waits). Otherwise the pool's workers run what is
+  // queued, and each timed wake takes a core from one of them for a moment: with two CPU
+  // devices of a thread each, a caller waking every 200 us made one device's nodes 11% slower
+  // (pf-bench auto_placement, the wide model). It then sleeps until the step ends, as
+  // TensorFlow's caller does.
+  const bool wake_to_help = poll || (pool != nullptr && pool->InPool());
   int polls = 0;
   auto done_or_ran = [&] {  // the queue is looked at every 32 polls (it takes the lock)
     if (remaining->load(std::memory_order_acquire) == 0) return true;
@@ -106,8 +114,12 @@ void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::m
     if (pool != nullptr && pool->TryRunOne()) continue;
     if (poll && SpinWhileBusy(*pool, done_or_ran)) continue;
     std::unique_lock<std::mutex> lock(*mu);
-    if (remaining->load(std::memory_order_acquire) > 0)
-      cv->wait_for(lock, std::chrono::microseconds(200));
+    auto finished = [&] { return remaining->load(std::memory_order_acquire) == 0; };
+    if (wake_to_help) {
+      cv->wait_for(lock, std::chrono::microseconds(200), finished);
+    } else {
+      cv->wait(lock, finished);
+    }
   }
   // `done` lowers the count under the lock and notifies before releasing it: taking the lock
   // once more means it is finished with mu and cv, which the caller may now destroy.
