@@ -163,8 +163,16 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
     if (!IsLoopBackEdge(g_, e)) ++pending[e.dst];
   using Item = std::tuple<double, double, int>;  // ready time, -priority, node
   std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[i] == 0) ready.emplace(0.0, -priority_[i], i);
+  std::deque<int> here;  // FollowExecutorThreads: what the thread that ran the last node runs next
+  for (int i = 0; i < n; ++i) {
+    if (pending[i] != 0) continue;
+    // The executor seeds its inline queue with the step's cheap roots (variables, constants),
+    // so they and the cheap nodes they make ready run before any expensive node starts.
+    if (!fixed_device_.empty() && Cheap(i, fixed_device_[i]))
+      here.push_back(i);
+    else
+      ready.emplace(0.0, -priority_[i], i);
+  }
   std::vector<bool> seen(n, false);
   auto place = [&](int i) -> Status {
     seen[i] = true;
@@ -177,7 +185,6 @@ Status ListScheduler::Run(const Choose& choose, const Resolve& resolve) {
     Commit(i, device);
     return Status::OK();
   };
-  std::deque<int> here;  // FollowExecutorThreads: what the thread that ran the last node runs next
   auto enqueue = [&](int j) { ready.emplace(ready_at_[j], -priority_[j], j); };
   while (!here.empty() || !ready.empty()) {
     int i;

@@ -57,7 +57,9 @@ class ListScheduler {
   // do. A thread that finishes a node runs the successors it made ready on its device, that can
   // start at once, next: the cheap ones (Cheap), in order, and when there are none the last of
   // the others; the rest wait in the ready queue. So a gradient's optimizer update runs before an
-  // older ready node, and frees the gradient sooner.
+  // older ready node, and frees the gradient sooner. The step's cheap roots (variables,
+  // constants) start in that list too, as in the executor's inline queue, so they and the cheap
+  // nodes they make ready run before any expensive node.
   void FollowExecutorThreads(std::vector<int> device_of) { fixed_device_ = std::move(device_of); }
 
   // What the choices can ask: the earliest start of `node` on `device`, given all scheduled so far.

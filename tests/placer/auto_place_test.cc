@@ -177,6 +177,33 @@ TEST_CASE("Simulator: a chain, two branches and the peak memory, worked out by h
   CHECK(remote->peak_bytes[1] == 8000);
 }
 
+TEST_CASE("Simulator: cheap roots run before the expensive nodes, as the executor seeds them",
+          "[placer][auto]") {
+  // x -> a -> b (Tanh on 1000 floats: 9 us each) and c -> n (a scalar Const and its Neg: about
+  // 1 us each), all on one device. The executor's thread starts with every root in its inline
+  // queue and runs the cheap nodes they make ready before any expensive one: x, c, n, a, b. (In
+  // the order of the nodes' readiness alone, x's successor a would run first: x, a, b, c, n.)
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output x = ops::Placeholder(root, DT_FLOAT, Shape({1000}));
+  Output a = ops::Tanh(root, x);
+  Output b = ops::Tanh(root, a);
+  Output c = ops::Const(root, 2.0f);
+  Output n = ops::Neg(root, c);
+  CostModel cost(Cpus(1));
+  CostGraph cg = BuildCostGraph(g.nodes(), cost);
+  REQUIRE(cg.nodes.size() == 5);
+  auto s = Simulate(cg, cost, {0, 0, 0, 0, 0});
+  REQUIRE(s.ok());
+  const double cheap = cost.ComputeUs(*c.node, 0);
+  REQUIRE(cheap < 1.1);
+  CHECK(s->nodes[3].start == Approx(1));                // c after x
+  CHECK(s->nodes[4].start == Approx(1 + cheap));        // n after c
+  CHECK(s->nodes[1].start == Approx(s->nodes[4].end));  // a after n
+  CHECK(s->nodes[2].start == Approx(s->nodes[1].end));  // b after a
+  CHECK(s->step_us == Approx(s->nodes[2].end));
+}
+
 TEST_CASE("Each algorithm on graphs whose best placement is known", "[placer][auto]") {
   CostModel cost(Cpus(2));
   SECTION("a chain stays on one device (m-etf, m-sct)") {
