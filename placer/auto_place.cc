@@ -7,6 +7,7 @@
 #include <string>
 
 #include "placeflow/graph/op_registry.h"
+#include "placeflow/placer/anchor_units.h"
 #include "placeflow/placer/schedule.h"
 
 namespace pf {
@@ -58,7 +59,10 @@ class Planner {
       group_largest_[group] = std::max(group_largest_[group], g.output_bytes[i]);
     }
     committed_us_.assign(static_cast<size_t>(cost.num_devices()), 0.0);
-    if (o.algorithm == PlacementAlgorithm::kSct) FindAnchors();
+    if (o.algorithm == PlacementAlgorithm::kSct) {
+      FindAnchors();
+      FindUnits();
+    }
   }
 
   int GroupDevice(int node) const { return group_device_[p_.group_of[node]]; }
@@ -149,13 +153,19 @@ class Planner {
   // committed work, in each device's own time); -1 when there is no such anchor. Without it each
   // layer of a deep network goes to whichever device finishes its first step first, and two layers
   // can share a device while another idles.
+  // An anchor whose unit (SequentialUnits) is placed goes to the unit's device when open; the
+  // first anchor of a unit commits the whole unit's work.
   int LeastCommitted(int node) const {
     const int a = Anchor(p_.group_of[node]);
     if (a < 0 || group_device_[a] >= 0) return -1;
+    const std::vector<int> open = Open(node);
+    const int u = unit_[a];
+    if (unit_device_[u] >= 0 && std::find(open.begin(), open.end(), unit_device_[u]) != open.end())
+      return unit_device_[u];
     int best = -1;
     double best_us = std::numeric_limits<double>::infinity();
-    for (int d : Open(node)) {
-      const double us = committed_us_[d] + follow_us_[a][d];
+    for (int d : open) {
+      const double us = committed_us_[d] + unit_us_[u][d];
       if (us < best_us) best_us = us, best = d;
     }
     return best;
@@ -174,8 +184,25 @@ class Planner {
   void Place(int group, int device) {
     group_device_[group] = device;
     sched_->Hold(device, group_persistent_[group]);
-    if (!follow_us_.empty() && !follow_us_[group].empty())
+    if (follow_us_.empty() || follow_us_[group].empty()) return;
+    const int u = unit_[group];
+    if (unit_device_[u] < 0) {
+      unit_device_[u] = device;
+      committed_us_[device] += unit_us_[u][device];
+    } else if (unit_device_[u] != device) {  // no room on the unit's device
       committed_us_[device] += follow_us_[group][device];
+      committed_us_[unit_device_[u]] -= follow_us_[group][unit_device_[u]];
+    }
+  }
+  // m-sct: each anchor's unit, and each unit's work per device (the sum of its anchors').
+  void FindUnits() {
+    std::vector<int> anchor_of(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) anchor_of[i] = Anchor(p_.group_of[i]);
+    unit_ = SequentialUnits(g_, cost_, p_, anchor_of);
+    unit_device_.assign(p_.candidates.size(), -1);
+    unit_us_.assign(p_.candidates.size(), std::vector<double>(committed_us_.size(), 0.0));
+    for (size_t a = 0; a < follow_us_.size(); ++a)
+      for (size_t d = 0; d < follow_us_[a].size(); ++d) unit_us_[unit_[a]][d] += follow_us_[a][d];
   }
   // A variable group is its own anchor; another group's is anchor_[group] (or -1).
   int Anchor(int group) const {
@@ -248,6 +275,8 @@ class Planner {
   std::vector<int> anchor_;                     // m-sct: per group
   std::vector<std::vector<double>> follow_us_;  // m-sct: per variable group, per device
   std::vector<double> committed_us_;            // per device: its placed anchors' follow_us_
+  std::vector<int> unit_, unit_device_;         // m-sct: per group
+  std::vector<std::vector<double>> unit_us_;    // m-sct: per unit, per device
   Status error_;
 };
 

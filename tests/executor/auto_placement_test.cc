@@ -5,6 +5,8 @@
 // are errors.
 #include "placeflow/executor/auto_placement.h"
 
+#include <set>
+
 #include "placeflow/executor/subgraph.h"
 #include "tests/testing/log_capture.h"
 #include "tests/testing/test_util.h"
@@ -90,6 +92,28 @@ TEST_CASE("Automatic placement trains to the rules' losses and logs its plan", "
   CHECK_THAT(logs.Text(), Contains("Automatic placement (m-sct"));
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).epsilon(1e-5));
+}
+
+TEST_CASE("Without a profile, m-sct keeps each branch's layers on one device", "[auto_session]") {
+  // The first Run plans the whole graph, initializers included (all ready at once): m-sct's units
+  // leave them out, so each branch's three layers, which run one after the other, form one unit.
+  Net net;
+  SessionOptions o = TwoCpus();
+  o.placement = "auto";
+  Session sess(net.g, o);
+  sess.Run({}, {}, {net.init});
+  sess.Run({{net.x, Batch()}}, {net.loss}, {net.train});
+  const auto where = sess.DevicePlacement();
+  std::set<std::string> first_layer;
+  for (int b = 0; b < 2; ++b) {
+    const std::string branch = "branch" + std::to_string(b) + "/";
+    for (const char* mm : {"MatMul_1", "MatMul_2"}) {
+      INFO(branch << mm);
+      CHECK(where.at(branch + mm) == where.at(branch + "MatMul"));
+    }
+    first_layer.insert(where.at(branch + "MatMul"));
+  }
+  CHECK(first_layer.size() == 2);  // the branches run side by side
 }
 
 TEST_CASE("A model over one device's memory trains with auto and gives the same losses",
