@@ -40,6 +40,14 @@ Status Guarded(Fn&& fn) {
   }
 }
 
+// On a thread outside a pool that has a worker per core (a session's caller, an asynchronous
+// kernel's callback), expensive nodes go to the pool: running one here would put a thread more
+// than cores to work, and the OS would share a core between two of them. TensorFlow's caller
+// hands every node to its pool too (benchmarks.md, "A waiting caller took a core").
+bool CallerBesideFullPool(const ThreadPool& pool) {
+  return pool.num_threads() > 0 && !LeavesCoreForCaller(pool) && !pool.InPool();
+}
+
 }  // namespace
 
 Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
@@ -72,12 +80,14 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
     return;
   }
   step->outstanding.store(static_cast<int>(l.roots.size()));
-  // Cheap roots and one expensive root run here; other expensive roots go to the pool.
+  // Cheap roots and one expensive root run here (none beside a full pool); other expensive
+  // roots go to the pool.
   std::deque<TaggedNode> here;
   step->root.outstanding = static_cast<int>(l.roots.size());  // control flow's count
+  const bool hand_over = CallerBesideFullPool(*l.pool);
   for (int r : l.roots) {
     const TaggedNode t{r, &step->root};
-    if (l.items[r].expensive && !here.empty()) {
+    if (l.items[r].expensive && (!here.empty() || hand_over)) {
       l.pool->Schedule([this, step, t] { Process(step, {t}); });
     } else {
       here.push_back(t);
@@ -89,33 +99,30 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
 
 void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
                            std::condition_variable* cv) {
-  // While other threads finish the step, help with queued work instead of idling. No polling
-  // before the wait with the default pool, as many workers as cores: a polling caller takes a
-  // core from them (mnist_mlp_epoch ran about 9% slower, 4 interleaved pairs). A pool that
-  // leaves the caller a core (SessionOptions::num_threads = cores) is polled for
-  // ThreadPool::SpinMicros() first (and while its workers are busy, when PF_POOL_BUSY_SPIN_US
-  // allows): the step's end is often microseconds away, and waking a sleeping caller costs
-  // tens of them (executor_wide, issue 34).
+  // While other threads finish the step, help with queued work, where the waiting thread is
+  // one of the pool's workforce: a pool that leaves it a core (SessionOptions::num_threads =
+  // cores), or a pool thread waiting on a nested step (whose help may be what the step needs
+  // when every worker waits). Such a pool is polled for ThreadPool::SpinMicros() first (and
+  // while its workers are busy, when PF_POOL_BUSY_SPIN_US allows): the step's end is often
+  // microseconds away, and waking a sleeping caller costs tens of them (executor_wide, issue
+  // 34); and the helper wakes every 200 us to look at the queue again. Any other caller (beside
+  // the default pool, a worker per core) sleeps until the step ends, as TensorFlow's does: the
+  // workers run what is queued, and a caller that took queued work, polled (mnist_mlp_epoch ran
+  // about 9% slower) or woke every 200 us (with two CPU devices of a thread each, one device's
+  // nodes ran 11% slower: pf-bench auto_placement's wide model) took a core from one of them.
   const bool poll = pool != nullptr && LeavesCoreForCaller(*pool);
-  // Waking to look at the queue is worth it only where the caller is one of the pool's workforce:
-  // a pool that leaves it a core, or a pool thread waiting on a nested step (whose help may be
-  // what the step needs when every worker waits). Otherwise the pool's workers run what is
-  // queued, and each timed wake takes a core from one of them for a moment: with two CPU
-  // devices of a thread each, a caller waking every 200 us made one device's nodes 11% slower
-  // (pf-bench auto_placement, the wide model). It then sleeps until the step ends, as
-  // TensorFlow's caller does.
-  const bool wake_to_help = poll || (pool != nullptr && pool->InPool());
+  const bool help = poll || (pool != nullptr && pool->InPool());
   int polls = 0;
   auto done_or_ran = [&] {  // the queue is looked at every 32 polls (it takes the lock)
     if (remaining->load(std::memory_order_acquire) == 0) return true;
     return (++polls & 31) == 0 && pool->TryRunOne();
   };
-  while (remaining->load(std::memory_order_acquire) > 0) {
-    if (pool != nullptr && pool->TryRunOne()) continue;
+  auto finished = [&] { return remaining->load(std::memory_order_acquire) == 0; };
+  while (!finished()) {
+    if (help && pool->TryRunOne()) continue;
     if (poll && SpinWhileBusy(*pool, done_or_ran)) continue;
     std::unique_lock<std::mutex> lock(*mu);
-    auto finished = [&] { return remaining->load(std::memory_order_acquire) == 0; };
-    if (wake_to_help) {
+    if (help) {
       cv->wait_for(lock, std::chrono::microseconds(200), finished);
     } else {
       cv->wait(lock, finished);
@@ -333,9 +340,10 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
   // Inputs die as soon as their last consumer has run.
   for (int k = 0; k < it.num_inputs; ++k) iter->inputs[it.input_base + k] = Tensor();
   // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
-  // else is queued here and the rest go to the pool. A node counts as outstanding before it
-  // can run, except the first that will run inline here: it takes over this node's count (so
-  // a chain of nodes never touches the shared counter, which both threads would contend for).
+  // else is queued here (and this is no caller beside a full pool) and the rest go to the pool. A
+  // node counts as outstanding before it can run, except the first that will run inline here: it
+  // takes over this node's count (so a chain of nodes never touches the shared counter, which both
+  // threads would contend for).
   std::optional<TaggedNode> keep_expensive;
   bool handed_over = false;
   auto run_here = [&](TaggedNode r) {
@@ -381,7 +389,7 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
   }
   outputs->clear();
   if (keep_expensive) {
-    if (inline_ready->empty()) {
+    if (inline_ready->empty() && !CallerBesideFullPool(*l.pool)) {
       run_here(*keep_expensive);
     } else {
       schedule(*keep_expensive);

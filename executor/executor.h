@@ -117,11 +117,13 @@ class Executor {
   // returns; `done` runs exactly once, on some thread, when every node has run or been skipped.
   void RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id,
                 StepGroup* group, std::function<void()> done) const;
-  // One executor alone: runs the step, waits for it (helping the pool) and returns the first error.
+  // One executor alone: runs the step, waits for it (helping the pool where WaitHelping does)
+  // and returns the first error.
   Status Run(const std::vector<Tensor>& feeds, std::vector<Tensor>* fetches, int64_t step_id = 0,
              RunMetadata* stats = nullptr) const;
-  // Waits until `*remaining` reaches zero, running queued pool work meanwhile (none when `pool`
-  // is null).
+  // Waits until `*remaining` reaches zero, running queued pool work meanwhile where the waiting
+  // thread is one of the pool's workforce (a pool thread, or a pool that leaves it a core); any
+  // other caller sleeps. None when `pool` is null.
   static void WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::mutex* mu,
                           std::condition_variable* cv);
 

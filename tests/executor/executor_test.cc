@@ -400,6 +400,32 @@ TEST_CASE("Small pools finish wide steps and late sends without deadlock",
   TakeLog();
 }
 
+TEST_CASE("A caller beside a pool with a worker per core hands expensive nodes to the pool",
+          "[executor][scheduling][threads]") {
+  // The caller runs the cheap root (c) and hands the chain to the pool: the chain runs on one
+  // worker, never on the caller, which would be one thread more than cores. (It kept the first
+  // expensive node inline before: mnist_mlp_epoch's caller and two workers shared two cores.)
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ThreadPool pool(cores);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 0.f);
+  Output x = Record(root, "first", {c});
+  Output y = Record(root, "second", {x});
+  Output z = Record(root, "third", {y}, /*cheap=*/true);
+  Harness h(&pool);
+  auto exec = h.Create(NodesOf({c, x, y, z}), {}, {z});
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> out;
+    REQUIRE(exec->Run({}, &out).ok());
+    CHECK(Scalar(out[0]) == 3);
+    CHECK(run_threads->at("first") != std::this_thread::get_id());
+    CHECK(run_threads->at("second") == run_threads->at("first"));
+    CHECK(run_threads->at("third") == run_threads->at("first"));
+  }
+  TakeLog();
+}
+
 TEST_CASE("An expensive chain stays on one thread; independent branches run side by side",
           "[executor][scheduling][threads]") {
   ThreadPool pool(1);  // one worker and the caller
