@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -254,6 +255,8 @@ void AdjustForWorker(TrainArgs& a, const cluster::ClusterRole& task) {
   }
 }
 
+}  // namespace
+
 trainer::Options TrainerOptions(const TrainArgs& a, const Role& role, const TrainGraph& tg,
                                 const TrainingData& data) {
   trainer::Options to;
@@ -277,6 +280,8 @@ trainer::Options TrainerOptions(const TrainArgs& a, const Role& role, const Trai
   if (models::IsClassifier(a.model) && a.steps_given) to.max_steps = a.steps;
   return to;
 }
+
+namespace {
 
 // A sync step that keeps timing out waits for a worker that is gone: give up after three.
 template <class Creator>
@@ -308,6 +313,8 @@ class SyncReplicasHook : public train::SessionRunHook {
   Operation chief_init_, local_init_;
 };
 
+}  // namespace
+
 // The session creator of pf-train's MonitoredSession: the chief (or a process on its own)
 // initialises, or restores with --restore; a cluster's other workers wait for it. In a cluster
 // both recover from a ps restart: the chief restores the last checkpoint (or initialises), the
@@ -335,8 +342,6 @@ std::unique_ptr<train::SessionCreator> MakeCreator(const TrainArgs& a, const Rol
   if (sync) return std::make_unique<GiveUpOnSyncTimeouts<train::WorkerSessionCreator>>(co);
   return std::make_unique<train::WorkerSessionCreator>(co);
 }
-
-}  // namespace
 
 Role ChooseRole(const TrainArgs& a) {
   // Before loading data and building the graph (the Trainer checks again; a cluster's
@@ -443,7 +448,8 @@ TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& 
   return tg;
 }
 
-std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg) {
+SessionOptions TrainSessionOptions(TrainArgs& a, const Role& role, const TrainGraph& tg,
+                                   std::shared_ptr<const Profile> profile) {
   SessionOptions opts;
   opts.log_device_placement = a.log_placement;
   opts.rewrite_options.auto_mixed_precision = a.mixed_precision;
@@ -461,12 +467,19 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
     opts.placement = a.placement;
     opts.placement_options.algorithm = a.placement_algorithm;
     opts.placement_options.unknown_dim = a.batch;  // the batch dimension of the placeholders
+    opts.placement_options.profile = std::move(profile);
     if (!a.device_memory.empty()) {
       StatusOr<std::map<std::string, int64_t>> memory = ParseDeviceMemory(a.device_memory);
       if (!memory.ok()) throw UsageError("--device-memory: " + memory.status().message());
       opts.device_memory = *memory;
     }
   }
+  return opts;
+}
+
+std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg,
+                                     std::shared_ptr<const Profile> profile) {
+  const SessionOptions opts = TrainSessionOptions(a, role, tg, std::move(profile));
   auto sess = std::make_unique<Session>(*tg.graph, opts);
   const models::Model& m = tg.model;
   Fallbacks fallbacks;  // devices named but absent -> where their nodes went
@@ -484,30 +497,6 @@ std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const Train
               GlobalVariables(tg.graph.get()).size());
   std::fflush(stdout);
   return sess;
-}
-
-// --placement auto: the training step's predicted time next to the measured one.
-void ReportPrediction(const TrainGraph& tg, const Session& sess, double seconds, int64_t steps) {
-  const std::string train_op = "^" + tg.model.train_op.node->name();
-  const std::vector<PlacementPrediction> all = sess.PlacementPredictions();
-  const PlacementPrediction* step = nullptr;  // the longest signature that runs the train op
-  for (const PlacementPrediction& p : all) {
-    if (("," + p.signature + ",").find("," + train_op + ",") == std::string::npos) continue;
-    if (step == nullptr || p.step_us > step->step_us) step = &p;
-  }
-  if (step != nullptr) {
-    const PlacementPrediction& p = *step;
-    std::vector<std::string> peaks;
-    for (const auto& [device, bytes] : p.peak_bytes)
-      peaks.push_back(fmt::format("{} {:.1f} MB", ShortDeviceName(device), bytes / 1e6));
-    std::printf(
-        "placement: %s, planned in %.1f ms; training step predicted %.3f ms, measured %.3f ms "
-        "(mean of %lld steps, evaluation included); predicted peak memory %s\n",
-        p.algorithm.c_str(), p.planning_ms, p.step_us / 1e3,
-        steps > 0 ? 1e3 * seconds / static_cast<double>(steps) : 0.0, static_cast<long long>(steps),
-        fmt::format("{}", fmt::join(peaks, ", ")).c_str());
-    return;
-  }
 }
 
 TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,
@@ -583,7 +572,9 @@ int Main(int argc, char** argv) {
     if (!role.trains()) return RunWithoutTraining(role, a, argc, argv);
     TrainingData data = LoadData(a);
     TrainGraph tg = BuildGraph(a, role, data);
-    std::unique_ptr<Session> sess = OpenSession(a, role, tg);
+    std::shared_ptr<const Profile> profile;
+    if (a.placement == "auto" && a.profile_steps > 0) profile = ProfileWithRules(a, role, tg, data);
+    std::unique_ptr<Session> sess = OpenSession(a, role, tg, std::move(profile));
     TrainOutcome outcome = Train(a, role, tg, *sess, data);
     return Report(a, tg, *sess, outcome);
   } catch (const UsageError& e) {

@@ -20,6 +20,10 @@
 #include "tools/train_flags.h"
 #include "tools/trainer.h"
 
+namespace pf {
+class Profile;  // placer/cost_model.h
+}  // namespace pf
+
 namespace pf::app {
 
 struct Role {
@@ -69,8 +73,27 @@ int RunWithoutTraining(Role& role, const TrainArgs& a, int argc, char** argv);
 TrainingData LoadData(const TrainArgs& a);
 TrainGraph BuildGraph(const TrainArgs& a, const Role& role, const TrainingData& data);
 // A worker's settings change here (its own seed; only the chief saves), then the session opens
-// and the run is described on stdout.
-std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg);
+// and the run is described on stdout. `profile`: what --placement auto plans with (null:
+// estimates).
+std::unique_ptr<Session> OpenSession(TrainArgs& a, const Role& role, const TrainGraph& tg,
+                                     std::shared_ptr<const Profile> profile = nullptr);
+// The pieces ProfileWithRules shares with the training: the session's options (a worker's
+// settings change here), the trainer's, and the MonitoredSession's creator.
+SessionOptions TrainSessionOptions(TrainArgs& a, const Role& role, const TrainGraph& tg,
+                                   std::shared_ptr<const Profile> profile);
+trainer::Options TrainerOptions(const TrainArgs& a, const Role& role, const TrainGraph& tg,
+                                const TrainingData& data);
+std::unique_ptr<train::SessionCreator> MakeCreator(const TrainArgs& a, const Role& role,
+                                                   const TrainGraph& tg, Session& sess,
+                                                   std::shared_ptr<Saver> saver);
+// --placement auto: the training step's predicted time beside the measured one (`seconds` over
+// `steps`).
+void ReportPrediction(const TrainGraph& tg, const Session& sess, double seconds, int64_t steps);
+// --placement auto --profile-steps N: N traced training steps in a session of their own placed
+// by the rules, recorded into a profile; null (and a line saying so) when the rules' placement
+// cannot run them (a model over one device's --device-memory).
+std::shared_ptr<const Profile> ProfileWithRules(const TrainArgs& a, const Role& role,
+                                                TrainGraph& tg, TrainingData& data);
 // Trains through a train::MonitoredSession: its creator initialises (the chief; restores with
 // --restore) or waits for the chief (the other workers), and recovers from a ps restart.
 TrainOutcome Train(const TrainArgs& a, const Role& role, TrainGraph& tg, Session& sess,

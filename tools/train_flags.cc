@@ -169,6 +169,10 @@ void AddDeviceFlags(FlagSet& f, TrainArgs& a) {
            {"rules", "auto"});
   f.String("--placement-algorithm", &a.placement_algorithm, "--placement auto's algorithm",
            {"m-sct", "m-etf", "m-topo"});
+  f.Int("--profile-steps", &a.profile_steps,
+        "--placement auto: first time this many training steps placed by the rules (a session "
+        "of their own) and plan from their measured node times (0: from estimates)",
+        0, 1000);
   f.String("--device-memory", &a.device_memory,
            "a memory limit per device, kept by --placement auto and enforced when running")
       .Value("'cpu:0=2GB,...'");

@@ -56,6 +56,7 @@ struct TrainArgs {
   bool no_soft_placement = false;
   std::string placement = "rules";  // rules | auto
   std::string placement_algorithm = "m-sct";
+  int64_t profile_steps = 0;   // --placement auto: traced steps under the rules, planned from
   std::string device_memory;   // "cpu:0=2GB,cpu:1=2GB"
   int64_t device_threads = 0;  // SessionOptions::cpu_device_threads
   bool allow_nan = false;

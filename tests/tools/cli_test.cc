@@ -107,7 +107,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
   CHECK(r.err.empty());
   CHECK_THAT(r.out, StartsWith("usage: pf-train"));  // tests/install/check_install.sh greps it
   const std::vector<std::string> entries = HelpEntries(r.out);
-  CHECK(entries.size() == 49);
+  CHECK(entries.size() == 50);
   for (const std::string& e : entries) {
     INFO(e);
     CHECK_THAT(e, Contains("(default: "));
@@ -136,6 +136,7 @@ TEST_CASE("pf-train --help describes every flag and its default on stdout and ex
                            "--threads",
                            "--placement",
                            "--placement-algorithm",
+                           "--profile-steps",
                            "--device-memory",
                            "--device-threads",
                            "--trace",
@@ -504,6 +505,19 @@ TEST_CASE("pf-train --placement auto trains within a device's memory to the rule
   CHECK_THAT(automatic.out, Contains("placement: m-sct") && Contains("predicted"));
   CHECK(LastLoss(automatic.out) == LastLoss(rules.out));
   CHECK(!LastLoss(rules.out).empty());
+  // Profiled first: three traced steps placed by the rules (a session of their own), then the
+  // training from the start: the same losses. Where the rules cannot run, estimates.
+  ToolRun profiled = Train(common + "--placement auto --profile-steps 3");
+  REQUIRE(profiled.status == 0);
+  CHECK_THAT(profiled.out, Contains("placement: profiled") && Contains("over 3 steps"));
+  CHECK(LastLoss(profiled.out) == LastLoss(rules.out));
+  ToolRun unprofiled =
+      Train(common + "--placement auto --profile-steps 3 --device-memory cpu:0=1MB");
+  REQUIRE(unprofiled.status == 0);
+  CHECK_THAT(unprofiled.out, Contains("profiling with the rules' placement failed") &&
+                                 Contains("ResourceExhausted") &&
+                                 Contains("planning from estimates"));
+  CHECK(LastLoss(unprofiled.out) == LastLoss(rules.out));
   ToolRun cluster = Train("--placement auto --job-name worker --ps-hosts a:1 --worker-hosts b:2");
   CHECK(cluster.status == 2);
   CHECK_THAT(cluster.err, Contains("for one process"));
