@@ -78,7 +78,7 @@ AnchorTimes TimeAnchors(const CostGraph& g, const CostModel& cost, const Placeme
     const bool counted = profile == nullptr || profile->size() == 0
                              ? !initializer[i]
                              : profile->Has(g.nodes[i]->name());
-    if (!counted || us <= cost.machine().devices[d].op_overhead_us + 1.0) continue;
+    if (!counted || IsCheap(us, cost.machine().devices[d])) continue;
     t.total += us;
     last = std::max(last, end[i]);
     if (anchor_of[i] < 0) continue;
@@ -92,13 +92,20 @@ AnchorTimes TimeAnchors(const CostGraph& g, const CostModel& cost, const Placeme
 
 }  // namespace
 
+std::vector<int> PreferredDevices(const CostGraph& g, const CostModel& cost,
+                                  const PlacementProblem& p) {
+  std::vector<int> devices;
+  const std::string& type = cost.machine().devices[p.candidates[p.group_of[g.topo[0]]][0]].type;
+  for (int d = 0; d < cost.num_devices(); ++d)
+    if (cost.machine().devices[d].type == type) devices.push_back(d);
+  return devices;
+}
+
 std::vector<int> SequentialUnits(const CostGraph& g, const CostModel& cost,
                                  const PlacementProblem& p, const std::vector<int>& anchor_of) {
   AnchorTimes t = TimeAnchors(g, cost, p, anchor_of);
   std::vector<Spans>& spans = t.spans;
-  const std::string& type = cost.machine().devices[p.candidates[p.group_of[g.topo[0]]][0]].type;
-  int devices = 0;
-  for (const DeviceModel& d : cost.machine().devices) devices += d.type == type;
+  const int devices = static_cast<int>(PreferredDevices(g, cost, p).size());
   const bool parallel = t.parallelism >= devices;
   const double share = t.total / std::max(1, devices);  // a device's part of the work
   std::vector<int> from(p.candidates.size(), -1);       // each anchor's largest source anchor

@@ -23,6 +23,11 @@
 
 namespace pf {
 
+// The devices of the type the rules prefer for the graph's first node (the GPUs when there are
+// any): the ones m-topo cuts the graph over, and the count units' parallelism is weighed against.
+std::vector<int> PreferredDevices(const CostGraph& graph, const CostModel& cost,
+                                  const PlacementProblem& problem);
+
 // `anchor_of`: per CostGraph node, its anchor group, or -1.
 std::vector<int> SequentialUnits(const CostGraph& graph, const CostModel& cost,
                                  const PlacementProblem& problem,

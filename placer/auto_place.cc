@@ -323,10 +323,7 @@ std::vector<int> FavouriteParents(const CostGraph& g) {
 // m-TOPO: the topological order in contiguous pieces of equal work, one per device of the
 // preferred type (the rules' first choice for the first node: the GPUs when there are any).
 std::vector<int> TopoWanted(const CostGraph& g, const CostModel& cost, const PlacementProblem& p) {
-  std::vector<int> devices;
-  const std::string& type = cost.machine().devices[p.candidates[p.group_of[g.topo[0]]][0]].type;
-  for (int d = 0; d < cost.num_devices(); ++d)
-    if (cost.machine().devices[d].type == type) devices.push_back(d);
+  const std::vector<int> devices = PreferredDevices(g, cost, p);
   double total = 0;
   for (int i : g.topo) total += cost.ComputeUs(*g.nodes[i], devices[0]);
   const double share = total / static_cast<double>(devices.size());

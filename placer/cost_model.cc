@@ -113,6 +113,8 @@ int64_t CostModel::EstimatedOutputBytes(const Node& node, int i) const {
   return Elements(node.output_shape(i)) * size;
 }
 
+bool IsCheap(double us, const DeviceModel& device) { return us <= device.op_overhead_us + 1.0; }
+
 bool CostModel::InProfiledStep(const Node& node) const {
   return !options_.only_profiled_step || !options_.profile || options_.profile->size() == 0 ||
          options_.profile->Has(node.name());

@@ -60,6 +60,11 @@ struct MachineModel {
 // node) and an H100's float32 (issue 31's run: 51 TFLOP/s, HBM3, ~6 µs a node).
 DeviceModel DefaultDeviceModel(const std::string& type);
 
+// A node of `us` on `device` costs no more than its per-node overhead plus 1 µs: the executor's
+// thread runs it inline (and the simulator with it), and the planners let it wait for its first
+// consumer.
+bool IsCheap(double us, const DeviceModel& device);
+
 // "gpu:8x80GB,nvlink=450GB/s": a machine to simulate. Items, separated by commas:
 //   cpu:N[xMEM][@GFLOPS]  N CPU devices (default: one, 1 thread, no memory limit)
 //   gpu:N[xMEM][@GFLOPS]  N GPUs, each with MEM (e.g. 16GB, 512MB) and float32 GFLOP/s

@@ -71,7 +71,7 @@ double ListScheduler::ComputeUs(int node, int device) const {
 }
 
 bool ListScheduler::Cheap(int node, int device) const {
-  return ComputeUs(node, device) <= cost_.machine().devices[device].op_overhead_us + 1.0;
+  return IsCheap(ComputeUs(node, device), cost_.machine().devices[device]);
 }
 
 double ListScheduler::Arrival(int edge, int device) const {

@@ -65,8 +65,7 @@ class ListScheduler {
   // What the choices can ask: the earliest start of `node` on `device`, given all scheduled so far.
   double StartOn(int node, int device) const;
   double ComputeUs(int node, int device) const;
-  // No more than the device's overhead plus 1 µs: run inline by the executor's thread (and, in
-  // the planners, left to wait for its first consumer).
+  // IsCheap (placer/cost_model.h) on the node's time there.
   bool Cheap(int node, int device) const;
   int device_of(int node) const { return schedule_.nodes[node].device; }
   bool deferred(int node) const { return deferred_[node]; }
