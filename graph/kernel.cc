@@ -9,6 +9,11 @@
 
 namespace pf {
 
+Allocator* OpKernelContext::OutputAllocator(int i) const {
+  if (p_.kernel != nullptr && p_.kernel->host_output(i)) return CpuAllocator();
+  return p_.allocator != nullptr ? p_.allocator : CpuAllocator();
+}
+
 StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
   Tensor& slot = p_.outputs[i];
   if (slot.IsInitialized()) return &slot;
@@ -18,10 +23,30 @@ StatusOr<Tensor*> OpKernelContext::AllocateOutput(int i) {
                             p_.kernel != nullptr ? " of node '" + p_.kernel->name() + "'" : "",
                             ": its shape ", shape.ToString(), " is not fully defined");
   }
-  Allocator* allocator = p_.allocator != nullptr ? p_.allocator : CpuAllocator();
-  if (p_.kernel != nullptr && p_.kernel->host_output(i)) allocator = CpuAllocator();
-  PF_ASSIGN_OR_RETURN(slot, Tensor::Allocate(allocator, p_.output_dtypes[i], shape));
+  PF_ASSIGN_OR_RETURN(slot, Tensor::Allocate(OutputAllocator(i), p_.output_dtypes[i], shape));
   return &slot;
+}
+
+StatusOr<Tensor*> OpKernelContext::ForwardInputOrAllocateOutput(
+    std::initializer_list<int> candidates, int out) {
+  Tensor& slot = p_.outputs[out];
+  const Shape& shape = p_.output_shapes[out];
+  if (slot.IsInitialized() || !shape.IsFullyDefined()) return AllocateOutput(out);
+  for (int in : candidates) {
+    const Tensor& t = p_.inputs[in];
+    const std::shared_ptr<Buffer>& buffer = t.buffer();
+    // use_count() == 1: this input is the only holder, so no other thread can take a reference
+    // while we look. A view's buffer frees nothing (null allocator), so it never matches.
+    if (ref_input(in) != nullptr || t.dtype() != p_.output_dtypes[out] ||
+        !DTypeIsNumeric(t.dtype()) || t.num_elements() != shape.num_elements() ||
+        buffer == nullptr || buffer.use_count() != 1 ||
+        buffer->allocator() != OutputAllocator(out)) {
+      continue;
+    }
+    slot = Tensor(t.dtype(), shape, buffer);
+    return &slot;
+  }
+  return AllocateOutput(out);
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <set>
@@ -131,6 +132,15 @@ class OpKernelContext {
   Status SetOutput(int i, Tensor t);
   // Output i shares input `in`'s buffer with the inferred output shape (Identity, Reshape).
   Status ForwardInput(int in, int out);
+  // Output `out` takes over the buffer of the first input in `candidates` that nothing else
+  // holds (TensorFlow's forward_input_or_allocate_output), else is allocated. Taken over: same
+  // dtype (numeric) and element count, not a variable's, allocated where the output would be,
+  // and its buffer referenced by this input alone (no other consumer, fetch, feed, constant or
+  // view). The kernel then writes the output over the input it reads, element for element, so it
+  // must read each element before writing it and never read one it has written. It saves the
+  // output's allocation and keeps one tensor fewer in memory: the lines being written are the
+  // lines just read.
+  StatusOr<Tensor*> ForwardInputOrAllocateOutput(std::initializer_list<int> candidates, int out);
 
   Tensor* mutable_output(int i) { return &p_.outputs[i]; }
   // What the executor handed this call (a kernel that runs another kernel builds its context
@@ -138,6 +148,8 @@ class OpKernelContext {
   const Params& params() const { return p_; }
 
  private:
+  Allocator* OutputAllocator(int i) const;  // where AllocateOutput(i) allocates
+
   Params p_;
 };
 

@@ -95,10 +95,11 @@ inline constexpr bool kHasSimdUnary = std::is_same_v<T, float>&& simd::kUnaryFnO
 template <typename T, typename F>
 inline constexpr bool kHasSimdBinary = std::is_same_v<T, float>&& simd::kBinaryFnOf<F>.has_value();
 
-// out[i] = f(in[i]): a Highway kernel for float where F has one, else SimdFor's loop.
+// out[i] = f(in[i]): a Highway kernel for float where F has one, else SimdFor's loop. The output
+// takes over the input's buffer when nothing else holds it (ForwardInputOrAllocateOutput).
 template <typename TIn, typename TOut, typename F>
 Status UnaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
-  PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+  PF_ASSIGN_OR_RETURN(Tensor * out, ctx->ForwardInputOrAllocateOutput({0}, 0));
   const TIn* x = ctx->input(0).data<TIn>();
   TOut* y = out->data<TOut>();
   ParallelFor(ctx, out->num_elements(), cost, [&](int64_t b, int64_t e) {
@@ -147,10 +148,12 @@ struct BroadcastPlan {
 };
 BroadcastPlan MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out);
 
-// out = f(a, b) with NumPy broadcasting.
+// out = f(a, b) with NumPy broadcasting. The output takes over an input's buffer when nothing
+// else holds it: an input with the output's element count is not broadcast, so element i of it
+// is element i of the output.
 template <typename TIn, typename TOut, typename F>
 Status BinaryElementwise(OpKernelContext* ctx, F f, int64_t cost = 1) {
-  PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+  PF_ASSIGN_OR_RETURN(Tensor * out, ctx->ForwardInputOrAllocateOutput({0, 1}, 0));
   const Tensor& ta = ctx->input(0);
   const Tensor& tb = ctx->input(1);
   const TIn* a = ta.data<TIn>();

@@ -295,7 +295,8 @@ class AddNOp : public OpKernel {
   using OpKernel::OpKernel;
   Status Compute(OpKernelContext* ctx) override {
     PF_RETURN_IF_ERROR(CheckAddNInputs(ctx));
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    // The sum may be written over the first input (each element is read before it is written).
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->ForwardInputOrAllocateOutput({0}, 0));
     T* y = out->data<T>();
     const int k = ctx->num_inputs();
     std::vector<const T*> x(k);
@@ -307,7 +308,7 @@ class AddNOp : public OpKernel {
       for (int64_t c = b; c < e; c += kChunk) {
         const int64_t ce = std::min(e, c + kChunk);
         if (k == 1) {
-          std::copy(x[0] + c, x[0] + ce, y + c);
+          if (y != x[0]) std::copy(x[0] + c, x[0] + ce, y + c);
           continue;
         }
         const T *x0 = x[0], *x1 = x[1];

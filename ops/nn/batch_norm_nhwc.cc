@@ -96,6 +96,8 @@ template <BnActivation A, typename T>
   }
 }
 
+// dx = mask(dy) * a + x * b + d. In place (dx == dy) through one pointer, which restrict allows:
+// each element is read before it is written.
 template <BnActivation A, typename T>
 [[gnu::always_inline]] inline void GradApplyRows(const T* __restrict dy, const T* __restrict x,
                                                  const T* __restrict fa, const T* __restrict fd,
@@ -106,6 +108,17 @@ template <BnActivation A, typename T>
     for (int64_t k = 0; k < c; ++k) {
       const int64_t i = r * c + k;
       dx[i] = Masked<A>(dy[i], x[i], fa, fd, k) * a[k] + x[i] * b[k] + d[k];
+    }
+  }
+}
+template <BnActivation A, typename T>
+[[gnu::always_inline]] inline void GradApplyRowsInPlace(
+    T* __restrict g, const T* __restrict x, const T* __restrict fa, const T* __restrict fd,
+    const T* __restrict a, const T* __restrict b, const T* __restrict d, int64_t n, int64_t c) {
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t k = 0; k < c; ++k) {
+      const int64_t i = r * c + k;
+      g[i] = Masked<A>(g[i], x[i], fa, fd, k) * a[k] + x[i] * b[k] + d[k];
     }
   }
 }
@@ -220,8 +233,12 @@ void NhwcGradApply(OpKernelContext* ctx, const T* dy, const T* x, const T* fa, c
     ParallelFor(ctx, rows, c * 3, [&](int64_t r0, int64_t r1) {
       const int64_t at = r0 * c;
       SimdCall([&] {
-        GradApplyRows<decltype(activation)::value>(dy + at, x + at, fa, fd, a, b, d, r1 - r0, c,
-                                                   dx + at);
+        constexpr BnActivation kAct = decltype(activation)::value;
+        if (dx == dy) {
+          GradApplyRowsInPlace<kAct>(dx + at, x + at, fa, fd, a, b, d, r1 - r0, c);
+        } else {
+          GradApplyRows<kAct>(dy + at, x + at, fa, fd, a, b, d, r1 - r0, c, dx + at);
+        }
       });
     });
   });

@@ -48,7 +48,7 @@ template <typename T>
 void NhwcGradSums(OpKernelContext* ctx, const T* dy, const T* x, const T* fa, const T* fd,
                   BnActivation act, const T* mean, int64_t rows, int64_t c, T* sum_g, T* sum_gxc);
 
-// dx = g * a[k] + x * b[k] + d[k], g as above.
+// dx = g * a[k] + x * b[k] + d[k], g as above. dx may be dy (written in place).
 template <typename T>
 void NhwcGradApply(OpKernelContext* ctx, const T* dy, const T* x, const T* fa, const T* fd,
                    BnActivation act, const T* a, const T* b, const T* d, int64_t rows, int64_t c,

@@ -316,9 +316,12 @@ class FusedBatchNormGradOp : public OpKernel {
     PF_RETURN_IF_ERROR(ValidateFusedBatchNormGrad(dy_t.shape(), x_t.shape(), ctx->input(2).shape(),
                                                   ctx->input(3).shape(), ctx->input(4).shape(),
                                                   data_format_, &g));
+    // NHWC's own loops may write dx over dy (NhwcGradApply reads each element first).
+    const bool own_nhwc = !g.nchw && !UseDnnl<T>(g, act_);
     Tensor* out[5];
     for (int i = 0; i < 5; ++i) {
-      PF_ASSIGN_OR_RETURN(out[i], ctx->AllocateOutput(i));
+      PF_ASSIGN_OR_RETURN(out[i], i == 0 && own_nhwc ? ctx->ForwardInputOrAllocateOutput({0}, 0)
+                                                     : ctx->AllocateOutput(i));
     }
     const int64_t c = g.channels;
     const T* dy = dy_t.data<T>();
