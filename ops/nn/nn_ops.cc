@@ -52,7 +52,8 @@ class BiasAddOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
     PF_RETURN_IF_ERROR(ValidateBiasAdd(x.shape(), bias.shape()));
-    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
+    // The output may be written over x: each element is read before it is written.
+    PF_ASSIGN_OR_RETURN(Tensor * out, ctx->ForwardInputOrAllocateOutput({0}, 0));
     const int64_t c = bias.num_elements();
     const T* px = x.data<T>();
     const T* pb = bias.data<T>();

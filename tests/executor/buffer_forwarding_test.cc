@@ -79,6 +79,19 @@ TEST_CASE("An elementwise op writes its output over an input that nothing else h
   out = sess.Run({SameBuffer(root, right), right});
   CHECK(out[0].scalar<bool>());
   CHECK(AllEqual(out[1], [](float i) { return 2 - i; }));
+
+  // BiasAdd over [16, 64] rows, bias 0.5 each: the rows keep their place.
+  Tensor bias(DT_FLOAT, {64});
+  for (int64_t k = 0; k < 64; ++k) bias.flat<float>()[k] = 0.5f;
+  Output biased = ops::Reshape(
+      root,
+      ops::BiasAdd(root,
+                   ops::Reshape(root, NodeBuilder(root, "TestFwdSource").Finalize(), {16, 64}),
+                   ops::Const(root, bias)),
+      {1024});
+  out = Session(g).Run({SameBuffer(root, biased), biased});
+  CHECK(out[0].scalar<bool>());
+  CHECK(AllEqual(out[1], [](float i) { return i + 0.5f; }));
 }
 
 TEST_CASE(
