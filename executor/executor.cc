@@ -112,12 +112,11 @@ void Executor::WaitHelping(ThreadPool* pool, std::atomic<int>* remaining, std::m
   // nodes ran 11% slower: pf-bench auto_placement's wide model) took a core from one of them.
   const bool poll = pool != nullptr && LeavesCoreForCaller(*pool);
   const bool help = poll || (pool != nullptr && pool->InPool());
+  auto finished = [&] { return remaining->load(std::memory_order_acquire) == 0; };
   int polls = 0;
   auto done_or_ran = [&] {  // the queue is looked at every 32 polls (it takes the lock)
-    if (remaining->load(std::memory_order_acquire) == 0) return true;
-    return (++polls & 31) == 0 && pool->TryRunOne();
+    return finished() || ((++polls & 31) == 0 && pool->TryRunOne());
   };
-  auto finished = [&] { return remaining->load(std::memory_order_acquire) == 0; };
   while (!finished()) {
     if (help && pool->TryRunOne()) continue;
     if (poll && SpinWhileBusy(*pool, done_or_ran)) continue;
