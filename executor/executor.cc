@@ -48,6 +48,17 @@ bool CallerBesideFullPool(const ThreadPool& pool) {
   return pool.num_threads() > 0 && !LeavesCoreForCaller(pool) && !pool.InPool();
 }
 
+// The step has ended: its time decides whether the next one is small, and its caller hears.
+void EndStep(const Executor::Layout& l, Executor::Step* step) {
+  l.last_step_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - step->start)
+                           .count(),
+                       std::memory_order_relaxed);
+  std::function<void()> done = std::move(step->done);
+  delete step;
+  done();
+}
+
 }  // namespace
 
 Executor::Executor(std::unique_ptr<Layout> layout) : layout_(std::move(layout)) {}
@@ -65,6 +76,13 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
     return;
   }
   auto* step = new Step(l);  // deleted when its last node completes
+  step->start = std::chrono::steady_clock::now();
+  const int64_t last_ns = l.last_step_ns.load(std::memory_order_relaxed);
+  // A step after a small one runs on its caller as on a pool thread: handing its nodes to a
+  // sleeping worker and waking the caller again cost more than the whole step (a Run of one
+  // scalar op: 6 us handed over, 0.9 us kept; session_run_overhead), and so short a stretch of
+  // one thread more than cores takes little from the workers.
+  step->small = last_ns >= 0 && last_ns < l.small_step_ns;
   step->step_id = step_id;
   step->group = group;
   step->done = std::move(done);
@@ -74,17 +92,13 @@ void Executor::RunAsync(const std::vector<Tensor>& feeds, std::vector<Tensor>* f
     for (int slot : l.feed_slots[f]) step->root.inputs[slot] = feeds[f];
     for (int fetch : l.feed_fetches[f]) (*fetches)[fetch] = feeds[f];
   }
-  if (l.roots.empty()) {
-    step->done();
-    delete step;
-    return;
-  }
+  if (l.roots.empty()) return EndStep(l, step);
   step->outstanding.store(static_cast<int>(l.roots.size()));
-  // Cheap roots and one expensive root run here (none beside a full pool); other expensive
-  // roots go to the pool.
+  // Cheap roots and one expensive root run here (none beside a full pool, unless the step is
+  // small); other expensive roots go to the pool.
   std::deque<TaggedNode> here;
   step->root.outstanding = static_cast<int>(l.roots.size());  // control flow's count
-  const bool hand_over = CallerBesideFullPool(*l.pool);
+  const bool hand_over = !step->small && CallerBesideFullPool(*l.pool);
   for (int r : l.roots) {
     const TaggedNode t{r, &step->root};
     if (l.items[r].expensive && (!here.empty() || hand_over)) {
@@ -339,7 +353,8 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
   // Inputs die as soon as their last consumer has run.
   for (int k = 0; k < it.num_inputs; ++k) iter->inputs[it.input_base + k] = Tensor();
   // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
-  // else is queued here (and this is no caller beside a full pool) and the rest go to the pool. A
+  // else is queued here (and this is no caller beside a full pool, or the step is small) and the
+  // rest go to the pool. A
   // node counts as outstanding before it can run, except the first that will run inline here: it
   // takes over this node's count (so a chain of nodes never touches the shared counter, which both
   // threads would contend for).
@@ -388,7 +403,7 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
   }
   outputs->clear();
   if (keep_expensive) {
-    if (inline_ready->empty() && !CallerBesideFullPool(*l.pool)) {
+    if (inline_ready->empty() && (step->small || !CallerBesideFullPool(*l.pool))) {
       run_here(*keep_expensive);
     } else {
       schedule(*keep_expensive);
@@ -401,9 +416,7 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
       step->group->Fail(errors::Internal("The step ended with ", step->frames.size(),
                                          " while loop instance(s) still waiting for inputs"));
     }
-    std::function<void()> done = std::move(step->done);
-    delete step;
-    done();
+    EndStep(l, step);
   }
 }
 

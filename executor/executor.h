@@ -90,6 +90,10 @@ struct ExecutorSpec {
   // The step's graph has control flow (a cond, a loop) on some device: a _Recv may bring a dead
   // tensor even into a partition without control-flow nodes (executor/frames.h).
   bool dead_tensors = false;
+  // A caller beside a pool with a worker per core hands every expensive node to the pool, unless
+  // the executor's last step took less than this: handing a step of a few microseconds to a
+  // sleeping worker and waking the caller again cost more than the step (session_run_overhead).
+  int64_t small_step_us = 50;
 };
 
 struct IterState;

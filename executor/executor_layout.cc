@@ -122,6 +122,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorSpec& spec,
   auto layout = std::make_unique<Layout>();
   layout->pool = spec.pool != nullptr ? spec.pool : ThreadPool::Default();
   layout->own_pool = spec.own_pool && spec.pool != nullptr;
+  layout->small_step_ns = spec.small_step_us * 1000;
   layout->devices = spec.devices;
   const bool sequential = SequentialMode();
   Layout::ItemIndex item_of;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -79,6 +80,10 @@ struct Executor::Layout {
   bool loop_transfers = false;  // a _Send or _Recv inside a loop (a loop spanning devices)
   std::vector<int> roots;
   ThreadPool* pool = nullptr;
+  // How long the last step took from RunAsync to its end, in ns (-1: none yet): a caller beside
+  // a full pool runs a step under small_step_ns itself (ExecutorSpec::small_step_us).
+  mutable std::atomic<int64_t> last_step_ns{-1};
+  int64_t small_step_ns = 0;
   bool own_pool = false;  // ExecutorSpec::own_pool
   const DeviceSet* devices = nullptr;
   // For feed i: the input slots it fills (in the outermost frame) and the fetch indices it
@@ -153,6 +158,8 @@ struct Executor::Step {
   StepGroup* group = nullptr;
   std::atomic<int> outstanding{0};
   std::function<void()> done;
+  std::chrono::steady_clock::time_point start;
+  bool small = false;  // the last step was short: the caller keeps an expensive node too
   // Control flow: the frames lock and every loop instance alive (a failed step ends with some
   // still here; the destructor frees them).
   std::mutex frames_mu;

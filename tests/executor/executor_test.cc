@@ -30,6 +30,9 @@ std::vector<std::string> TakeLog() {
   return std::exchange(*run_log, {});
 }
 
+// How long each TestExecRecord node sleeps, in microseconds (0: none).
+std::atomic<int> record_sleep_us{0};
+
 // TestExecRecord(x: N floats) -> 1 + sum(x), logging its name; `cheap` picks inline scheduling.
 class RecordOp : public OpKernel {
  public:
@@ -41,6 +44,8 @@ class RecordOp : public OpKernel {
       run_log->push_back(name());
       (*run_threads)[name()] = std::this_thread::get_id();
     }
+    if (const int us = record_sleep_us.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
     float sum = 1;
     for (int i = 0; i < ctx->num_inputs(); ++i) sum += ctx->input(i).data<float>()[0];
     PF_ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput(0));
@@ -157,6 +162,7 @@ float Scalar(const Tensor& t) { return t.data<float>()[0]; }
 class Harness {
  public:
   explicit Harness(ThreadPool* pool = nullptr) : cpu_(NewCpuDevice(0)), pool_(pool) {}
+  int64_t small_step_us = ExecutorSpec().small_step_us;
 
   std::unique_ptr<Executor> Create(const std::vector<Node*>& nodes,
                                    const std::vector<Output>& feeds,
@@ -175,6 +181,7 @@ class Harness {
     spec.feeds = feeds;
     spec.fetches = fetches;
     spec.pool = pool_;
+    spec.small_step_us = small_step_us;
     return Executor::Create(spec, [this](const Node& n, Device*) -> StatusOr<OpKernel*> {
       PF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(n, "CPU"));
       kernels_.push_back(std::move(k));
@@ -405,6 +412,7 @@ TEST_CASE("A caller beside a pool with a worker per core hands expensive nodes t
   // The caller runs the cheap root (c) and hands the chain to the pool: the chain runs on one
   // worker, never on the caller, which would be one thread more than cores. (It kept the first
   // expensive node inline before: mnist_mlp_epoch's caller and two workers shared two cores.)
+  // No step counts as small here (see the next test).
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   ThreadPool pool(cores);
   Graph g;
@@ -414,6 +422,7 @@ TEST_CASE("A caller beside a pool with a worker per core hands expensive nodes t
   Output y = Record(root, "second", {x});
   Output z = Record(root, "third", {y}, /*cheap=*/true);
   Harness h(&pool);
+  h.small_step_us = 0;
   auto exec = h.Create(NodesOf({c, x, y, z}), {}, {z});
   for (int step = 0; step < 3; ++step) {
     std::vector<Tensor> out;
@@ -423,6 +432,45 @@ TEST_CASE("A caller beside a pool with a worker per core hands expensive nodes t
     CHECK(run_threads->at("second") == run_threads->at("first"));
     CHECK(run_threads->at("third") == run_threads->at("first"));
   }
+  TakeLog();
+}
+
+TEST_CASE("A caller beside a full pool runs a step itself when the last one was small",
+          "[executor][scheduling][threads]") {
+  // Handing a tiny step to a sleeping worker and waking the caller again costs more than the
+  // step. Which thread runs `first` follows the previous step's time: unknown (the first step)
+  // or at least small_step_us hands the step over, less keeps it on the caller. The bound is
+  // 20 ms here (50 us by default), so that a slow machine or a sanitizer keeps short steps short.
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ThreadPool pool(cores);
+  Graph g;
+  Scope root = Scope::Root(&g);
+  Output c = ops::Const(root.WithOpName("c"), 0.f);
+  Output x = Record(root, "first", {c});
+  Output y = Record(root, "second", {x});
+  Harness h(&pool);
+  h.small_step_us = 20'000;
+  auto exec = h.Create(NodesOf({c, x, y}), {}, {y});
+  const auto caller = std::this_thread::get_id();
+  // Per step: the nodes' sleep, and whether `first` runs on the caller.
+  const std::vector<std::pair<int, bool>> steps = {
+      {0, false},      // no step before: handed over
+      {0, true},       // the last step was short
+      {0, true},       //
+      {15'000, true},  // decided by the last (short) step; this one takes 30 ms
+      {0, false},      // the last step was long
+      {0, true},       // short again
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO("step " << i);
+    record_sleep_us = steps[i].first;
+    std::vector<Tensor> out;
+    REQUIRE(exec->Run({}, &out).ok());
+    CHECK(Scalar(out[0]) == 2);
+    CHECK((run_threads->at("first") == caller) == steps[i].second);
+    CHECK(run_threads->at("second") == run_threads->at("first"));
+  }
+  record_sleep_us = 0;
   TakeLog();
 }
 
