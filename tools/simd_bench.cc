@@ -8,8 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "placeflow/core/thread_pool.h"
+#include "placeflow/graph/kernel.h"
 #include "placeflow/ops/math/matmul.h"
 #include "placeflow/ops/math/reduce_impl.h"
+#include "placeflow/ops/nn/batch_norm_nhwc.h"
 #include "placeflow/ops/op_util.h"
 #include "placeflow/ops/simd/cpu_isa.h"
 #include "placeflow/ops/simd/packed_gemm.h"
@@ -52,8 +55,23 @@ struct Buffers {
   }
 };
 
+// Batch norm's channels-last loops see kN elements as [kN / kBnC, kBnC], on one thread.
+constexpr int64_t kBnC = 64;
+OpKernelContext* InlineContext() {
+  static ThreadPool* pool = new ThreadPool(0);
+  static OpKernelContext* ctx = [] {
+    OpKernelContext::Params p;
+    p.intra_op_pool = pool;
+    return new OpKernelContext(p);
+  }();
+  return ctx;
+}
+
 std::vector<std::pair<std::string, std::function<void()>>> Families(Buffers* w) {
   float *a = w->a.data(), *b = w->b.data(), *y = w->y.data(), *m = w->m.data(), *v = w->v.data();
+  OpKernelContext* ctx = InlineContext();
+  constexpr int64_t kRows = kN / kBnC;
+  constexpr BnActivation kRelu6 = BnActivation::kRelu6;
   using simd::BinaryFn;
   using simd::UnaryFn;
   auto unary = [=](UnaryFn fn) {
@@ -82,6 +100,15 @@ std::vector<std::pair<std::string, std::function<void()>>> Families(Buffers* w) 
       // The reductions' inner loops: Sum and Max of a row (ReduceRow's eight partial results).
       {"row_sum", [=] { y[0] = ReduceRow<float, SumR>(a, kN); }},
       {"row_max", [=] { y[0] = ReduceRow<float, MaxR>(a, kN); }},
+      // Batch norm's passes over [rows, 64] with Relu6 fused (the coefficients are per channel):
+      // the moments, the normalisation, the gradient's sums and its apply pass, written to
+      // another tensor and in place over dy (y, whose values settle after a few passes).
+      {"bn_moments", [=] { NhwcMoments(ctx, a, kRows, kBnC, m, v); }},
+      {"bn_normalize", [=] { NhwcNormalize(ctx, a, kRows, kBnC, b, m, kRelu6, y); }},
+      {"bn_grad_sums", [=] { NhwcGradSums(ctx, a, b, b, m, kRelu6, m, kRows, kBnC, v, v + kBnC); }},
+      {"bn_grad_apply", [=] { NhwcGradApply(ctx, a, b, b, m, kRelu6, b, m, b, kRows, kBnC, y); }},
+      {"bn_grad_apply_in_place",
+       [=] { NhwcGradApply(ctx, y, b, b, m, kRelu6, b, m, b, kRows, kBnC, y); }},
       // For scale: glibc's scalar tanhf, what a loop the compiler cannot vectorise costs.
       {"scalar_tanhf",
        [=] {

@@ -231,15 +231,16 @@ void NhwcGradApply(OpKernelContext* ctx, const T* dy, const T* x, const T* fa, c
                    T* dx) {
   Dispatch(act, [&](auto activation) {
     ParallelFor(ctx, rows, c * 3, [&](int64_t r0, int64_t r1) {
+      constexpr BnActivation kAct = decltype(activation)::value;
       const int64_t at = r0 * c;
-      SimdCall([&] {
-        constexpr BnActivation kAct = decltype(activation)::value;
-        if (dx == dy) {
-          GradApplyRowsInPlace<kAct>(dx + at, x + at, fa, fd, a, b, d, r1 - r0, c);
-        } else {
-          GradApplyRows<kAct>(dy + at, x + at, fa, fd, a, b, d, r1 - r0, c, dx + at);
-        }
-      });
+      // One loop per SimdCall: with both in one lambda GCC kept the lambda out of line, in
+      // baseline SSE2 code (9% of a MobileNetV2 step in perf, against 5% for the sums' pass).
+      if (dx == dy) {
+        SimdCall([&] { GradApplyRowsInPlace<kAct>(dx + at, x + at, fa, fd, a, b, d, r1 - r0, c); });
+      } else {
+        SimdCall(
+            [&] { GradApplyRows<kAct>(dy + at, x + at, fa, fd, a, b, d, r1 - r0, c, dx + at); });
+      }
     });
   });
 }

@@ -260,20 +260,25 @@ struct ShardedConv {
     return err;
   }
 
-  // The shards' filter gradients summed in float32 (bfloat16 partials rounded once more).
+  // The shards' filter gradients summed in float32 (bfloat16 partials rounded once more); the
+  // float32 sum runs vectorised (SimdFor), shard after shard as the scalar loop adds them.
   void SumPartials(OpKernelContext* ctx) const {
     ParallelFor(ctx, filter_size, shards, [&](int64_t b, int64_t e) {
+      if (!bf16) {
+        const float* p = partials.data<float>();
+        float* out = reinterpret_cast<float*>(result);
+        SimdFor(b, e, [&](int64_t i) { out[i] = p[i]; });
+        for (int64_t s = 1; s < shards; ++s) {
+          const float* q = p + s * filter_size;
+          SimdFor(b, e, [&](int64_t i) { out[i] += q[i]; });
+        }
+        return;
+      }
       for (int64_t i = b; i < e; ++i) {
         float sum = 0;
-        for (int64_t s = 0; s < shards; ++s) {
-          const int64_t j = s * filter_size + i;
-          sum += bf16 ? BFloat16ToFloat(partials.data<BFloat16>()[j]) : partials.data<float>()[j];
-        }
-        if (bf16) {
-          reinterpret_cast<BFloat16*>(result)[i] = FloatToBFloat16(sum);
-        } else {
-          reinterpret_cast<float*>(result)[i] = sum;
-        }
+        for (int64_t s = 0; s < shards; ++s)
+          sum += BFloat16ToFloat(partials.data<BFloat16>()[s * filter_size + i]);
+        reinterpret_cast<BFloat16*>(result)[i] = FloatToBFloat16(sum);
       }
     });
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "placeflow/ops/simd/cpu_isa.h"
 #include "tests/testing/test_util.h"
 
 namespace pf::batch_norm_fusion_test {
@@ -198,6 +199,31 @@ TEST_CASE("FusedBatchNorm's NHWC moments over many blocks match float64, far fro
     const double unbiased = m2 / (n - 1);
     CHECK(std::abs(got[1].data<float>()[k] - unbiased) <= 1e-3 * unbiased);
   }
+}
+
+TEST_CASE("Batch norm's fused loops give the same bits under every ISA cap",
+          "[remapper][batchnorm][simd]") {
+  // The loops run in SimdCall's SSE2, AVX2 and AVX-512 copies, vectorised along the channels
+  // (40 here: a remainder after every vector width), with no fused multiply-add in any copy.
+  const simd::CpuIsa saved = simd::MaxCpuIsa();
+  Block b("Relu6", /*training=*/true, {4, 9, 10, 40});
+  const std::vector<Output> fetches = {b.y,  b.bn.batch_mean, b.bn.batch_variance,
+                                       b.dx, b.dscale,        b.doffset};
+  std::vector<std::vector<Tensor>> runs;
+  for (simd::CpuIsa cap : {simd::CpuIsa::kSse4, simd::CpuIsa::kAvx2, simd::CpuIsa::kAvx512}) {
+    if (cap > simd::HostCpuIsa()) continue;
+    simd::SetMaxCpuIsa(cap);
+    Session sess(b.g);
+    runs.push_back(sess.Run(b.Feed(), fetches));
+  }
+  simd::SetMaxCpuIsa(saved);
+  for (size_t r = 1; r < runs.size(); ++r) {
+    for (size_t k = 0; k < fetches.size(); ++k) {
+      INFO("cap " << r << ", fetch " << k);
+      CHECK(SameBits(runs[r][k], runs[0][k]));
+    }
+  }
+  if (runs.size() < 2) WARN("this CPU has only the SSE4 target: nothing to compare");
 }
 
 }  // namespace
