@@ -354,10 +354,9 @@ void Executor::Complete(Step* step, TaggedNode t, const Status& s, std::vector<T
   for (int k = 0; k < it.num_inputs; ++k) iter->inputs[it.input_base + k] = Tensor();
   // Cheap successors run inline; of the expensive ones, the last stays inline when nothing
   // else is queued here (and this is no caller beside a full pool, or the step is small) and the
-  // rest go to the pool. A
-  // node counts as outstanding before it can run, except the first that will run inline here: it
-  // takes over this node's count (so a chain of nodes never touches the shared counter, which both
-  // threads would contend for).
+  // rest go to the pool. A node counts as outstanding before it can run, except the first that
+  // will run inline here: it takes over this node's count (so a chain of nodes never touches the
+  // shared counter, which both threads would contend for).
   std::optional<TaggedNode> keep_expensive;
   bool handed_over = false;
   auto run_here = [&](TaggedNode r) {

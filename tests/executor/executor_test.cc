@@ -5,6 +5,7 @@
 
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -407,26 +408,36 @@ TEST_CASE("Small pools finish wide steps and late sends without deadlock",
   TakeLog();
 }
 
+// c -> first -> second [-> third, cheap] on a pool with a worker per core, whose caller hands
+// expensive nodes to the pool unless the executor's last step took under `small_step_us`.
+struct CallerBesidePool {
+  CallerBesidePool(int64_t small_step_us, bool third)
+      : pool(std::max(1, static_cast<int>(std::thread::hardware_concurrency()))), h(&pool) {
+    Scope root = Scope::Root(&g);
+    Output c = ops::Const(root.WithOpName("c"), 0.f);
+    Output x = Record(root, "first", {c});
+    Output y = Record(root, "second", {x});
+    std::vector<Output> nodes = {c, x, y};
+    if (third) nodes.push_back(Record(root, "third", {y}, /*cheap=*/true));
+    h.small_step_us = small_step_us;
+    exec = h.Create(NodesOf(nodes), {}, {nodes.back()});
+  }
+  ThreadPool pool;
+  Graph g;
+  Harness h;
+  std::unique_ptr<Executor> exec;
+};
+
 TEST_CASE("A caller beside a pool with a worker per core hands expensive nodes to the pool",
           "[executor][scheduling][threads]") {
   // The caller runs the cheap root (c) and hands the chain to the pool: the chain runs on one
   // worker, never on the caller, which would be one thread more than cores. (It kept the first
   // expensive node inline before: mnist_mlp_epoch's caller and two workers shared two cores.)
   // No step counts as small here (see the next test).
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  ThreadPool pool(cores);
-  Graph g;
-  Scope root = Scope::Root(&g);
-  Output c = ops::Const(root.WithOpName("c"), 0.f);
-  Output x = Record(root, "first", {c});
-  Output y = Record(root, "second", {x});
-  Output z = Record(root, "third", {y}, /*cheap=*/true);
-  Harness h(&pool);
-  h.small_step_us = 0;
-  auto exec = h.Create(NodesOf({c, x, y, z}), {}, {z});
+  CallerBesidePool t(/*small_step_us=*/0, /*third=*/true);
   for (int step = 0; step < 3; ++step) {
     std::vector<Tensor> out;
-    REQUIRE(exec->Run({}, &out).ok());
+    REQUIRE(t.exec->Run({}, &out).ok());
     CHECK(Scalar(out[0]) == 3);
     CHECK(run_threads->at("first") != std::this_thread::get_id());
     CHECK(run_threads->at("second") == run_threads->at("first"));
@@ -441,16 +452,7 @@ TEST_CASE("A caller beside a full pool runs a step itself when the last one was 
   // step. Which thread runs `first` follows the previous step's time: unknown (the first step)
   // or at least small_step_us hands the step over, less keeps it on the caller. The bound is
   // 20 ms here (50 us by default), so that a slow machine or a sanitizer keeps short steps short.
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  ThreadPool pool(cores);
-  Graph g;
-  Scope root = Scope::Root(&g);
-  Output c = ops::Const(root.WithOpName("c"), 0.f);
-  Output x = Record(root, "first", {c});
-  Output y = Record(root, "second", {x});
-  Harness h(&pool);
-  h.small_step_us = 20'000;
-  auto exec = h.Create(NodesOf({c, x, y}), {}, {y});
+  CallerBesidePool t(/*small_step_us=*/20'000, /*third=*/false);
   const auto caller = std::this_thread::get_id();
   // Per step: the nodes' sleep, and whether `first` runs on the caller.
   const std::vector<std::pair<int, bool>> steps = {
@@ -465,7 +467,7 @@ TEST_CASE("A caller beside a full pool runs a step itself when the last one was 
     INFO("step " << i);
     record_sleep_us = steps[i].first;
     std::vector<Tensor> out;
-    REQUIRE(exec->Run({}, &out).ok());
+    REQUIRE(t.exec->Run({}, &out).ok());
     CHECK(Scalar(out[0]) == 2);
     CHECK((run_threads->at("first") == caller) == steps[i].second);
     CHECK(run_threads->at("second") == run_threads->at("first"));
