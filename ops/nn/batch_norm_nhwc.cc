@@ -96,8 +96,9 @@ template <BnActivation A, typename T>
   }
 }
 
-// dx = mask(dy) * a + x * b + d. In place (dx == dy) through one pointer, which restrict allows:
-// each element is read before it is written.
+// dx = mask(dy) * a + x * b + d. GradApplyRowsInPlace is the same with dx == dy, through one
+// pointer: restrict forbids passing one array as both dy and dx, and one pointer allows it (each
+// element is read before it is written).
 template <BnActivation A, typename T>
 [[gnu::always_inline]] inline void GradApplyRows(const T* __restrict dy, const T* __restrict x,
                                                  const T* __restrict fa, const T* __restrict fd,
